@@ -1,0 +1,182 @@
+package cloudinit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+const (
+	// CloudConfigHeader is the first line of a cloud-config document.
+	CloudConfigHeader = "#cloud-config"
+	// JinjaHeader marks a cloud-config document rendered as a jinja template.
+	JinjaHeader = "## template: jinja"
+	// QemuGuestAgentPackage is the package that reports the guest's IP
+	// addresses to KubeVirt.
+	QemuGuestAgentPackage = "qemu-guest-agent"
+	// InstallScriptDir is where rancher-machine writes the install script.
+	InstallScriptDir = "/usr/local/custom_script/"
+)
+
+// Input holds the parts of a VM's user data. Every field is optional.
+type Input struct {
+	// User is the login user the SSH keys and password are given to.
+	// "root" configures root itself; any other name gets its own entry in
+	// `users` (with passwordless sudo) next to the image's default user.
+	User string
+	// SSHAuthorizedKeys are public keys allowed to log in as User.
+	SSHAuthorizedKeys []string
+	// Password, if set, becomes User's password and enables SSH password
+	// login. It only ever appears in the returned user data.
+	Password string
+	// InstallQemuGuestAgent adds the qemu-guest-agent package and enables it.
+	InstallQemuGuestAgent bool
+	// UserData is the user's own user data: cloud-config YAML (with or
+	// without the #cloud-config line, possibly a jinja template) or a
+	// non-YAML document such as a `#!` shell script.
+	UserData []byte
+	// CloudConfig is the content of the --harvester-cloud-config file.
+	CloudConfig []byte
+}
+
+// Build merges the parts of in into one user-data document (see the package
+// documentation for the rules). It returns an error naming the part that
+// cannot be used.
+func Build(in Input) ([]byte, error) {
+	base, err := basePart(in)
+	if err != nil {
+		return nil, fmt.Errorf("build cloud-init base part: %w", err)
+	}
+	merged := base
+	jinja := false
+	var extra []rawPart
+
+	for _, p := range []struct {
+		name string
+		data []byte
+	}{{"user data", in.UserData}, {"cloud-config file", in.CloudConfig}} {
+		kind, body, isJinja := classify(p.data)
+		switch kind {
+		case kindEmpty:
+			continue
+		case kindRaw:
+			extra = append(extra, rawPart{contentType: rawContentType(p.data), data: p.data})
+			continue
+		}
+		node, err := parseMapping(body)
+		if err != nil && isJinja {
+			// A template whose jinja syntax is not YAML is passed on whole.
+			extra = append(extra, rawPart{contentType: "text/cloud-config", data: p.data})
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.name, err)
+		}
+		if node == nil {
+			continue
+		}
+		jinja = jinja || isJinja
+		mergeMapping(merged, node)
+	}
+	moveInstallScriptLast(merged)
+
+	var out bytes.Buffer
+	if jinja {
+		out.WriteString(JinjaHeader + "\n")
+	}
+	out.WriteString(CloudConfigHeader + "\n")
+	enc := yaml.NewEncoder(&out)
+	enc.SetIndent(2)
+	if err := enc.Encode(merged); err != nil {
+		return nil, fmt.Errorf("encode cloud-config: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode cloud-config: %w", err)
+	}
+	if len(extra) == 0 {
+		return out.Bytes(), nil
+	}
+	parts := append([]rawPart{{contentType: "text/cloud-config", data: out.Bytes()}}, extra...)
+	return multipart(parts)
+}
+
+type partKind int
+
+const (
+	kindEmpty partKind = iota
+	kindCloudConfig
+	kindRaw
+)
+
+// classify tells cloud-config apart from other user-data formats. It returns
+// the YAML body (header lines removed) and whether it is a jinja template.
+func classify(data []byte) (partKind, []byte, bool) {
+	text := strings.TrimLeft(string(data), "\ufeff")
+	if strings.TrimSpace(text) == "" {
+		return kindEmpty, nil, false
+	}
+	jinja := false
+	if first, rest, _ := strings.Cut(text, "\n"); strings.TrimSpace(first) == JinjaHeader {
+		jinja = true
+		text = rest
+	}
+	trimmed := strings.TrimLeft(text, " \t\r\n")
+	switch {
+	case strings.HasPrefix(trimmed, "#!"),
+		strings.HasPrefix(trimmed, "#include"),
+		strings.HasPrefix(trimmed, "#cloud-boothook"),
+		strings.HasPrefix(trimmed, "#part-handler"),
+		strings.HasPrefix(trimmed, "Content-Type:"):
+		return kindRaw, nil, false
+	}
+	return kindCloudConfig, []byte(text), jinja
+}
+
+func rawContentType(data []byte) string {
+	t := strings.TrimLeft(string(data), " \t\r\n\ufeff")
+	switch {
+	case strings.HasPrefix(t, JinjaHeader):
+		return "text/jinja2"
+	case strings.HasPrefix(t, "#!"):
+		return "text/x-shellscript"
+	case strings.HasPrefix(t, "#include"):
+		return "text/x-include-url"
+	case strings.HasPrefix(t, "#cloud-boothook"):
+		return "text/cloud-boothook"
+	case strings.HasPrefix(t, "#part-handler"):
+		return "text/part-handler"
+	}
+	return "text/plain"
+}
+
+// parseMapping parses a cloud-config body. An empty document yields nil.
+func parseMapping(body []byte) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("not valid cloud-config YAML: %w", err)
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 {
+		return nil, nil
+	}
+	root := doc.Content[0]
+	if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
+		return nil, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, errors.New("cloud-config must be a YAML mapping (key: value), or a script starting with #!")
+	}
+	dropComments(root)
+	return root, nil
+}
+
+// dropComments removes comments (including the #cloud-config line, which
+// yaml.v3 keeps as a head comment) so they are not re-emitted mid-document.
+func dropComments(n *yaml.Node) {
+	n.HeadComment, n.LineComment, n.FootComment = "", "", ""
+	for _, c := range n.Content {
+		dropComments(c)
+	}
+}

@@ -1,0 +1,196 @@
+package cloudinit
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// rancherFile is what rancher-machine writes for --harvester-cloud-config.
+const rancherFile = `#cloud-config
+hostname: c1-pool1-abcde
+runcmd:
+- sh /usr/local/custom_script/install.sh
+write_files:
+- content: H4sIAAAAAAAA/yrOz01VSM7PS0lNLlEozsjMSQEAAAD//w==
+  encoding: gzip+b64
+  path: /usr/local/custom_script/install.sh
+  permissions: "0644"
+`
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test ./cloudinit -update): %v", err)
+	}
+	if string(want) != string(got) {
+		t.Errorf("%s differs from the golden file\n--- got:\n%s\n--- want:\n%s", name, got, want)
+	}
+}
+
+func TestBuildGolden(t *testing.T) {
+	cases := []struct {
+		name string
+		in   Input
+	}{
+		{"key-agent-rancher.yaml", Input{User: "ubuntu", SSHAuthorizedKeys: []string{"ssh-ed25519 AAAAC3Nza test@example"}, InstallQemuGuestAgent: true, CloudConfig: []byte(rancherFile)}},
+		{"password-root-quote.yaml", Input{User: "root", Password: `pa"ss: 'word #1`, InstallQemuGuestAgent: true, CloudConfig: []byte(rancherFile)}},
+		{"user-data-merge.yaml", Input{User: "ubuntu", SSHAuthorizedKeys: []string{"ssh-rsa AAAAB3 k"}, InstallQemuGuestAgent: true,
+			UserData: []byte("#cloud-config\npackage_update: true\npackages:\n- qemu-guest-agent\n- [htop, 3.0]\nruncmd:\n- - systemctl\n  - enable\n  - '--now'\n  - qemu-guest-agent.service\n- echo user\nwrite_files:\n- path: /etc/user.conf\n  content: hello\n"),
+			CloudConfig: []byte(rancherFile)}},
+		{"install-first-in-user-data.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: true,
+			UserData:    []byte("runcmd:\n- sh /usr/local/custom_script/install.sh\n- echo after\n"),
+			CloudConfig: []byte("#cloud-config\nruncmd:\n- echo from-file\n")}},
+		{"jinja.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: true,
+			UserData:    []byte("## template: jinja\n#cloud-config\nruncmd:\n- echo {{ v1.local_hostname }}\n"),
+			CloudConfig: []byte(rancherFile)}},
+		{"script-multipart.txt", Input{User: "ubuntu", SSHAuthorizedKeys: []string{"ssh-ed25519 AAAA k"}, InstallQemuGuestAgent: true,
+			UserData:    []byte("#!/bin/bash\necho hello > /tmp/hello\n"),
+			CloudConfig: []byte(rancherFile)}},
+		{"skip-agent-empty.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: false}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Build(tc.in)
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			golden(t, tc.name, got)
+			again, _ := Build(tc.in)
+			if string(again) != string(got) {
+				t.Errorf("Build is not deterministic")
+			}
+		})
+	}
+}
+
+type parsed struct {
+	Packages []any          `yaml:"packages"`
+	Runcmd   []any          `yaml:"runcmd"`
+	Chpasswd map[string]any `yaml:"chpasswd"`
+	Hostname string         `yaml:"hostname"`
+}
+
+func parse(t *testing.T, data []byte) parsed {
+	t.Helper()
+	var p parsed
+	if err := yaml.Unmarshal(data, &p); err != nil {
+		t.Fatalf("result is not YAML: %v\n%s", err, data)
+	}
+	return p
+}
+
+func TestBuildRules(t *testing.T) {
+	got, err := Build(Input{User: "ubuntu", InstallQemuGuestAgent: true,
+		UserData:    []byte("packages: [qemu-guest-agent, htop]\nruncmd: [echo user]\n"),
+		CloudConfig: []byte(rancherFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(got), "#cloud-config\n") {
+		t.Errorf("missing #cloud-config header: %q", got[:20])
+	}
+	p := parse(t, got)
+	n := 0
+	for _, pkg := range p.Packages {
+		if pkg == QemuGuestAgentPackage {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("qemu-guest-agent listed %d times, want once: %v", n, p.Packages)
+	}
+	if last := p.Runcmd[len(p.Runcmd)-1]; last != "sh /usr/local/custom_script/install.sh" {
+		t.Errorf("install script is not last in runcmd: %v", p.Runcmd)
+	}
+	first, ok := p.Runcmd[0].([]any)
+	if !ok || first[0] != "systemctl" || first[2] != "--now" {
+		t.Errorf("runcmd does not start by enabling the agent: %v", p.Runcmd)
+	}
+	if p.Hostname != "c1-pool1-abcde" {
+		t.Errorf("hostname from the cloud-config file lost: %q", p.Hostname)
+	}
+}
+
+func TestBuildPasswordSurvivesQuotes(t *testing.T) {
+	pw := `a"b'c: #d\n{e}`
+	got, err := Build(Input{User: "ubuntu", Password: pw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := parse(t, got)
+	users, _ := p.Chpasswd["users"].([]any)
+	if len(users) != 1 || users[0].(map[string]any)["password"] != pw {
+		t.Errorf("password not preserved exactly: %v", p.Chpasswd)
+	}
+}
+
+func TestBuildSkipAgent(t *testing.T) {
+	got, err := Build(Input{User: "ubuntu", InstallQemuGuestAgent: false, CloudConfig: []byte(rancherFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(got), QemuGuestAgentPackage) {
+		t.Errorf("agent injected although disabled:\n%s", got)
+	}
+}
+
+func TestBuildScriptIsMultipart(t *testing.T) {
+	script := "#!/bin/sh\necho 'x: y'\n"
+	got, err := Build(Input{User: "ubuntu", InstallQemuGuestAgent: true, UserData: []byte(script), CloudConfig: []byte(rancherFile)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(got)
+	for _, want := range []string{"multipart/mixed", "text/cloud-config", "text/x-shellscript", script, "sh /usr/local/custom_script/install.sh"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("multipart output lacks %q", want)
+		}
+	}
+}
+
+func TestBuildErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		in   Input
+		want string
+	}{
+		{"bad yaml", Input{UserData: []byte("#cloud-config\nfoo: [unclosed\n")}, "user data: not valid cloud-config YAML"},
+		{"list", Input{UserData: []byte("- a\n- b\n")}, "user data: cloud-config must be a YAML mapping"},
+		{"bad file", Input{CloudConfig: []byte("a: b: c\n")}, "cloud-config file: not valid"},
+		{"keys without user", Input{SSHAuthorizedKeys: []string{"k"}}, "user name is needed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Build(tc.in)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestBuildJinjaNotYAMLIsPassedWhole(t *testing.T) {
+	tpl := "## template: jinja\n#cloud-config\n{% if v1.distro == 'ubuntu' %}\npackages: [htop]\n{% endif %}\n"
+	got, err := Build(Input{User: "ubuntu", InstallQemuGuestAgent: true, UserData: []byte(tpl)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), tpl) || !strings.Contains(string(got), "multipart/mixed") {
+		t.Errorf("jinja template not passed whole in a MIME part:\n%s", got)
+	}
+}
