@@ -50,7 +50,7 @@ func TestBuildGolden(t *testing.T) {
 		{"key-agent-rancher.yaml", Input{User: "ubuntu", SSHAuthorizedKeys: []string{"ssh-ed25519 AAAAC3Nza test@example"}, InstallQemuGuestAgent: true, CloudConfig: []byte(rancherFile)}},
 		{"password-root-quote.yaml", Input{User: "root", Password: `pa"ss: 'word #1`, InstallQemuGuestAgent: true, CloudConfig: []byte(rancherFile)}},
 		{"user-data-merge.yaml", Input{User: "ubuntu", SSHAuthorizedKeys: []string{"ssh-rsa AAAAB3 k"}, InstallQemuGuestAgent: true,
-			UserData: []byte("#cloud-config\npackage_update: true\npackages:\n- qemu-guest-agent\n- [htop, 3.0]\nruncmd:\n- - systemctl\n  - enable\n  - '--now'\n  - qemu-guest-agent.service\n- echo user\nwrite_files:\n- path: /etc/user.conf\n  content: hello\n"),
+			UserData:    []byte("#cloud-config\npackage_update: true\npackages:\n- qemu-guest-agent\n- [htop, 3.0]\nruncmd:\n- - systemctl\n  - enable\n  - '--now'\n  - qemu-guest-agent.service\n- echo user\nwrite_files:\n- path: /etc/user.conf\n  content: hello\n"),
 			CloudConfig: []byte(rancherFile)}},
 		{"install-first-in-user-data.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: true,
 			UserData:    []byte("runcmd:\n- sh /usr/local/custom_script/install.sh\n- echo after\n"),
