@@ -84,7 +84,7 @@ func TestSchedule(t *testing.T) {
 		{name: "preferred anti-affinity by zone", req: scheduleRequest{Namespace: "default", Labels: web, Affinity: antiAffinity(zoneKey, false)},
 			placed: []placedVMI{placedWeb("harvester-node-0")}, wantNode: "harvester-node-1"},
 		{name: "preferred anti-affinity all taken picks fewest", req: scheduleRequest{Namespace: "default", Labels: web, Affinity: antiAffinity(hostnameKey, false)},
-			placed: []placedVMI{placedWeb("harvester-node-0"), placedWeb("harvester-node-1"), placedWeb("harvester-node-1"), placedWeb("harvester-node-2")},
+			placed:   []placedVMI{placedWeb("harvester-node-0"), placedWeb("harvester-node-1"), placedWeb("harvester-node-1"), placedWeb("harvester-node-2")},
 			wantNode: "harvester-node-0"},
 		{name: "preferred anti-affinity other namespace ignored", req: scheduleRequest{Namespace: "default", Affinity: antiAffinity(hostnameKey, false)},
 			placed: []placedVMI{{Namespace: "other", Labels: web, Node: "harvester-node-0"},
