@@ -243,3 +243,41 @@ func inspectPart(contentType string, body []byte, depth int) (bool, error) {
 	// Untyped parts and nested multipart documents are sniffed by content.
 	return inspectUserData(body, depth+1)
 }
+
+// LabelImageGuestAgent on a VirtualMachineImage says its OS ships and
+// starts qemu-guest-agent, so VMs booted from it report addresses.
+const LabelImageGuestAgent = "harvesterhci.io/os-qemu-guest-agent"
+
+// guestSources is what the guest-agent decision looks at.
+type guestSources struct {
+	UserData [][]byte        // every cloud-init user data document of the VMI
+	Images   map[string]bool // "ns/name" of images behind the VMI's disks -> labelled with the agent
+	Problems []string        // sources that could not be read (missing Secret, bad base64)
+}
+
+// guestRunsAgent decides whether the simulated guest runs qemu-guest-agent
+// and says why (or why not).
+func guestRunsAgent(src guestSources) (bool, string) {
+	for ref, labelled := range src.Images {
+		if labelled {
+			return true, fmt.Sprintf("image %s is labelled %s=true", ref, LabelImageGuestAgent)
+		}
+	}
+	var problems []string
+	problems = append(problems, src.Problems...)
+	for _, ud := range src.UserData {
+		ok, err := userDataInstallsAgent(ud)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if ok {
+			return true, "cloud-init user data installs " + guestAgentPackage
+		}
+	}
+	why := "no cloud-init user data installs " + guestAgentPackage + " and no disk image is labelled " + LabelImageGuestAgent + "=true"
+	if len(problems) > 0 {
+		why += " (" + strings.Join(problems, "; ") + ")"
+	}
+	return false, why
+}

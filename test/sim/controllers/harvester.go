@@ -1,0 +1,110 @@
+package controllers
+
+import (
+	"fmt"
+	"time"
+
+	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
+	"github.com/rancher/wrangler/v3/pkg/condition"
+	"golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// AnnImportResult set to "fail" on a VirtualMachineImage makes the
+// simulated import fail (for tests of the failure path).
+const AnnImportResult = "sim.harvesterhci.io/import"
+
+// LonghornProvisioner is the provisioner of image storage classes.
+const LonghornProvisioner = "driver.longhorn.io"
+
+// imageStorageClassName is the storage class Harvester creates per image.
+func imageStorageClassName(imageName string) string {
+	return "longhorn-" + imageName
+}
+
+// imageStatus computes a VirtualMachineImage status: imported at once with
+// progress 100 and its storage class, or failed when the spec did not
+// decode or the image carries the sim failure annotation.
+func imageStatus(img *harvesterv1.VirtualMachineImage, decodeErr error, now time.Time) harvesterv1.VirtualMachineImageStatus {
+	st := *img.Status.DeepCopy()
+	stamp := now.UTC().Format(time.RFC3339)
+	switch {
+	case decodeErr != nil:
+		st.Progress = 0
+		st.Conditions = setHarvesterCondition(st.Conditions, harvesterv1.ImageImported, corev1.ConditionFalse,
+			reasonInvalidSpec, "spec does not decode as harvesterhci.io/v1beta1 VirtualMachineImage: "+decodeErr.Error(), stamp)
+	case img.Annotations[AnnImportResult] == "fail":
+		st.Progress = 0
+		st.Failed = 1
+		st.LastFailedTime = stamp
+		st.Conditions = setHarvesterCondition(st.Conditions, harvesterv1.ImageImported, corev1.ConditionFalse,
+			"ImportFailed", fmt.Sprintf("simulated import failure (annotation %s: fail)", AnnImportResult), stamp)
+	default:
+		st.Progress = 100
+		st.Failed = 0
+		st.LastFailedTime = ""
+		st.AppliedURL = img.Spec.URL
+		st.StorageClassName = imageStorageClassName(img.Name)
+		st.Conditions = setHarvesterCondition(st.Conditions, harvesterv1.ImageInitialized, corev1.ConditionTrue, "", "", stamp)
+		st.Conditions = setHarvesterCondition(st.Conditions, harvesterv1.ImageImported, corev1.ConditionTrue, "", "", stamp)
+	}
+	return st
+}
+
+// imageImported reports whether an image's Imported condition is True, and
+// otherwise a message saying why not.
+func imageImported(img *harvesterv1.VirtualMachineImage) (bool, string) {
+	for _, c := range img.Status.Conditions {
+		if c.Type == harvesterv1.ImageImported {
+			if c.Status == corev1.ConditionTrue {
+				return true, ""
+			}
+			return false, fmt.Sprintf("image %s/%s is not imported: %s %s", img.Namespace, img.Name, c.Reason, c.Message)
+		}
+	}
+	return false, fmt.Sprintf("image %s/%s is not imported yet", img.Namespace, img.Name)
+}
+
+// keyPairStatus validates the public key: condition validated True with the
+// MD5 fingerprint (as Harvester shows it), or False with the parse error.
+func keyPairStatus(kp *harvesterv1.KeyPair, decodeErr error, now time.Time) harvesterv1.KeyPairStatus {
+	st := *kp.Status.DeepCopy()
+	stamp := now.UTC().Format(time.RFC3339)
+	if decodeErr != nil {
+		st.FingerPrint = ""
+		st.Conditions = setHarvesterCondition(st.Conditions, harvesterv1.KeyPairValidated, corev1.ConditionFalse,
+			reasonInvalidSpec, "spec does not decode as harvesterhci.io/v1beta1 KeyPair: "+decodeErr.Error(), stamp)
+		return st
+	}
+	pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(kp.Spec.PublicKey))
+	if err != nil {
+		st.FingerPrint = ""
+		st.Conditions = setHarvesterCondition(st.Conditions, harvesterv1.KeyPairValidated, corev1.ConditionFalse,
+			"failed to parse the public key, error: "+err.Error(), "spec.publicKey is not an OpenSSH authorized_keys line", stamp)
+		return st
+	}
+	st.FingerPrint = ssh.FingerprintLegacyMD5(pub)
+	st.Conditions = setHarvesterCondition(st.Conditions, harvesterv1.KeyPairValidated, corev1.ConditionTrue, "", "", stamp)
+	return st
+}
+
+// setHarvesterCondition replaces or adds a condition; times change only
+// when status, reason or message do.
+func setHarvesterCondition(conds []harvesterv1.Condition, t condition.Cond, status corev1.ConditionStatus, reason, message, stamp string) []harvesterv1.Condition {
+	c := harvesterv1.Condition{Type: t, Status: status, Reason: reason, Message: message, LastUpdateTime: stamp, LastTransitionTime: stamp}
+	for i, old := range conds {
+		if old.Type != t {
+			continue
+		}
+		if old.Status == status && old.Reason == reason && old.Message == message {
+			return conds
+		}
+		if old.Status == status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		out := append([]harvesterv1.Condition(nil), conds...)
+		out[i] = c
+		return out
+	}
+	return append(append([]harvesterv1.Condition(nil), conds...), c)
+}

@@ -1,0 +1,109 @@
+package controllers
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const testPublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl sim@test"
+
+func findCond(conds []harvesterv1.Condition, t string) *harvesterv1.Condition {
+	for i := range conds {
+		if string(conds[i].Type) == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+func TestKeyPairStatus(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name       string
+		key        string
+		decodeErr  error
+		wantStatus corev1.ConditionStatus
+		wantFP     bool
+		wantReason string
+	}{
+		{"valid", testPublicKey, nil, corev1.ConditionTrue, true, ""},
+		{"garbage", "not a key", nil, corev1.ConditionFalse, false, "failed to parse the public key"},
+		{"empty", "", nil, corev1.ConditionFalse, false, "failed to parse the public key"},
+		{"bad spec", testPublicKey, errors.New(`unknown field "spec.publickey"`), corev1.ConditionFalse, false, reasonInvalidSpec},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kp := &harvesterv1.KeyPair{Spec: harvesterv1.KeyPairSpec{PublicKey: tt.key}}
+			st := keyPairStatus(kp, tt.decodeErr, now)
+			c := findCond(st.Conditions, "validated")
+			if c == nil || c.Status != tt.wantStatus || !strings.HasPrefix(c.Reason, tt.wantReason) {
+				t.Fatalf("condition = %+v", c)
+			}
+			if (st.FingerPrint != "") != tt.wantFP {
+				t.Errorf("fingerprint = %q", st.FingerPrint)
+			}
+			if tt.wantFP && strings.Count(st.FingerPrint, ":") != 15 {
+				t.Errorf("fingerprint %q is not an MD5 colon form", st.FingerPrint)
+			}
+		})
+	}
+}
+
+func TestImageStatus(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	img := func(ann map[string]string) *harvesterv1.VirtualMachineImage {
+		return &harvesterv1.VirtualMachineImage{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "focal", Annotations: ann},
+			Spec: harvesterv1.VirtualMachineImageSpec{URL: "http://example/focal.img"}}
+	}
+	ok := img(nil)
+	ok.Status = imageStatus(ok, nil, now)
+	if imported, msg := imageImported(ok); !imported || ok.Status.StorageClassName != "longhorn-focal" || ok.Status.Progress != 100 {
+		t.Errorf("imported=%v %q status %+v", imported, msg, ok.Status)
+	}
+	again := imageStatus(ok, nil, now.Add(time.Hour))
+	if c := findCond(again.Conditions, "Imported"); c.LastUpdateTime != now.Format(time.RFC3339) {
+		t.Errorf("unchanged status got new time %s", c.LastUpdateTime)
+	}
+	failed := img(map[string]string{AnnImportResult: "fail"})
+	failed.Status = imageStatus(failed, nil, now)
+	if imported, msg := imageImported(failed); imported || !strings.Contains(msg, "simulated import failure") {
+		t.Errorf("fail annotation: imported=%v %q", imported, msg)
+	}
+	bad := img(nil)
+	bad.Status = imageStatus(bad, errors.New(`unknown field "spec.urll"`), now)
+	if imported, msg := imageImported(bad); imported || !strings.Contains(msg, "spec.urll") {
+		t.Errorf("bad spec: imported=%v %q", imported, msg)
+	}
+	if imported, msg := imageImported(img(nil)); imported || !strings.Contains(msg, "not imported yet") {
+		t.Errorf("fresh image: imported=%v %q", imported, msg)
+	}
+}
+
+func TestGuestRunsAgent(t *testing.T) {
+	tests := []struct {
+		name string
+		src  guestSources
+		want bool
+		why  string
+	}{
+		{"nothing", guestSources{}, false, "no cloud-init user data"},
+		{"user data", guestSources{UserData: [][]byte{[]byte("#cloud-config\npackages: [qemu-guest-agent]")}}, true, "user data installs"},
+		{"image label", guestSources{Images: map[string]bool{"default/img": true}}, true, "image default/img is labelled"},
+		{"unlabelled image", guestSources{Images: map[string]bool{"default/img": false}}, false, "no disk image"},
+		{"problem reported", guestSources{Problems: []string{`secret "ud" not found`}}, false, `secret "ud" not found`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := guestRunsAgent(tt.src)
+			if got != tt.want || !strings.Contains(why, tt.why) {
+				t.Errorf("got %v %q", got, why)
+			}
+		})
+	}
+}

@@ -1,0 +1,122 @@
+package controllers
+
+import (
+	"fmt"
+	"hash/fnv"
+	"net/netip"
+	"strconv"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// simNetworkBase is the /16 the simulator hands guest addresses from.
+var simNetworkBase = netip.MustParseAddr("10.52.0.0")
+
+// Interface infoSource values as reported by KubeVirt.
+const (
+	infoSourceDomain      = "domain"
+	infoSourceDomainAgent = "domain, guest-agent"
+)
+
+// vmiInterfaceNames lists the VMI's interfaces in spec order. Like KubeVirt,
+// a VMI without interfaces gets the pod network interface "default" unless
+// autoattachPodInterface is false.
+func vmiInterfaceNames(spec *kubevirtv1.VirtualMachineInstanceSpec) []string {
+	var names []string
+	for _, i := range spec.Domain.Devices.Interfaces {
+		names = append(names, i.Name)
+	}
+	auto := spec.Domain.Devices.AutoattachPodInterface
+	if len(names) == 0 && (auto == nil || *auto) {
+		names = []string{"default"}
+	}
+	return names
+}
+
+// hash64 is a stable hash of its parts.
+func hash64(parts ...string) uint64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		_, _ = h.Write([]byte(p))
+		_, _ = h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// allocateAddresses gives each of count interfaces of the VMI (key
+// "namespace/name") an address in 10.52.0.0/16, derived from a hash so the
+// same VMI name gets the same addresses again, probing past addresses in
+// used (and never the .0 or .255 of a /24). It returns an error only when
+// the range is exhausted.
+func allocateAddresses(key string, count int, used map[string]bool) ([]string, error) {
+	const size = 1 << 16
+	taken := func(off uint32) bool {
+		if off%256 == 0 || off%256 == 255 {
+			return true
+		}
+		return used[offsetAddr(off)]
+	}
+	var out []string
+	local := map[string]bool{}
+	for i := 0; i < count; i++ {
+		start := uint32(hash64(key, strconv.Itoa(i)) % size)
+		found := false
+		for probe := uint32(0); probe < size; probe++ {
+			off := (start + probe) % size
+			addr := offsetAddr(off)
+			if taken(off) || local[addr] {
+				continue
+			}
+			local[addr] = true
+			out = append(out, addr)
+			found = true
+			break
+		}
+		if !found {
+			return nil, fmt.Errorf("simulated network %s/16 has no free address", simNetworkBase)
+		}
+	}
+	return out, nil
+}
+
+func offsetAddr(off uint32) string {
+	b := simNetworkBase.As4()
+	b[2] = byte(off >> 8)
+	b[3] = byte(off)
+	return netip.AddrFrom4(b).String()
+}
+
+// macFor returns the interface's MAC from the spec, or a stable locally
+// administered one (52:54:00 prefix, as QEMU uses) derived from the VMI key.
+func macFor(spec *kubevirtv1.VirtualMachineInstanceSpec, key, iface string) string {
+	for _, i := range spec.Domain.Devices.Interfaces {
+		if i.Name == iface && i.MacAddress != "" {
+			return i.MacAddress
+		}
+	}
+	h := hash64(key, "mac", iface)
+	return fmt.Sprintf("52:54:00:%02x:%02x:%02x", byte(h>>16), byte(h>>8), byte(h))
+}
+
+// interfaceStatuses builds status.interfaces: the domain always reports
+// name and MAC; addresses (one per interface, from ips) appear only when
+// the guest agent reports them.
+func interfaceStatuses(spec *kubevirtv1.VirtualMachineInstanceSpec, key string, ips []string) []kubevirtv1.VirtualMachineInstanceNetworkInterface {
+	names := vmiInterfaceNames(spec)
+	out := make([]kubevirtv1.VirtualMachineInstanceNetworkInterface, 0, len(names))
+	for i, name := range names {
+		st := kubevirtv1.VirtualMachineInstanceNetworkInterface{
+			Name:       name,
+			MAC:        macFor(spec, key, name),
+			InfoSource: infoSourceDomain,
+		}
+		if i < len(ips) {
+			st.IP = ips[i]
+			st.IPs = []string{ips[i]}
+			st.InterfaceName = "enp" + strconv.Itoa(i+1) + "s0"
+			st.InfoSource = infoSourceDomainAgent
+		}
+		out = append(out, st)
+	}
+	return out
+}
