@@ -1,0 +1,151 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Flag names of bin/harvester-sim.
+const (
+	flagStateDir      = "state-dir"
+	flagBinDir        = "bin-dir"
+	flagHosts         = "hosts"
+	flagZones         = "zones"
+	flagScheduleDelay = "schedule-delay"
+	flagBootDelay     = "boot-delay"
+	flagIPDelay       = "ip-delay"
+	flagStartTimeout  = "start-timeout"
+	flagRemove        = "remove"
+)
+
+const appDescription = `Runs a simulated Harvester in the foreground: a real etcd, kube-apiserver and
+kube-controller-manager on free loopback ports, the Harvester/KubeVirt CRDs, fixtures, and controllers
+that play KubeVirt and Harvester. It writes DIR/kubeconfig (admin) and, last, DIR/ready.
+SIGTERM or SIGINT stops everything it started.
+
+Every run starts clean: cluster data an earlier run left in DIR is removed first (a DIR that a
+running simulator uses is refused).
+
+Example:
+   bin/harvester-sim --state-dir /tmp/hsim &
+   until [ -f /tmp/hsim/ready ]; do sleep 0.2; done
+   KUBECONFIG=/tmp/hsim/kubeconfig kubectl get vm,vmimage,keypair -A`
+
+// NewApp is the harvester-sim command line.
+func NewApp() *cli.App {
+	stateDir := &cli.StringFlag{Name: flagStateDir, Usage: "directory for the simulator's data, kubeconfig and ready file", Required: true, EnvVars: []string{"HARVESTER_SIM_STATE_DIR"}}
+	return &cli.App{
+		Name:        "harvester-sim",
+		Usage:       "a simulated Harvester on a real kube-apiserver",
+		Description: appDescription,
+		Flags: []cli.Flag{
+			stateDir,
+			&cli.StringFlag{Name: flagBinDir, Usage: "directory holding etcd, kube-apiserver and kube-controller-manager (default: this binary's directory)"},
+			&cli.IntFlag{Name: flagHosts, Value: 3, Usage: "number of simulated Harvester hosts (harvester-node-0..N-1)"},
+			&cli.IntFlag{Name: flagZones, Value: 2, Usage: "number of zones the hosts are spread over (sim-zone-a, sim-zone-b, ...)"},
+			&cli.DurationFlag{Name: flagScheduleDelay, Value: 200 * time.Millisecond, Usage: "time a VMI spends Pending/Scheduling before it is Scheduled"},
+			&cli.DurationFlag{Name: flagBootDelay, Value: 500 * time.Millisecond, Usage: "time from Scheduled to Running"},
+			&cli.DurationFlag{Name: flagIPDelay, Value: 500 * time.Millisecond, Usage: "time from Running until the guest agent reports an address"},
+			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
+		},
+		Action:   runAction,
+		Commands: []*cli.Command{faultCommand(stateDir)},
+	}
+}
+
+func runAction(c *cli.Context) error {
+	binDir := c.String(flagBinDir)
+	if binDir == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find bin dir: %w", err)
+		}
+		binDir = filepath.Dir(exe)
+	}
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return Run(ctx, Options{
+		StateDir: c.String(flagStateDir), BinDir: binDir,
+		Hosts: c.Int(flagHosts), Zones: c.Int(flagZones),
+		ScheduleDelay: c.Duration(flagScheduleDelay), BootDelay: c.Duration(flagBootDelay), IPDelay: c.Duration(flagIPDelay),
+		StartTimeout: c.Duration(flagStartTimeout),
+		Log:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+	})
+}
+
+func faultCommand(stateDir cli.Flag) *cli.Command {
+	withKube := func(fn func(ctx context.Context, kube kubernetes.Interface, c *cli.Context) error) cli.ActionFunc {
+		return func(c *cli.Context) error {
+			cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.String(flagStateDir), KubeconfigFile))
+			if err != nil {
+				return fmt.Errorf("read the simulator's kubeconfig: %w", err)
+			}
+			kube, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+			defer cancel()
+			return fn(ctx, kube, c)
+		}
+	}
+	one := func(c *cli.Context, what string) (string, error) {
+		if c.NArg() != 1 {
+			return "", fmt.Errorf("%s: want exactly one argument, got %d", what, c.NArg())
+		}
+		return c.Args().First(), nil
+	}
+	vmFault := func(fault, usage string) *cli.Command {
+		return &cli.Command{
+			Name: fault, Usage: usage, ArgsUsage: "NAMESPACE/NAME-GLOB",
+			Flags: []cli.Flag{&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"}},
+			Action: withKube(func(ctx context.Context, kube kubernetes.Interface, c *cli.Context) error {
+				pattern, err := one(c, fault)
+				if err != nil {
+					return err
+				}
+				return SetVMFault(ctx, kube, fault, pattern, c.Bool(flagRemove))
+			}),
+		}
+	}
+	return &cli.Command{
+		Name:  "fault",
+		Usage: "inject faults into a running simulator",
+		Flags: []cli.Flag{stateDir},
+		Subcommands: []*cli.Command{
+			{
+				Name: "reject-create", Usage: "make kube-apiserver refuse creates of a resource (a ValidatingAdmissionPolicy)",
+				ArgsUsage: "RESOURCE[.GROUP] (e.g. virtualmachines.kubevirt.io, secrets)",
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, c *cli.Context) error {
+					res, err := one(c, "reject-create")
+					if err != nil {
+						return err
+					}
+					return RejectCreates(ctx, kube, res)
+				}),
+			},
+			vmFault(FaultStuckScheduling, "keep the VMIs of matching VMs in Scheduling"),
+			vmFault(FaultNoIP, "never give the VMIs of matching VMs an IP address"),
+			{
+				Name: "restart-apiserver", Usage: "stop kube-apiserver and start it again on the same port",
+				Action: func(c *cli.Context) error { return RestartAPIServer(c.String(flagStateDir)) },
+			},
+			{
+				Name: "clear", Usage: "remove every fault",
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, _ *cli.Context) error {
+					return ClearFaults(ctx, kube)
+				}),
+			},
+		},
+	}
+}

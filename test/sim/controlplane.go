@@ -1,0 +1,206 @@
+package sim
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// controlPlane is the real Kubernetes control plane behind the simulator.
+type controlPlane struct {
+	binDir, dir string
+	pki         *pki
+	etcdPort    int
+	peerPort    int
+	apiPort     int
+	kcmPort     int
+
+	etcd, apiserver, kcm *process
+}
+
+func (c *controlPlane) path(parts ...string) string {
+	return filepath.Join(append([]string{c.dir}, parts...)...)
+}
+
+// URL is the kube-apiserver's address.
+func (c *controlPlane) URL() string { return "https://" + hostPort(c.apiPort) }
+
+func newControlPlane(binDir, dir string) (*controlPlane, error) {
+	ports, err := freePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPKI(time.Now())
+	if err != nil {
+		return nil, err
+	}
+	c := &controlPlane{binDir: binDir, dir: dir, pki: p,
+		etcdPort: ports[0], peerPort: ports[1], apiPort: ports[2], kcmPort: ports[3]}
+	for _, d := range []string{"pki", "logs", "etcd"} {
+		if err := os.MkdirAll(c.path(d), 0o700); err != nil {
+			return nil, fmt.Errorf("create state dir: %w", err)
+		}
+	}
+	files := map[string][]byte{
+		"ca.crt": p.CACertPEM, "apiserver.crt": p.ServingCertPEM, "apiserver.key": p.ServingKeyPEM,
+		"sa.key": p.SAKeyPEM, "sa.pub": p.SAPubPEM,
+	}
+	for name, data := range files {
+		if err := os.WriteFile(c.path("pki", name), data, 0o600); err != nil {
+			return nil, fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	if err := c.writeKubeconfig(c.path("kubeconfig")); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// adminKubeconfig is the admin's kubeconfig, with namespace default.
+func (c *controlPlane) adminKubeconfig() *clientcmdapi.Config {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["harvester-sim"] = &clientcmdapi.Cluster{Server: c.URL(), CertificateAuthorityData: c.pki.CACertPEM}
+	cfg.AuthInfos["harvester-sim-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.pki.AdminCertPEM, ClientKeyData: c.pki.AdminKeyPEM}
+	cfg.Contexts["harvester-sim"] = &clientcmdapi.Context{Cluster: "harvester-sim", AuthInfo: "harvester-sim-admin", Namespace: "default"}
+	cfg.CurrentContext = "harvester-sim"
+	return cfg
+}
+
+func (c *controlPlane) writeKubeconfig(path string) error {
+	data, err := clientcmd.Write(*c.adminKubeconfig())
+	if err != nil {
+		return fmt.Errorf("encode kubeconfig: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+func (c *controlPlane) startEtcd(ctx context.Context) error {
+	client, peer := "http://"+hostPort(c.etcdPort), "http://"+hostPort(c.peerPort)
+	var err error
+	c.etcd, err = startProcess(c.binDir, c.path("logs"), "etcd",
+		"--name=sim", "--data-dir="+c.path("etcd"),
+		"--listen-client-urls="+client, "--advertise-client-urls="+client,
+		"--listen-peer-urls="+peer, "--initial-advertise-peer-urls="+peer,
+		"--initial-cluster=sim="+peer, "--unsafe-no-fsync", "--log-level=warn")
+	if err != nil {
+		return err
+	}
+	return c.etcd.waitUntil(ctx, "etcd", func(ctx context.Context) error {
+		return httpOK(ctx, http.DefaultClient, client+"/health")
+	})
+}
+
+func (c *controlPlane) startAPIServer(ctx context.Context) error {
+	var err error
+	c.apiserver, err = startProcess(c.binDir, c.path("logs"), "kube-apiserver",
+		"--etcd-servers=http://"+hostPort(c.etcdPort),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(c.apiPort),
+		"--tls-cert-file="+c.path("pki", "apiserver.crt"),
+		"--tls-private-key-file="+c.path("pki", "apiserver.key"),
+		"--client-ca-file="+c.path("pki", "ca.crt"),
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+c.path("pki", "sa.pub"),
+		"--service-account-signing-key-file="+c.path("pki", "sa.key"),
+		"--authorization-mode=RBAC",
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--allow-privileged=true",
+		"--enable-priority-and-fairness=false",
+		"--endpoint-reconciler-type=none",
+		"--disable-admission-plugins=ServiceAccount",
+	)
+	if err != nil {
+		return err
+	}
+	return c.waitAPIServer(ctx)
+}
+
+func (c *controlPlane) waitAPIServer(ctx context.Context) error {
+	client, err := c.adminHTTPClient()
+	if err != nil {
+		return err
+	}
+	return c.apiserver.waitUntil(ctx, "kube-apiserver", func(ctx context.Context) error {
+		return httpOK(ctx, client, c.URL()+"/readyz")
+	})
+}
+
+// restartAPIServer stops kube-apiserver and starts it again on the same port,
+// as a fault for reliability tests.
+func (c *controlPlane) restartAPIServer(ctx context.Context) error {
+	c.apiserver.stop(10 * time.Second)
+	return c.startAPIServer(ctx)
+}
+
+func (c *controlPlane) startControllerManager(ctx context.Context) error {
+	var err error
+	c.kcm, err = startProcess(c.binDir, c.path("logs"), "kube-controller-manager",
+		"--kubeconfig="+c.path("kubeconfig"),
+		"--authentication-kubeconfig="+c.path("kubeconfig"),
+		"--authorization-kubeconfig="+c.path("kubeconfig"),
+		"--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token",
+		"--service-account-private-key-file="+c.path("pki", "sa.key"),
+		"--root-ca-file="+c.path("pki", "ca.crt"),
+		"--use-service-account-credentials=false",
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(c.kcmPort),
+	)
+	if err != nil {
+		return err
+	}
+	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed health endpoint on loopback
+	return c.kcm.waitUntil(ctx, "kube-controller-manager", func(ctx context.Context) error {
+		return httpOK(ctx, insecure, "https://"+hostPort(c.kcmPort)+"/healthz")
+	})
+}
+
+func (c *controlPlane) stop() {
+	c.kcm.stop(5 * time.Second)
+	c.apiserver.stop(10 * time.Second)
+	c.etcd.stop(10 * time.Second)
+}
+
+func (c *controlPlane) adminHTTPClient() (*http.Client, error) {
+	cert, err := tls.X509KeyPair(c.pki.AdminCertPEM, c.pki.AdminKeyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("load admin certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(c.pki.CACertPEM)
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12,
+	}}}, nil
+}
+
+func httpOK(ctx context.Context, client *http.Client, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %w: HTTP %d", url, errNotReady, resp.StatusCode)
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// crdSpec describes one custom resource the simulated Harvester serves.
+type crdSpec struct {
+	group, version, kind, plural string
+	shortNames                   []string
+	clusterScoped, status        bool
+	columns                      []apiextv1.CustomResourceColumnDefinition
+}
+
+func column(name, path string) apiextv1.CustomResourceColumnDefinition {
+	return apiextv1.CustomResourceColumnDefinition{Name: name, Type: "string", JSONPath: path}
+}
+
+// simCRDs are the Harvester, KubeVirt, Multus and load-balancer kinds, with a
+// status subresource where the real ones have one. Schemas accept any field:
+// the simulator's controllers decode objects with the real Go types and
+// report what does not decode on the object.
+var simCRDs = []crdSpec{
+	{group: "kubevirt.io", version: "v1", kind: "VirtualMachine", plural: "virtualmachines", shortNames: []string{"vm", "vms"}, status: true,
+		columns: []apiextv1.CustomResourceColumnDefinition{column("Status", ".status.printableStatus"), column("Ready", ".status.ready")}},
+	{group: "kubevirt.io", version: "v1", kind: "VirtualMachineInstance", plural: "virtualmachineinstances", shortNames: []string{"vmi", "vmis"},
+		columns: []apiextv1.CustomResourceColumnDefinition{column("Phase", ".status.phase"), column("IP", ".status.interfaces[0].ipAddress"), column("NodeName", ".status.nodeName")}},
+	{group: "harvesterhci.io", version: "v1beta1", kind: "VirtualMachineImage", plural: "virtualmachineimages", shortNames: []string{"vmimage", "vmimages"}, status: true,
+		columns: []apiextv1.CustomResourceColumnDefinition{column("Display-Name", ".spec.displayName"), column("StorageClass", ".status.storageClassName")}},
+	{group: "harvesterhci.io", version: "v1beta1", kind: "KeyPair", plural: "keypairs", shortNames: []string{"kp"}, status: true,
+		columns: []apiextv1.CustomResourceColumnDefinition{column("Fingerprint", ".status.fingerPrint")}},
+	{group: "harvesterhci.io", version: "v1beta1", kind: "Setting", plural: "settings", clusterScoped: true, status: true,
+		columns: []apiextv1.CustomResourceColumnDefinition{column("Value", ".value")}},
+	{group: "k8s.cni.cncf.io", version: "v1", kind: "NetworkAttachmentDefinition", plural: "network-attachment-definitions", shortNames: []string{"net-attach-def"}},
+	{group: "loadbalancer.harvesterhci.io", version: "v1beta1", kind: "LoadBalancer", plural: "loadbalancers", shortNames: []string{"lb", "lbs"}, status: true,
+		columns: []apiextv1.CustomResourceColumnDefinition{column("Address", ".status.address")}},
+	{group: "loadbalancer.harvesterhci.io", version: "v1beta1", kind: "IPPool", plural: "ippools", shortNames: []string{"pool", "pools"}, clusterScoped: true, status: true},
+}
+
+// buildCRD is the CustomResourceDefinition object for spec.
+func buildCRD(s crdSpec) *apiextv1.CustomResourceDefinition {
+	preserve := true
+	scope := apiextv1.NamespaceScoped
+	if s.clusterScoped {
+		scope = apiextv1.ClusterScoped
+	}
+	version := apiextv1.CustomResourceDefinitionVersion{
+		Name: s.version, Served: true, Storage: true,
+		Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{
+			Type: "object", XPreserveUnknownFields: &preserve,
+		}},
+		AdditionalPrinterColumns: s.columns,
+	}
+	if s.status {
+		version.Subresources = &apiextv1.CustomResourceSubresources{Status: &apiextv1.CustomResourceSubresourceStatus{}}
+	}
+	return &apiextv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: s.plural + "." + s.group, Labels: map[string]string{simLabel: "true"}},
+		Spec: apiextv1.CustomResourceDefinitionSpec{
+			Group: s.group, Scope: scope,
+			Names: apiextv1.CustomResourceDefinitionNames{
+				Kind: s.kind, ListKind: s.kind + "List", Plural: s.plural,
+				Singular: strings.ToLower(s.kind), ShortNames: s.shortNames,
+			},
+			Versions: []apiextv1.CustomResourceDefinitionVersion{version},
+		},
+	}
+}
+
+// installCRDs creates every CRD and waits until each is Established.
+func installCRDs(ctx context.Context, client apiextclient.Interface) error {
+	crds := client.ApiextensionsV1().CustomResourceDefinitions()
+	for _, s := range simCRDs {
+		if _, err := crds.Create(ctx, buildCRD(s), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("install CRD %s.%s: %w", s.plural, s.group, err)
+		}
+	}
+	for _, s := range simCRDs {
+		name := s.plural + "." + s.group
+		err := waitFor(ctx, name, &apiextv1.CustomResourceDefinition{}, crdEstablished,
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return crds.List(ctx, o) },
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return crds.Watch(ctx, o) })
+		if err != nil {
+			return fmt.Errorf("wait for CRD %s to be established: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func crdEstablished(crd *apiextv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextv1.Established && c.Status == apiextv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}

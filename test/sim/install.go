@@ -1,0 +1,127 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+
+	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// gvrOf maps a served kind to its resource, from the CRD table.
+func gvrOf(apiVersion, kind string) (schema.GroupVersionResource, error) {
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return schema.GroupVersionResource{}, err
+	}
+	for _, s := range simCRDs {
+		if s.group == gv.Group && s.version == gv.Version && s.kind == kind {
+			return gv.WithResource(s.plural), nil
+		}
+	}
+	return schema.GroupVersionResource{}, fmt.Errorf("no simulated resource for %s %s", apiVersion, kind)
+}
+
+func createIfMissing(err error, what string) error {
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create %s: %w", what, err)
+	}
+	return nil
+}
+
+// installCore creates the namespaces, ClusterRoles, hosts and storage class.
+func installCore(ctx context.Context, kube kubernetes.Interface, hosts, zones int) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace, Labels: map[string]string{simLabel: "true"}}}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		if err := createIfMissing(err, "namespace "+ns.Name); err != nil {
+			return err
+		}
+	}
+	for _, role := range harvesterClusterRoles() {
+		_, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
+		if err := createIfMissing(err, "ClusterRole "+role.Name); err != nil {
+			return err
+		}
+	}
+	for _, node := range buildHosts(hosts, zones) {
+		status := node.Status
+		created, err := kube.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("create host %s: %w", node.Name, err)
+		}
+		created.Status = status
+		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("set status of host %s: %w", node.Name, err)
+		}
+	}
+	_, err := kube.StorageV1().StorageClasses().Create(ctx, buildDefaultStorageClass(), metav1.CreateOptions{})
+	return createIfMissing(err, "StorageClass "+DefaultStorageName)
+}
+
+// installHarvesterFixtures creates the image, network, key pair and setting.
+func installHarvesterFixtures(ctx context.Context, dyn dynamic.Interface, publicKey string) error {
+	objs, err := buildHarvesterFixtures(publicKey)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		gvr, err := gvrOf(obj.GetAPIVersion(), obj.GetKind())
+		if err != nil {
+			return err
+		}
+		var ri dynamic.ResourceInterface = dyn.Resource(gvr)
+		if ns := obj.GetNamespace(); ns != "" {
+			ri = dyn.Resource(gvr).Namespace(ns)
+		}
+		_, err = ri.Create(ctx, obj, metav1.CreateOptions{})
+		if err := createIfMissing(err, obj.GetKind()+" "+obj.GetName()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitFixturesReady waits until the simulated Harvester controllers have
+// imported the image and validated the key pair.
+func waitFixturesReady(ctx context.Context, dyn dynamic.Interface) error {
+	checks := []struct {
+		kind, name string
+		condition  harvesterv1.Condition
+	}{
+		{"VirtualMachineImage", FixtureImage, harvesterv1.Condition{Type: "Imported"}},
+		{"KeyPair", FixtureKeyPair, harvesterv1.Condition{Type: "validated"}},
+	}
+	for _, c := range checks {
+		gvr, err := gvrOf("harvesterhci.io/v1beta1", c.kind)
+		if err != nil {
+			return err
+		}
+		ri := dyn.Resource(gvr).Namespace(FixtureNamespace)
+		err = waitFor(ctx, c.name, &unstructured.Unstructured{}, func(u *unstructured.Unstructured) bool { return conditionTrue(u, string(c.condition.Type)) },
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return ri.List(ctx, o) },
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return ri.Watch(ctx, o) })
+		if err != nil {
+			return fmt.Errorf("wait for %s %s/%s to be %s: %w", c.kind, FixtureNamespace, c.name, c.condition.Type, err)
+		}
+	}
+	return nil
+}
+
+func conditionTrue(u *unstructured.Unstructured, condType string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if ok && m["type"] == condType && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,106 @@
+package sim
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"time"
+)
+
+// pki holds the simulated cluster's certificate authority and the keys the
+// control plane needs. Everything is generated fresh for every start.
+type pki struct {
+	caCert    *x509.Certificate
+	caKey     *ecdsa.PrivateKey
+	CACertPEM []byte
+
+	ServingCertPEM, ServingKeyPEM []byte // kube-apiserver serving certificate
+	AdminCertPEM, AdminKeyPEM     []byte // client certificate in system:masters
+	SAKeyPEM, SAPubPEM            []byte // service-account token signing key pair
+}
+
+func newPKI(now time.Time) (*pki, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate CA key: %w", err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "harvester-sim-ca"},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("create CA certificate: %w", err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return nil, fmt.Errorf("parse CA certificate: %w", err)
+	}
+	p := &pki{caCert: caCert, caKey: caKey, CACertPEM: pemBlock("CERTIFICATE", caDER)}
+
+	serving := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver"},
+		DNSNames:    []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if p.ServingCertPEM, p.ServingKeyPEM, err = p.issue(serving, now, 2); err != nil {
+		return nil, fmt.Errorf("issue serving certificate: %w", err)
+	}
+	admin := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "harvester-sim-admin", Organization: []string{"system:masters"}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if p.AdminCertPEM, p.AdminKeyPEM, err = p.issue(admin, now, 3); err != nil {
+		return nil, fmt.Errorf("issue admin certificate: %w", err)
+	}
+
+	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, fmt.Errorf("generate service-account key: %w", err)
+	}
+	saPub, err := x509.MarshalPKIXPublicKey(&saKey.PublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("encode service-account public key: %w", err)
+	}
+	p.SAKeyPEM = pemBlock("RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey))
+	p.SAPubPEM = pemBlock("PUBLIC KEY", saPub)
+	return p, nil
+}
+
+// issue signs tmpl with the CA and returns the certificate and key as PEM.
+func (p *pki) issue(tmpl *x509.Certificate, now time.Time, serial int64) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl.SerialNumber = big.NewInt(serial)
+	tmpl.NotBefore = now.Add(-time.Hour)
+	tmpl.NotAfter = now.Add(365 * 24 * time.Hour)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pemBlock("CERTIFICATE", der), pemBlock("EC PRIVATE KEY", keyDER), nil
+}
+
+func pemBlock(kind string, der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
+}

@@ -1,0 +1,159 @@
+// Package simtest starts bin/harvester-sim for end-to-end tests.
+package simtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const modulePath = "github.com/harvester-kit/harvester-machine"
+
+// Options configure a simulator started for a test package.
+type Options struct {
+	Args []string // extra harvester-sim flags, e.g. --boot-delay=0s
+}
+
+// Sim is a running simulated Harvester.
+type Sim struct {
+	Dir        string // state directory
+	Kubeconfig string // admin kubeconfig path
+	LogPath    string // the simulator's own log
+	root       string
+	cmd        *exec.Cmd
+	done       chan struct{}
+	waitErr    error
+}
+
+// RepoRoot finds the repository root by walking up to this module's go.mod.
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		data, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.HasPrefix(string(data), "module "+modulePath+"\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("repository root (go.mod of %s) not found above the working directory", modulePath)
+		}
+		dir = parent
+	}
+}
+
+// Bin is the absolute path of bin/<name>; a missing binary is an error that
+// says how to build it.
+func Bin(name string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(root, "bin", name)
+	info, err := os.Stat(path)
+	if err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("bin/%s is missing: run `make build tools` first", name)
+	}
+	return path, nil
+}
+
+// Start runs bin/harvester-sim in a fresh temporary state directory and
+// returns once it has written its ready file.
+func Start(ctx context.Context, opts Options) (*Sim, error) {
+	bin, err := Bin("harvester-sim")
+	if err != nil {
+		return nil, err
+	}
+	for _, tool := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+		if _, err := Bin(tool); err != nil {
+			return nil, err
+		}
+	}
+	root, err := os.MkdirTemp("", "harvester-sim-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Sim{root: root, Dir: filepath.Join(root, "state"), LogPath: filepath.Join(root, "harvester-sim.log"), done: make(chan struct{})}
+	s.Kubeconfig = filepath.Join(s.Dir, "kubeconfig")
+	logFile, err := os.OpenFile(s.LogPath, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	s.cmd = exec.Command(bin, append([]string{"--state-dir", s.Dir}, opts.Args...)...)
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := s.cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("start harvester-sim: %w", err)
+	}
+	go func() {
+		s.waitErr = s.cmd.Wait()
+		logFile.Close()
+		close(s.done)
+	}()
+	if err := s.waitReady(ctx); err != nil {
+		_ = s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Sim) waitReady(ctx context.Context) error {
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := os.Stat(filepath.Join(s.Dir, "ready")); err == nil {
+			return nil
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("harvester-sim exited before ready (%v):\n%s", s.waitErr, s.logTail())
+		case <-ctx.Done():
+			return fmt.Errorf("harvester-sim not ready: %w:\n%s", ctx.Err(), s.logTail())
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Sim) logTail() string {
+	data, _ := os.ReadFile(s.LogPath)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// RESTConfig is the admin's client configuration.
+func (s *Sim) RESTConfig() (*rest.Config, error) {
+	return clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+}
+
+// Stop ends the simulator and everything it started, and removes its files.
+func (s *Sim) Stop() error {
+	var err error
+	select {
+	case <-s.done:
+	default:
+		_ = s.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(30 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.done
+			err = errors.New("harvester-sim did not stop within 30s of SIGTERM")
+		}
+	}
+	return errors.Join(err, os.RemoveAll(s.root))
+}
