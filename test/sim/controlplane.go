@@ -12,8 +12,8 @@ import (
 	"strconv"
 	"time"
 
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // controlPlane is the real Kubernetes control plane behind the simulator.
