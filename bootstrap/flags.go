@@ -13,7 +13,7 @@ const (
 	FlagTimeout           = "timeout"
 	FlagCloudConfig       = "cloud-config"
 	FlagCSI               = "csi"
-	FlagNoCCM             = "no-ccm"
+	FlagCCM               = "ccm"
 	FlagImageRegistry     = "image-registry"
 	FlagCCMVersion        = "ccm-version"
 	FlagCSIVersion        = "csi-version"

@@ -1,0 +1,133 @@
+// Package cli wires the harvester-bootstrap commands (urfave/cli/v2) to
+// the bootstrap and addons packages.
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	bs "github.com/harvester-kit/harvester-machine/bootstrap"
+	ucli "github.com/urfave/cli/v2"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// App returns the harvester-bootstrap application.
+func App(stdout, stderr io.Writer) *ucli.App {
+	return &ucli.App{
+		Name:      "harvester-bootstrap",
+		Usage:     "kubeconfigs, cloud-provider/CSI add-ons and cluster config for guest clusters on Harvester",
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Description: "Artifacts go to stdout or --output FILE (0600 when they hold a credential); logs go to stderr.\n" +
+			"Every flag can also be set with the environment variable " + bs.EnvPrefix + "<FLAG_NAME>.",
+		Commands: []*ucli.Command{
+			kubeconfigCommand(), addonCommand(), manifestsCommand(), applyCommand(),
+			userdataCommand(), affinityCommand(), lbCommand(), nodedriverCommand(),
+		},
+		HideHelpCommand: true,
+		ExitErrHandler:  func(*ucli.Context, error) {},
+	}
+}
+
+// Run executes the application and returns the process exit code.
+func Run(args []string, stdout, stderr io.Writer) int {
+	if err := App(stdout, stderr).Run(args); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// env is the environment variable of a flag.
+func env(flag string) []string {
+	return []string{bs.EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))}
+}
+
+func logger(c *ucli.Context) *slog.Logger {
+	return slog.New(slog.NewTextHandler(c.App.ErrWriter, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func withTimeout(c *ucli.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.Context, c.Duration(bs.FlagTimeout))
+}
+
+// Shared flags.
+func kubeconfigFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: bs.FlagKubeconfig, Usage: "kubeconfig of the Harvester cluster (default: $KUBECONFIG, then ~/.kube/config)",
+		EnvVars: append(env(bs.FlagKubeconfig), "KUBECONFIG")}
+}
+
+func outputFlag() ucli.Flag {
+	return &ucli.StringFlag{Name: bs.FlagOutput, Aliases: []string{"o"}, Usage: "write the artifact to `FILE` instead of stdout", EnvVars: env(bs.FlagOutput)}
+}
+
+func timeoutFlag() ucli.Flag {
+	return &ucli.DurationFlag{Name: bs.FlagTimeout, Value: 2 * time.Minute, Usage: "deadline for all API calls and waits", EnvVars: env(bs.FlagTimeout)}
+}
+
+func restConfig(path string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if path != "" {
+		rules.ExplicitPath = path
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %q: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// writeArtifact writes to stdout or to the --output file; secret files are
+// created 0600 (an existing file is replaced, so old modes never leak).
+func writeArtifact(c *ucli.Context, data []byte, secret bool) error {
+	path := c.String(bs.FlagOutput)
+	if path == "" || path == "-" {
+		_, err := c.App.Writer.Write(data)
+		return err
+	}
+	mode := os.FileMode(0o644)
+	if secret {
+		mode = 0o600
+	}
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(mode); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	logger(c).Info("wrote artifact", "file", path, "mode", fmt.Sprintf("%#o", mode))
+	return nil
+}
+
+// writeSecretFile writes an extra credential file (0600).
+func writeSecretFile(c *ucli.Context, path string, data []byte) error {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return fmt.Errorf("chmod %s: %w", path, err)
+	}
+	logger(c).Info("wrote artifact", "file", path, "mode", "0600")
+	return nil
+}

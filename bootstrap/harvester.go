@@ -1,0 +1,310 @@
+package bootstrap
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+)
+
+// FieldManager is the server-side apply field manager of this tool.
+const FieldManager = "harvester-bootstrap"
+
+// Harvester is the thin API layer over the Harvester cluster.
+type Harvester struct {
+	Client kubernetes.Interface
+	Config *rest.Config
+	Log    *slog.Logger
+}
+
+// NewHarvester connects to the cluster described by cfg.
+func NewHarvester(cfg *rest.Config, log *slog.Logger) (*Harvester, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Harvester: %w", err)
+	}
+	return &Harvester{Client: cs, Config: cfg, Log: log}, nil
+}
+
+func applyBody(obj runtime.Object) ([]byte, error) {
+	return json.Marshal(obj)
+}
+
+// checkOwned refuses to touch an existing object this tool did not create.
+func checkOwned(kind, name string, labels map[string]string, cluster string, err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get %s %s: %w", kind, name, err)
+	}
+	if !IsOwned(labels, cluster) {
+		return fmt.Errorf("%s %s exists and is not managed by harvester-bootstrap for cluster %q (labels %s); refusing to change it: choose another --%s or remove it", kind, name, cluster, Selector(cluster), FlagServiceAccount)
+	}
+	return nil
+}
+
+// EnsureAccess creates or updates, idempotently (server-side apply), the
+// ServiceAccount, RoleBinding, ClusterRoleBinding and token Secret.
+func (h *Harvester) EnsureAccess(ctx context.Context, a Access) error {
+	objs := BuildAccess(a)
+	core, rbac := h.Client.CoreV1(), h.Client.RbacV1()
+	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: ptrTo(true)}
+	ns := a.Namespace
+
+	sa, err := core.ServiceAccounts(ns).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
+	if err := checkOwned("ServiceAccount", ns+"/"+a.ServiceAccount, sa.GetLabels(), a.ClusterName, err); err != nil {
+		return err
+	}
+	rb, err := rbac.RoleBindings(ns).Get(ctx, a.RoleBindingName(), metav1.GetOptions{})
+	if err := checkOwned("RoleBinding", ns+"/"+a.RoleBindingName(), rb.GetLabels(), a.ClusterName, err); err != nil {
+		return err
+	}
+	crb, err := rbac.ClusterRoleBindings().Get(ctx, a.ClusterRoleBindingName(), metav1.GetOptions{})
+	if err := checkOwned("ClusterRoleBinding", a.ClusterRoleBindingName(), crb.GetLabels(), a.ClusterName, err); err != nil {
+		return err
+	}
+	sec, err := core.Secrets(ns).Get(ctx, a.TokenSecretName(), metav1.GetOptions{})
+	if err := checkOwned("Secret", ns+"/"+a.TokenSecretName(), sec.GetLabels(), a.ClusterName, err); err != nil {
+		return err
+	}
+
+	steps := []struct {
+		what string
+		obj  runtime.Object
+		do   func([]byte) error
+	}{
+		{"ServiceAccount " + a.ServiceAccount, objs.ServiceAccount, func(b []byte) error {
+			_, err := core.ServiceAccounts(ns).Patch(ctx, a.ServiceAccount, types.ApplyPatchType, b, opts)
+			return err
+		}},
+		{"RoleBinding " + a.RoleBindingName(), objs.RoleBinding, func(b []byte) error {
+			_, err := rbac.RoleBindings(ns).Patch(ctx, a.RoleBindingName(), types.ApplyPatchType, b, opts)
+			return err
+		}},
+		{"ClusterRoleBinding " + a.ClusterRoleBindingName(), objs.ClusterRoleBinding, func(b []byte) error {
+			_, err := rbac.ClusterRoleBindings().Patch(ctx, a.ClusterRoleBindingName(), types.ApplyPatchType, b, opts)
+			return err
+		}},
+		{"Secret " + a.TokenSecretName(), objs.TokenSecret, func(b []byte) error {
+			_, err := core.Secrets(ns).Patch(ctx, a.TokenSecretName(), types.ApplyPatchType, b, opts)
+			return err
+		}},
+	}
+	for _, s := range steps {
+		b, err := applyBody(s.obj)
+		if err != nil {
+			return fmt.Errorf("apply %s: %w", s.what, err)
+		}
+		if err := s.do(b); err != nil {
+			return fmt.Errorf("apply %s in %s: %w", s.what, ns, err)
+		}
+		h.Log.Info("applied", "object", s.what, "namespace", ns)
+	}
+	return nil
+}
+
+// TokenSecret waits (watch) until the token controller has filled the
+// Secret and returns it.
+func (h *Harvester) TokenSecret(ctx context.Context, a Access) (*corev1.Secret, error) {
+	name := a.TokenSecretName()
+	lw := cache.NewFilteredListWatchFromClient(h.Client.CoreV1().RESTClient(), "secrets", a.Namespace, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	})
+	h.Log.Info("waiting for the service-account token", "secret", a.Namespace+"/"+name)
+	ev, err := watchtools.UntilWithSync(ctx, lw, &corev1.Secret{}, nil, func(ev watch.Event) (bool, error) {
+		if ev.Type == watch.Deleted {
+			return false, fmt.Errorf("secret %s/%s was deleted while waiting for its token", a.Namespace, name)
+		}
+		s, ok := ev.Object.(*corev1.Secret)
+		return ok && len(s.Data[corev1.ServiceAccountTokenKey]) > 0, nil
+	})
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) {
+			return nil, fmt.Errorf("wait for token in secret %s/%s: not filled before the timeout (is the token controller of kube-controller-manager running?): %w", a.Namespace, name, err)
+		}
+		return nil, fmt.Errorf("wait for token in secret %s/%s: %w", a.Namespace, name, err)
+	}
+	return ev.Object.(*corev1.Secret), nil
+}
+
+// RequestToken issues a time-bound token (TokenRequest) bound to the
+// token Secret, so rotate and revoke invalidate it too.
+func (h *Harvester) RequestToken(ctx context.Context, a Access, secret *corev1.Secret, ttl time.Duration) (string, error) {
+	req := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
+		ExpirationSeconds: ptrTo(int64(ttl / time.Second)),
+		BoundObjectRef:    &authnv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: secret.Name, UID: secret.UID},
+	}}
+	res, err := h.Client.CoreV1().ServiceAccounts(a.Namespace).CreateToken(ctx, a.ServiceAccount, req, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("request token for %s/%s: %w", a.Namespace, a.ServiceAccount, err)
+	}
+	h.Log.Info("issued time-bound token", "expires", res.Status.ExpirationTimestamp.UTC().Format(time.RFC3339))
+	return res.Status.Token, nil
+}
+
+// Rotate deletes the token Secret (which invalidates every token issued
+// from it), waits until it is gone and recreates it.
+func (h *Harvester) Rotate(ctx context.Context, a Access) error {
+	secrets := h.Client.CoreV1().Secrets(a.Namespace)
+	name := a.TokenSecretName()
+	old, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("rotate: secret %s/%s does not exist; run `kubeconfig` first", a.Namespace, name)
+	}
+	if err := checkOwned("Secret", a.Namespace+"/"+name, old.GetLabels(), a.ClusterName, err); err != nil {
+		return fmt.Errorf("rotate: %w", err)
+	}
+	if err := h.deleteAndWait(ctx, "secrets", a.Namespace, name, old.UID, func() error {
+		return secrets.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &old.UID}})
+	}); err != nil {
+		return fmt.Errorf("rotate: %w", err)
+	}
+	h.Log.Info("deleted old token secret", "secret", a.Namespace+"/"+name)
+	return h.EnsureAccess(ctx, a)
+}
+
+// deleteAndWait deletes one object and watches until that UID is gone.
+func (h *Harvester) deleteAndWait(ctx context.Context, resource, ns, name string, uid types.UID, del func() error) error {
+	if err := del(); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s %s/%s: %w", resource, ns, name, err)
+	}
+	var getter cache.Getter = h.Client.CoreV1().RESTClient()
+	if resource == "rolebindings" || resource == "clusterrolebindings" {
+		getter = h.Client.RbacV1().RESTClient()
+	}
+	lw := cache.NewFilteredListWatchFromClient(getter, resource, ns, func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	})
+	var objType runtime.Object
+	switch resource {
+	case "secrets":
+		objType = &corev1.Secret{}
+	case "serviceaccounts":
+		objType = &corev1.ServiceAccount{}
+	case "rolebindings":
+		objType = &rbacv1.RoleBinding{}
+	default:
+		objType = &rbacv1.ClusterRoleBinding{}
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, objType, func(store cache.Store) (bool, error) {
+		for _, o := range store.List() {
+			if m, err := metaAccessor(o); err == nil && m.GetUID() == uid {
+				return false, nil
+			}
+		}
+		return true, nil
+	}, func(ev watch.Event) (bool, error) {
+		m, err := metaAccessor(ev.Object)
+		return ev.Type == watch.Deleted && err == nil && m.GetUID() == uid, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for %s %s/%s to be deleted: %w", resource, ns, name, err)
+	}
+	return nil
+}
+
+// Revoke deletes what EnsureAccess created for the cluster: only objects
+// carrying both labels of this tool for that cluster. It returns what it deleted.
+func (h *Harvester) Revoke(ctx context.Context, a Access) ([]string, error) {
+	sel := metav1.ListOptions{LabelSelector: Selector(a.ClusterName)}
+	core, rbac := h.Client.CoreV1(), h.Client.RbacV1()
+	type victim struct {
+		resource, ns, name string
+		uid                types.UID
+		del                func() error
+	}
+	var victims []victim
+	var errs []error
+	if l, err := rbac.ClusterRoleBindings().List(ctx, sel); err != nil {
+		errs = append(errs, fmt.Errorf("list clusterrolebindings: %w", err))
+	} else {
+		for _, o := range l.Items {
+			if o.Subjects == nil || len(o.Subjects) == 0 || o.Subjects[0].Namespace != a.Namespace {
+				continue // another namespace's guest cluster of the same name
+			}
+			n := o.Name
+			victims = append(victims, victim{"clusterrolebindings", "", n, o.UID, func() error { return rbac.ClusterRoleBindings().Delete(ctx, n, metav1.DeleteOptions{}) }})
+		}
+	}
+	if l, err := rbac.RoleBindings(a.Namespace).List(ctx, sel); err != nil {
+		errs = append(errs, fmt.Errorf("list rolebindings: %w", err))
+	} else {
+		for _, o := range l.Items {
+			n := o.Name
+			victims = append(victims, victim{"rolebindings", a.Namespace, n, o.UID, func() error { return rbac.RoleBindings(a.Namespace).Delete(ctx, n, metav1.DeleteOptions{}) }})
+		}
+	}
+	if l, err := core.Secrets(a.Namespace).List(ctx, sel); err != nil {
+		errs = append(errs, fmt.Errorf("list secrets: %w", err))
+	} else {
+		for _, o := range l.Items {
+			n := o.Name
+			victims = append(victims, victim{"secrets", a.Namespace, n, o.UID, func() error { return core.Secrets(a.Namespace).Delete(ctx, n, metav1.DeleteOptions{}) }})
+		}
+	}
+	if l, err := core.ServiceAccounts(a.Namespace).List(ctx, sel); err != nil {
+		errs = append(errs, fmt.Errorf("list serviceaccounts: %w", err))
+	} else {
+		for _, o := range l.Items {
+			n := o.Name
+			victims = append(victims, victim{"serviceaccounts", a.Namespace, n, o.UID, func() error { return core.ServiceAccounts(a.Namespace).Delete(ctx, n, metav1.DeleteOptions{}) }})
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("revoke: %w", err)
+	}
+	var deleted []string
+	for _, v := range victims {
+		if err := h.deleteAndWait(ctx, v.resource, v.ns, v.name, v.uid, v.del); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		id := v.resource + "/" + v.name
+		if v.ns != "" {
+			id = v.resource + "/" + v.ns + "/" + v.name
+		}
+		h.Log.Info("deleted", "object", id)
+		deleted = append(deleted, id)
+	}
+	return deleted, errors.Join(errs...)
+}
+
+// Server returns the API server URL from the admin config.
+func (h *Harvester) Server() string { return h.Config.Host }
+
+// CAData returns the CA bundle the guest should trust: the Secret's
+// ca.crt, else the admin kubeconfig's CA.
+func (h *Harvester) CAData(secret *corev1.Secret) ([]byte, error) {
+	if ca := secret.Data[corev1.ServiceAccountRootCAKey]; len(ca) > 0 {
+		return ca, nil
+	}
+	if len(h.Config.CAData) > 0 {
+		return h.Config.CAData, nil
+	}
+	if h.Config.CAFile != "" {
+		if err := rest.LoadTLSFiles(h.Config); err != nil {
+			return nil, fmt.Errorf("read CA file: %w", err)
+		}
+		return h.Config.CAData, nil
+	}
+	return nil, nil
+}
+
+func ptrTo[T any](v T) *T { return &v }

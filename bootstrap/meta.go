@@ -1,0 +1,5 @@
+package bootstrap
+
+import "k8s.io/apimachinery/pkg/api/meta"
+
+var metaAccessor = meta.Accessor
