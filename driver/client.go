@@ -1,0 +1,137 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"kubevirt.io/client-go/kubevirt"
+)
+
+var (
+	gvrSetting  = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "settings"}
+	gvrImage    = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "virtualmachineimages"}
+	gvrKeyPair  = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "keypairs"}
+	gvrNetwork  = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
+	serverVerID = "server-version"
+)
+
+// harvesterAPI is the thin layer of clients the driver talks through.
+type harvesterAPI struct {
+	kube    kubernetes.Interface
+	virt    kubevirt.Interface
+	dyn     dynamic.Interface
+	timeout time.Duration
+}
+
+func newAPI(kubeconfig string, callTimeout time.Duration) (*harvesterAPI, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kubeconfig))
+	if err != nil {
+		return nil, fmt.Errorf("--%s is not a usable kubeconfig: %w", FlagKubeconfigContent, err)
+	}
+	cfg.QPS, cfg.Burst = 20, 40
+	cfg.UserAgent = "docker-machine-driver-harvester"
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	virt, err := kubevirt.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubevirt client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	return &harvesterAPI{kube: kube, virt: virt, dyn: dyn, timeout: callTimeout}, nil
+}
+
+// client returns the API of the current credentials.
+func (d *Driver) client() (*harvesterAPI, error) {
+	if d.api != nil {
+		return d.api, nil
+	}
+	timeout := time.Duration(d.APITimeoutSeconds) * time.Second
+	if timeout <= 0 {
+		timeout = DefaultAPITimeoutSeconds * time.Second
+	}
+	api, err := newAPI(d.KubeconfigContent, timeout)
+	if err != nil {
+		return nil, err
+	}
+	d.api = api
+	return api, nil
+}
+
+// call runs fn with a context that has the per-call deadline.
+func (a *harvesterAPI) call(parent context.Context, fn func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(parent, a.timeout)
+	defer cancel()
+	return fn(ctx)
+}
+
+func (a *harvesterAPI) getTyped(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, out any) error {
+	return a.call(ctx, func(ctx context.Context) error {
+		var (
+			u   interface{ UnstructuredContent() map[string]any }
+			err error
+		)
+		if ns == "" {
+			u, err = a.dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+		} else {
+			u, err = a.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		}
+		if err != nil {
+			return err
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), out); err != nil {
+			return fmt.Errorf("decode %s %s/%s: %w", gvr.Resource, ns, name, err)
+		}
+		return nil
+	})
+}
+
+func (a *harvesterAPI) serverVersion(ctx context.Context) (string, error) {
+	var s harvesterv1.Setting
+	if err := a.getTyped(ctx, gvrSetting, "", serverVerID, &s); err != nil {
+		return "", err
+	}
+	if s.Value != "" {
+		return s.Value, nil
+	}
+	return s.Default, nil
+}
+
+func (a *harvesterAPI) image(ctx context.Context, ns, name string) (*harvesterv1.VirtualMachineImage, error) {
+	var img harvesterv1.VirtualMachineImage
+	return &img, a.getTyped(ctx, gvrImage, ns, name, &img)
+}
+
+func (a *harvesterAPI) keyPair(ctx context.Context, ns, name string) (*harvesterv1.KeyPair, error) {
+	var kp harvesterv1.KeyPair
+	return &kp, a.getTyped(ctx, gvrKeyPair, ns, name, &kp)
+}
+
+func (a *harvesterAPI) networkExists(ctx context.Context, ns, name string) error {
+	return a.call(ctx, func(ctx context.Context) error {
+		_, err := a.dyn.Resource(gvrNetwork).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
+}
+
+// conditionTrue reports whether a Harvester condition is True.
+func conditionTrue(conds []harvesterv1.Condition, t string) (bool, string) {
+	for _, c := range conds {
+		if string(c.Type) == t {
+			return c.Status == "True", c.Message
+		}
+	}
+	return false, ""
+}

@@ -1,0 +1,224 @@
+package driver
+
+import (
+	"encoding/base64"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rancher/machine/libmachine/drivers"
+)
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+func validValues() map[string]any {
+	return map[string]any{
+		FlagKubeconfigContent: testKubeconfig,
+		FlagImageName:         "default/ubuntu-22.04",
+		FlagNetworkName:       "default/vlan1",
+		FlagSSHUser:           "ubuntu",
+	}
+}
+
+func withValues(extra map[string]any) map[string]any {
+	v := validValues()
+	for k, x := range extra {
+		v[k] = x
+	}
+	return v
+}
+
+func TestSetConfigFromFlagsValid(t *testing.T) {
+	d := New()
+	d.MachineName = "c1-pool1-abcde"
+	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{
+		FlagKubeconfigContent: b64(testKubeconfig),
+		FlagDiskInfo:          b64(`{"disks":[{"imageName":"default/ubuntu-22.04","size":20,"bootOrder":1}]}`),
+		FlagUserData:          b64("#cloud-config\npackages: [htop]\n"),
+		FlagNetworkData:       "version: 2\nethernets:\n  enp1s0:\n    dhcp4: true\n",
+		FlagVMAffinity:        b64(`{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["sim-zone-a"]}]}]}}}`),
+	}))); err != nil {
+		t.Fatalf("valid config rejected: %v", err)
+	}
+	if d.KubeconfigContent != testKubeconfig {
+		t.Errorf("base64 kubeconfig not decoded")
+	}
+	if !strings.HasPrefix(d.UserData, "#cloud-config") || !strings.HasPrefix(d.DiskInfo, "{") || !strings.HasPrefix(d.VMAffinity, "{") {
+		t.Errorf("base64 values not decoded: %q %q %q", d.UserData, d.DiskInfo, d.VMAffinity)
+	}
+	if d.SSHUser != "ubuntu" || d.SSHPort != 22 || d.VMNamespace != "default" || d.CPUCount != 2 || d.MemoryGiB != 4 {
+		t.Errorf("defaults/values not read: %+v %+v", d.BaseDriver, d.Config)
+	}
+}
+
+func TestValidateErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		values map[string]any
+		mname  string
+		want   []string
+	}{
+		{"no kubeconfig", map[string]any{FlagKubeconfigContent: ""}, "m", []string{"--harvester-kubeconfig-content: is required"}},
+		{"bad kubeconfig", map[string]any{FlagKubeconfigContent: "clusters: 5"}, "m", []string{"--harvester-kubeconfig-content: is not a usable kubeconfig"}},
+		{"machine name", nil, "Bad_Name", []string{`machine name "Bad_Name" cannot be a VM name`}},
+		{"long machine name", nil, strings.Repeat("a", 64), []string{"cannot be a VM name", "63"}},
+		{"namespace", map[string]any{FlagVMNamespace: "Not OK"}, "m", []string{"--harvester-vm-namespace:"}},
+		{"cpu", map[string]any{FlagCPUCount: 0}, "m", []string{"--harvester-cpu-count: must be at least 1"}},
+		{"memory", map[string]any{FlagMemorySize: 0}, "m", []string{"--harvester-memory-size: must be at least 1"}},
+		{"reserved negative", map[string]any{FlagReservedMemorySize: -5}, "m", []string{"--harvester-reserved-memory-size: must be -1"}},
+		{"reserved too big", map[string]any{FlagReservedMemorySize: 4096}, "m", []string{"--harvester-reserved-memory-size: 4096 MiB must be less than"}},
+		{"disk size", map[string]any{FlagDiskSize: -1}, "m", []string{"--harvester-disk-size: must be 0"}},
+		{"disk bus", map[string]any{FlagDiskBus: "ide"}, "m", []string{"--harvester-disk-bus:", "virtio, sata, scsi"}},
+		{"nic model", map[string]any{FlagNetworkModel: "foo"}, "m", []string{"--harvester-network-model:", "e1000"}},
+		{"ssh port", map[string]any{FlagSSHPort: 70000}, "m", []string{"--harvester-ssh-port: must be a port"}},
+		{"ssh user", map[string]any{FlagSSHUser: ""}, "m", []string{"--harvester-ssh-user: must not be empty"}},
+		{"wait timeout", map[string]any{FlagWaitTimeout: 0}, "m", []string{"--harvester-wait-timeout: must be at least 1"}},
+		{"no disk", map[string]any{FlagImageName: ""}, "m", []string{"--harvester-image-name: no disk"}},
+		{"image name", map[string]any{FlagImageName: "a/b/c"}, "m", []string{"--harvester-image-name:", "<namespace>/<name>"}},
+		{"disk-info json", map[string]any{FlagDiskInfo: `{"disks":[`}, "m", []string{"--harvester-disk-info: invalid JSON"}},
+		{"disk-info unknown field", map[string]any{FlagDiskInfo: `{"disks":[{"image":"x"}]}`}, "m", []string{"--harvester-disk-info: invalid JSON", "unknown field"}},
+		{"disk-info empty", map[string]any{FlagDiskInfo: `{"disks":[]}`}, "m", []string{`--harvester-disk-info: "disks" is empty`}},
+		{"disk-info entries", map[string]any{FlagDiskInfo: `{"disks":[{"size":1},{"storageClassName":"sc","bus":"ide","type":"floppy","bootOrder":1},{"imageName":"img","bootOrder":1}]}`}, "m",
+			[]string{"disks[0]: needs imageName or storageClassName", "disks[1]: size must be a positive", "disks[1]: bus \"ide\"", "disks[1]: type \"floppy\"", "disks[2]: bootOrder 1 is already used by disks[1]"}},
+		{"no network", map[string]any{FlagNetworkName: ""}, "m", []string{"--harvester-network-name: no network"}},
+		{"network-info json", map[string]any{FlagNetworkInfo: `[1]`}, "m", []string{"--harvester-network-info: invalid JSON"}},
+		{"network-info entries", map[string]any{FlagNetworkInfo: `{"interfaces":[{"macAddress":"zz"},{"networkName":"default/vlan1","model":"x","type":"sriov"}]}`}, "m",
+			[]string{"interfaces[0]: needs networkName", "interfaces[0]: macAddress \"zz\"", "interfaces[1]: model \"x\"", "interfaces[1]: type \"sriov\""}},
+		{"vgpu json", map[string]any{FlagVGPUInfo: `{"vGPURequests":[{"name":"a"}]}`}, "m", []string{"--harvester-vgpu-info: vGPURequests[0] needs both name and deviceName"}},
+		{"vgpu bad", map[string]any{FlagVGPUInfo: `nope`}, "m", []string{"--harvester-vgpu-info: invalid JSON"}},
+		{"affinity", map[string]any{FlagVMAffinity: `{"nodeAffinty":{}}`}, "m", []string{"--harvester-vm-affinity: invalid JSON", "unknown field"}},
+		{"affinity not json", map[string]any{FlagVMAffinity: `zone=a`}, "m", []string{"--harvester-vm-affinity: invalid JSON"}},
+		{"network-data v1 without config", map[string]any{FlagNetworkData: "version: 1\n"}, "m", []string{`--harvester-network-data: version 1 network config needs a "config" list`}},
+		{"network-data version", map[string]any{FlagNetworkData: "version: 3\n"}, "m", []string{"--harvester-network-data: version must be 1 or 2"}},
+		{"network-data not yaml", map[string]any{FlagNetworkData: "just text"}, "m", []string{"--harvester-network-data: must be cloud-init network config"}},
+		{"user-data", map[string]any{FlagUserData: "#cloud-config\n- a\n"}, "m", []string{"--harvester-user-data:", "mapping"}},
+		{"secure boot", map[string]any{FlagEnableSecureBoot: true}, "m", []string{"--harvester-enable-secure-boot: needs --harvester-enable-efi"}},
+		{"emulator thread", map[string]any{FlagIsolateEmulatorThread: true}, "m", []string{"--harvester-isolate-emulator-thread: needs --harvester-cpu-pinning"}},
+		{"key pair without key", map[string]any{FlagKeyPairName: "default/sim-key"}, "m", []string{"--harvester-key-pair-name: needs --harvester-ssh-private-key-path"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := New()
+			d.MachineName = tc.mname
+			err := d.SetConfigFromFlags(optsWith(withValues(tc.values)))
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateReportsEverythingAtOnce(t *testing.T) {
+	d := New()
+	d.MachineName = "UPPER"
+	err := d.SetConfigFromFlags(optsWith(map[string]any{
+		FlagCPUCount: 0, FlagMemorySize: 0, FlagEnableSecureBoot: true, FlagKeyPairName: "k",
+		FlagDiskInfo: "{", FlagNetworkInfo: "{",
+	}))
+	var joined interface{ Unwrap() []error }
+	if !errors.As(err, &joined) {
+		t.Fatalf("want joined errors, got %v", err)
+	}
+	n := strings.Count(err.Error(), "\n")
+	if n < 8 {
+		t.Errorf("want every problem reported, got %d lines:\n%v", n, err)
+	}
+}
+
+func TestCloudConfigFileRead(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cc")
+	if err := os.WriteFile(path, []byte("#cloud-config\nhostname: x\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := New()
+	d.MachineName = "m"
+	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagCloudConfig: path}))); err != nil {
+		t.Fatal(err)
+	}
+	if d.CloudConfig != "#cloud-config\nhostname: x\n" {
+		t.Errorf("cloud-config file not read: %q", d.CloudConfig)
+	}
+	d2 := New()
+	d2.MachineName = "m"
+	err := d2.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagCloudConfig: filepath.Join(dir, "missing")})))
+	if err == nil || !strings.Contains(err.Error(), "--harvester-cloud-config: cannot read") {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestDecodePlainOrBase64(t *testing.T) {
+	cases := []struct {
+		name, in, want string
+		ok             func(string) bool
+	}{
+		{"plain json", `{"a":1}`, `{"a":1}`, isJSONObject},
+		{"base64 json", b64(`{"a":1}`), `{"a":1}`, isJSONObject},
+		{"raw url base64 json", base64.RawURLEncoding.EncodeToString([]byte(`{"a":"??>"}`)), `{"a":"??>"}`, isJSONObject},
+		{"wrapped base64", b64(`{"a":1}`)[:8] + "\n" + b64(`{"a":1}`)[8:], `{"a":1}`, isJSONObject},
+		{"plain user data that is valid base64", "abcd", "abcd", isUserData},
+		{"plain cloud-config", "#cloud-config\na: b\n", "#cloud-config\na: b\n", isUserData},
+		{"base64 script", b64("#!/bin/sh\necho hi\n"), "#!/bin/sh\necho hi\n", isUserData},
+		{"base64 of non-utf8", base64.StdEncoding.EncodeToString([]byte{0xff, 0xfe, 0x00}), base64.StdEncoding.EncodeToString([]byte{0xff, 0xfe, 0x00}), isUserData},
+		{"base64 of plain words stays plain", b64("hello world"), b64("hello world"), isJSONObject},
+		{"kubeconfig base64", b64(testKubeconfig), testKubeconfig, isKubeconfig},
+		{"empty", "", "", isJSONObject},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := decodePlainOrBase64(tc.in, tc.ok); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCredentialsFrom(t *testing.T) {
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "HARVESTER_KUBECONFIG_CONTENT" {
+				return v
+			}
+			return ""
+		}
+	}
+	cases := []struct {
+		name string
+		args []string
+		env  string
+		want string
+		ok   bool
+	}{
+		{"none", []string{"rancher-machine", "rm", "-y", "m"}, "", "", false},
+		{"env", []string{"rm"}, "ENV", "ENV", true},
+		{"arg with = and padding wins", []string{"rm", "--harvester-kubeconfig-content=" + b64(testKubeconfig+"# padded\n")}, "ENV", testKubeconfig + "# padded\n", true},
+		{"arg separate", []string{"rm", "--harvester-kubeconfig-content", "PLAIN", "m"}, "", "PLAIN", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := credentialsFrom(tc.args, env(tc.env))
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("got %q %v, want %q %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+func TestUnmarshalJSONRereadsCredentials(t *testing.T) {
+	t.Setenv("HARVESTER_KUBECONFIG_CONTENT", b64("clusters: []\nfresh: true\n"))
+	d := New()
+	if err := d.UnmarshalJSON([]byte(`{"KubeconfigContent":"stale","VMNamespace":"ns1","MachineName":"m1"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if d.KubeconfigContent != "clusters: []\nfresh: true\n" || d.VMNamespace != "ns1" || d.MachineName != "m1" {
+		t.Errorf("got %+v", d.Config)
+	}
+	var _ drivers.Driver = d
+}

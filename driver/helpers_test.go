@@ -1,0 +1,78 @@
+package driver
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+
+// golden compares got with testdata/name (rewritten with -update).
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test ./driver -update): %v", err)
+	}
+	if string(want) != string(got) {
+		t.Errorf("%s differs from the golden file\n--- got:\n%s\n--- want:\n%s", name, got, want)
+	}
+}
+
+func goldenJSON(t *testing.T, name string, v any) {
+	t.Helper()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, name, append(b, '\n'))
+}
+
+// fakeOpts implements drivers.DriverOptions from a map, with flag defaults.
+type fakeOpts map[string]any
+
+func optsWith(values map[string]any) fakeOpts {
+	o := fakeOpts{}
+	for _, f := range createFlags() {
+		o[f.String()] = f.Default()
+	}
+	for k, v := range values {
+		o[k] = v
+	}
+	return o
+}
+
+func (o fakeOpts) String(k string) string        { s, _ := o[k].(string); return s }
+func (o fakeOpts) StringSlice(k string) []string { s, _ := o[k].([]string); return s }
+func (o fakeOpts) Int(k string) int              { i, _ := o[k].(int); return i }
+func (o fakeOpts) Bool(k string) bool            { b, _ := o[k].(bool); return b }
+
+const testKubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: h
+  cluster:
+    server: https://127.0.0.1:6443
+    insecure-skip-tls-verify: true
+contexts:
+- name: h
+  context:
+    cluster: h
+    user: u
+    namespace: default
+current-context: h
+users:
+- name: u
+  user:
+    token: secret-token
+`

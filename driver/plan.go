@@ -1,0 +1,194 @@
+package driver
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// ImageFacts is what the driver learned about a VirtualMachineImage.
+type ImageFacts struct {
+	StorageClassName string
+	VirtualSizeBytes int64
+}
+
+// VMPlan is everything needed to build a machine's VM, resolved.
+type VMPlan struct {
+	Name, Namespace       string
+	CPU                   int
+	CPUModel              string
+	MemoryGiB             int
+	ReservedMemoryMiB     int // -1: unset
+	Disks                 []DiskPlan
+	NICs                  []NICPlan
+	VGPUs                 []VGPURequest
+	EFI, SecureBoot, TPM  bool
+	CPUPinning            bool
+	IsolateEmulatorThread bool
+	Labels                map[string]string
+	Affinity              *corev1.Affinity
+	UserDataSecret        string
+	HasNetworkData        bool
+	KeyPair               string // <namespace>/<name>, or empty
+	RunStrategy           kubevirtv1.VirtualMachineRunStrategy
+}
+
+// DiskPlan is one disk of the VM, backed by its own PVC.
+type DiskPlan struct {
+	Name             string // disk and volume name
+	ClaimName        string
+	ImageID          string // <namespace>/<name>, or empty
+	StorageClassName string
+	SizeGiB          int
+	BootOrder        int
+	Bus              string
+	Type             string
+	HotPlug          bool
+}
+
+// NICPlan is one network interface of the VM.
+type NICPlan struct {
+	Name    string
+	Network string // <namespace>/<name>
+	Model   string
+	MAC     string
+	Type    string
+}
+
+const (
+	defaultImageDiskGiB = 40
+	cloudInitDiskName   = "cloudinitdisk"
+)
+
+// UserDataSecretName is the name of a machine's cloud-init Secret.
+func UserDataSecretName(machineName string) string {
+	return machineName + "-cloudinit"
+}
+
+// ImageRefs lists the images a Config uses, as <namespace>/<name>.
+func ImageRefs(c Config) []string {
+	var refs []string
+	add := func(v string) {
+		if ns, name, err := splitNamespaced(v, c.VMNamespace); err == nil {
+			refs = append(refs, ns+"/"+name)
+		}
+	}
+	if c.DiskInfo == "" {
+		add(c.ImageName)
+		return refs
+	}
+	if info, err := ParseDiskInfo(c.DiskInfo); err == nil {
+		for _, d := range info.Disks {
+			if d.ImageName != "" {
+				add(d.ImageName)
+			}
+		}
+	}
+	return refs
+}
+
+// PlanFromConfig resolves a validated Config into a VMPlan. images maps
+// <namespace>/<name> to what is known about each image the config uses.
+func PlanFromConfig(c Config, machineName string, images map[string]ImageFacts) (VMPlan, error) {
+	labels := MachineLabels(c.VMNamespace, machineName, c.ClusterName)
+	p := VMPlan{
+		Name: machineName, Namespace: c.VMNamespace,
+		CPU: c.CPUCount, CPUModel: c.CPUModel,
+		MemoryGiB: c.MemoryGiB, ReservedMemoryMiB: c.ReservedMemoryMiB,
+		EFI: c.EnableEFI, SecureBoot: c.EnableSecureBoot, TPM: c.EnableTPM,
+		CPUPinning: c.CPUPinning, IsolateEmulatorThread: c.IsolateEmulatorThread,
+		Labels:         labels,
+		UserDataSecret: UserDataSecretName(machineName),
+		HasNetworkData: c.NetworkData != "",
+		RunStrategy:    kubevirtv1.RunStrategyRerunOnFailure,
+	}
+	var user *corev1.Affinity
+	if c.VMAffinity != "" {
+		a, err := ParseAffinity(c.VMAffinity)
+		if err != nil {
+			return p, fmt.Errorf("--%s: %w", FlagVMAffinity, err)
+		}
+		user = a
+	}
+	p.Affinity = MergeAffinity(user, labels[LabelMachineSet])
+
+	if c.KeyPairName != "" {
+		ns, name, err := splitNamespaced(c.KeyPairName, c.VMNamespace)
+		if err != nil {
+			return p, fmt.Errorf("--%s: %w", FlagKeyPairName, err)
+		}
+		p.KeyPair = ns + "/" + name
+	}
+
+	disks := []Disk{{ImageName: c.ImageName, Size: c.DiskSizeGiB, Bus: c.DiskBus, BootOrder: 1}}
+	if c.DiskInfo != "" {
+		info, err := ParseDiskInfo(c.DiskInfo)
+		if err != nil {
+			return p, fmt.Errorf("--%s: %w", FlagDiskInfo, err)
+		}
+		disks = info.Disks
+	}
+	for i, d := range disks {
+		dp := DiskPlan{
+			Name: "disk-" + strconv.Itoa(i), ClaimName: machineName + "-disk-" + strconv.Itoa(i),
+			StorageClassName: d.StorageClassName, SizeGiB: d.Size, BootOrder: d.BootOrder,
+			Bus: orDefault(d.Bus, DefaultDiskBus), Type: orDefault(d.Type, DiskTypeDisk), HotPlug: d.HotPlugAble,
+		}
+		if d.ImageName != "" {
+			ns, name, err := splitNamespaced(d.ImageName, c.VMNamespace)
+			if err != nil {
+				return p, fmt.Errorf("disk %d image: %w", i, err)
+			}
+			dp.ImageID = ns + "/" + name
+			facts, ok := images[dp.ImageID]
+			if !ok || facts.StorageClassName == "" {
+				return p, fmt.Errorf("image %s: no storage class known (is the image imported?)", dp.ImageID)
+			}
+			dp.StorageClassName = facts.StorageClassName
+			if dp.SizeGiB == 0 {
+				dp.SizeGiB = defaultImageDiskGiB
+				if facts.VirtualSizeBytes > 0 {
+					dp.SizeGiB = int((facts.VirtualSizeBytes + (1<<30 - 1)) >> 30)
+				}
+			}
+		}
+		p.Disks = append(p.Disks, dp)
+	}
+
+	nics := []NetworkInterface{{NetworkName: c.NetworkName, Model: c.NetworkModel}}
+	if c.NetworkInfo != "" {
+		info, err := ParseNetworkInfo(c.NetworkInfo)
+		if err != nil {
+			return p, fmt.Errorf("--%s: %w", FlagNetworkInfo, err)
+		}
+		nics = info.Interfaces
+	}
+	for i, n := range nics {
+		ns, name, err := splitNamespaced(n.NetworkName, c.VMNamespace)
+		if err != nil {
+			return p, fmt.Errorf("interface %d network: %w", i, err)
+		}
+		p.NICs = append(p.NICs, NICPlan{
+			Name: "nic-" + strconv.Itoa(i), Network: ns + "/" + name,
+			Model: orDefault(n.Model, DefaultNetworkModel), MAC: n.MACAddress,
+			Type: orDefault(n.Type, InterfaceTypeBridge),
+		})
+	}
+	if c.VGPUInfo != "" {
+		v, err := ParseVGPUInfo(c.VGPUInfo)
+		if err != nil {
+			return p, fmt.Errorf("--%s: %w", FlagVGPUInfo, err)
+		}
+		p.VGPUs = v.VGPURequests
+	}
+	return p, nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}

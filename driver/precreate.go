@@ -1,0 +1,207 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rancher/machine/libmachine/log"
+	authv1 "k8s.io/api/authorization/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// permission is one verb on one resource the driver uses.
+type permission struct {
+	verb, group, resource string
+	clusterScoped         bool
+}
+
+// requiredPermissions lists every verb the driver uses.
+func requiredPermissions() []permission {
+	var out []permission
+	add := func(group, resource string, cluster bool, verbs ...string) {
+		for _, v := range verbs {
+			out = append(out, permission{verb: v, group: group, resource: resource, clusterScoped: cluster})
+		}
+	}
+	add("kubevirt.io", "virtualmachines", false, "get", "list", "watch", "create", "update", "delete")
+	add("kubevirt.io", "virtualmachineinstances", false, "get", "list", "watch", "delete")
+	add("", "secrets", false, "get", "create", "update", "delete")
+	add("", "persistentvolumeclaims", false, "get", "list", "watch", "delete")
+	add("", "events", false, "list")
+	add("", "namespaces", true, "get")
+	add("harvesterhci.io", "virtualmachineimages", false, "get")
+	add("harvesterhci.io", "keypairs", false, "get")
+	add("harvesterhci.io", "settings", true, "get")
+	add("k8s.cni.cncf.io", "network-attachment-definitions", false, "get")
+	add("storage.k8s.io", "storageclasses", true, "get")
+	add("authorization.k8s.io", "selfsubjectaccessreviews", true, "create")
+	return out
+}
+
+// PreCreateCheck checks everything Create needs and reports every problem at
+// once: server version, namespace, images (existing and Imported), storage
+// classes, networks, key pair (validated), the VM name, and permissions.
+func (d *Driver) PreCreateCheck() error {
+	api, err := d.client()
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	version, err := api.serverVersion(ctx)
+	switch {
+	case apierrors.IsUnauthorized(err):
+		return apiError("read Harvester server version", err)
+	case err != nil:
+		return joinProblems("pre-create check failed", []error{
+			apiError("read Harvester setting server-version (is this a Harvester cluster?)", err)})
+	}
+	log.Infof("Harvester %s, namespace %s", version, d.VMNamespace)
+
+	var problems []error
+	problems = append(problems, d.checkPermissions(ctx, api)...)
+	if err := api.call(ctx, func(ctx context.Context) error {
+		_, err := api.kube.CoreV1().Namespaces().Get(ctx, d.VMNamespace, metav1.GetOptions{})
+		return err
+	}); err != nil {
+		problems = append(problems, notFoundOr(err, fmt.Sprintf("--%s: namespace %q does not exist", FlagVMNamespace, d.VMNamespace), "get namespace "+d.VMNamespace))
+	}
+
+	storageClasses := map[string]string{} // name -> who uses it
+	for _, ref := range ImageRefs(d.Config) {
+		ns, name, _ := splitNamespaced(ref, d.VMNamespace)
+		img, err := api.image(ctx, ns, name)
+		if err != nil {
+			problems = append(problems, notFoundOr(err, fmt.Sprintf("image %s does not exist (see --%s / --%s)", ref, FlagImageName, FlagDiskInfo), "get image "+ref))
+			continue
+		}
+		if ok, msg := conditionTrue(img.Status.Conditions, "Imported"); !ok {
+			problems = append(problems, fmt.Errorf("image %s is not imported yet (condition Imported is not True%s)", ref, suffix(msg)))
+		} else if img.Status.StorageClassName == "" {
+			problems = append(problems, fmt.Errorf("image %s has no storage class in its status", ref))
+		} else {
+			storageClasses[img.Status.StorageClassName] = "image " + ref
+		}
+	}
+	if d.DiskInfo != "" {
+		if info, err := ParseDiskInfo(d.DiskInfo); err == nil {
+			for i, disk := range info.Disks {
+				if disk.ImageName == "" && disk.StorageClassName != "" {
+					storageClasses[disk.StorageClassName] = fmt.Sprintf("--%s disks[%d]", FlagDiskInfo, i)
+				}
+			}
+		}
+	}
+	for sc, user := range storageClasses {
+		if err := api.call(ctx, func(ctx context.Context) error {
+			_, err := api.kube.StorageV1().StorageClasses().Get(ctx, sc, metav1.GetOptions{})
+			return err
+		}); err != nil {
+			problems = append(problems, notFoundOr(err, fmt.Sprintf("storage class %q (used by %s) does not exist", sc, user), "get storage class "+sc))
+		}
+	}
+
+	plan, err := PlanFromConfig(d.Config, d.MachineName, fakeImageFacts(d.Config))
+	if err != nil {
+		problems = append(problems, err)
+	}
+	for _, nic := range plan.NICs {
+		ns, name, _ := splitNamespaced(nic.Network, d.VMNamespace)
+		if err := api.networkExists(ctx, ns, name); err != nil {
+			problems = append(problems, notFoundOr(err, fmt.Sprintf("network %s does not exist (see --%s / --%s)", nic.Network, FlagNetworkName, FlagNetworkInfo), "get network "+nic.Network))
+		}
+	}
+	if plan.KeyPair != "" {
+		ns, name, _ := splitNamespaced(plan.KeyPair, d.VMNamespace)
+		kp, err := api.keyPair(ctx, ns, name)
+		if err != nil {
+			problems = append(problems, notFoundOr(err, fmt.Sprintf("--%s: key pair %s does not exist", FlagKeyPairName, plan.KeyPair), "get key pair "+plan.KeyPair))
+		} else if ok, msg := conditionTrue(kp.Status.Conditions, "validated"); !ok {
+			problems = append(problems, fmt.Errorf("--%s: key pair %s is not validated%s", FlagKeyPairName, plan.KeyPair, suffix(msg)))
+		}
+	}
+
+	err = api.call(ctx, func(ctx context.Context) error {
+		_, err := api.virt.KubevirtV1().VirtualMachines(d.VMNamespace).Get(ctx, d.MachineName, metav1.GetOptions{})
+		return err
+	})
+	switch {
+	case err == nil:
+		problems = append(problems, fmt.Errorf("a VM named %s already exists in namespace %s; choose another machine name", d.MachineName, d.VMNamespace))
+	case apierrors.IsNotFound(err):
+	default:
+		problems = append(problems, apiError("check that VM name "+d.MachineName+" is free", err))
+	}
+	return joinProblems("pre-create check failed", dedupeCredentialErrors(problems))
+}
+
+// checkPermissions asks the API server, with SelfSubjectAccessReviews,
+// whether the credential may do every verb the driver uses.
+func (d *Driver) checkPermissions(ctx context.Context, api *harvesterAPI) []error {
+	var problems []error
+	for _, p := range requiredPermissions() {
+		review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authv1.ResourceAttributes{Verb: p.verb, Group: p.group, Resource: p.resource},
+		}}
+		if !p.clusterScoped {
+			review.Spec.ResourceAttributes.Namespace = d.VMNamespace
+		}
+		var res *authv1.SelfSubjectAccessReview
+		err := api.call(ctx, func(ctx context.Context) error {
+			var err error
+			res, err = api.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+			return err
+		})
+		where := "in namespace " + d.VMNamespace
+		if p.clusterScoped {
+			where = "cluster-wide"
+		}
+		resource := p.resource
+		if p.group != "" {
+			resource += "." + p.group
+		}
+		switch {
+		case err != nil:
+			problems = append(problems, apiError(fmt.Sprintf("check permission %s %s", p.verb, resource), err))
+		case !res.Status.Allowed:
+			problems = append(problems, fmt.Errorf("the credential may not %s %s %s", p.verb, resource, where))
+		}
+	}
+	return problems
+}
+
+// fakeImageFacts lets PlanFromConfig run before images are resolved.
+func fakeImageFacts(c Config) map[string]ImageFacts {
+	m := map[string]ImageFacts{}
+	for _, ref := range ImageRefs(c) {
+		m[ref] = ImageFacts{StorageClassName: "unresolved"}
+	}
+	return m
+}
+
+func notFoundOr(err error, notFound, op string) error {
+	if apierrors.IsNotFound(err) {
+		return errors.New(notFound)
+	}
+	return apiError(op, err)
+}
+
+// dedupeCredentialErrors keeps a single credential error among problems.
+func dedupeCredentialErrors(problems []error) []error {
+	var out []error
+	for _, p := range problems {
+		if errors.Is(p, ErrCredentialsRejected) {
+			return []error{p}
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func suffix(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ": " + msg
+}

@@ -1,0 +1,318 @@
+package driver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/harvester-kit/harvester-machine/cloudinit"
+	"gopkg.in/yaml.v3"
+)
+
+var (
+	validDiskBuses     = []string{"virtio", "sata", "scsi"}
+	validDiskTypes     = []string{DiskTypeDisk, DiskTypeCDRom}
+	validNICModels     = []string{"virtio", "e1000", "e1000e", "ne2k_pci", "pcnet", "rtl8139"}
+	validInterfaceType = []string{InterfaceTypeBridge, InterfaceTypeMasquerade}
+)
+
+// Validate checks a Config and returns every problem found, joined. Each
+// message names the flag and says what would be valid. It does no I/O.
+func Validate(c Config, machineName, sshUser string, sshPort int) error {
+	var errs []error
+	add := func(flag, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("--%s: "+format, append([]any{flag}, args...)...))
+	}
+
+	if machineName != "" {
+		for _, m := range validation.IsDNS1123Label(machineName) {
+			errs = append(errs, fmt.Errorf("machine name %q cannot be a VM name: %s", machineName, m))
+		}
+	}
+	if strings.TrimSpace(c.KubeconfigContent) == "" {
+		add(FlagKubeconfigContent, "is required (or %s): the kubeconfig of the Harvester cluster, plain or base64", envVar(FlagKubeconfigContent))
+	} else if _, err := clientcmd.RESTConfigFromKubeConfig([]byte(c.KubeconfigContent)); err != nil {
+		add(FlagKubeconfigContent, "is not a usable kubeconfig (plain YAML or base64 of it): %v", err)
+	}
+	for _, m := range validation.IsDNS1123Label(c.VMNamespace) {
+		add(FlagVMNamespace, "%q is not a namespace name: %s", c.VMNamespace, m)
+	}
+	if c.CPUCount < 1 {
+		add(FlagCPUCount, "must be at least 1, got %d", c.CPUCount)
+	}
+	if c.MemoryGiB < 1 {
+		add(FlagMemorySize, "must be at least 1 (GiB), got %d", c.MemoryGiB)
+	}
+	if c.ReservedMemoryMiB < -1 {
+		add(FlagReservedMemorySize, "must be -1 (unset) or a number of MiB >= 0, got %d", c.ReservedMemoryMiB)
+	} else if c.MemoryGiB >= 1 && c.ReservedMemoryMiB >= c.MemoryGiB*1024 {
+		add(FlagReservedMemorySize, "%d MiB must be less than --%s (%d GiB)", c.ReservedMemoryMiB, FlagMemorySize, c.MemoryGiB)
+	}
+	if c.DiskSizeGiB < 0 {
+		add(FlagDiskSize, "must be 0 (image size) or a positive number of GiB, got %d", c.DiskSizeGiB)
+	}
+	if c.DiskBus != "" && !oneOf(c.DiskBus, validDiskBuses) {
+		add(FlagDiskBus, "%q is not a disk bus; valid: %s", c.DiskBus, strings.Join(validDiskBuses, ", "))
+	}
+	if c.NetworkModel != "" && !oneOf(c.NetworkModel, validNICModels) {
+		add(FlagNetworkModel, "%q is not a NIC model; valid: %s", c.NetworkModel, strings.Join(validNICModels, ", "))
+	}
+	if sshUser == "" {
+		add(FlagSSHUser, "must not be empty")
+	}
+	if sshPort < 1 || sshPort > 65535 {
+		add(FlagSSHPort, "must be a port between 1 and 65535, got %d", sshPort)
+	}
+	if c.WaitTimeoutSeconds < 1 {
+		add(FlagWaitTimeout, "must be at least 1 (seconds), got %d", c.WaitTimeoutSeconds)
+	}
+	if c.APITimeoutSeconds < 1 {
+		add(FlagAPITimeout, "must be at least 1 (seconds), got %d", c.APITimeoutSeconds)
+	}
+
+	errs = append(errs, validateDisks(c)...)
+	errs = append(errs, validateNetworks(c)...)
+
+	if c.VGPUInfo != "" {
+		if v, err := ParseVGPUInfo(c.VGPUInfo); err != nil {
+			add(FlagVGPUInfo, "%v", err)
+		} else {
+			for i, r := range v.VGPURequests {
+				if r.Name == "" || r.DeviceName == "" {
+					add(FlagVGPUInfo, "vGPURequests[%d] needs both name and deviceName", i)
+				}
+			}
+		}
+	}
+	if c.VMAffinity != "" {
+		if _, err := ParseAffinity(c.VMAffinity); err != nil {
+			add(FlagVMAffinity, "%v", err)
+		}
+	}
+	if c.NetworkData != "" {
+		if err := validateNetworkData(c.NetworkData); err != nil {
+			add(FlagNetworkData, "%v", err)
+		}
+	}
+	if c.UserData != "" {
+		if _, err := cloudinit.Build(cloudinit.Input{UserData: []byte(c.UserData)}); err != nil {
+			add(FlagUserData, "%v (plain or base64 of #cloud-config YAML or a #! script)", err)
+		}
+	}
+	if c.CloudConfig != "" {
+		if _, err := cloudinit.Build(cloudinit.Input{CloudConfig: []byte(c.CloudConfig)}); err != nil {
+			add(FlagCloudConfig, "file %s: %v", c.CloudConfigPath, err)
+		}
+	}
+	if c.EnableSecureBoot && !c.EnableEFI {
+		add(FlagEnableSecureBoot, "needs --%s", FlagEnableEFI)
+	}
+	if c.IsolateEmulatorThread && !c.CPUPinning {
+		add(FlagIsolateEmulatorThread, "needs --%s (KubeVirt isolates the emulator thread only with dedicated CPUs)", FlagCPUPinning)
+	}
+	if c.KeyPairName != "" {
+		if _, _, err := splitNamespaced(c.KeyPairName, c.VMNamespace); err != nil {
+			add(FlagKeyPairName, "%v", err)
+		}
+		if c.SSHPrivateKeyPath == "" {
+			add(FlagKeyPairName, "needs --%s: the private key of key pair %q", FlagSSHPrivateKeyPath, c.KeyPairName)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func validateDisks(c Config) []error {
+	var errs []error
+	if c.DiskInfo == "" {
+		if c.ImageName == "" {
+			return []error{fmt.Errorf("--%s: no disk: set --%s (or --%s)", FlagImageName, FlagImageName, FlagDiskInfo)}
+		}
+		if _, _, err := splitNamespaced(c.ImageName, c.VMNamespace); err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", FlagImageName, err))
+		}
+		return errs
+	}
+	info, err := ParseDiskInfo(c.DiskInfo)
+	if err != nil {
+		return []error{fmt.Errorf("--%s: %w", FlagDiskInfo, err)}
+	}
+	if len(info.Disks) == 0 {
+		return []error{fmt.Errorf(`--%s: "disks" is empty; give at least one disk`, FlagDiskInfo)}
+	}
+	boot := map[int]int{}
+	for i, d := range info.Disks {
+		at := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("--%s: disks[%d]: "+format, append([]any{FlagDiskInfo, i}, args...)...))
+		}
+		switch {
+		case d.ImageName == "" && d.StorageClassName == "":
+			at("needs imageName or storageClassName")
+		case d.ImageName != "":
+			if _, _, err := splitNamespaced(d.ImageName, c.VMNamespace); err != nil {
+				at("imageName: %v", err)
+			}
+		}
+		if d.Size < 0 || (d.ImageName == "" && d.Size == 0) {
+			at("size must be a positive number of GiB (0 is allowed only for image disks), got %d", d.Size)
+		}
+		if d.Bus != "" && !oneOf(d.Bus, validDiskBuses) {
+			at("bus %q is not valid; valid: %s", d.Bus, strings.Join(validDiskBuses, ", "))
+		}
+		if d.Type != "" && !oneOf(d.Type, validDiskTypes) {
+			at("type %q is not valid; valid: %s", d.Type, strings.Join(validDiskTypes, ", "))
+		}
+		if d.BootOrder < 0 {
+			at("bootOrder must be >= 0, got %d", d.BootOrder)
+		} else if d.BootOrder > 0 {
+			if j, dup := boot[d.BootOrder]; dup {
+				at("bootOrder %d is already used by disks[%d]", d.BootOrder, j)
+			}
+			boot[d.BootOrder] = i
+		}
+	}
+	return errs
+}
+
+func validateNetworks(c Config) []error {
+	var errs []error
+	if c.NetworkInfo == "" {
+		if c.NetworkName == "" {
+			return []error{fmt.Errorf("--%s: no network: set --%s (<namespace>/<name>) or --%s", FlagNetworkName, FlagNetworkName, FlagNetworkInfo)}
+		}
+		if _, _, err := splitNamespaced(c.NetworkName, c.VMNamespace); err != nil {
+			errs = append(errs, fmt.Errorf("--%s: %w", FlagNetworkName, err))
+		}
+		return errs
+	}
+	info, err := ParseNetworkInfo(c.NetworkInfo)
+	if err != nil {
+		return []error{fmt.Errorf("--%s: %w", FlagNetworkInfo, err)}
+	}
+	if len(info.Interfaces) == 0 {
+		return []error{fmt.Errorf(`--%s: "interfaces" is empty; give at least one interface`, FlagNetworkInfo)}
+	}
+	for i, n := range info.Interfaces {
+		at := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("--%s: interfaces[%d]: "+format, append([]any{FlagNetworkInfo, i}, args...)...))
+		}
+		if n.NetworkName == "" {
+			at("needs networkName (<namespace>/<name>)")
+		} else if _, _, err := splitNamespaced(n.NetworkName, c.VMNamespace); err != nil {
+			at("networkName: %v", err)
+		}
+		if n.MACAddress != "" {
+			if _, err := net.ParseMAC(n.MACAddress); err != nil {
+				at("macAddress %q is not a MAC address like 52:54:00:12:34:56", n.MACAddress)
+			}
+		}
+		if n.Model != "" && !oneOf(n.Model, validNICModels) {
+			at("model %q is not valid; valid: %s", n.Model, strings.Join(validNICModels, ", "))
+		}
+		if n.Type != "" && !oneOf(n.Type, validInterfaceType) {
+			at("type %q is not valid; valid: %s", n.Type, strings.Join(validInterfaceType, ", "))
+		}
+	}
+	return errs
+}
+
+// validateNetworkData accepts cloud-init network config version 1 (a
+// "config" list) or version 2, optionally wrapped in a "network" key.
+func validateNetworkData(s string) error {
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(s), &m); err != nil || m == nil {
+		return errors.New("must be cloud-init network config YAML (version 1 or 2), plain or base64")
+	}
+	if inner, ok := m["network"].(map[string]any); ok {
+		m = inner
+	}
+	switch v := fmt.Sprint(m["version"]); v {
+	case "1":
+		if _, ok := m["config"].([]any); !ok {
+			return errors.New(`version 1 network config needs a "config" list`)
+		}
+	case "2":
+	default:
+		return fmt.Errorf("version must be 1 or 2, got %q", v)
+	}
+	return nil
+}
+
+func strictJSON(s string, v any) error {
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	return nil
+}
+
+// ParseDiskInfo parses --harvester-disk-info JSON.
+func ParseDiskInfo(s string) (*DiskInfo, error) {
+	var v DiskInfo
+	return &v, strictJSON(s, &v)
+}
+
+// ParseNetworkInfo parses --harvester-network-info JSON.
+func ParseNetworkInfo(s string) (*NetworkInfo, error) {
+	var v NetworkInfo
+	return &v, strictJSON(s, &v)
+}
+
+// ParseVGPUInfo parses --harvester-vgpu-info JSON.
+func ParseVGPUInfo(s string) (*VGPUInfo, error) {
+	var v VGPUInfo
+	return &v, strictJSON(s, &v)
+}
+
+// ParseAffinity parses --harvester-vm-affinity JSON (a core/v1 Affinity).
+func ParseAffinity(s string) (*corev1.Affinity, error) {
+	var v corev1.Affinity
+	return &v, strictJSON(s, &v)
+}
+
+// splitNamespaced splits "<namespace>/<name>" or "<name>" (in defaultNS).
+func splitNamespaced(v, defaultNS string) (string, string, error) {
+	ns, name, found := strings.Cut(v, "/")
+	if !found {
+		ns, name = defaultNS, v
+	}
+	if len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 || strings.Contains(name, "/") {
+		return "", "", fmt.Errorf("%q is not <namespace>/<name> or <name> of lowercase letters, digits and dashes", v)
+	}
+	return ns, name, nil
+}
+
+func oneOf(v string, set []string) bool {
+	for _, s := range set {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// joinProblems joins non-nil errors under a heading, or returns nil.
+func joinProblems(heading string, problems []error) error {
+	var errs []error
+	for _, p := range problems {
+		if p == nil {
+			continue
+		}
+		if j, ok := p.(interface{ Unwrap() []error }); ok {
+			errs = append(errs, j.Unwrap()...)
+			continue
+		}
+		errs = append(errs, p)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%s (%d problems):\n%w", heading, len(errs), errors.Join(errs...))
+}

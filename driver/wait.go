@@ -1,0 +1,218 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rancher/machine/libmachine/log"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// vmiGoal decides, from the current VMI (nil when there is none), whether
+// the wait is over.
+type vmiGoal func(vmi *kubevirtv1.VirtualMachineInstance) bool
+
+func (d *Driver) waitTimeout() time.Duration {
+	if d.WaitTimeoutSeconds <= 0 {
+		return DefaultWaitTimeoutSeconds * time.Second
+	}
+	return time.Duration(d.WaitTimeoutSeconds) * time.Second
+}
+
+// waitVMI watches the machine's VMI until goal is met, logging progress.
+// On timeout it reports what was last seen.
+func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, what string, goal vmiGoal) error {
+	ctx, cancel := context.WithTimeout(parent, d.waitTimeout())
+	defer cancel()
+	ns, name := d.VMNamespace, d.MachineName
+	vmis := api.virt.KubevirtV1().VirtualMachineInstances(ns)
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			var list *kubevirtv1.VirtualMachineInstanceList
+			err := api.call(ctx, func(c context.Context) error {
+				var err error
+				list, err = vmis.List(c, o)
+				return err
+			})
+			return list, err
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return vmis.Watch(ctx, o)
+		},
+	}
+	p := &progress{machine: name}
+	check := func(vmi *kubevirtv1.VirtualMachineInstance) bool {
+		p.observe(vmi)
+		return goal(vmi)
+	}
+	precondition := func(store cache.Store) (bool, error) {
+		obj, exists, err := store.GetByKey(ns + "/" + name)
+		if err != nil {
+			return false, err
+		}
+		if !exists {
+			return check(nil), nil
+		}
+		return check(obj.(*kubevirtv1.VirtualMachineInstance)), nil
+	}
+	_, err := watchtools.UntilWithSync(ctx, lw, &kubevirtv1.VirtualMachineInstance{}, precondition, func(ev watch.Event) (bool, error) {
+		vmi, ok := ev.Object.(*kubevirtv1.VirtualMachineInstance)
+		if !ok {
+			return false, nil
+		}
+		if ev.Type == watch.Deleted {
+			return check(nil), nil
+		}
+		return check(vmi), nil
+	})
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
+		return d.timeoutError(parent, api, what, p.last)
+	}
+	return apiError("watch VMI "+ns+"/"+name, err)
+}
+
+// progress logs one line for each change worth telling.
+type progress struct {
+	machine  string
+	last     *kubevirtv1.VirtualMachineInstance
+	lastLine string
+}
+
+func (p *progress) observe(vmi *kubevirtv1.VirtualMachineInstance) {
+	p.last = vmi
+	line := describeVMI(vmi)
+	if line != p.lastLine {
+		log.Infof("%s: %s", p.machine, line)
+		p.lastLine = line
+	}
+}
+
+// describeVMI is a one-line summary of a VMI for progress lines.
+func describeVMI(vmi *kubevirtv1.VirtualMachineInstance) string {
+	if vmi == nil {
+		return "no VM instance"
+	}
+	if vmi.DeletionTimestamp != nil {
+		return "VM instance stopping"
+	}
+	parts := []string{"phase " + phaseName(vmi.Status.Phase)}
+	if vmi.Status.NodeName != "" {
+		host := "on host " + vmi.Status.NodeName
+		if z := vmi.Annotations[corev1.LabelTopologyZone]; z != "" {
+			host += " (zone " + z + ")"
+		}
+		parts = append(parts, host)
+	}
+	if addr, ok := SelectAddress(vmi.Status.Interfaces); ok {
+		parts = append(parts, "address "+addr)
+	} else if vmi.Status.Phase == kubevirtv1.Running {
+		parts = append(parts, "waiting for the guest to report an address")
+	}
+	return strings.Join(parts, ", ")
+}
+
+func phaseName(p kubevirtv1.VirtualMachineInstancePhase) string {
+	if p == "" {
+		return "Pending"
+	}
+	return string(p)
+}
+
+// timeoutError says what was last seen: phase, conditions, recent events and
+// a hint about the guest agent when the VMI runs without an address.
+func (d *Driver) timeoutError(parent context.Context, api *harvesterAPI, what string, last *kubevirtv1.VirtualMachineInstance) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "timed out after %s waiting for VM %s/%s %s; last seen: %s", d.waitTimeout(), d.VMNamespace, d.MachineName, what, describeVMI(last))
+	if last != nil {
+		var conds []string
+		for _, c := range last.Status.Conditions {
+			s := fmt.Sprintf("%s=%s", c.Type, c.Status)
+			if c.Reason != "" || c.Message != "" {
+				s += " (" + strings.TrimSpace(c.Reason+" "+c.Message) + ")"
+			}
+			conds = append(conds, s)
+		}
+		if len(conds) > 0 {
+			fmt.Fprintf(&b, "; conditions: %s", strings.Join(conds, ", "))
+		}
+		if last.Status.Phase == kubevirtv1.Running {
+			if _, ok := SelectAddress(last.Status.Interfaces); !ok {
+				b.WriteString("; no IP: the guest reports none - does the image run qemu-guest-agent? " +
+					"(cloud-init installs it unless --" + FlagSkipQemuGuestAgent + " is set; air-gapped images must ship it)")
+			}
+		}
+	}
+	if ev := d.recentEvents(parent, api, 5); len(ev) > 0 {
+		fmt.Fprintf(&b, "; recent events: %s", strings.Join(ev, " | "))
+	}
+	return errors.New(b.String())
+}
+
+// recentEvents returns the last n events about the machine's VM and VMI.
+func (d *Driver) recentEvents(parent context.Context, api *harvesterAPI, n int) []string {
+	var list *corev1.EventList
+	err := api.call(parent, func(ctx context.Context) error {
+		var err error
+		list, err = api.kube.CoreV1().Events(d.VMNamespace).List(ctx, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("involvedObject.name", d.MachineName).String(),
+		})
+		return err
+	})
+	if err != nil || list == nil {
+		return nil
+	}
+	items := list.Items
+	sort.SliceStable(items, func(i, j int) bool { return eventTime(items[i]).Before(eventTime(items[j])) })
+	if len(items) > n {
+		items = items[len(items)-n:]
+	}
+	var out []string
+	for _, e := range items {
+		out = append(out, fmt.Sprintf("%s %s %s: %s", e.Type, e.InvolvedObject.Kind, e.Reason, e.Message))
+	}
+	return out
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// Goals.
+func runningWithAddress(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	if vmi == nil || vmi.DeletionTimestamp != nil || vmi.Status.Phase != kubevirtv1.Running {
+		return false
+	}
+	_, ok := SelectAddress(vmi.Status.Interfaces)
+	return ok
+}
+
+func noVMI(vmi *kubevirtv1.VirtualMachineInstance) bool { return vmi == nil }
+
+func newRunningVMI(oldUID string) vmiGoal {
+	return func(vmi *kubevirtv1.VirtualMachineInstance) bool {
+		return vmi != nil && string(vmi.UID) != oldUID && runningWithAddress(vmi)
+	}
+}
