@@ -138,7 +138,11 @@ func faultCommand(stateDir cli.Flag) *cli.Command {
 			vmFault(FaultNoIP, "never give the VMIs of matching VMs an IP address"),
 			{
 				Name: "restart-apiserver", Usage: "stop kube-apiserver and start it again on the same port",
-				Action: func(c *cli.Context) error { return RestartAPIServer(c.String(flagStateDir)) },
+				Action: func(c *cli.Context) error {
+					ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
+					defer cancel()
+					return RestartAPIServer(ctx, c.String(flagStateDir))
+				},
 			},
 			{
 				Name: "clear", Usage: "remove every fault",

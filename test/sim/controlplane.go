@@ -125,7 +125,13 @@ func (c *controlPlane) startAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.waitAPIServer(ctx)
+	if err := c.waitAPIServer(ctx); err != nil {
+		return err
+	}
+	// The pid file says which kube-apiserver is serving; it changes only once
+	// a new one is ready (see RestartAPIServer).
+	pid := strconv.Itoa(c.apiserver.cmd.Process.Pid) + "\n"
+	return os.WriteFile(c.path(APIServerPIDFile), []byte(pid), 0o644)
 }
 
 func (c *controlPlane) waitAPIServer(ctx context.Context) error {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -148,8 +149,9 @@ func ClearFaults(ctx context.Context, kube kubernetes.Interface) error {
 	return nil
 }
 
-// RestartAPIServer asks the simulator serving dir to restart kube-apiserver.
-func RestartAPIServer(dir string) error {
+// RestartAPIServer asks the simulator serving dir to restart kube-apiserver
+// and waits until a new one is serving.
+func RestartAPIServer(ctx context.Context, dir string) error {
 	data, err := os.ReadFile(filepath.Join(dir, PIDFile))
 	if err != nil {
 		return fmt.Errorf("restart-apiserver: no simulator runs in %s: %w", dir, err)
@@ -158,8 +160,21 @@ func RestartAPIServer(dir string) error {
 	if err != nil {
 		return fmt.Errorf("restart-apiserver: bad pid file in %s: %w", dir, err)
 	}
+	apiPIDPath := filepath.Join(dir, APIServerPIDFile)
+	before, _ := os.ReadFile(apiPIDPath)
 	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
 		return fmt.Errorf("restart-apiserver: signal simulator pid %d: %w", pid, err)
 	}
-	return nil
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if now, err := os.ReadFile(apiPIDPath); err == nil && len(now) > 0 && string(now) != string(before) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("restart-apiserver: no new kube-apiserver is serving: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
 }

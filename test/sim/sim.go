@@ -29,7 +29,9 @@ const (
 	KubeconfigFile = "kubeconfig"
 	ReadyFile      = "ready"
 	PIDFile        = "sim.pid"
-	SSHKeyFile     = "sim-key"
+	// APIServerPIDFile holds the pid of the kube-apiserver that is serving.
+	APIServerPIDFile = "apiserver.pid"
+	SSHKeyFile       = "sim-key"
 )
 
 // Options configure a simulator run.
@@ -209,7 +211,7 @@ func prepareStateDir(dir string) error {
 			return fmt.Errorf("--state-dir %s: a simulator (pid %d) is already running there: stop it or pick another directory", dir, pid)
 		}
 	}
-	for _, name := range []string{"etcd", "pki", "logs", KubeconfigFile, ReadyFile, SSHKeyFile, SSHKeyFile + ".pub"} {
+	for _, name := range []string{"etcd", "pki", "logs", KubeconfigFile, ReadyFile, APIServerPIDFile, SSHKeyFile, SSHKeyFile + ".pub"} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("clean state dir: %w", err)
 		}

@@ -1,0 +1,44 @@
+# harvester-machine: node driver, bootstrap toolkit and simulated Harvester.
+# `make help` lists the targets.
+
+SHELL := /bin/bash
+GO    ?= go
+BIN   := $(CURDIR)/bin
+PRODUCT_BINS := docker-machine-driver-harvester harvester-bootstrap harvester-sim
+E2E_PKGS := ./test/e2e/...
+UNIT_PKGS = $$($(GO) list ./... | grep -v /test/e2e/)
+GOTEST_FLAGS ?=
+
+.PHONY: help build tools test unit e2e bench lint demo clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
+
+build: ## build the product binaries into bin/
+	@mkdir -p $(BIN)
+	$(GO) build -trimpath -o $(BIN)/ $(addprefix ./cmd/,$(PRODUCT_BINS))
+
+tools: ## build the pinned test tools (kube-apiserver, kube-controller-manager, etcd, rancher-machine) into bin/, once
+	@bash test/tools/build.sh
+
+test: build tools ## unit and end-to-end tests (the simulator is started by the tests)
+	$(GO) test $(GOTEST_FLAGS) -count=1 ./...
+
+unit: ## unit tests only
+	$(GO) test $(GOTEST_FLAGS) -count=1 $(UNIT_PKGS)
+
+e2e: build tools ## end-to-end tests against the simulated Harvester
+	$(GO) test $(GOTEST_FLAGS) -count=1 $(E2E_PKGS)
+
+bench: build tools ## benchmarks (speed and memory targets)
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+lint: ## go vet and gofmt
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+demo: build tools ## run the whole flow against a simulated Harvester, then clean up
+	@bash test/demo/demo.sh
+
+clean: ## remove binaries and build stamps
+	rm -rf $(BIN) .cache

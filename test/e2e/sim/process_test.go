@@ -1,0 +1,144 @@
+package sim_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/harvester-kit/harvester-machine/test/simtest"
+)
+
+func TestSecondSimulatorOnALiveStateDirIsRefused(t *testing.T) {
+	out, err := simCLI(t, "--state-dir", simulator.Dir)
+	if err == nil || !strings.Contains(out, "already running") {
+		t.Fatalf("second simulator on a live dir: err=%v output:\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(simulator.Dir, "ready")); err != nil {
+		t.Errorf("the refused start disturbed the running simulator: %v", err)
+	}
+}
+
+func TestInvalidOptionsAreAllReported(t *testing.T) {
+	out, err := simCLI(t, "--state-dir", t.TempDir(), "--hosts", "0", "--zones", "5", "--boot-delay", "-1s")
+	if err == nil {
+		t.Fatal("invalid options accepted")
+	}
+	for _, want := range []string{"--hosts", "--zones", "--boot-delay"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("error does not name %s:\n%s", want, out)
+		}
+	}
+}
+
+// SIGTERM stops every process the simulator started, and a second run on the
+// same directory starts clean.
+func TestStopLeavesNoProcessAndRestartStartsClean(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	first := startSimIn(t, dir)
+	ctx := testContext(t)
+	client := clientFor(t, dir)
+	marker := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "from-first-run"}}
+	if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, marker, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(processesUsing(dir)); n != 3 {
+		t.Errorf("want etcd, kube-apiserver and kube-controller-manager running for %s, found %d", dir, n)
+	}
+	stopSim(t, first)
+	if left := processesUsing(dir); len(left) > 0 {
+		t.Fatalf("processes left after SIGTERM: %v", left)
+	}
+	for _, f := range []string{"ready", "sim.pid"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); !os.IsNotExist(err) {
+			t.Errorf("%s left after stop: %v", f, err)
+		}
+	}
+
+	second := startSimIn(t, dir)
+	defer stopSim(t, second)
+	_, err := clientFor(t, dir).CoreV1().ConfigMaps("default").Get(ctx, marker.Name, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("second run did not start clean: marker lookup gave %v", err)
+	}
+}
+
+func startSimIn(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
+	bin, err := simtest.Bin("harvester-sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--state-dir", dir)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "ready")); err == nil {
+			return cmd
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("simulator in %s not ready within a minute", dir)
+		}
+		time.Sleep(50 * time.Millisecond) // a file appearing; nothing to watch
+	}
+}
+
+func stopSim(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("simulator exit after SIGTERM: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("simulator did not stop within 30s of SIGTERM")
+	}
+}
+
+func clientFor(t *testing.T, dir string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+// processesUsing lists the command lines of processes whose arguments name dir.
+func processesUsing(dir string) []string {
+	var found []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(data) == 0 {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+		if strings.HasSuffix(args[0], "harvester-sim") {
+			continue
+		}
+		if strings.Contains(string(data), dir+"/") {
+			found = append(found, strings.Join(args, " "))
+		}
+	}
+	return found
+}
