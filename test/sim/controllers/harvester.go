@@ -36,9 +36,13 @@ func imageStatus(img *harvesterv1.VirtualMachineImage, decodeErr error, now time
 	case img.Annotations[AnnImportResult] == "fail":
 		st.Progress = 0
 		st.Failed = 1
-		st.LastFailedTime = stamp
-		st.Conditions = setHarvesterCondition(st.Conditions, harvesterv1.ImageImported, corev1.ConditionFalse,
+		before := len(st.Conditions)
+		conds := setHarvesterCondition(st.Conditions, harvesterv1.ImageImported, corev1.ConditionFalse,
 			"ImportFailed", fmt.Sprintf("simulated import failure (annotation %s: fail)", AnnImportResult), stamp)
+		if len(conds) != before || !sameConditions(conds, st.Conditions) || st.LastFailedTime == "" {
+			st.LastFailedTime = stamp
+		}
+		st.Conditions = conds
 	default:
 		st.Progress = 100
 		st.Failed = 0
@@ -107,4 +111,16 @@ func setHarvesterCondition(conds []harvesterv1.Condition, t condition.Cond, stat
 		return out
 	}
 	return append(append([]harvesterv1.Condition(nil), conds...), c)
+}
+
+func sameConditions(a, b []harvesterv1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

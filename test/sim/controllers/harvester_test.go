@@ -107,3 +107,13 @@ func TestGuestRunsAgent(t *testing.T) {
 		})
 	}
 }
+
+func TestImageStatusStable(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	img := &harvesterv1.VirtualMachineImage{ObjectMeta: metav1.ObjectMeta{Name: "x", Annotations: map[string]string{AnnImportResult: "fail"}}}
+	img.Status = imageStatus(img, nil, now)
+	later := imageStatus(img, nil, now.Add(time.Minute))
+	if later.LastFailedTime != img.Status.LastFailedTime || !sameConditions(later.Conditions, img.Status.Conditions) {
+		t.Errorf("failed image status changes on every reconcile: %+v vs %+v", later, img.Status)
+	}
+}

@@ -173,3 +173,66 @@ func vmiClaimNames(spec *kubevirtv1.VirtualMachineInstanceSpec) []string {
 	}
 	return out
 }
+
+// imageCheck is what the start check knows about one image.
+type imageCheck struct {
+	Found    bool
+	Imported bool
+	Message  string // why not imported
+}
+
+// volumeBlock says why a VM's disks keep it from starting, or nil: a
+// claim that is neither present nor templated (ErrorPvcNotFound), an image
+// behind a claim that is missing or not imported, or a claim not bound yet
+// (WaitingForVolumeBinding). Every problem is listed in the message.
+func volumeBlock(claims []string, templates []corev1.PersistentVolumeClaim, pvcs map[string]*corev1.PersistentVolumeClaim,
+	images map[string]imageCheck) *startBlock {
+	templated := map[string]*corev1.PersistentVolumeClaim{}
+	for i := range templates {
+		templated[templates[i].Name] = &templates[i]
+	}
+	var block *startBlock
+	var msgs []string
+	note := func(printable kubevirtv1.VirtualMachinePrintableStatus, reason, msg string) {
+		msgs = append(msgs, msg)
+		if block == nil {
+			block = &startBlock{Printable: printable, Reason: reason}
+		}
+		if printable == kubevirtv1.VirtualMachineStatusPvcNotFound {
+			block.Printable, block.Reason = printable, reason
+		}
+	}
+	for _, name := range claims {
+		pvc, exists := pvcs[name]
+		source := pvc
+		if !exists {
+			source = templated[name]
+		}
+		if source == nil {
+			note(kubevirtv1.VirtualMachineStatusPvcNotFound, "PVCNotFound",
+				fmt.Sprintf("persistentvolumeclaim %q not found", name))
+			continue
+		}
+		if ref := source.Annotations[AnnImageID]; ref != "" {
+			img := images[ref]
+			switch {
+			case !img.Found:
+				note(kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding, "ImageNotFound",
+					fmt.Sprintf("claim %q: image %s (annotation %s) does not exist", name, ref, AnnImageID))
+				continue
+			case !img.Imported:
+				note(kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding, "ImageNotReady",
+					fmt.Sprintf("claim %q: %s", name, img.Message))
+				continue
+			}
+		}
+		if !exists || pvc.Status.Phase != corev1.ClaimBound {
+			note(kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding, "PVCNotBound",
+				fmt.Sprintf("persistentvolumeclaim %q is not bound yet", name))
+		}
+	}
+	if block != nil {
+		block.Message = strings.Join(msgs, "; ")
+	}
+	return block
+}

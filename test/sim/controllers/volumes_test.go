@@ -117,3 +117,59 @@ func TestVMIClaimNames(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 }
+
+func TestVolumeBlock(t *testing.T) {
+	withImage := func(name, img string, phase corev1.PersistentVolumeClaimPhase) *corev1.PersistentVolumeClaim {
+		p := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
+		if img != "" {
+			p.Annotations = map[string]string{AnnImageID: img}
+		}
+		return p
+	}
+	images := map[string]imageCheck{
+		"default/ok":      {Found: true, Imported: true},
+		"default/pending": {Found: true, Message: "image default/pending is not imported yet"},
+	}
+	tests := []struct {
+		name          string
+		claims        []string
+		templates     []corev1.PersistentVolumeClaim
+		pvcs          map[string]*corev1.PersistentVolumeClaim
+		wantPrintable kubevirtv1.VirtualMachinePrintableStatus
+		wantReason    string
+		wantMsg       []string
+	}{
+		{name: "all bound", claims: []string{"a"}, pvcs: map[string]*corev1.PersistentVolumeClaim{"a": withImage("a", "default/ok", corev1.ClaimBound)}},
+		{name: "no claims"},
+		{name: "missing direct claim", claims: []string{"x"}, wantPrintable: kubevirtv1.VirtualMachineStatusPvcNotFound,
+			wantReason: "PVCNotFound", wantMsg: []string{`"x" not found`}},
+		{name: "templated not yet created", claims: []string{"a"}, templates: []corev1.PersistentVolumeClaim{*withImage("a", "default/ok", "")},
+			wantPrintable: kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding, wantReason: "PVCNotBound", wantMsg: []string{"not bound yet"}},
+		{name: "image missing", claims: []string{"a"}, templates: []corev1.PersistentVolumeClaim{*withImage("a", "default/gone", "")},
+			wantPrintable: kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding, wantReason: "ImageNotFound", wantMsg: []string{"image default/gone", "does not exist"}},
+		{name: "image not imported", claims: []string{"a"}, pvcs: map[string]*corev1.PersistentVolumeClaim{"a": withImage("a", "default/pending", corev1.ClaimPending)},
+			wantPrintable: kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding, wantReason: "ImageNotReady", wantMsg: []string{"not imported yet"}},
+		{name: "every problem listed, missing wins", claims: []string{"a", "x"},
+			pvcs:          map[string]*corev1.PersistentVolumeClaim{"a": withImage("a", "default/pending", corev1.ClaimPending)},
+			wantPrintable: kubevirtv1.VirtualMachineStatusPvcNotFound, wantReason: "PVCNotFound", wantMsg: []string{"not imported yet", `"x" not found`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := volumeBlock(tt.claims, tt.templates, tt.pvcs, images)
+			if tt.wantPrintable == "" {
+				if b != nil {
+					t.Fatalf("blocked: %+v", b)
+				}
+				return
+			}
+			if b == nil || b.Printable != tt.wantPrintable || b.Reason != tt.wantReason {
+				t.Fatalf("block = %+v", b)
+			}
+			for _, m := range tt.wantMsg {
+				if !strings.Contains(b.Message, m) {
+					t.Errorf("message %q lacks %q", b.Message, m)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,261 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+)
+
+const (
+	// pvPrefix marks queue keys that name a PersistentVolume.
+	pvPrefix = "pv:"
+	// LabelProvisioned marks the PersistentVolumes the simulator created.
+	LabelProvisioned = "sim.harvesterhci.io/provisioned"
+
+	pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
+	pvProtectionFinalizer  = "kubernetes.io/pv-protection"
+	annDefaultClass        = "storageclass.kubernetes.io/is-default-class"
+	defaultClaimSize       = "10Gi"
+)
+
+// reconcilePVC plays the storage provisioner and the PV and PVC protection
+// controllers: it binds claims of existing storage classes (waiting for
+// their image to be imported), releases deleted claims no VMI uses, and
+// deletes the volumes of deleted claims.
+func (s *sim) reconcilePVC(ctx context.Context, key string) (time.Duration, error) {
+	if name, ok := strings.CutPrefix(key, pvPrefix); ok {
+		return 0, s.reclaimPV(ctx, name)
+	}
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	cached, err := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(ns).Get(name)
+	if err != nil {
+		return 0, nil
+	}
+	if cached.DeletionTimestamp != nil {
+		return 0, s.releaseClaim(ctx, cached)
+	}
+	if cached.Status.Phase == corev1.ClaimBound {
+		return 0, nil
+	}
+	sc := s.storageClassFor(cached)
+	if sc == nil {
+		msg := "no storage class for the claim"
+		if cached.Spec.StorageClassName != nil {
+			msg = fmt.Sprintf("storageclass.storage.k8s.io %q not found", *cached.Spec.StorageClassName)
+		}
+		if s.state.once("pvc/"+key, "provisioning", msg) {
+			s.event.emit(pvcObject(cached), corev1.EventTypeWarning, "ProvisioningFailed", msg)
+		}
+		return 0, nil
+	}
+	if ref := cached.Annotations[AnnImageID]; ref != "" {
+		if img := s.checkImage(ref); !img.Found || !img.Imported {
+			return 0, nil // re-queued when images change
+		}
+	}
+	return 0, s.bind(ctx, cached.DeepCopy(), sc)
+}
+
+// storageClassFor returns the claim's storage class (or the default one).
+func (s *sim) storageClassFor(pvc *corev1.PersistentVolumeClaim) *storagev1.StorageClass {
+	lister := s.kubeInformers.Storage().V1().StorageClasses().Lister()
+	if pvc.Spec.StorageClassName != nil && *pvc.Spec.StorageClassName != "" {
+		sc, err := lister.Get(*pvc.Spec.StorageClassName)
+		if err != nil {
+			return nil
+		}
+		return sc
+	}
+	list, _ := lister.List(labels.Everything())
+	for _, sc := range list {
+		if sc.Annotations[annDefaultClass] == "true" {
+			return sc
+		}
+	}
+	return nil
+}
+
+// bind creates a PersistentVolume for the claim and binds both.
+func (s *sim) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass) error {
+	size, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	if !ok {
+		size = resource.MustParse(defaultClaimSize)
+	}
+	modes := pvc.Spec.AccessModes
+	if len(modes) == 0 {
+		modes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	}
+	reclaim := corev1.PersistentVolumeReclaimDelete
+	if sc.ReclaimPolicy != nil {
+		reclaim = *sc.ReclaimPolicy
+	}
+	pvName := "pvc-" + string(pvc.UID)
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        pvName,
+			Labels:      map[string]string{LabelProvisioned: "true"},
+			Annotations: map[string]string{"pv.kubernetes.io/provisioned-by": sc.Provisioner},
+		},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: size},
+			AccessModes:                   modes,
+			VolumeMode:                    pvc.Spec.VolumeMode,
+			StorageClassName:              sc.Name,
+			PersistentVolumeReclaimPolicy: reclaim,
+			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
+				Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
+				Driver: sc.Provisioner, VolumeHandle: pvName}},
+		},
+	}
+	pvs := s.kube.CoreV1().PersistentVolumes()
+	created, err := pvs.Create(ctx, pv, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		created, err = pvs.Get(ctx, pvName, metav1.GetOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("provision pv for pvc %s/%s: %w", pvc.Namespace, pvc.Name, err)
+	}
+	if created.Status.Phase != corev1.VolumeBound {
+		created.Status.Phase = corev1.VolumeBound
+		if _, err := pvs.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("mark pv %s bound: %w", pvName, err)
+		}
+	}
+	claims := s.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace)
+	var bound *corev1.PersistentVolumeClaim
+	err = retryConflict(func() error {
+		cur, err := claims.Get(ctx, pvc.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if cur.UID != pvc.UID {
+			return fmt.Errorf("pvc %s/%s was replaced", pvc.Namespace, pvc.Name)
+		}
+		if cur.Spec.VolumeName == "" {
+			cur.Spec.VolumeName = pvName
+			if cur.Annotations == nil {
+				cur.Annotations = map[string]string{}
+			}
+			cur.Annotations["pv.kubernetes.io/bind-completed"] = "yes"
+			cur.Annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
+			cur.Annotations["volume.kubernetes.io/storage-provisioner"] = sc.Provisioner
+			if cur, err = claims.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+				return err
+			}
+		}
+		cur.Status.Phase = corev1.ClaimBound
+		cur.Status.AccessModes = modes
+		cur.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: size}
+		bound, err = claims.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("bind pvc %s/%s: %w", pvc.Namespace, pvc.Name, err)
+	}
+	s.event.emit(pvcObject(bound), corev1.EventTypeNormal, "ProvisioningSucceeded",
+		fmt.Sprintf("Successfully provisioned volume %s", pvName))
+	return nil
+}
+
+// releaseClaim removes the pvc-protection finalizer of a deleted claim once
+// no VMI mounts it.
+func (s *sim) releaseClaim(ctx context.Context, pvc *corev1.PersistentVolumeClaim) error {
+	if !hasString(pvc.Finalizers, pvcProtectionFinalizer) || s.claimInUse(pvc.Namespace, pvc.Name) {
+		return nil
+	}
+	claims := s.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace)
+	err := retryConflict(func() error {
+		cur, err := claims.Get(ctx, pvc.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !hasString(cur.Finalizers, pvcProtectionFinalizer) {
+			return nil
+		}
+		cur.Finalizers = without(cur.Finalizers, pvcProtectionFinalizer)
+		_, err = claims.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("release pvc %s/%s: %w", pvc.Namespace, pvc.Name, err)
+	}
+	return nil
+}
+
+// claimInUse reports whether any VMI in the namespace mounts the claim.
+func (s *sim) claimInUse(ns, claim string) bool {
+	list, _ := s.vmis.ByNamespace(ns).List(labels.Everything())
+	for _, o := range list {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		vols, _, _ := unstructured.NestedSlice(u.Object, "spec", "volumes")
+		for _, v := range vols {
+			m, _ := v.(map[string]any)
+			if n, _, _ := unstructured.NestedString(m, "persistentVolumeClaim", "claimName"); n == claim {
+				return true
+			}
+			if n, _, _ := unstructured.NestedString(m, "dataVolume", "name"); n == claim {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// reclaimPV deletes a simulator-provisioned volume with the Delete policy
+// whose claim is gone.
+func (s *sim) reclaimPV(ctx context.Context, name string) error {
+	pvs := s.kube.CoreV1().PersistentVolumes()
+	pv, err := pvs.Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("get pv %s: %w", name, err)
+	}
+	if pv.Labels[LabelProvisioned] != "true" || pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete || pv.Spec.ClaimRef == nil {
+		return nil
+	}
+	ref := pv.Spec.ClaimRef
+	if cur, err := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(ref.Namespace).Get(ref.Name); err == nil && cur.UID == ref.UID {
+		return nil
+	}
+	if hasString(pv.Finalizers, pvProtectionFinalizer) {
+		pv.Finalizers = without(pv.Finalizers, pvProtectionFinalizer)
+		if _, err := pvs.Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("release pv %s: %w", name, err)
+		}
+	}
+	if err := pvs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete pv %s: %w", name, err)
+	}
+	return nil
+}
+
+// pvcObject wraps a claim for the event sink.
+func pvcObject(pvc *corev1.PersistentVolumeClaim) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{}}
+	u.SetAPIVersion("v1")
+	u.SetKind("PersistentVolumeClaim")
+	u.SetNamespace(pvc.Namespace)
+	u.SetName(pvc.Name)
+	u.SetUID(pvc.UID)
+	u.SetResourceVersion(pvc.ResourceVersion)
+	return u
+}

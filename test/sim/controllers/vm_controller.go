@@ -1,0 +1,334 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// VMFinalizer is added to every VM so its disks can be handled on
+// deletion, named like Harvester's.
+const VMFinalizer = "wrangler.cattle.io/VMController.UnsetOwnerOfPVCs"
+
+// reconcileVM runs a VM's VMI by its run strategy, provisions its disks
+// and computes its status; on deletion it removes the PVCs the VM asks for.
+func (s *sim) reconcileVM(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, _ := cache.SplitMetaNamespaceKey(key)
+	u := getCached(s.vms, ns, name)
+	if u == nil {
+		return 0, nil
+	}
+	if u.GetDeletionTimestamp() != nil {
+		return 0, s.finalizeVM(ctx, u)
+	}
+	if !hasString(u.GetFinalizers(), VMFinalizer) {
+		_, err := s.updateMeta(ctx, gvrVM, ns, name, func(cur *unstructured.Unstructured) bool {
+			if hasString(cur.GetFinalizers(), VMFinalizer) || cur.GetDeletionTimestamp() != nil {
+				return false
+			}
+			cur.SetFinalizers(append(cur.GetFinalizers(), VMFinalizer))
+			return true
+		})
+		return 0, err // the update brings the VM back through the queue
+	}
+
+	var prev kubevirtv1.VirtualMachineStatus
+	looseStatus(u, &prev)
+	in := vmStatusInput{Generation: u.GetGeneration(), Previous: prev, Now: metav1.Now()}
+	in.VMI = s.vmiOf(ns, name)
+
+	var vm kubevirtv1.VirtualMachine
+	if err := decodeStrict(u, &vm); err != nil {
+		in.SpecError = fmt.Errorf("spec does not decode as kubevirt.io/v1 VirtualMachine: %w", err)
+		return 0, s.writeVMStatus(ctx, u, in)
+	}
+	strategy, err := vm.RunStrategy()
+	templates, tplErr := parseClaimTemplates(vm.Annotations[AnnVolumeClaimTemplates])
+	var specErrs []error
+	if err != nil {
+		specErrs = append(specErrs, fmt.Errorf("spec.running and spec.runStrategy: %w", err))
+	}
+	if vm.Spec.Template == nil {
+		specErrs = append(specErrs, errors.New("spec.template is required"))
+	}
+	if tplErr != nil {
+		specErrs = append(specErrs, tplErr)
+	}
+	if len(specErrs) > 0 {
+		in.SpecError = errors.Join(specErrs...)
+		return 0, s.writeVMStatus(ctx, u, in)
+	}
+	in.Strategy = strategy
+	in.WantRunning = strategy == kubevirtv1.RunStrategyAlways || strategy == kubevirtv1.RunStrategyRerunOnFailure
+
+	if err := s.ensureClaims(ctx, &vm, templates); err != nil {
+		return 0, err
+	}
+	in.Block = s.startBlockOf(&vm, templates)
+	action, err := decideVMIAction(strategy, in.VMI, in.Block != nil)
+	if err != nil {
+		in.SpecError = err
+		return 0, s.writeVMStatus(ctx, u, in)
+	}
+	switch action {
+	case actionCreate:
+		created, err := s.createVMI(ctx, &vm)
+		if err != nil {
+			return 0, err
+		}
+		in.VMI = created
+		s.event.emit(u, corev1.EventTypeNormal, "SuccessfulCreate",
+			"Started the virtual machine by creating the new virtual machine instance "+name)
+	case actionDelete:
+		err := s.dyn.Resource(gvrVMI).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{UID: &in.VMI.UID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return 0, fmt.Errorf("delete vmi %s: %w", key, err)
+		}
+		s.event.emit(u, corev1.EventTypeNormal, "SuccessfulDelete",
+			"Stopped the virtual machine by deleting the virtual machine instance "+string(in.VMI.UID))
+	}
+	return 0, s.writeVMStatus(ctx, u, in)
+}
+
+func (s *sim) writeVMStatus(ctx context.Context, u *unstructured.Unstructured, in vmStatusInput) error {
+	st := computeVMStatus(in)
+	_, err := s.writeStatus(ctx, gvrVM, u, in.Previous, st)
+	return err
+}
+
+// vmiOf returns the cached VMI of a VM, decoded loosely (its spec was
+// produced by the simulator or is checked by the VMI controller).
+func (s *sim) vmiOf(ns, name string) *kubevirtv1.VirtualMachineInstance {
+	u := getCached(s.vmis, ns, name)
+	if u == nil {
+		return nil
+	}
+	vmi := &kubevirtv1.VirtualMachineInstance{}
+	vmi.ObjectMeta = metav1.ObjectMeta{Name: u.GetName(), Namespace: u.GetNamespace(), UID: u.GetUID(),
+		Labels: u.GetLabels(), DeletionTimestamp: u.GetDeletionTimestamp()}
+	looseStatus(u, &vmi.Status)
+	return vmi
+}
+
+// createVMI creates the VMI from the VM template: same name, template
+// labels and annotations, controller owner reference to the VM.
+func (s *sim) createVMI(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachineInstance, error) {
+	vmi := &kubevirtv1.VirtualMachineInstance{
+		TypeMeta: metav1.TypeMeta{APIVersion: kubevirtv1.SchemeGroupVersion.String(), Kind: "VirtualMachineInstance"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: vm.Name, Namespace: vm.Namespace,
+			Labels:      copyMap(vm.Spec.Template.ObjectMeta.Labels),
+			Annotations: copyMap(vm.Spec.Template.ObjectMeta.Annotations),
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: kubevirtv1.SchemeGroupVersion.String(), Kind: "VirtualMachine",
+				Name: vm.Name, UID: vm.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: *vm.Spec.Template.Spec.DeepCopy(),
+	}
+	m, err := toUnstructured(vmi)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	res, err := s.dyn.Resource(gvrVMI).Namespace(vm.Namespace).Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("create vmi %s/%s: %w", vm.Namespace, vm.Name, err)
+	}
+	vmi.UID = res.GetUID()
+	return vmi, nil
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// ensureClaims creates the VM's templated PVCs that do not exist yet and
+// marks the VM as an owner (annotation harvesterhci.io/owned-by) of every
+// PVC it uses, as Harvester does.
+func (s *sim) ensureClaims(ctx context.Context, vm *kubevirtv1.VirtualMachine, templates []corev1.PersistentVolumeClaim) error {
+	ref := vm.Namespace + "/" + vm.Name
+	lister := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(vm.Namespace)
+	for _, tpl := range templates {
+		if _, err := lister.Get(tpl.Name); err == nil {
+			continue
+		}
+		pvc := tpl.DeepCopy()
+		pvc.Namespace = vm.Namespace
+		pvc.ResourceVersion, pvc.UID, pvc.Status = "", "", corev1.PersistentVolumeClaimStatus{}
+		owned, _, err := addOwner(pvc.Annotations[AnnOwnedBy], ref)
+		if err != nil {
+			owned, _, _ = addOwner("", ref)
+		}
+		if pvc.Annotations == nil {
+			pvc.Annotations = map[string]string{}
+		}
+		pvc.Annotations[AnnOwnedBy] = owned
+		if pvc.Spec.StorageClassName == nil {
+			if imgRef := pvc.Annotations[AnnImageID]; imgRef != "" {
+				_, imgName, _ := splitRef(imgRef)
+				pvc.Spec.StorageClassName = ptr.To(imageStorageClassName(imgName))
+			}
+		}
+		_, err = s.kube.CoreV1().PersistentVolumeClaims(vm.Namespace).Create(ctx, pvc, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create pvc %s/%s for vm %s: %w", vm.Namespace, pvc.Name, vm.Name, err)
+		}
+	}
+	for _, claim := range vmiClaimNames(&vm.Spec.Template.Spec) {
+		pvc, err := lister.Get(claim)
+		if err != nil {
+			continue
+		}
+		if _, changed, err := addOwner(pvc.Annotations[AnnOwnedBy], ref); err != nil || !changed {
+			continue
+		}
+		if err := s.setPVCOwner(ctx, vm.Namespace, claim, ref, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setPVCOwner adds or removes the VM ref in a PVC's owned-by annotation.
+func (s *sim) setPVCOwner(ctx context.Context, ns, name, ref string, add bool) error {
+	pvcs := s.kube.CoreV1().PersistentVolumeClaims(ns)
+	err := retryConflict(func() error {
+		pvc, err := pvcs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		change := removeOwner
+		if add {
+			change = addOwner
+		}
+		val, changed, err := change(pvc.Annotations[AnnOwnedBy], ref)
+		if err != nil || !changed {
+			return err
+		}
+		if val == "" {
+			delete(pvc.Annotations, AnnOwnedBy)
+		} else {
+			if pvc.Annotations == nil {
+				pvc.Annotations = map[string]string{}
+			}
+			pvc.Annotations[AnnOwnedBy] = val
+		}
+		_, err = pvcs.Update(ctx, pvc, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("update owner of pvc %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+// startBlockOf gathers the VM's claims and images and asks volumeBlock.
+func (s *sim) startBlockOf(vm *kubevirtv1.VirtualMachine, templates []corev1.PersistentVolumeClaim) *startBlock {
+	lister := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(vm.Namespace)
+	claims := vmiClaimNames(&vm.Spec.Template.Spec)
+	pvcs := map[string]*corev1.PersistentVolumeClaim{}
+	images := map[string]imageCheck{}
+	checkImage := func(ref string) {
+		if ref == "" {
+			return
+		}
+		if _, done := images[ref]; done {
+			return
+		}
+		images[ref] = s.checkImage(ref)
+	}
+	for _, c := range claims {
+		if pvc, err := lister.Get(c); err == nil {
+			pvcs[c] = pvc
+			checkImage(pvc.Annotations[AnnImageID])
+		}
+	}
+	for _, t := range templates {
+		checkImage(t.Annotations[AnnImageID])
+	}
+	return volumeBlock(claims, templates, pvcs, images)
+}
+
+// checkImage looks an image ("ns/name") up in the cache.
+func (s *sim) checkImage(ref string) imageCheck {
+	ns, name, err := splitRef(ref)
+	if err != nil {
+		return imageCheck{}
+	}
+	u := getCached(s.images, ns, name)
+	if u == nil {
+		return imageCheck{}
+	}
+	var img harvesterv1.VirtualMachineImage
+	img.Namespace, img.Name = ns, name
+	looseStatus(u, &img.Status)
+	ok, msg := imageImported(&img)
+	return imageCheck{Found: true, Imported: ok, Message: msg}
+}
+
+// finalizeVM deletes the PVCs the VM's annotations ask for, unsets the VM
+// as owner of the others and releases the VM.
+func (s *sim) finalizeVM(ctx context.Context, u *unstructured.Unstructured) error {
+	if !hasString(u.GetFinalizers(), VMFinalizer) {
+		return nil
+	}
+	ns, name := u.GetNamespace(), u.GetName()
+	ref := ns + "/" + name
+	list, err := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(ns).List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	pvcs := make([]corev1.PersistentVolumeClaim, 0, len(list))
+	for _, p := range list {
+		pvcs = append(pvcs, *p)
+	}
+	remove := claimsToDelete(u.GetAnnotations(), u.GetLabels(), pvcs)
+	for _, claim := range remove {
+		err := s.kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, claim, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete pvc %s/%s of vm %s: %w", ns, claim, name, err)
+		}
+		s.log.Info("deleted pvc with its vm", "vm", ref, "pvc", claim)
+	}
+	for _, p := range pvcs {
+		if hasString(remove, p.Name) {
+			continue
+		}
+		if _, changed, err := removeOwner(p.Annotations[AnnOwnedBy], ref); err == nil && changed {
+			if err := s.setPVCOwner(ctx, ns, p.Name, ref, false); err != nil {
+				return err
+			}
+		}
+	}
+	_, err = s.updateMeta(ctx, gvrVM, ns, name, func(cur *unstructured.Unstructured) bool {
+		if !hasString(cur.GetFinalizers(), VMFinalizer) {
+			return false
+		}
+		cur.SetFinalizers(without(cur.GetFinalizers(), VMFinalizer))
+		return true
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
