@@ -159,24 +159,39 @@ func (h *Harvester) RequestToken(ctx context.Context, a Access, secret *corev1.S
 	return res.Status.Token, nil
 }
 
-// Rotate deletes the token Secret (which invalidates every token issued
-// from it), waits until it is gone and recreates it.
+// Rotate replaces the credentials: it deletes the token Secret and the
+// ServiceAccount, waits until both are gone and recreates them. Legacy
+// Secret tokens carry no issue time, so only a new ServiceAccount UID
+// yields a different token; every token issued before (Secret or
+// TokenRequest) stops working. The bindings, referring by name, stay.
 func (h *Harvester) Rotate(ctx context.Context, a Access) error {
-	secrets := h.Client.CoreV1().Secrets(a.Namespace)
+	core := h.Client.CoreV1()
 	name := a.TokenSecretName()
-	old, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	sec, err := core.Secrets(a.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("rotate: secret %s/%s does not exist; run `kubeconfig` first", a.Namespace, name)
 	}
-	if err := checkOwned("Secret", a.Namespace+"/"+name, old.GetLabels(), a.ClusterName, err); err != nil {
+	if err := checkOwned("Secret", a.Namespace+"/"+name, sec.GetLabels(), a.ClusterName, err); err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
-	if err := h.deleteAndWait(ctx, "secrets", a.Namespace, name, old.UID, func() error {
-		return secrets.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &old.UID}})
+	sa, err := core.ServiceAccounts(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("rotate: service account %s/%s does not exist; run `kubeconfig` first", a.Namespace, a.ServiceAccount)
+	}
+	if err := checkOwned("ServiceAccount", a.Namespace+"/"+a.ServiceAccount, sa.GetLabels(), a.ClusterName, err); err != nil {
+		return fmt.Errorf("rotate: %w", err)
+	}
+	if err := h.deleteAndWait(ctx, "secrets", a.Namespace, name, sec.UID, func() error {
+		return core.Secrets(a.Namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &sec.UID}})
 	}); err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
-	h.Log.Info("deleted old token secret", "secret", a.Namespace+"/"+name)
+	if err := h.deleteAndWait(ctx, "serviceaccounts", a.Namespace, a.ServiceAccount, sa.UID, func() error {
+		return core.ServiceAccounts(a.Namespace).Delete(ctx, a.ServiceAccount, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &sa.UID}})
+	}); err != nil {
+		return fmt.Errorf("rotate: %w", err)
+	}
+	h.Log.Info("deleted old service account and token secret", "namespace", a.Namespace, "serviceAccount", a.ServiceAccount)
 	return h.EnsureAccess(ctx, a)
 }
 
