@@ -1,0 +1,207 @@
+package driver_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/clientcmd"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+func waitPVCGone(t *testing.T, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w, err := kube.CoreV1().PersistentVolumeClaims(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if _, err := kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return
+	}
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Deleted {
+			return
+		}
+	}
+	t.Errorf("PVC %s not deleted", name)
+}
+
+func simFault(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command(filepath.Join(binDir, "harvester-sim"), append([]string{"fault", "--state-dir", sim.Dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("harvester-sim fault %v: %v\n%s", args, err, out)
+	}
+}
+
+// TestPreCreateReportsEveryProblem: missing image, network and key pair are
+// reported together, and nothing is created.
+func TestPreCreateReportsEveryProblem(t *testing.T) {
+	r := newRM(t, "e2e-pre")
+	dir := t.TempDir()
+	key := filepath.Join(dir, "k")
+	if err := os.WriteFile(key, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.create("e2e-pre-pool1-p0000", "--harvester-image-name=default/no-such-image",
+		"--harvester-network-name=default/no-such-net", "--harvester-key-pair-name=no-such-key", "--harvester-ssh-private-key-path="+key)
+	if err == nil {
+		t.Fatalf("create succeeded:\n%s", out)
+	}
+	for _, want := range []string{"image default/no-such-image does not exist", "network default/no-such-net does not exist", "key pair default/no-such-key does not exist"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestInvalidFlagsReportedTogether: validation errors name every flag.
+func TestInvalidFlagsReportedTogether(t *testing.T) {
+	r := newRM(t, "e2e-bad")
+	out, err := r.create("e2e-bad-pool1-b0000", "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1",
+		"--harvester-enable-secure-boot", "--harvester-disk-info={", "--harvester-vm-affinity=nope", "--harvester-cpu-count=0")
+	if err == nil {
+		t.Fatalf("create succeeded:\n%s", out)
+	}
+	for _, want := range []string{"--harvester-enable-secure-boot", "--harvester-disk-info", "--harvester-vm-affinity", "--harvester-cpu-count"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestCreateRollsBackWhenVMCreateFails: the Secret created before the VM is
+// removed again when the API refuses the VM.
+func TestCreateRollsBackWhenVMCreateFails(t *testing.T) {
+	simFault(t, "reject-create", "virtualmachines.kubevirt.io")
+	t.Cleanup(func() { simFault(t, "clear") })
+	waitRejected(t)
+	r := newRM(t, "e2e-rollback")
+	out, err := r.create("e2e-rollback-pool1-r0000", "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1")
+	if err == nil {
+		t.Fatalf("create succeeded despite the fault:\n%s", out)
+	}
+	if !strings.Contains(out, "create VM") {
+		t.Errorf("error does not say the VM create failed:\n%s", out)
+	}
+}
+
+// waitRejected waits until the apiserver enforces the reject-create policy
+// (policies reach its cache asynchronously), probing with dry-run creates.
+func waitRejected(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		vm := getVMTemplate()
+		_, err := virt.KubevirtV1().VirtualMachines(namespace).Create(context.Background(), vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("reject-create fault not enforced within 30s")
+}
+
+// TestTimeoutSaysWhatWasSeen: a VMI stuck in Scheduling makes create time
+// out with the last phase in the error, and roll back.
+func TestTimeoutSaysWhatWasSeen(t *testing.T) {
+	name := "e2e-stuck-pool1-s0000"
+	simFault(t, "stuck-scheduling", namespace+"/e2e-stuck-*")
+	t.Cleanup(func() { simFault(t, "stuck-scheduling", "--remove", namespace+"/e2e-stuck-*") })
+	r := newRM(t, "e2e-stuck")
+	out, err := r.create(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1", "--harvester-wait-timeout=5")
+	if err == nil {
+		t.Fatalf("create succeeded:\n%s", out)
+	}
+	if !strings.Contains(out, "timed out") || !strings.Contains(out, "Scheduling") {
+		t.Errorf("timeout error does not say what was last seen:\n%s", out)
+	}
+}
+
+// TestNoIPHintsAtGuestAgent: without the agent no address appears, and the
+// error says why.
+func TestNoIPHintsAtGuestAgent(t *testing.T) {
+	name := "e2e-noagent-pool1-n0000"
+	r := newRM(t, "e2e-noagent")
+	out, err := r.create(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1",
+		"--harvester-skip-qemu-guest-agent", "--harvester-wait-timeout=5")
+	if err == nil {
+		t.Fatalf("create succeeded without a guest agent:\n%s", out)
+	}
+	if !strings.Contains(out, "qemu-guest-agent") || !strings.Contains(out, "no IP") {
+		t.Errorf("error lacks the guest-agent hint:\n%s", out)
+	}
+}
+
+// TestRejectedTokenSaysExpired: a kubeconfig with a bad token yields one
+// clear error; rm --update-config with fresh credentials then works.
+func TestRejectedTokenSaysExpired(t *testing.T) {
+	r := newRM(t, "e2e-token")
+	name := "e2e-token-pool1-t0000"
+	r.mustCreate(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1")
+
+	cfg, err := clientcmd.Load([]byte(kubeconfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.ClientCertificateData, a.ClientKeyData, a.Token = nil, nil, "expired-token"
+	}
+	bad, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := r.runEnv([]string{"HARVESTER_KUBECONFIG_CONTENT=" + string(bad)}, "status", name)
+	if err == nil {
+		t.Errorf("status with a rejected token succeeded:\n%s", out)
+	}
+	if !strings.Contains(out, "401") || !strings.Contains(out, "expired") || !strings.Contains(out, "5827") {
+		t.Errorf("no clear expired-token error:\n%s", out)
+	}
+	out, err = r.runEnv([]string{"HARVESTER_KUBECONFIG_CONTENT=" + string(bad)}, "rm", "-y", "--update-config", name)
+	if err == nil {
+		t.Errorf("rm with a rejected token succeeded:\n%s", out)
+	}
+
+	// Credentials rotated since create: the stored kubeconfig is now bad,
+	// rm --update-config must use the fresh one from the environment.
+	cfgPath := filepath.Join(r.store, "machines", name, "config.json")
+	raw, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var host map[string]any
+	if err := json.Unmarshal(raw, &host); err != nil {
+		t.Fatal(err)
+	}
+	host["Driver"].(map[string]any)["KubeconfigContent"] = string(bad)
+	raw, _ = json.Marshal(host)
+	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.mustRun("rm", "-y", "--update-config", name)
+}
+
+// getVMTemplate is a minimal VM for dry-run probes.
+func getVMTemplate() *kubevirtv1.VirtualMachine {
+	halted := kubevirtv1.RunStrategyHalted
+	return &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-probe", Namespace: namespace},
+		Spec:       kubevirtv1.VirtualMachineSpec{RunStrategy: &halted, Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
+	}
+}
