@@ -43,13 +43,12 @@ Example:
 
 // NewApp is the harvester-sim command line.
 func NewApp() *cli.App {
-	stateDir := &cli.StringFlag{Name: flagStateDir, Usage: "directory for the simulator's data, kubeconfig and ready file", Required: true, EnvVars: []string{"HARVESTER_SIM_STATE_DIR"}}
 	return &cli.App{
 		Name:        "harvester-sim",
 		Usage:       "a simulated Harvester on a real kube-apiserver",
 		Description: appDescription,
 		Flags: []cli.Flag{
-			stateDir,
+			stateDirFlag(),
 			&cli.StringFlag{Name: flagBinDir, Usage: "directory holding etcd, kube-apiserver and kube-controller-manager (default: this binary's directory)"},
 			&cli.IntFlag{Name: flagHosts, Value: 3, Usage: "number of simulated Harvester hosts (harvester-node-0..N-1)"},
 			&cli.IntFlag{Name: flagZones, Value: 2, Usage: "number of zones the hosts are spread over (sim-zone-a, sim-zone-b, ...)"},
@@ -59,7 +58,7 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
 		},
 		Action:   runAction,
-		Commands: []*cli.Command{faultCommand(stateDir)},
+		Commands: []*cli.Command{faultCommand()},
 	}
 }
 
@@ -83,7 +82,12 @@ func runAction(c *cli.Context) error {
 	})
 }
 
-func faultCommand(stateDir cli.Flag) *cli.Command {
+// stateDirFlag is made anew for each command: urfave/cli flags keep state.
+func stateDirFlag() cli.Flag {
+	return &cli.StringFlag{Name: flagStateDir, Usage: "directory for the simulator's data, kubeconfig and ready file (required)", EnvVars: []string{"HARVESTER_SIM_STATE_DIR"}}
+}
+
+func faultCommand() *cli.Command {
 	withKube := func(fn func(ctx context.Context, kube kubernetes.Interface, c *cli.Context) error) cli.ActionFunc {
 		return func(c *cli.Context) error {
 			cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.String(flagStateDir), KubeconfigFile))
@@ -121,7 +125,13 @@ func faultCommand(stateDir cli.Flag) *cli.Command {
 	return &cli.Command{
 		Name:  "fault",
 		Usage: "inject faults into a running simulator",
-		Flags: []cli.Flag{stateDir},
+		Flags: []cli.Flag{stateDirFlag()},
+		Before: func(c *cli.Context) error {
+			if c.String(flagStateDir) == "" {
+				return fmt.Errorf("--%s: required: the directory of the running simulator", flagStateDir)
+			}
+			return nil
+		},
 		Subcommands: []*cli.Command{
 			{
 				Name: "reject-create", Usage: "make kube-apiserver refuse creates of a resource (a ValidatingAdmissionPolicy)",

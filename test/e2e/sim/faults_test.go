@@ -40,8 +40,8 @@ func TestFaultRejectCreate(t *testing.T) {
 	ctx := testContext(t)
 	faultCLI(t, "reject-create", "persistentvolumeclaims")
 	t.Cleanup(func() { faultCLI(t, "clear") })
-	pvc := func(name string) *corev1.PersistentVolumeClaim {
-		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PersistentVolumeClaimSpec{
+	pvc := func(prefix string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}, Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: mustQuantity("1Gi")}},
 		}}
@@ -50,9 +50,10 @@ func TestFaultRejectCreate(t *testing.T) {
 	// and there is nothing to watch for that: retry until the create fails.
 	var rejected error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, rejected = kube.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc("reject-probe"), metav1.CreateOptions{})
+		var probe *corev1.PersistentVolumeClaim
+		probe, rejected = kube.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc("reject-probe-"), metav1.CreateOptions{})
 		if rejected == nil {
-			_ = kube.CoreV1().PersistentVolumeClaims("default").Delete(ctx, "reject-probe", metav1.DeleteOptions{})
+			_ = kube.CoreV1().PersistentVolumeClaims("default").Delete(ctx, probe.Name, metav1.DeleteOptions{})
 			return false, nil
 		}
 		return true, nil
@@ -60,18 +61,20 @@ func TestFaultRejectCreate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("creates were never rejected: %v", err)
 	}
-	if !apierrors.IsInvalid(rejected) && !strings.Contains(rejected.Error(), "harvester-sim fault") {
+	if !strings.Contains(rejected.Error(), "harvester-sim fault: creates of persistentvolumeclaims are rejected") {
 		t.Errorf("rejection %v does not name the fault", rejected)
 	}
 	faultCLI(t, "clear")
+	var created *corev1.PersistentVolumeClaim
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		_, err := kube.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc("after-clear"), metav1.CreateOptions{})
+		var err error
+		created, err = kube.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc("after-clear-"), metav1.CreateOptions{})
 		return err == nil, nil
 	})
 	if err != nil {
 		t.Fatalf("creates still rejected after clear: %v", err)
 	}
-	_ = kube.CoreV1().PersistentVolumeClaims("default").Delete(ctx, "after-clear", metav1.DeleteOptions{})
+	_ = kube.CoreV1().PersistentVolumeClaims("default").Delete(ctx, created.Name, metav1.DeleteOptions{})
 }
 
 func TestFaultVMPatternsEditConfigMap(t *testing.T) {
