@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,19 +38,28 @@ func looseStatus(u *unstructured.Unstructured, into any) {
 }
 
 // writeStatus sends a new status for u through the status subresource
-// unless it equals old. A conflict comes back as an error, so the key is
+// unless it equals old (either may be a pointer). A conflict comes back as an error, so the key is
 // retried against a fresh cache.
 func (s *sim) writeStatus(ctx context.Context, gvr schema.GroupVersionResource, u *unstructured.Unstructured, old, status any) (*unstructured.Unstructured, error) {
-	if equality.Semantic.DeepEqual(old, status) {
+	oldV, newV := reflect.Indirect(reflect.ValueOf(old)), reflect.Indirect(reflect.ValueOf(status))
+	if equality.Semantic.DeepEqual(oldV.Interface(), newV.Interface()) {
 		return u, nil
 	}
-	m, err := toUnstructured(status)
+	ptr := reflect.New(newV.Type())
+	ptr.Elem().Set(newV)
+	m, err := toUnstructured(ptr.Interface())
 	if err != nil {
 		return nil, err
 	}
 	out := u.DeepCopy()
 	out.Object["status"] = m
-	res, err := s.dyn.Resource(gvr).Namespace(u.GetNamespace()).UpdateStatus(ctx, out, metav1.UpdateOptions{})
+	ri := s.dyn.Resource(gvr).Namespace(u.GetNamespace())
+	var res *unstructured.Unstructured
+	if gvr == gvrVMI {
+		res, err = ri.Update(ctx, out, metav1.UpdateOptions{}) // KubeVirt's VMI has no status subresource
+	} else {
+		res, err = ri.UpdateStatus(ctx, out, metav1.UpdateOptions{})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("update status of %s %s/%s: %w", gvr.Resource, u.GetNamespace(), u.GetName(), err)
 	}

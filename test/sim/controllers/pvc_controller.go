@@ -233,17 +233,32 @@ func (s *sim) reclaimPV(ctx context.Context, name string) error {
 	if cur, err := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(ref.Namespace).Get(ref.Name); err == nil && cur.UID == ref.UID {
 		return nil
 	}
-	if hasString(pv.Finalizers, pvProtectionFinalizer) {
-		pv.Finalizers = without(pv.Finalizers, pvProtectionFinalizer)
-		if _, err := pvs.Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
+	if pv.Status.Phase == corev1.VolumeBound {
+		pv.Status.Phase = corev1.VolumeReleased
+		if pv, err = pvs.UpdateStatus(ctx, pv, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("release pv %s: %w", name, err)
 		}
 	}
-	if err := pvs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete pv %s: %w", name, err)
+	if pv.DeletionTimestamp == nil {
+		if err := pvs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("delete pv %s: %w", name, err)
+		}
+	}
+	// Play the pv-protection controller too, in case none runs.
+	err = retryConflict(func() error {
+		cur, err := pvs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil || !hasString(cur.Finalizers, pvProtectionFinalizer) {
+			return err
+		}
+		cur.Finalizers = without(cur.Finalizers, pvProtectionFinalizer)
+		_, err = pvs.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("release pv %s: %w", name, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -52,7 +53,11 @@ func (q *queue) next(ctx context.Context) bool {
 	after, err := q.fn(ctx, key)
 	switch {
 	case err != nil:
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case apierrors.IsConflict(err):
+			q.log.Debug("conflict, retrying", "key", key, "err", err)
+		default:
 			q.log.Info("reconcile failed, retrying", "key", key, "err", err)
 		}
 		q.q.AddRateLimited(key)
