@@ -17,7 +17,10 @@ type permission struct {
 	clusterScoped         bool
 }
 
-// requiredPermissions lists every verb the driver uses.
+// requiredPermissions lists every verb the driver uses. Reads used only for
+// checks and diagnostics (the server-version setting, namespaces, storage
+// classes, events) are not required: when they are forbidden the check is
+// skipped with a warning.
 func requiredPermissions() []permission {
 	var out []permission
 	add := func(group, resource string, cluster bool, verbs ...string) {
@@ -27,16 +30,11 @@ func requiredPermissions() []permission {
 	}
 	add("kubevirt.io", "virtualmachines", false, "get", "list", "watch", "create", "update", "delete")
 	add("kubevirt.io", "virtualmachineinstances", false, "get", "list", "watch", "delete")
-	add("", "secrets", false, "get", "create", "update", "delete")
+	add("", "secrets", false, "get", "list", "watch", "create", "update", "delete")
 	add("", "persistentvolumeclaims", false, "get", "list", "watch", "delete")
-	add("", "events", false, "list")
-	add("", "namespaces", true, "get")
 	add("harvesterhci.io", "virtualmachineimages", false, "get")
 	add("harvesterhci.io", "keypairs", false, "get")
-	add("harvesterhci.io", "settings", true, "get")
 	add("k8s.cni.cncf.io", "network-attachment-definitions", false, "get")
-	add("storage.k8s.io", "storageclasses", true, "get")
-	add("authorization.k8s.io", "selfsubjectaccessreviews", true, "create")
 	return out
 }
 
@@ -49,22 +47,26 @@ func (d *Driver) PreCreateCheck() error {
 		return err
 	}
 	ctx := context.Background()
+	var problems []error
 	version, err := api.serverVersion(ctx)
 	switch {
 	case apierrors.IsUnauthorized(err):
 		return apiError("read Harvester server version", err)
+	case apierrors.IsForbidden(err):
+		log.Warnf("cannot read the Harvester server version (forbidden); skipping that check")
 	case err != nil:
-		return joinProblems("pre-create check failed", []error{
-			apiError("read Harvester setting server-version (is this a Harvester cluster?)", err)})
+		problems = append(problems, apiError("read Harvester setting server-version (is this a Harvester cluster?)", err))
+	default:
+		log.Infof("Harvester %s, namespace %s", version, d.VMNamespace)
 	}
-	log.Infof("Harvester %s, namespace %s", version, d.VMNamespace)
 
-	var problems []error
 	problems = append(problems, d.checkPermissions(ctx, api)...)
 	if err := api.call(ctx, func(ctx context.Context) error {
 		_, err := api.kube.CoreV1().Namespaces().Get(ctx, d.VMNamespace, metav1.GetOptions{})
 		return err
-	}); err != nil {
+	}); apierrors.IsForbidden(err) {
+		log.Warnf("cannot read namespace %s (forbidden); skipping that check", d.VMNamespace)
+	} else if err != nil {
 		problems = append(problems, notFoundOr(err, fmt.Sprintf("--%s: namespace %q does not exist", FlagVMNamespace, d.VMNamespace), "get namespace "+d.VMNamespace))
 	}
 
@@ -97,7 +99,9 @@ func (d *Driver) PreCreateCheck() error {
 		if err := api.call(ctx, func(ctx context.Context) error {
 			_, err := api.kube.StorageV1().StorageClasses().Get(ctx, sc, metav1.GetOptions{})
 			return err
-		}); err != nil {
+		}); apierrors.IsForbidden(err) {
+			log.Warnf("cannot read storage class %s (forbidden); skipping that check", sc)
+		} else if err != nil {
 			problems = append(problems, notFoundOr(err, fmt.Sprintf("storage class %q (used by %s) does not exist", sc, user), "get storage class "+sc))
 		}
 	}
