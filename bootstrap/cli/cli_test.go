@@ -1,0 +1,150 @@
+package cli
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	ucli "github.com/urfave/cli/v2"
+)
+
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(append([]string{"harvester-bootstrap"}, args...), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestArtifactToStdoutAndFile(t *testing.T) {
+	out, _, code := run(t, "affinity", "--zone", "zone-a")
+	if code != 0 || !strings.Contains(out, `"topology.kubernetes.io/zone"`) {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	path := filepath.Join(t.TempDir(), "aff.json")
+	stdout, stderr, code := run(t, "affinity", "--zone", "zone-a", "-o", path)
+	if code != 0 || stdout != "" {
+		t.Fatalf("exit %d, stdout %q", code, stdout)
+	}
+	data, _ := os.ReadFile(path)
+	if string(data) != out {
+		t.Error("file content differs from stdout")
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o644 {
+		t.Errorf("non-secret artifact mode %o", st.Mode().Perm())
+	}
+	if !strings.Contains(stderr, "wrote artifact") {
+		t.Errorf("no log on stderr: %q", stderr)
+	}
+}
+
+func TestSecretArtifactReplacesLooseFile(t *testing.T) {
+	dir := t.TempDir()
+	kc := filepath.Join(dir, "kc")
+	os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\n"), 0o600)
+	path := filepath.Join(dir, "manifests.yaml")
+	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := run(t, "manifests", "--cluster-name", "g", "--cloud-config", kc, "-o", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	st, _ := os.Stat(path)
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("credential written with mode %o over a 0644 file", st.Mode().Perm())
+	}
+	data, _ := os.ReadFile(path)
+	if !strings.HasPrefix(string(data), "---\napiVersion: v1\ndata:\n  cloud-config:") {
+		t.Errorf("secret not first:\n%.200s", data)
+	}
+}
+
+func TestEnvironmentVariables(t *testing.T) {
+	t.Setenv("HARVESTER_BOOTSTRAP_ZONE", "zone-env")
+	t.Setenv("HARVESTER_BOOTSTRAP_FORMAT", "json")
+	out, _, code := run(t, "affinity")
+	if code != 0 || !strings.Contains(out, "zone-env") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	t.Setenv("HARVESTER_BOOTSTRAP_CLUSTER_NAME", "from-env")
+	out, _, code = run(t, "manifests")
+	if code != 0 || !strings.Contains(out, "--cluster-name=from-env") {
+		t.Fatalf("exit %d", code)
+	}
+}
+
+func TestErrorsExitNonZeroNamingTheFlag(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"affinity", "--zone", "bad zone"}, `zone "bad zone"`},
+		{[]string{"manifests"}, "cluster-name: required"},
+		{[]string{"manifests", "--cluster-name", "g", "--image-registry", "https://x/"}, "image-registry"},
+		{[]string{"lb", "check"}, "--service FILE"},
+		{[]string{"lb", "check", "--annotation", "cloudprovider.harvesterhci.io/ipam=x"}, `ipam "x"`},
+		{[]string{"lb", "pool", "--name", "p", "--range", "10.0.0.1-10.0.0.2"}, "needs its subnet"},
+		{[]string{"lb", "pool", "--format", "x", "--range", "10.0.0.0/24"}, `format "x"`},
+		{[]string{"addon", "rke2", "--format", "x"}, `format "x"`},
+		{[]string{"addon", "k3s", "--format", "bogus", "--cluster-name", "g"}, `format "bogus"`},
+		{[]string{"userdata", "--distribution", "rke9", "--cloud-config", "/dev/null"}, `distribution "rke9"`},
+		{[]string{"userdata", "--user-data", "/nonexistent"}, "user-data"},
+		{[]string{"nodedriver", "--url", "ftp://x", "/dev/null"}, `url "ftp://x"`},
+		{[]string{"no-such-command"}, ""},
+	}
+	for _, c := range cases {
+		_, stderr, code := run(t, c.args...)
+		if code == 0 {
+			t.Errorf("%v: exit 0", c.args)
+		}
+		if !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: stderr lacks %q: %s", c.args, c.want, stderr)
+		}
+	}
+}
+
+func TestEveryCommandHasAnExample(t *testing.T) {
+	var walk func(prefix string, cmds []*cliCommand)
+	walk = func(prefix string, cmds []*cliCommand) {
+		for _, c := range cmds {
+			name := prefix + c.Name
+			if len(c.Subcommands) > 0 && c.Action == nil {
+				walk(name+" ", c.Subcommands)
+				continue
+			}
+			if !strings.Contains(c.Description, "Example:") {
+				t.Errorf("%s: --help has no example", name)
+			}
+			walk(name+" ", c.Subcommands)
+		}
+	}
+	walk("", App(nil, nil).Commands)
+}
+
+func TestNodeDriverHashesTheBinary(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "driver")
+	os.WriteFile(bin, []byte("driver-binary"), 0o755)
+	out, stderr, code := run(t, "nodedriver", "--url", "https://example.com/d", bin)
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	if !strings.Contains(out, "checksum: 04fc498b3321147b26babc88a4323c6162d23c2a5e3679c56bda6c3abbb1e79e") {
+		t.Errorf("checksum missing:\n%s", out)
+	}
+}
+
+func TestUserdataWithoutCredentials(t *testing.T) {
+	key := filepath.Join(t.TempDir(), "k.pub")
+	os.WriteFile(key, []byte("ssh-ed25519 AAAA me\n"), 0o644)
+	out, stderr, code := run(t, "userdata", "--ssh-user", "ubuntu", "--ssh-public-key", key)
+	if code != 0 {
+		t.Fatal(stderr)
+	}
+	if !strings.HasPrefix(out, "#cloud-config\n") || !strings.Contains(out, "ssh-ed25519 AAAA me") || !strings.Contains(out, "qemu-guest-agent") {
+		t.Errorf("user data:\n%s", out)
+	}
+}
+
+type cliCommand = ucli.Command
