@@ -1,0 +1,117 @@
+package simctl
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/test/simtest"
+)
+
+func TestRunStrategyLifecycle(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	createVM(t, ns, "vm", vmOpts{strategy: kubevirtv1.RunStrategyHalted})
+	vm := waitVM(t, ns, "vm", "Stopped", printable(kubevirtv1.VirtualMachineStatusStopped))
+	if vm.Status.Created || vm.Status.Ready {
+		t.Errorf("halted vm status created=%v ready=%v", vm.Status.Created, vm.Status.Ready)
+	}
+	if !hasFinalizer(vm.Finalizers) {
+		t.Errorf("vm finalizers %v lack the PVC finalizer", vm.Finalizers)
+	}
+
+	patchVM(t, ns, "vm", map[string]any{"spec": map[string]any{"runStrategy": "RerunOnFailure"}})
+	vmi := waitVMI(t, ns, "vm", "Running", running)
+	ref := metav1.GetControllerOf(vmi)
+	if ref == nil || ref.Kind != "VirtualMachine" || ref.Name != "vm" || ref.UID != vm.UID {
+		t.Errorf("vmi controller reference = %+v, want the VM %s", ref, vm.UID)
+	}
+	vm = waitVM(t, ns, "vm", "Running and ready", func(vm *kubevirtv1.VirtualMachine) bool {
+		return printable(kubevirtv1.VirtualMachineStatusRunning)(vm) && vm.Status.Ready && vm.Status.Created
+	})
+	if c := vmCond(vm, kubevirtv1.VirtualMachineReady); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("vm Ready condition = %+v", c)
+	}
+
+	// Restart: deleting the VMI makes a new one.
+	firstUID := vmi.UID
+	deleteObject(t, gvrVMI, ns, "vm")
+	restarted := waitVMI(t, ns, "vm", "a new running VMI", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return running(v) && v.UID != firstUID
+	})
+	if restarted.UID == firstUID {
+		t.Fatal("restart kept the VMI UID")
+	}
+
+	patchVM(t, ns, "vm", map[string]any{"spec": map[string]any{"runStrategy": "Halted"}})
+	waitVMI(t, ns, "vm", "deleted", func(v *kubevirtv1.VirtualMachineInstance) bool { return v == nil })
+	waitVM(t, ns, "vm", "Stopped", printable(kubevirtv1.VirtualMachineStatusStopped))
+
+	// Manual never starts a VMI by itself.
+	patchVM(t, ns, "vm", map[string]any{"spec": map[string]any{"runStrategy": "Manual"}})
+	vm = waitVM(t, ns, "vm", "status for Manual", func(vm *kubevirtv1.VirtualMachine) bool {
+		return vm != nil && vm.Status.RunStrategy == kubevirtv1.RunStrategyManual
+	})
+	if vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusStopped || vm.Status.Created {
+		t.Errorf("manual vm: printable %s created %v", vm.Status.PrintableStatus, vm.Status.Created)
+	}
+	if _, err := env.dyn.Resource(gvrVMI).Namespace(ns).Get(testContext(t), "vm", metav1.GetOptions{}); err == nil {
+		t.Error("a VMI exists for the Manual VM")
+	}
+
+	// Legacy spec.running.
+	patchVM(t, ns, "vm", map[string]any{"spec": map[string]any{"runStrategy": nil, "running": true}})
+	waitVMI(t, ns, "vm", "Running via spec.running", running)
+}
+
+func TestVMDeletionCascadesToVMI(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	createVM(t, ns, "vm", vmOpts{})
+	waitVMI(t, ns, "vm", "Running", running)
+	deleteObject(t, gvrVM, ns, "vm")
+	waitVM(t, ns, "vm", "deleted", func(v *kubevirtv1.VirtualMachine) bool { return v == nil })
+	if err := simtest.WaitObject(testContext(t), env.dyn, gvrVMI, ns, "vm", simtest.Gone); err != nil {
+		t.Fatalf("vmi not garbage collected: %v", err)
+	}
+}
+
+func TestVMEvents(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	createVM(t, ns, "vm", vmOpts{})
+	vmi := waitVMI(t, ns, "vm", "Running", running)
+	want := "scheduled on " + vmi.Status.NodeName
+	if msg := waitEvent(t, ns, "vm", "Scheduled"); msg != want {
+		t.Errorf("Scheduled event says %q, want %q", msg, want)
+	}
+	waitEvent(t, ns, "vm", "Started")
+	waitEvent(t, ns, "vm", "SuccessfulCreate")
+}
+
+func TestInvalidSpecReported(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	vm := buildVM(ns, "bad", vmOpts{})
+	u := createObjectWith(t, gvrVM, vm, func(m map[string]any) {
+		spec := m["spec"].(map[string]any)
+		spec["runStrategyy"] = "Always"
+	})
+	_ = u
+	got := waitVM(t, ns, "bad", "InvalidSpec", printable("ErrorInvalidSpec"))
+	c := vmCond(got, kubevirtv1.VirtualMachineFailure)
+	if c == nil || c.Reason != "InvalidSpec" || !contains(c.Message, `unknown field "spec.runStrategyy"`) {
+		t.Errorf("Failure condition = %+v", c)
+	}
+}
+
+func hasFinalizer(list []string) bool {
+	for _, f := range list {
+		if f == "wrangler.cattle.io/VMController.UnsetOwnerOfPVCs" {
+			return true
+		}
+	}
+	return false
+}
