@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -58,7 +59,7 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
 		},
 		Action:   runAction,
-		Commands: []*cli.Command{faultCommand()},
+		Commands: []*cli.Command{faultCommand(), statusCommand()},
 	}
 }
 
@@ -87,14 +88,47 @@ func stateDirFlag() cli.Flag {
 	return &cli.StringFlag{Name: flagStateDir, Usage: "directory for the simulator's data, kubeconfig and ready file (required)", EnvVars: []string{"HARVESTER_SIM_STATE_DIR"}}
 }
 
+func requireStateDir(c *cli.Context) error {
+	if c.String(flagStateDir) == "" {
+		return fmt.Errorf("--%s: required: the directory of the running simulator", flagStateDir)
+	}
+	return nil
+}
+
+// simClients connects to the simulator running in --state-dir.
+func simClients(c *cli.Context) (*kubernetes.Clientset, *dynamic.DynamicClient, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.String(flagStateDir), KubeconfigFile))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the simulator's kubeconfig: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	return kube, dyn, err
+}
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name: "status", Usage: "show the simulator's hosts and virtual machines (host, zone, IP)",
+		Flags: []cli.Flag{stateDirFlag()}, Before: requireStateDir,
+		Action: func(c *cli.Context) error {
+			kube, dyn, err := simClients(c)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+			defer cancel()
+			return PrintStatus(ctx, kube, dyn, c.App.Writer)
+		},
+	}
+}
+
 func faultCommand() *cli.Command {
 	withKube := func(fn func(ctx context.Context, kube kubernetes.Interface, c *cli.Context) error) cli.ActionFunc {
 		return func(c *cli.Context) error {
-			cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.String(flagStateDir), KubeconfigFile))
-			if err != nil {
-				return fmt.Errorf("read the simulator's kubeconfig: %w", err)
-			}
-			kube, err := kubernetes.NewForConfig(cfg)
+			kube, _, err := simClients(c)
 			if err != nil {
 				return err
 			}
@@ -123,15 +157,10 @@ func faultCommand() *cli.Command {
 		}
 	}
 	return &cli.Command{
-		Name:  "fault",
-		Usage: "inject faults into a running simulator",
-		Flags: []cli.Flag{stateDirFlag()},
-		Before: func(c *cli.Context) error {
-			if c.String(flagStateDir) == "" {
-				return fmt.Errorf("--%s: required: the directory of the running simulator", flagStateDir)
-			}
-			return nil
-		},
+		Name:   "fault",
+		Usage:  "inject faults into a running simulator",
+		Flags:  []cli.Flag{stateDirFlag()},
+		Before: requireStateDir,
 		Subcommands: []*cli.Command{
 			{
 				Name: "reject-create", Usage: "make kube-apiserver refuse creates of a resource (a ValidatingAdmissionPolicy)",

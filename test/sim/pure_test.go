@@ -1,0 +1,138 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestOptionsValidateReportsEveryProblem(t *testing.T) {
+	tests := []struct {
+		name string
+		o    Options
+		want []string
+	}{
+		{"valid", Options{StateDir: "/tmp/x", Hosts: 3, Zones: 2}, nil},
+		{"all wrong", Options{Hosts: 0, Zones: 5, BootDelay: -time.Second, IPDelay: -time.Second},
+			[]string{"--state-dir", "--hosts", "--zones", "--boot-delay", "--ip-delay"}},
+		{"more zones than hosts", Options{StateDir: "d", Hosts: 2, Zones: 3}, []string{"--zones: 3 is out of range: use 1 to the host count (2)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.o.Validate()
+			if (err == nil) != (len(tt.want) == 0) {
+				t.Fatalf("Validate() = %v, want errors %v", err, tt.want)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestBuildHostsSpreadsZonesRoundRobin(t *testing.T) {
+	nodes := buildHosts(5, 2)
+	want := []string{"sim-zone-a", "sim-zone-b", "sim-zone-a", "sim-zone-b", "sim-zone-a"}
+	for i, n := range nodes {
+		if n.Name != hostName(i) || n.Labels[ZoneLabel] != want[i] || n.Labels[RegionLabel] != Region || n.Labels[HostnameLabel] != n.Name {
+			t.Errorf("host %d = %s %v", i, n.Name, n.Labels)
+		}
+	}
+}
+
+func TestBuildCRDStatusSubresourceAndScope(t *testing.T) {
+	for _, s := range simCRDs {
+		crd := buildCRD(s)
+		hasStatus := crd.Spec.Versions[0].Subresources != nil
+		if hasStatus != s.status {
+			t.Errorf("%s: status subresource = %v, want %v", crd.Name, hasStatus, s.status)
+		}
+		if crd.Name != s.plural+"."+s.group || crd.Spec.Names.ListKind != s.kind+"List" {
+			t.Errorf("bad names for %s: %+v", crd.Name, crd.Spec.Names)
+		}
+	}
+	if buildCRD(simCRDs[1]).Spec.Versions[0].Subresources != nil {
+		t.Error("VirtualMachineInstance must have no status subresource, as in KubeVirt")
+	}
+}
+
+func TestEditPatterns(t *testing.T) {
+	tests := []struct {
+		list, pattern string
+		remove        bool
+		want          string
+	}{
+		{"", "default/a", false, "default/a"},
+		{"default/b\ndefault/a", "default/a", false, "default/a\ndefault/b"},
+		{"default/b\ndefault/a\n", "default/a", true, "default/b"},
+		{"default/a", "default/a", true, ""},
+	}
+	for _, tt := range tests {
+		if got := editPatterns(tt.list, tt.pattern, tt.remove); got != tt.want {
+			t.Errorf("editPatterns(%q, %q, %v) = %q, want %q", tt.list, tt.pattern, tt.remove, got, tt.want)
+		}
+	}
+}
+
+func TestParseResource(t *testing.T) {
+	tests := []struct{ in, group, resource, err string }{
+		{"virtualmachines.kubevirt.io", "kubevirt.io", "virtualmachines", ""},
+		{"Secrets", "", "secrets", ""},
+		{"", "", "", "not a resource"},
+		{"virtualmachines/status", "", "", "not a resource"},
+	}
+	for _, tt := range tests {
+		g, r, err := parseResource(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("parseResource(%q) error = %v, want %q", tt.in, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || g != tt.group || r != tt.resource {
+			t.Errorf("parseResource(%q) = %q %q %v", tt.in, g, r, err)
+		}
+	}
+}
+
+func TestRejectPolicyMatchesOnlyCreatesOfTheResource(t *testing.T) {
+	policy, binding := buildRejectCreatePolicy("kubevirt.io", "virtualmachines")
+	rule := policy.Spec.MatchConstraints.ResourceRules[0]
+	if len(rule.Operations) != 1 || rule.Operations[0] != "CREATE" || rule.Resources[0] != "virtualmachines" || rule.APIGroups[0] != "kubevirt.io" {
+		t.Errorf("rule = %+v", rule)
+	}
+	if binding.Spec.PolicyName != policy.Name || binding.Spec.ValidationActions[0] != "Deny" {
+		t.Errorf("binding = %+v", binding.Spec)
+	}
+}
+
+func TestVMRowsJoinVMIs(t *testing.T) {
+	vm := func(name, status string) unstructured.Unstructured {
+		return unstructured.Unstructured{Object: map[string]any{
+			"metadata": map[string]any{"name": name, "namespace": "default"},
+			"status":   map[string]any{"printableStatus": status},
+		}}
+	}
+	vmi := unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "a", "namespace": "default", "annotations": map[string]any{ZoneLabel: "sim-zone-b"}},
+		"status": map[string]any{"phase": "Running", "nodeName": "harvester-node-1",
+			"interfaces": []any{map[string]any{"name": "nic-1", "ipAddress": "10.52.0.7"}, map[string]any{"name": "nic-2"}}},
+	}}
+	rows := vmRows([]unstructured.Unstructured{vm("a", "Running"), vm("b", "Stopped")}, []unstructured.Unstructured{vmi})
+	want := []vmRow{
+		{"default", "a", "Running", "Running", "harvester-node-1", "sim-zone-b", "10.52.0.7"},
+		{"default", "b", "Stopped", "-", "-", "-", "-"},
+	}
+	if len(rows) != len(want) {
+		t.Fatalf("rows = %+v", rows)
+	}
+	for i := range want {
+		if rows[i] != want[i] {
+			t.Errorf("row %d = %+v, want %+v", i, rows[i], want[i])
+		}
+	}
+}
