@@ -12,10 +12,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	bs "github.com/harvester-kit/harvester-machine/bootstrap"
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 )
 
 // App returns the harvester-bootstrap application.
@@ -38,6 +40,9 @@ func App(stdout, stderr io.Writer) *ucli.App {
 
 // Run executes the application and returns the process exit code.
 func Run(args []string, stdout, stderr io.Writer) int {
+	// client-go logs through klog, e.g. an error line when a finished watch
+	// is cancelled; every failure that matters is returned to us instead.
+	klog.SetLogger(logr.Discard())
 	if err := App(stdout, stderr).Run(args); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return 1
