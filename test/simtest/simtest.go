@@ -157,3 +157,6 @@ func (s *Sim) Stop() error {
 	}
 	return errors.Join(err, os.RemoveAll(s.root))
 }
+
+// PID is the simulator process's id.
+func (s *Sim) PID() int { return s.cmd.Process.Pid }
