@@ -86,7 +86,17 @@ type sim struct {
 	state *vmiState
 }
 
+// Client-side rate limits: the controllers write often in bursts (every
+// VMI moves through four phases), so client-go's default of 5 QPS would
+// turn the simulated delays into seconds.
+const (
+	clientQPS   = 200
+	clientBurst = 400
+)
+
 func newSim(cfg *rest.Config, opts Options) (*sim, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start sim controllers: kubernetes client: %w", err)
