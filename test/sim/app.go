@@ -27,6 +27,7 @@ const (
 	flagIPDelay       = "ip-delay"
 	flagStartTimeout  = "start-timeout"
 	flagRemove        = "remove"
+	flagVerbose       = "verbose"
 )
 
 const appDescription = `Runs a simulated Harvester in the foreground: a real etcd, kube-apiserver and
@@ -56,6 +57,7 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagScheduleDelay, Value: 200 * time.Millisecond, Usage: "time a VMI spends Pending/Scheduling before it is Scheduled"},
 			&cli.DurationFlag{Name: flagBootDelay, Value: 500 * time.Millisecond, Usage: "time from Scheduled to Running"},
 			&cli.DurationFlag{Name: flagIPDelay, Value: 500 * time.Millisecond, Usage: "time from Running until the guest agent reports an address"},
+			&cli.BoolFlag{Name: flagVerbose, Usage: "log each start-up step with its timing"},
 			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
 		},
 		Action:   runAction,
@@ -79,7 +81,7 @@ func runAction(c *cli.Context) error {
 		Hosts: c.Int(flagHosts), Zones: c.Int(flagZones),
 		ScheduleDelay: c.Duration(flagScheduleDelay), BootDelay: c.Duration(flagBootDelay), IPDelay: c.Duration(flagIPDelay),
 		StartTimeout: c.Duration(flagStartTimeout),
-		Log:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		Log:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
 	})
 }
 
@@ -123,6 +125,13 @@ func statusCommand() *cli.Command {
 			return PrintStatus(ctx, kube, dyn, c.App.Writer)
 		},
 	}
+}
+
+func logLevel(verbose bool) slog.Level {
+	if verbose {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
 }
 
 func faultCommand() *cli.Command {

@@ -98,6 +98,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := cp.startEtcd(startCtx); err != nil {
 		return err
 	}
+	log.Debug("etcd ready", "after", time.Since(start).Round(time.Millisecond))
 	if err := cp.startAPIServer(startCtx); err != nil {
 		return err
 	}
@@ -113,6 +114,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := install(startCtx, cfg, o); err != nil {
 		return err
 	}
+	log.Debug("CRDs and fixtures installed", "after", time.Since(start).Round(time.Millisecond))
 	runCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
 	err = controllers.Start(runCtx, cfg, controllers.Options{
@@ -128,9 +130,11 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := waitFixturesReady(startCtx, dyn); err != nil {
 		return err
 	}
+	log.Debug("fixtures ready", "after", time.Since(start).Round(time.Millisecond))
 	if err := <-kcmDone; err != nil {
 		return err
 	}
+	log.Debug("kube-controller-manager ready", "after", time.Since(start).Round(time.Millisecond))
 	if err := os.WriteFile(filepath.Join(o.StateDir, ReadyFile), []byte(cp.URL()+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write ready file: %w", err)
 	}
