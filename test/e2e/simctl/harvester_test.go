@@ -1,0 +1,111 @@
+package simctl
+
+import (
+	"strings"
+	"testing"
+
+	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func imageObject(ns, name string) *harvesterv1.VirtualMachineImage {
+	return &harvesterv1.VirtualMachineImage{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "harvesterhci.io/v1beta1", Kind: "VirtualMachineImage"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       harvesterv1.VirtualMachineImageSpec{DisplayName: name, SourceType: "download", URL: "http://images.example/" + name + ".qcow2"},
+	}
+}
+
+func harvesterCond(conds []harvesterv1.Condition, t string) *harvesterv1.Condition {
+	for i := range conds {
+		if string(conds[i].Type) == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+func TestImageImport(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	createObject(t, gvrImage, imageObject(ns, "focal"))
+	img := waitFor(t, gvrImage, ns, "focal", "Imported", func(i *harvesterv1.VirtualMachineImage) bool {
+		c := i != nil && harvesterCond(i.Status.Conditions, "Imported") != nil
+		return c && harvesterCond(i.Status.Conditions, "Imported").Status == corev1.ConditionTrue
+	})
+	if img.Status.Progress != 100 || img.Status.StorageClassName != "longhorn-focal" {
+		t.Errorf("image status progress %d storageClassName %q", img.Status.Progress, img.Status.StorageClassName)
+	}
+	sc, err := env.kube.StorageV1().StorageClasses().Get(testContext(t), "longhorn-focal", metav1.GetOptions{})
+	if err != nil || sc.Provisioner != "driver.longhorn.io" {
+		t.Errorf("storage class longhorn-focal: %v %+v", err, sc)
+	}
+
+	createObjectWith(t, gvrImage, imageObject(ns, "broken"), func(m map[string]any) {
+		unstructured.SetNestedField(m, "fail", "metadata", "annotations", "sim.harvesterhci.io/import")
+	})
+	failed := waitFor(t, gvrImage, ns, "broken", "import failure", func(i *harvesterv1.VirtualMachineImage) bool {
+		c := harvesterCond(ptrConds(i), "Imported")
+		return c != nil && c.Status == corev1.ConditionFalse
+	})
+	if c := harvesterCond(failed.Status.Conditions, "Imported"); !strings.Contains(c.Message, "simulated import failure") {
+		t.Errorf("failed import message %q", c.Message)
+	}
+
+	createObjectWith(t, gvrImage, imageObject(ns, "typo"), func(m map[string]any) {
+		unstructured.SetNestedField(m, "http://x", "spec", "urll")
+	})
+	bad := waitFor(t, gvrImage, ns, "typo", "InvalidSpec", func(i *harvesterv1.VirtualMachineImage) bool {
+		c := harvesterCond(ptrConds(i), "Imported")
+		return c != nil && c.Reason == "InvalidSpec"
+	})
+	if c := harvesterCond(bad.Status.Conditions, "Imported"); !strings.Contains(c.Message, `unknown field "spec.urll"`) {
+		t.Errorf("invalid spec message %q", c.Message)
+	}
+}
+
+func ptrConds(i *harvesterv1.VirtualMachineImage) []harvesterv1.Condition {
+	if i == nil {
+		return nil
+	}
+	return i.Status.Conditions
+}
+
+func TestKeyPairValidation(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	keyPair := func(name, key string) *harvesterv1.KeyPair {
+		return &harvesterv1.KeyPair{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "harvesterhci.io/v1beta1", Kind: "KeyPair"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec:       harvesterv1.KeyPairSpec{PublicKey: key},
+		}
+	}
+	validated := func(name string) *harvesterv1.KeyPair {
+		return waitFor(t, gvrKeyPair, ns, name, "validated", func(k *harvesterv1.KeyPair) bool {
+			return k != nil && harvesterCond(k.Status.Conditions, "validated") != nil
+		})
+	}
+	fixture := waitFor(t, gvrKeyPair, "default", "sim-key", "validated", func(k *harvesterv1.KeyPair) bool {
+		return k != nil && harvesterCond(k.Status.Conditions, "validated") != nil
+	})
+	createObject(t, gvrKeyPair, keyPair("good", fixture.Spec.PublicKey))
+	createObject(t, gvrKeyPair, keyPair("bad", "ssh-rsa not-base64!"))
+
+	good := validated("good")
+	if c := harvesterCond(good.Status.Conditions, "validated"); c.Status != corev1.ConditionTrue || strings.Count(good.Status.FingerPrint, ":") != 15 {
+		t.Errorf("good key: condition %+v fingerprint %q", c, good.Status.FingerPrint)
+	}
+	if good.Status.FingerPrint != fixture.Status.FingerPrint {
+		t.Errorf("same key, fingerprints %q and %q differ", good.Status.FingerPrint, fixture.Status.FingerPrint)
+	}
+	bad := validated("bad")
+	if c := harvesterCond(bad.Status.Conditions, "validated"); c.Status != corev1.ConditionFalse || !strings.Contains(c.Reason, "failed to parse the public key") {
+		t.Errorf("bad key condition %+v", c)
+	}
+	if bad.Status.FingerPrint != "" {
+		t.Errorf("bad key has fingerprint %q", bad.Status.FingerPrint)
+	}
+}
