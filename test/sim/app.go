@@ -135,15 +135,15 @@ func logLevel(verbose bool) slog.Level {
 }
 
 func faultCommand() *cli.Command {
-	withKube := func(fn func(ctx context.Context, kube kubernetes.Interface, c *cli.Context) error) cli.ActionFunc {
+	withKube := func(fn func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, c *cli.Context) error) cli.ActionFunc {
 		return func(c *cli.Context) error {
-			kube, _, err := simClients(c)
+			kube, dyn, err := simClients(c)
 			if err != nil {
 				return err
 			}
-			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+			ctx, cancel := context.WithTimeout(c.Context, time.Minute)
 			defer cancel()
-			return fn(ctx, kube, c)
+			return fn(ctx, kube, dyn, c)
 		}
 	}
 	one := func(c *cli.Context, what string) (string, error) {
@@ -156,7 +156,7 @@ func faultCommand() *cli.Command {
 		return &cli.Command{
 			Name: fault, Usage: usage, ArgsUsage: "NAMESPACE/NAME-GLOB",
 			Flags: []cli.Flag{&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"}},
-			Action: withKube(func(ctx context.Context, kube kubernetes.Interface, c *cli.Context) error {
+			Action: withKube(func(ctx context.Context, kube kubernetes.Interface, _ dynamic.Interface, c *cli.Context) error {
 				pattern, err := one(c, fault)
 				if err != nil {
 					return err
@@ -172,14 +172,14 @@ func faultCommand() *cli.Command {
 		Before: requireStateDir,
 		Subcommands: []*cli.Command{
 			{
-				Name: "reject-create", Usage: "make kube-apiserver refuse creates of a resource (a ValidatingAdmissionPolicy)",
+				Name: "reject-create", Usage: "make kube-apiserver refuse creates of a resource (a ValidatingAdmissionPolicy); returns once in effect",
 				ArgsUsage: "RESOURCE[.GROUP] (e.g. virtualmachines.kubevirt.io, secrets)",
-				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, c *cli.Context) error {
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, c *cli.Context) error {
 					res, err := one(c, "reject-create")
 					if err != nil {
 						return err
 					}
-					return RejectCreates(ctx, kube, res)
+					return RejectCreates(ctx, kube, dyn, res)
 				}),
 			},
 			vmFault(FaultStuckScheduling, "keep the VMIs of matching VMs in Scheduling"),
@@ -193,9 +193,9 @@ func faultCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "clear", Usage: "remove every fault",
-				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, _ *cli.Context) error {
-					return ClearFaults(ctx, kube)
+				Name: "clear", Usage: "remove every fault; returns once creates are accepted again",
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, _ *cli.Context) error {
+					return ClearFaults(ctx, kube, dyn)
 				}),
 			},
 		},

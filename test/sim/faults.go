@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 )
@@ -70,8 +71,9 @@ func parseResource(s string) (group, resource string, err error) {
 	return group, resource, nil
 }
 
-// RejectCreates makes the apiserver refuse creates of resource ("RESOURCE[.GROUP]").
-func RejectCreates(ctx context.Context, kube kubernetes.Interface, resourceGroup string) error {
+// RejectCreates makes the apiserver refuse creates of resource
+// ("RESOURCE[.GROUP]") and returns once it does.
+func RejectCreates(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, resourceGroup string) error {
 	group, resource, err := parseResource(resourceGroup)
 	if err != nil {
 		return err
@@ -84,7 +86,7 @@ func RejectCreates(ctx context.Context, kube kubernetes.Interface, resourceGroup
 	if _, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("reject-create: create binding: %w", err)
 	}
-	return nil
+	return waitProbe(ctx, kube, dyn, group, resource, probeRejected)
 }
 
 // SetVMFault adds (or with remove, removes) a namespace/name glob pattern to a
@@ -132,19 +134,35 @@ func editPatterns(list, pattern string, remove bool) string {
 	return strings.Join(out, "\n")
 }
 
-// ClearFaults removes every fault: reject-create policies and VM patterns.
-func ClearFaults(ctx context.Context, kube kubernetes.Interface) error {
+// ClearFaults removes every fault, reject-create policies and VM patterns,
+// and returns once creates are accepted again.
+func ClearFaults(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface) error {
 	api := kube.AdmissionregistrationV1()
 	sel := metav1.ListOptions{LabelSelector: faultLabel}
+	policies, err := api.ValidatingAdmissionPolicies().List(ctx, sel)
+	if err != nil {
+		return fmt.Errorf("clear faults: %w", err)
+	}
 	if err := api.ValidatingAdmissionPolicyBindings().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
 		return fmt.Errorf("clear faults: %w", err)
 	}
 	if err := api.ValidatingAdmissionPolicies().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
 		return fmt.Errorf("clear faults: %w", err)
 	}
-	err := kube.CoreV1().ConfigMaps(SystemNamespace).Delete(ctx, FaultsConfigMap, metav1.DeleteOptions{})
+	err = kube.CoreV1().ConfigMaps(SystemNamespace).Delete(ctx, FaultsConfigMap, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("clear faults: %w", err)
+	}
+	for _, p := range policies.Items {
+		for _, rule := range p.Spec.MatchConstraints.ResourceRules {
+			for _, g := range rule.APIGroups {
+				for _, r := range rule.Resources {
+					if err := waitProbe(ctx, kube, dyn, g, r, probeAccepted); err != nil {
+						return fmt.Errorf("clear faults: %w", err)
+					}
+				}
+			}
+		}
 	}
 	return nil
 }

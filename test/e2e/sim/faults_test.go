@@ -7,13 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
@@ -36,45 +34,33 @@ func faultCLI(t *testing.T, args ...string) {
 	}
 }
 
+// reject-create and clear return only once they are in effect, so the very
+// next create is refused, and after clear accepted.
 func TestFaultRejectCreate(t *testing.T) {
 	ctx := testContext(t)
-	faultCLI(t, "reject-create", "persistentvolumeclaims")
-	t.Cleanup(func() { faultCLI(t, "clear") })
-	pvc := func(prefix string) *corev1.PersistentVolumeClaim {
-		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}, Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: mustQuantity("1Gi")}},
+	nads := dyn.Resource(nadGVR).Namespace("default")
+	nad := func() *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+			"metadata": map[string]any{"generateName": "fault-probe-"},
+			"spec":     map[string]any{"config": "{}"},
 		}}
 	}
-	// Admission policies reach the apiserver's policy cache asynchronously,
-	// and there is nothing to watch for that: retry until the create fails.
-	var rejected error
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		var probe *corev1.PersistentVolumeClaim
-		probe, rejected = kube.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc("reject-probe-"), metav1.CreateOptions{})
-		if rejected == nil {
-			_ = kube.CoreV1().PersistentVolumeClaims("default").Delete(ctx, probe.Name, metav1.DeleteOptions{})
-			return false, nil
-		}
-		return true, nil
-	})
-	if err != nil {
-		t.Fatalf("creates were never rejected: %v", err)
+	faultCLI(t, "reject-create", "network-attachment-definitions.k8s.cni.cncf.io")
+	t.Cleanup(func() { faultCLI(t, "clear") })
+	_, err := nads.Create(ctx, nad(), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "harvester-sim fault: creates of network-attachment-definitions.k8s.cni.cncf.io are rejected") {
+		t.Fatalf("create right after reject-create: %v, want the fault's rejection", err)
 	}
-	if !strings.Contains(rejected.Error(), "harvester-sim fault: creates of persistentvolumeclaims are rejected") {
-		t.Errorf("rejection %v does not name the fault", rejected)
+	if _, err := kube.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "other-kind-"}}, metav1.CreateOptions{}); err != nil {
+		t.Errorf("creates of another kind rejected too: %v", err)
 	}
 	faultCLI(t, "clear")
-	var created *corev1.PersistentVolumeClaim
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
-		var err error
-		created, err = kube.CoreV1().PersistentVolumeClaims("default").Create(ctx, pvc("after-clear-"), metav1.CreateOptions{})
-		return err == nil, nil
-	})
+	created, err := nads.Create(ctx, nad(), metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("creates still rejected after clear: %v", err)
+		t.Fatalf("create right after clear: %v", err)
 	}
-	_ = kube.CoreV1().PersistentVolumeClaims("default").Delete(ctx, created.Name, metav1.DeleteOptions{})
+	_ = nads.Delete(ctx, created.GetName(), metav1.DeleteOptions{})
 }
 
 func TestFaultVMPatternsEditConfigMap(t *testing.T) {
@@ -128,5 +114,3 @@ func TestFaultRestartAPIServer(t *testing.T) {
 		t.Errorf("data lost across restart: %v", got.Data)
 	}
 }
-
-func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }
