@@ -1,13 +1,16 @@
 package driver_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,6 +73,68 @@ func (r *rm) runEnv(extraEnv []string, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err
+}
+
+// runUntil runs rancher-machine until its output contains marker, then
+// stops it. `start` and `restart` end by waiting for SSH and Docker in the
+// guest, which the simulator has not got: the driver's part is done when
+// rancher-machine gets that far.
+func (r *rm) runUntil(marker string, args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "rancher-machine"), args...)
+	cmd.Env = r.env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		r.t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); pw.Close() }()
+	found := make(chan bool, 1)
+	var out strings.Builder
+	go func() {
+		sc := bufio.NewScanner(pr)
+		hit := false
+		for sc.Scan() {
+			out.WriteString(sc.Text() + "\n")
+			if !hit && strings.Contains(sc.Text(), marker) {
+				hit = true
+				found <- true
+			}
+		}
+		if !hit {
+			found <- false
+		}
+	}()
+	timer := time.NewTimer(3 * time.Minute)
+	defer timer.Stop()
+	ok := false
+	select {
+	case ok = <-found:
+	case <-timer.C:
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+	if !ok {
+		r.t.Fatalf("rancher-machine %s: %q never appeared:\n%s", strings.Join(args, " "), marker, out.String())
+	}
+	return out.String()
+}
+
+// saveMachine copies a machine's store directory, to run a command twice.
+func (r *rm) saveMachine(name string) func() {
+	r.t.Helper()
+	src := filepath.Join(r.store, "machines", name)
+	dst := filepath.Join(r.t.TempDir(), name)
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		r.t.Fatal(err)
+	}
+	return func() {
+		if err := os.CopyFS(src, os.DirFS(dst)); err != nil {
+			r.t.Fatal(err)
+		}
+	}
 }
 
 func (r *rm) mustRun(args ...string) string {
@@ -189,9 +254,33 @@ func getSecret(t *testing.T, name string) *corev1.Secret {
 	return s
 }
 
+// stdout runs rancher-machine and returns only its standard output (the
+// plugin's log lines go to standard error).
+func (r *rm) stdout(args ...string) string {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "rancher-machine"), args...)
+	cmd.Env = r.env
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		r.t.Fatalf("rancher-machine %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+	}
+	// rancher-machine relays the plugin's log lines, prefixed with
+	// "(<machine>) ", to its standard output too: drop them.
+	var lines []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "(") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
 func status(t *testing.T, r *rm, name string) string {
 	t.Helper()
-	return strings.TrimSpace(lastLine(r.mustRun("status", name)))
+	return r.stdout("status", name)
 }
 
 func lastLine(s string) string {
