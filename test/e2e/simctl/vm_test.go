@@ -95,15 +95,38 @@ func TestInvalidSpecReported(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
 	vm := buildVM(ns, "bad", vmOpts{})
-	u := createObjectWith(t, gvrVM, vm, func(m map[string]any) {
+	createObjectWith(t, gvrVM, vm, func(m map[string]any) {
 		spec := m["spec"].(map[string]any)
 		spec["runStrategyy"] = "Always"
 	})
-	_ = u
 	got := waitVM(t, ns, "bad", "InvalidSpec", printable("ErrorInvalidSpec"))
 	c := vmCond(got, kubevirtv1.VirtualMachineFailure)
 	if c == nil || c.Reason != "InvalidSpec" || !contains(c.Message, `unknown field "spec.runStrategyy"`) {
 		t.Errorf("Failure condition = %+v", c)
+	}
+}
+
+func TestInvalidVMISpecReported(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	vm := buildVM(ns, "bad-vmi", vmOpts{})
+	vmi := &kubevirtv1.VirtualMachineInstance{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstance"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-vmi"},
+		Spec:       vm.Spec.Template.Spec,
+	}
+	createObjectWith(t, gvrVMI, vmi, func(m map[string]any) {
+		m["spec"].(map[string]any)["nodeSelectr"] = map[string]any{"a": "b"}
+	})
+	got := waitVMI(t, ns, "bad-vmi", "Synchronized False", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		c := vmiCond(v, kubevirtv1.VirtualMachineInstanceSynchronized)
+		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == "InvalidSpec"
+	})
+	if c := vmiCond(got, kubevirtv1.VirtualMachineInstanceSynchronized); !contains(c.Message, `unknown field "spec.nodeSelectr"`) {
+		t.Errorf("message %q does not name the field", c.Message)
+	}
+	if got.Status.Phase == kubevirtv1.Running {
+		t.Error("a VMI with an invalid spec runs")
 	}
 }
 

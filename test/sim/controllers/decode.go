@@ -3,6 +3,7 @@ package controllers
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,10 +28,16 @@ func decodeStrictJSON(data []byte, into any) error {
 	if err != nil {
 		return err
 	}
-	if len(strictErrs) > 0 {
-		return errors.Join(strictErrs...)
+	// Unknown fields come from the type walk, which also sees inside types
+	// with their own (lenient) UnmarshalJSON; keep the other strict errors
+	// (duplicate fields).
+	errs := unknownFieldsJSON(data, into)
+	for _, e := range strictErrs {
+		if !strings.HasPrefix(e.Error(), "unknown field") {
+			errs = append(errs, e)
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // toUnstructured converts a typed object to the map form the dynamic client
