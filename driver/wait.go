@@ -59,15 +59,20 @@ func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, what string,
 		p.observe(vmi)
 		return goal(vmi)
 	}
+	// The precondition sees the informer's store, which may be newer than
+	// the events still queued: it checks the goal without logging, so the
+	// progress lines follow the events in order.
 	precondition := func(store cache.Store) (bool, error) {
 		obj, exists, err := store.GetByKey(ns + "/" + name)
 		if err != nil {
 			return false, err
 		}
-		if !exists {
-			return check(nil), nil
+		var vmi *kubevirtv1.VirtualMachineInstance
+		if exists {
+			vmi = obj.(*kubevirtv1.VirtualMachineInstance)
 		}
-		return check(obj.(*kubevirtv1.VirtualMachineInstance)), nil
+		p.last = vmi
+		return goal(vmi), nil
 	}
 	_, err := watchtools.UntilWithSync(ctx, lw, &kubevirtv1.VirtualMachineInstance{}, precondition, func(ev watch.Event) (bool, error) {
 		vmi, ok := ev.Object.(*kubevirtv1.VirtualMachineInstance)
