@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"golang.org/x/time/rate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -13,6 +14,15 @@ import (
 // again (that is how the simulated delays work), an error retries it with
 // backoff.
 type reconcileFunc func(ctx context.Context, key string) (requeueAfter time.Duration, err error)
+
+// Retry pacing: a failing key backs off from 5ms to at most 2s, so the
+// controllers catch up within seconds after a kube-apiserver restart.
+const (
+	retryBaseDelay = 5 * time.Millisecond
+	retryMaxDelay  = 2 * time.Second
+	retryQPS       = 100
+	retryBurst     = 500
+)
 
 // queue is a rate-limited work queue with one worker.
 type queue struct {
@@ -26,7 +36,10 @@ func newQueue(name string, fn reconcileFunc, log *slog.Logger) *queue {
 	return &queue{
 		name: name,
 		q: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.NewTypedMaxOfRateLimiter(
+				workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBaseDelay, retryMaxDelay),
+				&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(retryQPS), retryBurst)},
+			),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "sim-" + name}),
 		fn:  fn,
 		log: log.With("controller", name),
@@ -55,8 +68,8 @@ func (q *queue) next(ctx context.Context) bool {
 	case err != nil:
 		switch {
 		case ctx.Err() != nil:
-		case apierrors.IsConflict(err):
-			q.log.Debug("conflict, retrying", "key", key, "err", err)
+		case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err):
+			q.log.Debug("cache behind the apiserver, retrying", "key", key, "err", err)
 		default:
 			q.log.Info("reconcile failed, retrying", "key", key, "err", err)
 		}
