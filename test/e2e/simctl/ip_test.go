@@ -12,6 +12,24 @@ import (
 	"github.com/harvester-kit/harvester-machine/test/sim/controllers"
 )
 
+// multipartAgentScript is MIME user data whose base64 shell-script part
+// installs the agent (the form used when a custom install script is added).
+const multipartAgentScript = `Content-Type: multipart/mixed; boundary="B"
+MIME-Version: 1.0
+
+--B
+Content-Type: text/cloud-config; charset="utf-8"
+
+#cloud-config
+hostname: mime
+--B
+Content-Type: text/x-shellscript; charset="utf-8"
+Content-Transfer-Encoding: base64
+
+IyEvYmluL3NoCmFwdC1nZXQgaW5zdGFsbCAteSBxZW11LWd1ZXN0LWFnZW50Cg==
+--B--
+`
+
 func createSecret(t *testing.T, ns, name, key, value string) {
 	t.Helper()
 	_, err := env.kube.CoreV1().Secrets(ns).Create(testContext(t), &corev1.Secret{
@@ -43,9 +61,11 @@ func TestIPRule(t *testing.T) {
 	createVM(t, ns, "secret-agent", vmOpts{userDataSecret: "agent-ud", interfaces: 2})
 	createVM(t, ns, "inline-agent", vmOpts{userData: agentCloudConfig})
 	createVM(t, ns, "image-agent", vmOpts{claims: []corev1.PersistentVolumeClaim{claimTemplate("image-agent-disk", ns+"/agent-os", nil)}})
+	createSecret(t, ns, "mime-ud", "userdata", multipartAgentScript)
+	createVM(t, ns, "mime-agent", vmOpts{userDataSecret: "mime-ud"})
 
 	seen := map[string]string{}
-	for _, name := range []string{"secret-agent", "inline-agent", "image-agent"} {
+	for _, name := range []string{"secret-agent", "inline-agent", "image-agent", "mime-agent"} {
 		vmi := waitVMI(t, ns, name, "an IP", hasIP)
 		for _, iface := range vmi.Status.Interfaces {
 			ip, err := netip.ParseAddr(iface.IP)
