@@ -222,3 +222,19 @@ func TestUnmarshalJSONRereadsCredentials(t *testing.T) {
 	}
 	var _ drivers.Driver = d
 }
+
+func TestValidateNetworkDataForms(t *testing.T) {
+	valid := []string{
+		"version: 1\nconfig:\n- type: physical\n  name: eth0\n  subnets:\n  - type: dhcp\n",
+		"version: 2\nethernets:\n  eth0:\n    dhcp4: true\n",
+		"network:\n  version: 2\n  ethernets: {}\n",
+		b64("version: 1\nconfig: []\n"),
+	}
+	for _, nd := range valid {
+		d := New()
+		d.MachineName = "m"
+		if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagNetworkData: nd}))); err != nil {
+			t.Errorf("network data %q rejected: %v", nd, err)
+		}
+	}
+}

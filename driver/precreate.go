@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/rancher/machine/libmachine/log"
 	authv1 "k8s.io/api/authorization/v1"
@@ -123,6 +124,12 @@ func (d *Driver) PreCreateCheck() error {
 			problems = append(problems, notFoundOr(err, fmt.Sprintf("--%s: key pair %s does not exist", FlagKeyPairName, plan.KeyPair), "get key pair "+plan.KeyPair))
 		} else if ok, msg := conditionTrue(kp.Status.Conditions, "validated"); !ok {
 			problems = append(problems, fmt.Errorf("--%s: key pair %s is not validated%s", FlagKeyPairName, plan.KeyPair, suffix(msg)))
+		}
+	}
+
+	if d.SSHPrivateKeyPath != "" {
+		if _, err := os.ReadFile(d.SSHPrivateKeyPath); err != nil {
+			problems = append(problems, fmt.Errorf("--%s: cannot read the private key: %w", FlagSSHPrivateKeyPath, err))
 		}
 	}
 
