@@ -113,4 +113,28 @@ func TestFaultRestartAPIServer(t *testing.T) {
 	if got.Data["k"] != "v" {
 		t.Errorf("data lost across restart: %v", got.Data)
 	}
+
+	// The simulated controllers reconnect: a VM created now still runs.
+	vms := dyn.Resource(vmGVR).Namespace("default")
+	vm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+		"metadata": map[string]any{"name": "after-restart"},
+		"spec": map[string]any{"runStrategy": "Always", "template": map[string]any{"spec": map[string]any{
+			"domain": map[string]any{"devices": map[string]any{}, "resources": map[string]any{"requests": map[string]any{"memory": "1Gi"}}},
+		}}},
+	}}
+	if _, err := vms.Create(ctx, vm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = vms.Delete(context.Background(), "after-restart", metav1.DeleteOptions{}) })
+	err = simtest.WaitObject(ctx, dyn, vmiGVR, "default", "after-restart", func(u *unstructured.Unstructured) bool {
+		if u == nil {
+			return false
+		}
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		return phase == "Running"
+	})
+	if err != nil {
+		t.Fatalf("VM created after the restart never ran: %v", err)
+	}
 }
