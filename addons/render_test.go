@@ -2,34 +2,17 @@ package addons
 
 import (
 	"bytes"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	goldenfile "github.com/harvester-kit/harvester-machine/internal/golden"
 
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run go test -update): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden file:\n--- got ---\n%s", name, got)
-	}
-}
+// golden compares got with testdata/name (rewritten with -update).
+var golden = goldenfile.Assert
 
 func TestRenderGolden(t *testing.T) {
 	mirror := DefaultOptions("guest-a")

@@ -1,16 +1,13 @@
 package cloudinit
 
 import (
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	goldenfile "github.com/harvester-kit/harvester-machine/internal/golden"
+
 	"gopkg.in/yaml.v3"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
 // rancherFile is what rancher-machine writes for --harvester-cloud-config.
 const rancherFile = `#cloud-config
@@ -24,23 +21,8 @@ write_files:
   permissions: "0644"
 `
 
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test ./cloudinit -update): %v", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from the golden file\n--- got:\n%s\n--- want:\n%s", name, got, want)
-	}
-}
+// golden compares got with testdata/name (rewritten with -update).
+var golden = goldenfile.Assert
 
 func TestBuildGolden(t *testing.T) {
 	cases := []struct {

@@ -2,32 +2,13 @@ package driver
 
 import (
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"testing"
+
+	goldenfile "github.com/harvester-kit/harvester-machine/internal/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
 // golden compares got with testdata/name (rewritten with -update).
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test ./driver -update): %v", err)
-	}
-	if string(want) != string(got) {
-		t.Errorf("%s differs from the golden file\n--- got:\n%s\n--- want:\n%s", name, got, want)
-	}
-}
+var golden = goldenfile.Assert
 
 func goldenJSON(t *testing.T, name string, v any) {
 	t.Helper()
