@@ -25,40 +25,49 @@ type listWatchFuncs struct {
 	watch func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error)
 }
 
+// typedClient is the List/Watch half of a typed client of one kind.
+type typedClient[L runtime.Object] interface {
+	List(ctx context.Context, o metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error)
+}
+
+func kindFuncs[L runtime.Object](kind string, obj runtime.Object, c typedClient[L]) listWatchFuncs {
+	list := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return c.List(ctx, o) }
+	return listWatchFuncs{kind: kind, obj: obj, list: list, watch: c.Watch}
+}
+
+// namedListWatch lists and watches the one object called name; lists go
+// through api.call (per-call deadline, credential errors explained).
+func namedListWatch(ctx context.Context, api *harvesterAPI, name string, f listWatchFuncs) *cache.ListWatch {
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	return &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			var out runtime.Object
+			err := api.call(ctx, func(c context.Context) error {
+				var err error
+				out, err = f.list(c, o)
+				return err
+			})
+			return out, err
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return f.watch(ctx, o)
+		},
+	}
+}
+
 // waitRemoved waits, with watches, until the VM, its VMI, the listed PVCs
 // and the Secret no longer exist.
 func (d *Driver) waitRemoved(ctx context.Context, api *harvesterAPI, secret string, claims []string) error {
 	ns := d.VMNamespace
 	v := api.virt.KubevirtV1()
 	core := api.kube.CoreV1()
-	vm := listWatchFuncs{"VM", &kubevirtv1.VirtualMachine{},
-		func(c context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return v.VirtualMachines(ns).List(c, o)
-		},
-		func(c context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return v.VirtualMachines(ns).Watch(c, o)
-		}}
-	vmi := listWatchFuncs{"VMI", &kubevirtv1.VirtualMachineInstance{},
-		func(c context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return v.VirtualMachineInstances(ns).List(c, o)
-		},
-		func(c context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return v.VirtualMachineInstances(ns).Watch(c, o)
-		}}
-	pvc := listWatchFuncs{"volume", &corev1.PersistentVolumeClaim{},
-		func(c context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return core.PersistentVolumeClaims(ns).List(c, o)
-		},
-		func(c context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return core.PersistentVolumeClaims(ns).Watch(c, o)
-		}}
-	sec := listWatchFuncs{"Secret", &corev1.Secret{},
-		func(c context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return core.Secrets(ns).List(c, o)
-		},
-		func(c context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return core.Secrets(ns).Watch(c, o)
-		}}
+	vm := kindFuncs[*kubevirtv1.VirtualMachineList]("VM", &kubevirtv1.VirtualMachine{}, v.VirtualMachines(ns))
+	vmi := kindFuncs[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, v.VirtualMachineInstances(ns))
+	pvc := kindFuncs[*corev1.PersistentVolumeClaimList]("volume", &corev1.PersistentVolumeClaim{}, core.PersistentVolumeClaims(ns))
+	sec := kindFuncs[*corev1.SecretList]("Secret", &corev1.Secret{}, core.Secrets(ns))
 
 	targets := []struct {
 		lw   listWatchFuncs
@@ -80,23 +89,7 @@ func (d *Driver) waitRemoved(ctx context.Context, api *harvesterAPI, secret stri
 }
 
 func (d *Driver) waitGone(ctx context.Context, api *harvesterAPI, f listWatchFuncs, name string) error {
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			var out runtime.Object
-			err := api.call(ctx, func(c context.Context) error {
-				var err error
-				out, err = f.list(c, o)
-				return err
-			})
-			return out, err
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return f.watch(ctx, o)
-		},
-	}
+	lw := namedListWatch(ctx, api, name, f)
 	var last runtime.Object
 	precondition := func(store cache.Store) (bool, error) {
 		obj, exists, err := store.GetByKey(d.VMNamespace + "/" + name)

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -36,24 +35,8 @@ func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, what string,
 	ctx, cancel := context.WithTimeout(parent, d.waitTimeout())
 	defer cancel()
 	ns, name := d.VMNamespace, d.MachineName
-	vmis := api.virt.KubevirtV1().VirtualMachineInstances(ns)
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			var list *kubevirtv1.VirtualMachineInstanceList
-			err := api.call(ctx, func(c context.Context) error {
-				var err error
-				list, err = vmis.List(c, o)
-				return err
-			})
-			return list, err
-		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return vmis.Watch(ctx, o)
-		},
-	}
+	vmis := kindFuncs[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, api.virt.KubevirtV1().VirtualMachineInstances(ns))
+	lw := namedListWatch(ctx, api, name, vmis)
 	p := &progress{machine: name}
 	check := func(vmi *kubevirtv1.VirtualMachineInstance) bool {
 		p.observe(vmi)
