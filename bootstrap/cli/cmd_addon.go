@@ -84,28 +84,9 @@ func addonCommand() *ucli.Command {
 					"  harvester-bootstrap addon rke2 --cluster-name guest-a --namespace default --format cloud-init -o rke2-cloud-init.yaml",
 				Flags: rke2Flags,
 				Action: func(c *ucli.Context) error {
-					format := c.String(bs.FlagFormat)
-					if format == bs.FormatConfig {
-						out, err := bs.RenderRKE2(c.String(bs.FlagClusterName), nil, format)
-						if err != nil {
-							return err
-						}
-						return writeArtifact(c, out, false)
-					}
-					if _, err := bs.RenderRKE2(c.String(bs.FlagClusterName), []byte("x"), format); err != nil {
-						return err // bad format or missing cluster name, before any API call
-					}
-					ctx, cancel := withTimeout(c)
-					defer cancel()
-					kc, err := guestKubeconfig(ctx, c)
-					if err != nil {
-						return err
-					}
-					out, err := bs.RenderRKE2(c.String(bs.FlagClusterName), kc, format)
-					if err != nil {
-						return err
-					}
-					return writeArtifact(c, out, true)
+					return renderClusterConfig(c, func(kc []byte) ([]byte, error) {
+						return bs.RenderRKE2(c.String(bs.FlagClusterName), kc, c.String(bs.FlagFormat))
+					})
 				},
 			},
 			{
@@ -115,29 +96,10 @@ func addonCommand() *ucli.Command {
 					"  harvester-bootstrap addon k3s --format config",
 				Flags: k3sFlags,
 				Action: func(c *ucli.Context) error {
-					format := c.String(bs.FlagFormat)
 					o := addonOptions(c)
-					if format == bs.FormatConfig {
-						out, err := bs.RenderK3s(o, nil, format)
-						if err != nil {
-							return err
-						}
-						return writeArtifact(c, out, false)
-					}
-					if _, err := bs.RenderK3s(o, []byte("x"), format); err != nil {
-						return err
-					}
-					ctx, cancel := withTimeout(c)
-					defer cancel()
-					kc, err := guestKubeconfig(ctx, c)
-					if err != nil {
-						return err
-					}
-					out, err := bs.RenderK3s(o, kc, format)
-					if err != nil {
-						return err
-					}
-					return writeArtifact(c, out, true)
+					return renderClusterConfig(c, func(kc []byte) ([]byte, error) {
+						return bs.RenderK3s(o, kc, c.String(bs.FlagFormat))
+					})
 				},
 			},
 		},
@@ -178,4 +140,32 @@ func manifestsCommand() *ucli.Command {
 			return writeArtifact(c, out, secret)
 		},
 	}
+}
+
+// renderClusterConfig writes render's output. The config format needs no
+// credential; the others embed the guest cluster's Harvester kubeconfig,
+// which is made only after render has accepted the flags (with a stand-in
+// kubeconfig), so bad input fails before any API call.
+func renderClusterConfig(c *ucli.Context, render func(kubeconfig []byte) ([]byte, error)) error {
+	if c.String(bs.FlagFormat) == bs.FormatConfig {
+		out, err := render(nil)
+		if err != nil {
+			return err
+		}
+		return writeArtifact(c, out, false)
+	}
+	if _, err := render([]byte("x")); err != nil {
+		return err
+	}
+	ctx, cancel := withTimeout(c)
+	defer cancel()
+	kc, err := guestKubeconfig(ctx, c)
+	if err != nil {
+		return err
+	}
+	out, err := render(kc)
+	if err != nil {
+		return err
+	}
+	return writeArtifact(c, out, true)
 }
