@@ -174,7 +174,7 @@ func RestartAPIServer(ctx context.Context, dir string) error {
 	if err != nil {
 		return fmt.Errorf("restart-apiserver: no simulator runs in %s: %w", dir, err)
 	}
-	pid, err := strconv.Atoi(string(trimNL(data)))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil {
 		return fmt.Errorf("restart-apiserver: bad pid file in %s: %w", dir, err)
 	}

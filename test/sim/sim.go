@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -211,7 +212,7 @@ func prepareStateDir(dir string) error {
 		return fmt.Errorf("create state dir: %w", err)
 	}
 	if data, err := os.ReadFile(filepath.Join(dir, PIDFile)); err == nil {
-		if pid, err := strconv.Atoi(string(trimNL(data))); err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == nil {
 			return fmt.Errorf("--state-dir %s: a simulator (pid %d) is already running there: stop it or pick another directory", dir, pid)
 		}
 	}
@@ -221,11 +222,4 @@ func prepareStateDir(dir string) error {
 		}
 	}
 	return os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
-}
-
-func trimNL(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r' || b[len(b)-1] == ' ') {
-		b = b[:len(b)-1]
-	}
-	return b
 }
