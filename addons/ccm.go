@@ -15,15 +15,7 @@ func CloudProviderObjects(o Options) []runtime.Object {
 	img := o.Versions.CloudProvider
 	labels := o.labels(CCMName, img.Tag)
 	selector := map[string]string{LabelName: CCMName}
-	rules := []rbacv1.PolicyRule{
-		rule(core, []string{"services", "nodes", "events"}, readEdit),
-		rule(core, []string{"services/status", "nodes/status"}, []string{"update", "patch"}),
-		rule(core, []string{"configmaps"}, readEdit),
-		rule(core, []string{"serviceaccounts"}, []string{"create", "get"}),
-		rule(core, []string{"serviceaccounts/token"}, []string{"create"}),
-		rule(core, []string{"endpoints"}, readEdit),
-		rule([]string{"coordination.k8s.io"}, []string{"leases"}, readEdit),
-	}
+	rules := ccmRules(img)
 	dep := &appsv1.Deployment{
 		TypeMeta:   typeMeta("apps/v1", "Deployment"),
 		ObjectMeta: metav1.ObjectMeta{Name: CCMName, Namespace: o.Namespace, Labels: labels},
@@ -70,4 +62,21 @@ func CloudProviderObjects(o Options) []runtime.Object {
 		},
 		dep,
 	}
+}
+
+// ccmRules are the guest-side rules the selected cloud-provider release needs.
+func ccmRules(img Image) []rbacv1.PolicyRule {
+	rules := []rbacv1.PolicyRule{
+		rule(core, []string{"services", "nodes", "events"}, readEdit),
+		rule(core, []string{"services/status", "nodes/status"}, []string{"update", "patch"}),
+		rule(core, []string{"serviceaccounts"}, []string{"create", "get"}),
+		rule(core, []string{"serviceaccounts/token"}, []string{"create"}),
+		rule(core, []string{"endpoints"}, readEdit),
+		rule([]string{"coordination.k8s.io"}, []string{"leases"}, readEdit),
+	}
+	if img.AtLeast(ccmNADMappingSince) {
+		// ConfigMap kube-system/harvester-nad-mapping.
+		rules = append(rules, rule(core, []string{"configmaps"}, []string{"get", "list", "watch", "create", "update"}))
+	}
+	return rules
 }

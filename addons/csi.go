@@ -25,6 +25,8 @@ func CSIObjects(o Options) []runtime.Object {
 		rule(core, []string{"persistentvolumes", "persistentvolumeclaims"}, all),
 		rule(core, []string{"persistentvolumeclaims/status"}, []string{"patch"}),
 		rule([]string{"storage.k8s.io"}, []string{"storageclasses", "csinodes"}, readOnly),
+		// csi-provisioner v5 and csi-resizer v2 read VolumeAttributesClasses.
+		rule([]string{"storage.k8s.io"}, []string{"volumeattributesclasses"}, readOnly),
 		rule([]string{"storage.k8s.io"}, []string{"volumeattachments"}, []string{"get", "list", "watch", "patch"}),
 		rule([]string{"storage.k8s.io"}, []string{"volumeattachments/status"}, []string{"patch"}),
 		rule([]string{"snapshot.storage.k8s.io"}, []string{"volumesnapshots", "volumesnapshotcontents", "volumesnapshotclasses", "volumesnapshotcontents/status"}, all),

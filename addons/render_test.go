@@ -23,11 +23,15 @@ func TestRenderGolden(t *testing.T) {
 	ccmOnly.CSI = false
 	csiOnly := DefaultOptions("")
 	csiOnly.CCM = false
+	older := DefaultOptions("guest-a")
+	older.Versions.CloudProvider.Tag = "v0.2.4"
+	older.Versions.CSIDriver.Tag = "v0.2.3"
 	for name, o := range map[string]Options{
-		"all.yaml":      DefaultOptions("guest-a"),
-		"mirror.yaml":   mirror,
-		"ccm-only.yaml": ccmOnly,
-		"csi-only.yaml": csiOnly,
+		"all.yaml":        DefaultOptions("guest-a"),
+		"mirror.yaml":     mirror,
+		"ccm-only.yaml":   ccmOnly,
+		"csi-only.yaml":   csiOnly,
+		"older-tags.yaml": older,
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs, err := Objects(o)
@@ -125,4 +129,56 @@ func TestCloudConfigSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "secret.yaml", out)
+}
+
+func TestImageAtLeast(t *testing.T) {
+	for _, c := range []struct {
+		tag, since string
+		want       bool
+	}{
+		{"v0.2.4", "v0.2.5", false},
+		{"v0.2.5", "v0.2.5", true},
+		{"v0.2.7", "v0.2.5", true},
+		{"v0.10.0", "v0.2.5", true},
+		{"v0.2.5-rc1", "v0.2.5", true},
+		{"v0.1.9", "v0.2.5", false},
+		{"main-head", "v0.2.5", true},
+	} {
+		if got := (Image{Tag: c.tag}).AtLeast(c.since); got != c.want {
+			t.Errorf("%s at least %s = %v, want %v", c.tag, c.since, got, c.want)
+		}
+	}
+}
+
+// TestCCMRulesFollowTheSelectedRelease: from v0.2.5 the cloud provider keeps
+// ConfigMap kube-system/harvester-nad-mapping; older releases get no
+// ConfigMap access at all.
+func TestCCMRulesFollowTheSelectedRelease(t *testing.T) {
+	configMapVerbs := func(tag string) []string {
+		for _, r := range ccmRules(Image{Tag: tag}) {
+			for _, res := range r.Resources {
+				if res == "configmaps" {
+					return r.Verbs
+				}
+			}
+		}
+		return nil
+	}
+	if v := configMapVerbs("v0.2.4"); v != nil {
+		t.Errorf("v0.2.4 gets configmaps %v, want none", v)
+	}
+	for _, tag := range []string{"v0.2.5", CloudProviderVersion, "main-head"} {
+		if got := strings.Join(configMapVerbs(tag), ","); got != "get,list,watch,create,update" {
+			t.Errorf("%s configmaps verbs %q", tag, got)
+		}
+	}
+}
+
+func TestPinnedVersions(t *testing.T) {
+	v := DefaultVersions()
+	got := []string{v.CloudProvider.Tag, v.CSIDriver.Tag, v.NodeDriverRegistrar.Tag, v.Provisioner.Tag, v.Attacher.Tag, v.Resizer.Tag, v.Snapshotter.Tag}
+	want := []string{"v0.2.7", "v0.2.9", "v2.16.0", "v5.3.0", "v4.11.0", "v2.1.0", "v8.5.0"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("pinned %v, want %v", got, want)
+	}
 }
