@@ -40,6 +40,10 @@ type Input struct {
 	UserData []byte
 	// CloudConfig is the content of the --harvester-cloud-config file.
 	CloudConfig []byte
+	// WriteFiles are files the node gets from the tool itself (the cloud
+	// provider's credential and configuration). They come before the
+	// write_files of UserData and CloudConfig.
+	WriteFiles []WriteFile
 }
 
 // Build merges the parts of in into one user-data document (see the package

@@ -44,6 +44,9 @@ func TestBuildGolden(t *testing.T) {
 			UserData:    []byte("#!/bin/bash\necho hello > /tmp/hello\n"),
 			CloudConfig: []byte(rancherFile)}},
 		{"skip-agent-empty.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: false}},
+		{"write-files-rancher.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: true, CloudConfig: []byte(rancherFile),
+			UserData:   []byte("#cloud-config\nwrite_files:\n- path: /etc/user.conf\n  content: hello\n"),
+			WriteFiles: []WriteFile{SecretFile("/etc/kubernetes/cloud-config", []byte("kubeconfig")), PrivateFile("/etc/x.yaml", []byte("a: 1\n"))}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -175,4 +178,41 @@ func TestBuildJinjaNotYAMLIsPassedWhole(t *testing.T) {
 	if !strings.Contains(string(got), tpl) || !strings.Contains(string(got), "multipart/mixed") {
 		t.Errorf("jinja template not passed whole in a MIME part:\n%s", got)
 	}
+}
+
+// TestWriteFilesKeepInstallLast: the tool's own files come first, the
+// user's next, rancher-machine's last; the agent is enabled before the
+// install script, which stays the last command.
+func TestWriteFilesKeepInstallLast(t *testing.T) {
+	got, err := Build(Input{User: "ubuntu", InstallQemuGuestAgent: true, CloudConfig: []byte(rancherFile),
+		UserData:   []byte("#cloud-config\nruncmd:\n- echo user\nwrite_files:\n- path: /etc/user.conf\n  content: hello\n"),
+		WriteFiles: []WriteFile{SecretFile("/etc/kubernetes/cloud-config", []byte("kc"))}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		WriteFiles []WriteFile `yaml:"write_files"`
+		Runcmd     []any       `yaml:"runcmd"`
+	}
+	if err := yaml.Unmarshal(got, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range doc.WriteFiles {
+		paths = append(paths, f.Path)
+	}
+	if strings.Join(paths, " ") != "/etc/kubernetes/cloud-config /etc/user.conf /usr/local/custom_script/install.sh" {
+		t.Errorf("write_files order %v", paths)
+	}
+	if doc.WriteFiles[0].Permissions != "0600" || doc.WriteFiles[0].Encoding != "b64" {
+		t.Errorf("secret file %+v", doc.WriteFiles[0])
+	}
+	if n := len(doc.Runcmd); n != 3 || !strings.Contains(fmtAny(doc.Runcmd[0]), "qemu-guest-agent") || !strings.Contains(fmtAny(doc.Runcmd[n-1]), InstallScriptDir) {
+		t.Errorf("runcmd %v", doc.Runcmd)
+	}
+}
+
+func fmtAny(v any) string {
+	b, _ := yaml.Marshal(v)
+	return string(b)
 }

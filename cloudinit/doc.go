@@ -15,7 +15,8 @@
 //
 // Parts are merged in this order, later parts extending earlier ones:
 //
-//  1. the login part: the SSH user with its authorized keys and/or password;
+//  1. the login part: the SSH user with its authorized keys and/or password,
+//     and Input.WriteFiles (the cloud provider's files, see internal/guestconfig);
 //  2. qemu-guest-agent: the package (listed once, even if the user lists it
 //     too) and `systemctl enable --now qemu-guest-agent.service`;
 //  3. Input.UserData (what --harvester-user-data carries);

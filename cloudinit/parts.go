@@ -34,13 +34,14 @@ type chpasswd struct {
 
 // baseConfig is the part the driver itself contributes.
 type baseConfig struct {
-	DisableRoot       *bool      `yaml:"disable_root,omitempty"`
-	SSHPwauth         *bool      `yaml:"ssh_pwauth,omitempty"`
-	SSHAuthorizedKeys []string   `yaml:"ssh_authorized_keys,omitempty"`
-	Users             []any      `yaml:"users,omitempty"`
-	Chpasswd          *chpasswd  `yaml:"chpasswd,omitempty"`
-	Packages          []string   `yaml:"packages,omitempty"`
-	Runcmd            [][]string `yaml:"runcmd,omitempty"`
+	DisableRoot       *bool       `yaml:"disable_root,omitempty"`
+	SSHPwauth         *bool       `yaml:"ssh_pwauth,omitempty"`
+	SSHAuthorizedKeys []string    `yaml:"ssh_authorized_keys,omitempty"`
+	Users             []any       `yaml:"users,omitempty"`
+	Chpasswd          *chpasswd   `yaml:"chpasswd,omitempty"`
+	WriteFiles        []WriteFile `yaml:"write_files,omitempty"`
+	Packages          []string    `yaml:"packages,omitempty"`
+	Runcmd            [][]string  `yaml:"runcmd,omitempty"`
 }
 
 func basePart(in Input) (*yaml.Node, error) {
@@ -66,6 +67,7 @@ func basePart(in Input) (*yaml.Node, error) {
 		c.SSHPwauth = &yes
 		c.Chpasswd = &chpasswd{Expire: false, Users: []chpasswdUser{{Name: user, Password: in.Password, Type: "text"}}}
 	}
+	c.WriteFiles = in.WriteFiles
 	if in.InstallQemuGuestAgent {
 		c.Packages = []string{QemuGuestAgentPackage}
 		c.Runcmd = [][]string{{"systemctl", "enable", "--now", "qemu-guest-agent.service"}}
