@@ -2,34 +2,38 @@ package bootstrap
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
 
+	"github.com/harvester-kit/harvester-machine/cloudinit"
+	"github.com/harvester-kit/harvester-machine/internal/guestconfig"
 	"gopkg.in/yaml.v3"
 )
 
 // WriteFile is one cloud-init write_files entry.
-type WriteFile struct {
-	Path        string `yaml:"path"`
-	Content     string `yaml:"content"`
-	Encoding    string `yaml:"encoding,omitempty"`
-	Owner       string `yaml:"owner,omitempty"`
-	Permissions string `yaml:"permissions,omitempty"`
-}
+type WriteFile = cloudinit.WriteFile
 
 // SecretFile is a root-only file; content is base64 so any byte survives.
-func SecretFile(path string, content []byte) WriteFile {
-	return WriteFile{Path: path, Content: base64.StdEncoding.EncodeToString(content), Encoding: "b64", Owner: "root:root", Permissions: "0600"}
-}
+var SecretFile = cloudinit.SecretFile
 
 // PlainFile is a world-readable configuration file.
-func PlainFile(path string, content []byte) WriteFile {
-	return WriteFile{Path: path, Content: string(content), Owner: "root:root", Permissions: "0644"}
-}
+var PlainFile = cloudinit.PlainFile
 
 // CloudConfig is the subset of #cloud-config this tool emits.
 type CloudConfig struct {
 	WriteFiles []WriteFile `yaml:"write_files"`
+}
+
+// nodeCloudConfig places files: the credential 0600, configuration 0644.
+func nodeCloudConfig(files []guestconfig.File) ([]byte, error) {
+	var c CloudConfig
+	for _, f := range files {
+		if f.Secret {
+			c.WriteFiles = append(c.WriteFiles, SecretFile(f.Path, f.Content))
+		} else {
+			c.WriteFiles = append(c.WriteFiles, PlainFile(f.Path, f.Content))
+		}
+	}
+	return c.Marshal()
 }
 
 // Marshal renders "#cloud-config" user data.

@@ -1,13 +1,15 @@
 package bootstrap
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/harvester-kit/harvester-machine/addons"
-	"gopkg.in/yaml.v3"
-	"k8s.io/apimachinery/pkg/runtime"
+	"github.com/harvester-kit/harvester-machine/internal/guestconfig"
+	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
 )
+
+var marshalYAML = yamlutil.Marshal
 
 // Formats of `addon rke2` and `addon k3s`.
 const (
@@ -15,46 +17,24 @@ const (
 	FormatManifests = "manifests"
 )
 
+// Node paths, rendered by internal/guestconfig (shared with the node driver).
 const (
-	RKE2ConfigDropIn   = "/etc/rancher/rke2/config.yaml.d/90-harvester-cloud-provider.yaml"
-	RKE2ManifestsDir   = "/var/lib/rancher/rke2/server/manifests"
-	K3sConfigDropIn    = "/etc/rancher/k3s/config.yaml.d/90-harvester-cloud-provider.yaml"
-	K3sAddonsManifest  = K3sManifestsDir + "/harvester-addons.yaml"
-	RKE2HelmConfigFile = RKE2ManifestsDir + "/harvester-cloud-provider-config.yaml"
+	RKE2ConfigDropIn   = guestconfig.RKE2ConfigDropIn
+	RKE2ManifestsDir   = guestconfig.RKE2ManifestsDir
+	K3sConfigDropIn    = guestconfig.K3sConfigDropIn
+	K3sAddonsManifest  = guestconfig.K3sAddonsManifest
+	RKE2HelmConfigFile = guestconfig.RKE2HelmConfigFile
 )
 
-func marshalYAML(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
+// flagErr names this tool's flags in guestconfig's problems.
+func flagErr(err error) error {
+	switch {
+	case errors.Is(err, guestconfig.ErrNoKubeconfig):
+		return fmt.Errorf("%s: %w", FlagCloudConfig, err)
+	case errors.Is(err, guestconfig.ErrNoClusterName):
+		return fmt.Errorf("%s: %w", FlagClusterName, guestconfig.ErrNoClusterName)
 	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// addonStream renders the cloud-config Secret followed by the add-ons.
-func addonStream(o addons.Options, kubeconfig []byte) ([]byte, error) {
-	objs, err := addons.Objects(o)
-	if err != nil {
-		return nil, err
-	}
-	if len(kubeconfig) == 0 {
-		return nil, fmt.Errorf("%s: the Harvester kubeconfig is empty", FlagCloudConfig)
-	}
-	all := append([]runtime.Object{addons.CloudConfigSecret(o, kubeconfig)}, objs...)
-	return addons.EncodeYAML(all)
-}
-
-// RKE1Config is the cluster.yml fragment for RKE1.
-type RKE1Config struct {
-	CloudProvider struct {
-		Name string `yaml:"name"`
-	} `yaml:"cloud_provider"`
-	Addons string `yaml:"addons"`
+	return err
 }
 
 // RenderRKE1 returns the cluster.yml fragment (external cloud provider and
@@ -62,76 +42,36 @@ type RKE1Config struct {
 // and the node cloud-init that writes the kubeconfig to
 // /etc/kubernetes/cloud-config. Both hold the credential.
 func RenderRKE1(o addons.Options, kubeconfig []byte) (clusterYML, nodeCloudInit []byte, err error) {
-	stream, err := addonStream(o, kubeconfig)
-	if err != nil {
-		return nil, nil, fmt.Errorf("render rke1 addons: %w", err)
+	if clusterYML, err = guestconfig.RKE1ClusterYML(o, kubeconfig); err != nil {
+		return nil, nil, flagErr(err)
 	}
-	var c RKE1Config
-	c.CloudProvider.Name = "external"
-	c.Addons = string(stream)
-	clusterYML, err = marshalYAML(c)
+	files, err := guestconfig.RKE1Files(kubeconfig)
 	if err != nil {
-		return nil, nil, fmt.Errorf("render rke1 addons: %w", err)
+		return nil, nil, flagErr(err)
 	}
-	nodeCloudInit, err = CloudConfig{WriteFiles: []WriteFile{SecretFile(RKE1CloudConfigPath, kubeconfig)}}.Marshal()
+	nodeCloudInit, err = nodeCloudConfig(files)
 	return clusterYML, nodeCloudInit, err
-}
-
-// RKE2Config holds the RKE2 config.yaml settings for the Harvester cloud provider.
-type RKE2Config struct {
-	CloudProviderName   string `yaml:"cloud-provider-name"`
-	CloudProviderConfig string `yaml:"cloud-provider-config"`
-}
-
-// helmChartConfig passes the cluster name to RKE2's bundled CCM chart.
-func helmChartConfig(clusterName string) ([]byte, error) {
-	values, err := marshalYAML(map[string]any{"global": map[string]any{"cattle": map[string]any{"clusterName": clusterName}}})
-	if err != nil {
-		return nil, err
-	}
-	return marshalYAML(map[string]any{
-		"apiVersion": "helm.cattle.io/v1",
-		"kind":       "HelmChartConfig",
-		"metadata":   map[string]any{"name": addons.CCMName, "namespace": "kube-system"},
-		"spec":       map[string]any{"valuesContent": string(values)},
-	})
 }
 
 // RenderRKE2 renders the RKE2 settings. FormatConfig: config.yaml lines
 // only (no credential). FormatCloudInit: write_files with the kubeconfig,
 // a config.yaml.d drop-in and a HelmChartConfig setting the CCM cluster name.
 func RenderRKE2(clusterName string, kubeconfig []byte, format string) ([]byte, error) {
-	cfg, err := marshalYAML(RKE2Config{CloudProviderName: "harvester", CloudProviderConfig: RKE2CloudConfigPath})
-	if err != nil {
-		return nil, fmt.Errorf("render rke2 config: %w", err)
-	}
 	switch format {
 	case FormatConfig, "":
-		return cfg, nil
-	case FormatCloudInit:
-		if len(kubeconfig) == 0 {
-			return nil, fmt.Errorf("render rke2 config: %s: the Harvester kubeconfig is empty", FlagCloudConfig)
-		}
-		if clusterName == "" {
-			return nil, fmt.Errorf("render rke2 config: %s: required (names the cluster's load balancers)", FlagClusterName)
-		}
-		hcc, err := helmChartConfig(clusterName)
+		cfg, err := guestconfig.RKE2Settings()
 		if err != nil {
 			return nil, fmt.Errorf("render rke2 config: %w", err)
 		}
-		return CloudConfig{WriteFiles: []WriteFile{
-			SecretFile(RKE2CloudConfigPath, kubeconfig),
-			PlainFile(RKE2ConfigDropIn, cfg),
-			PlainFile(RKE2HelmConfigFile, hcc),
-		}}.Marshal()
+		return cfg, nil
+	case FormatCloudInit:
+		files, err := guestconfig.RKE2Files(clusterName, kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("render rke2 config: %w", flagErr(err))
+		}
+		return nodeCloudConfig(files)
 	}
 	return nil, fmt.Errorf("%s %q: must be %s or %s", FlagFormat, format, FormatConfig, FormatCloudInit)
-}
-
-// K3sConfig holds K3s server settings for an external cloud provider.
-type K3sConfig struct {
-	DisableCloudController bool     `yaml:"disable-cloud-controller"`
-	KubeletArg             []string `yaml:"kubelet-arg"`
 }
 
 // RenderK3s renders, for K3s: FormatManifests (default) the manifest file
@@ -139,25 +79,25 @@ type K3sConfig struct {
 // FormatConfig the config.yaml settings; FormatCloudInit write_files
 // placing both.
 func RenderK3s(o addons.Options, kubeconfig []byte, format string) ([]byte, error) {
-	cfg, err := marshalYAML(K3sConfig{DisableCloudController: true, KubeletArg: []string{"cloud-provider=external"}})
-	if err != nil {
-		return nil, fmt.Errorf("render k3s config: %w", err)
-	}
-	if format == FormatConfig {
+	switch format {
+	case FormatConfig:
+		cfg, err := guestconfig.K3sSettings()
+		if err != nil {
+			return nil, fmt.Errorf("render k3s config: %w", err)
+		}
 		return cfg, nil
+	case FormatManifests, "":
+		stream, err := guestconfig.AddonStream(o, kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("render k3s manifests: %w", flagErr(err))
+		}
+		return stream, nil
+	case FormatCloudInit:
+		files, err := guestconfig.K3sFiles(o, kubeconfig)
+		if err != nil {
+			return nil, flagErr(err)
+		}
+		return nodeCloudConfig(files)
 	}
-	if format != FormatManifests && format != FormatCloudInit && format != "" {
-		return nil, fmt.Errorf("%s %q: must be %s, %s or %s", FlagFormat, format, FormatManifests, FormatConfig, FormatCloudInit)
-	}
-	stream, err := addonStream(o, kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("render k3s manifests: %w", err)
-	}
-	if format == FormatCloudInit {
-		return CloudConfig{WriteFiles: []WriteFile{
-			SecretFile(K3sAddonsManifest, stream),
-			PlainFile(K3sConfigDropIn, cfg),
-		}}.Marshal()
-	}
-	return stream, nil
+	return nil, fmt.Errorf("%s %q: must be %s, %s or %s", FlagFormat, format, FormatManifests, FormatConfig, FormatCloudInit)
 }

@@ -5,7 +5,10 @@
 // live beside a thin API layer (harvester.go, guest.go).
 package bootstrap
 
-import "github.com/harvester-kit/harvester-machine/addons"
+import (
+	"github.com/harvester-kit/harvester-machine/addons"
+	"github.com/harvester-kit/harvester-machine/internal/guestconfig"
+)
 
 // Labels on every object this tool creates on Harvester. Revoke deletes
 // only objects carrying both.
@@ -18,10 +21,10 @@ const (
 	CloudProviderRole = "harvesterhci.io:cloudprovider"
 	CSIDriverRole     = "harvesterhci.io:csi-driver"
 
-	// Paths inside guest nodes.
-	RKE1CloudConfigPath = "/etc/kubernetes/cloud-config"
-	RKE2CloudConfigPath = "/var/lib/rancher/rke2/etc/config-files/cloud-provider-config"
-	K3sManifestsDir     = "/var/lib/rancher/k3s/server/manifests"
+	// Paths inside guest nodes (internal/guestconfig).
+	RKE1CloudConfigPath = guestconfig.RKE1CloudConfigPath
+	RKE2CloudConfigPath = guestconfig.RKE2CloudConfigPath
+	K3sManifestsDir     = guestconfig.K3sManifestsDir
 )
 
 func ownLabels(cluster string) map[string]string {
