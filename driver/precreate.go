@@ -41,7 +41,9 @@ func requiredPermissions() []permission {
 
 // PreCreateCheck checks everything Create needs and reports every problem at
 // once: server version, namespace, images (existing and Imported), storage
-// classes, networks, key pair (validated), the VM name, and permissions.
+// classes, networks, key pair (validated), permissions, and that no VM,
+// disk volume or cloud-init Secret of the machine's names exists. It
+// records the cluster's identity in the machine's state.
 func (d *Driver) PreCreateCheck() error {
 	api, err := d.client()
 	if err != nil {
