@@ -235,56 +235,15 @@ func (h *Harvester) deleteAndWait(ctx context.Context, resource, ns, name string
 	return nil
 }
 
-// Revoke deletes what EnsureAccess created for the cluster: only objects
-// carrying both labels of this tool for that cluster. It returns what it deleted.
+// Revoke deletes exactly what EnsureAccess created for the service account
+// a.ServiceAccount of the cluster: its ServiceAccount, RoleBinding,
+// ClusterRoleBinding and token Secret, each only if it carries this tool's
+// labels for the cluster and (bindings, Secret) refers to that service
+// account. Other service accounts of the cluster are not touched; an object
+// of one of those names that is not this tool's is left alone and reported
+// in the error. It returns what it deleted.
 func (h *Harvester) Revoke(ctx context.Context, a Access) ([]string, error) {
-	sel := metav1.ListOptions{LabelSelector: Selector(a.ClusterName)}
-	core, rbac := h.Client.CoreV1(), h.Client.RbacV1()
-	type victim struct {
-		resource, ns, name string
-		uid                types.UID
-		del                func() error
-	}
-	var victims []victim
-	var errs []error
-	if l, err := rbac.ClusterRoleBindings().List(ctx, sel); err != nil {
-		errs = append(errs, fmt.Errorf("list clusterrolebindings: %w", err))
-	} else {
-		for _, o := range l.Items {
-			if o.Subjects == nil || len(o.Subjects) == 0 || o.Subjects[0].Namespace != a.Namespace {
-				continue // another namespace's guest cluster of the same name
-			}
-			n := o.Name
-			victims = append(victims, victim{"clusterrolebindings", "", n, o.UID, func() error { return rbac.ClusterRoleBindings().Delete(ctx, n, metav1.DeleteOptions{}) }})
-		}
-	}
-	if l, err := rbac.RoleBindings(a.Namespace).List(ctx, sel); err != nil {
-		errs = append(errs, fmt.Errorf("list rolebindings: %w", err))
-	} else {
-		for _, o := range l.Items {
-			n := o.Name
-			victims = append(victims, victim{"rolebindings", a.Namespace, n, o.UID, func() error { return rbac.RoleBindings(a.Namespace).Delete(ctx, n, metav1.DeleteOptions{}) }})
-		}
-	}
-	if l, err := core.Secrets(a.Namespace).List(ctx, sel); err != nil {
-		errs = append(errs, fmt.Errorf("list secrets: %w", err))
-	} else {
-		for _, o := range l.Items {
-			n := o.Name
-			victims = append(victims, victim{"secrets", a.Namespace, n, o.UID, func() error { return core.Secrets(a.Namespace).Delete(ctx, n, metav1.DeleteOptions{}) }})
-		}
-	}
-	if l, err := core.ServiceAccounts(a.Namespace).List(ctx, sel); err != nil {
-		errs = append(errs, fmt.Errorf("list serviceaccounts: %w", err))
-	} else {
-		for _, o := range l.Items {
-			n := o.Name
-			victims = append(victims, victim{"serviceaccounts", a.Namespace, n, o.UID, func() error { return core.ServiceAccounts(a.Namespace).Delete(ctx, n, metav1.DeleteOptions{}) }})
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("revoke: %w", err)
-	}
+	victims, errs := h.revokeVictims(ctx, a)
 	var deleted []string
 	for _, v := range victims {
 		if err := h.deleteAndWait(ctx, v.resource, v.ns, v.name, v.uid, v.del); err != nil {
@@ -298,7 +257,66 @@ func (h *Harvester) Revoke(ctx context.Context, a Access) ([]string, error) {
 		h.Log.Info("deleted", "object", id)
 		deleted = append(deleted, id)
 	}
-	return deleted, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return deleted, fmt.Errorf("revoke service account %s/%s: %w", a.Namespace, a.ServiceAccount, err)
+	}
+	return deleted, nil
+}
+
+// revokeVictim is one object Revoke deletes.
+type revokeVictim struct {
+	resource, ns, name string
+	uid                types.UID
+	del                func() error
+}
+
+// revokeVictims gets the four objects of a by name and keeps those that
+// are this tool's for a; the others are returned as errors.
+func (h *Harvester) revokeVictims(ctx context.Context, a Access) ([]revokeVictim, []error) {
+	core, rbac := h.Client.CoreV1(), h.Client.RbacV1()
+	ns := a.Namespace
+	var victims []revokeVictim
+	var errs []error
+	consider := func(kind, resource, objNS, name string, obj metav1.Object, refersToSA bool, err error, del func(types.UID) error) {
+		switch {
+		case apierrors.IsNotFound(err):
+			return
+		case err != nil:
+			errs = append(errs, fmt.Errorf("get %s %s: %w", kind, name, err))
+		case !IsOwned(obj.GetLabels(), a.ClusterName) || !refersToSA:
+			errs = append(errs, fmt.Errorf("%s %s exists but was not created by harvester-bootstrap for service account %s/%s of cluster %q; left untouched",
+				kind, name, ns, a.ServiceAccount, a.ClusterName))
+		default:
+			uid := obj.GetUID()
+			victims = append(victims, revokeVictim{resource, objNS, name, uid, func() error { return del(uid) }})
+		}
+	}
+	precondition := func(uid types.UID) metav1.DeleteOptions {
+		return metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+	}
+	crb, err := rbac.ClusterRoleBindings().Get(ctx, a.ClusterRoleBindingName(), metav1.GetOptions{})
+	consider("ClusterRoleBinding", "clusterrolebindings", "", a.ClusterRoleBindingName(), crb, err == nil && bindsOnly(crb.Subjects, a), err, func(uid types.UID) error {
+		return rbac.ClusterRoleBindings().Delete(ctx, a.ClusterRoleBindingName(), precondition(uid))
+	})
+	rb, err := rbac.RoleBindings(ns).Get(ctx, a.RoleBindingName(), metav1.GetOptions{})
+	consider("RoleBinding", "rolebindings", ns, a.RoleBindingName(), rb, err == nil && bindsOnly(rb.Subjects, a), err, func(uid types.UID) error {
+		return rbac.RoleBindings(ns).Delete(ctx, a.RoleBindingName(), precondition(uid))
+	})
+	sec, err := core.Secrets(ns).Get(ctx, a.TokenSecretName(), metav1.GetOptions{})
+	consider("Secret", "secrets", ns, a.TokenSecretName(), sec, err == nil && sec.Annotations[corev1.ServiceAccountNameKey] == a.ServiceAccount, err, func(uid types.UID) error {
+		return core.Secrets(ns).Delete(ctx, a.TokenSecretName(), precondition(uid))
+	})
+	sa, err := core.ServiceAccounts(ns).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
+	consider("ServiceAccount", "serviceaccounts", ns, a.ServiceAccount, sa, true, err, func(uid types.UID) error {
+		return core.ServiceAccounts(ns).Delete(ctx, a.ServiceAccount, precondition(uid))
+	})
+	return victims, errs
+}
+
+// bindsOnly reports whether subjects are exactly a's service account.
+func bindsOnly(subjects []rbacv1.Subject, a Access) bool {
+	return len(subjects) == 1 && subjects[0].Kind == rbacv1.ServiceAccountKind &&
+		subjects[0].Name == a.ServiceAccount && subjects[0].Namespace == a.Namespace
 }
 
 // Server returns the API server URL from the admin config.

@@ -62,7 +62,7 @@ func (d *Driver) client() (*harvesterAPI, error) {
 	if timeout <= 0 {
 		timeout = DefaultAPITimeoutSeconds * time.Second
 	}
-	api, err := newAPI(d.KubeconfigContent, timeout)
+	api, err := newAPI(d.kubeconfig(), timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -98,15 +98,18 @@ func (a *harvesterAPI) getTyped(ctx context.Context, gvr schema.GroupVersionReso
 	})
 }
 
-func (a *harvesterAPI) serverVersion(ctx context.Context) (string, error) {
+// serverVersion returns Harvester's Setting server-version: its value is
+// the version, its UID identifies the cluster.
+func (a *harvesterAPI) serverVersion(ctx context.Context) (*harvesterv1.Setting, error) {
 	var s harvesterv1.Setting
-	if err := a.getTyped(ctx, gvrSetting, "", serverVerID, &s); err != nil {
-		return "", err
-	}
+	return &s, a.getTyped(ctx, gvrSetting, "", serverVerID, &s)
+}
+
+func settingValue(s *harvesterv1.Setting) string {
 	if s.Value != "" {
-		return s.Value, nil
+		return s.Value
 	}
-	return s.Default, nil
+	return s.Default
 }
 
 func (a *harvesterAPI) image(ctx context.Context, ns, name string) (*harvesterv1.VirtualMachineImage, error) {

@@ -118,6 +118,15 @@ func readConfig(opts drivers.DriverOptions, base *drivers.BaseDriver) (Config, [
 func (d *Driver) SetConfigFromFlags(opts drivers.DriverOptions) error {
 	c, problems := readConfig(opts, d.BaseDriver)
 	d.Config = c
+	// On create the flags are the credential to use and to store.
+	d.api, d.clusterConfirmed, d.sessionKubeconfig = nil, false, ""
+	if d.MachineID == "" {
+		id, err := newMachineID()
+		if err != nil {
+			return err
+		}
+		d.MachineID = id
+	}
 	d.SetSwarmConfigFromFlags(opts)
 	problems = append(problems, Validate(c, d.MachineName, d.SSHUser, d.SSHPort))
 	return joinProblems("invalid machine configuration", problems)

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -214,13 +215,53 @@ func TestCredentialsFrom(t *testing.T) {
 func TestUnmarshalJSONRereadsCredentials(t *testing.T) {
 	t.Setenv("HARVESTER_KUBECONFIG_CONTENT", b64("clusters: []\nfresh: true\n"))
 	d := New()
-	if err := d.UnmarshalJSON([]byte(`{"KubeconfigContent":"stale","VMNamespace":"ns1","MachineName":"m1"}`)); err != nil {
+	if err := d.UnmarshalJSON([]byte(`{"KubeconfigContent":"stale","VMNamespace":"ns1","MachineName":"m1","MachineID":"abc","VMUID":"u1"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if d.KubeconfigContent != "clusters: []\nfresh: true\n" || d.VMNamespace != "ns1" || d.MachineName != "m1" {
-		t.Errorf("got %+v", d.Config)
+	if d.kubeconfig() != "clusters: []\nfresh: true\n" || d.VMNamespace != "ns1" || d.MachineName != "m1" || d.MachineID != "abc" || d.VMUID != "u1" {
+		t.Errorf("got %q %+v %+v", d.kubeconfig(), d.Config, d.Ownership)
 	}
 	var _ drivers.Driver = d
+}
+
+// TestCommandCredentialsPersistedOnlyOnRequest: the environment's
+// credential is used by every command but replaces the stored one only
+// with --update-config.
+func TestCommandCredentialsPersistedOnlyOnRequest(t *testing.T) {
+	env := func(string) string { return "fresh-kubeconfig" }
+	cases := []struct {
+		args       []string
+		wantStored string
+	}{
+		{[]string{"rancher-machine", "status", "m1"}, "stale"},
+		{[]string{"rancher-machine", "ip", "m1"}, "stale"},
+		{[]string{"rancher-machine", "rm", "-y", "m1"}, "stale"},
+		{[]string{"rancher-machine", "rm", "-y", "--update-config", "m1"}, "fresh-kubeconfig"},
+		{[]string{"rancher-machine", "status", "--update-config=true", "m1"}, "fresh-kubeconfig"},
+		{[]string{"rancher-machine", "status", "--update-config=false", "m1"}, "stale"},
+	}
+	for _, tc := range cases {
+		d := New()
+		d.KubeconfigContent = "stale"
+		d.useCommandCredentials(tc.args, env)
+		if d.kubeconfig() != "fresh-kubeconfig" {
+			t.Errorf("%v: command uses %q, want the fresh credential", tc.args, d.kubeconfig())
+		}
+		raw, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stored struct{ KubeconfigContent string }
+		if err := json.Unmarshal(raw, &stored); err != nil {
+			t.Fatal(err)
+		}
+		if stored.KubeconfigContent != tc.wantStored {
+			t.Errorf("%v: stored credential %q, want %q", tc.args, stored.KubeconfigContent, tc.wantStored)
+		}
+		if strings.Contains(string(raw), "fresh-kubeconfig") != (tc.wantStored == "fresh-kubeconfig") {
+			t.Errorf("%v: persisted JSON has the session credential: %s", tc.args, raw)
+		}
+	}
 }
 
 func TestValidateNetworkDataForms(t *testing.T) {

@@ -19,94 +19,38 @@ import (
 // cleanupTimeout bounds the rollback of a failed create.
 const cleanupTimeout = 5 * time.Minute
 
-// Create creates the machine's cloud-init Secret and VM and waits until the
-// VM runs and has an address. If any step fails, everything created so far
-// (VM, its volumes, the Secret) is removed again.
+// Create creates the machine's cloud-init Secret and VM, both labelled with
+// the machine's ID, records the VM's UID and waits until the VM runs and has
+// an address. If any step fails, what this create made is removed again;
+// an object of the same name made by anyone else is never touched.
 func (d *Driver) Create() (err error) {
-	api, err := d.client()
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	var cleanups []func(context.Context) error
-	defer func() {
-		if err == nil {
-			return
-		}
-		log.Warnf("%s: create failed, removing what was created", d.MachineName)
-		cctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
-		defer cancel()
-		var cerrs []error
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			if cerr := cleanups[i](cctx); cerr != nil {
-				cerrs = append(cerrs, cerr)
-			}
-		}
-		if len(cerrs) > 0 {
-			err = fmt.Errorf("%w; cleanup after the failed create also failed: %w", err, errors.Join(cerrs...))
-		}
-	}()
-
-	images := map[string]ImageFacts{}
-	for _, ref := range ImageRefs(d.Config) {
-		ns, name, _ := splitNamespaced(ref, d.VMNamespace)
-		img, err := api.image(ctx, ns, name)
-		if err != nil {
-			return apiError("get image "+ref, err)
-		}
-		images[ref] = ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
-	}
-	plan, err := PlanFromConfig(d.Config, d.MachineName, images)
+	api, err := d.session(ctx)
 	if err != nil {
-		return fmt.Errorf("plan VM: %w", err)
+		return fmt.Errorf("create: %w", err)
 	}
-	keys, err := d.prepareSSHKeys(ctx, api, plan.KeyPair)
+	if d.MachineID == "" {
+		return errors.New("create: the machine has no ID (its flags were never read); nothing was created")
+	}
+	var undo rollback
+	defer func() { err = undo.run(d.MachineName, err) }()
+
+	plan, secret, vm, err := d.buildMachine(ctx, api)
 	if err != nil {
 		return err
 	}
-	userData, err := cloudinit.Build(cloudinit.Input{
-		User: d.GetSSHUsername(), SSHAuthorizedKeys: keys, Password: d.SSHPassword,
-		InstallQemuGuestAgent: !d.SkipQemuGuestAgent,
-		UserData:              []byte(d.UserData), CloudConfig: []byte(d.CloudConfig),
-	})
-	if err != nil {
-		return fmt.Errorf("build cloud-init user data: %w", err)
-	}
-	secret := BuildUserDataSecret(plan, userData, []byte(d.NetworkData))
-	vm, err := BuildVM(plan)
-	if err != nil {
-		return fmt.Errorf("build VM: %w", err)
-	}
-
-	secrets := api.kube.CoreV1().Secrets(d.VMNamespace)
-	log.Infof("%s: creating cloud-init Secret %s/%s", d.MachineName, d.VMNamespace, secret.Name)
-	if err := api.call(ctx, func(c context.Context) error {
-		_, err := secrets.Create(c, secret, metav1.CreateOptions{})
+	if err := d.createSecret(ctx, api, secret); err != nil {
 		return err
-	}); err != nil {
-		return apiError("create Secret "+secret.Name, err)
 	}
-	cleanups = append(cleanups, func(c context.Context) error { return d.deleteSecret(c, api, secret.Name) })
+	undo.add(func(c context.Context) error { return d.removeOwnSecret(c, api, secret.Name) })
 
 	log.Infof("%s: creating VM %s/%s (%d CPU, %d GiB, %d disk(s), %d NIC(s))", d.MachineName, d.VMNamespace, vm.Name, plan.CPU, plan.MemoryGiB, len(plan.Disks), len(plan.NICs))
-	var created *kubevirtv1.VirtualMachine
-	if err := api.call(ctx, func(c context.Context) error {
-		var err error
-		created, err = api.virt.KubevirtV1().VirtualMachines(d.VMNamespace).Create(c, vm, metav1.CreateOptions{})
+	created, err := d.createVM(ctx, api, vm)
+	if err != nil {
 		return err
-	}); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create VM: a VM named %s already exists in namespace %s", vm.Name, d.VMNamespace)
-		}
-		return apiError("create VM "+vm.Name, err)
 	}
-	claims := make([]string, 0, len(plan.Disks))
-	for _, disk := range plan.Disks {
-		claims = append(claims, disk.ClaimName)
-	}
-	cleanups = append(cleanups, func(c context.Context) error {
-		return d.removeVM(c, api, removeOptions{extraClaims: claims})
-	})
+	d.VMUID = string(created.UID)
+	undo.add(func(c context.Context) error { return d.removeMachine(c, api) })
 
 	if err := d.adoptSecret(ctx, api, secret.Name, created); err != nil {
 		return err
@@ -123,6 +67,90 @@ func (d *Driver) Create() (err error) {
 	return nil
 }
 
+// rollback runs, newest first, the undo steps of a failed create.
+type rollback []func(context.Context) error
+
+func (r *rollback) add(f func(context.Context) error) { *r = append(*r, f) }
+
+func (r rollback) run(machine string, err error) error {
+	if err == nil || len(r) == 0 {
+		return err
+	}
+	log.Warnf("%s: create failed, removing what it created", machine)
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	var cerrs []error
+	for i := len(r) - 1; i >= 0; i-- {
+		if cerr := r[i](ctx); cerr != nil {
+			cerrs = append(cerrs, cerr)
+		}
+	}
+	if len(cerrs) > 0 {
+		return fmt.Errorf("%w; cleanup after the failed create also failed: %w", err, errors.Join(cerrs...))
+	}
+	return err
+}
+
+// buildMachine resolves the images and builds the labelled Secret and VM.
+func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *corev1.Secret, *kubevirtv1.VirtualMachine, error) {
+	images := map[string]ImageFacts{}
+	for _, ref := range ImageRefs(d.Config) {
+		ns, name, _ := splitNamespaced(ref, d.VMNamespace)
+		img, err := api.image(ctx, ns, name)
+		if err != nil {
+			return VMPlan{}, nil, nil, apiError("get image "+ref, err)
+		}
+		images[ref] = ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
+	}
+	plan, err := PlanFromConfig(d.Config, d.MachineName, images)
+	if err != nil {
+		return plan, nil, nil, fmt.Errorf("plan VM: %w", err)
+	}
+	plan = plan.OwnedBy(d.MachineID)
+	keys, err := d.prepareSSHKeys(ctx, api, plan.KeyPair)
+	if err != nil {
+		return plan, nil, nil, err
+	}
+	userData, err := cloudinit.Build(cloudinit.Input{
+		User: d.GetSSHUsername(), SSHAuthorizedKeys: keys, Password: d.SSHPassword,
+		InstallQemuGuestAgent: !d.SkipQemuGuestAgent,
+		UserData:              []byte(d.UserData), CloudConfig: []byte(d.CloudConfig),
+	})
+	if err != nil {
+		return plan, nil, nil, fmt.Errorf("build cloud-init user data: %w", err)
+	}
+	vm, err := BuildVM(plan)
+	if err != nil {
+		return plan, nil, nil, fmt.Errorf("build VM: %w", err)
+	}
+	return plan, BuildUserDataSecret(plan, userData, []byte(d.NetworkData)), vm, nil
+}
+
+func (d *Driver) createSecret(ctx context.Context, api *harvesterAPI, secret *corev1.Secret) error {
+	log.Infof("%s: creating cloud-init Secret %s/%s", d.MachineName, d.VMNamespace, secret.Name)
+	err := api.call(ctx, func(c context.Context) error {
+		_, err := api.kube.CoreV1().Secrets(d.VMNamespace).Create(c, secret, metav1.CreateOptions{})
+		return err
+	})
+	if apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create Secret: a Secret named %s already exists in namespace %s (another machine of this name?); nothing was created", secret.Name, d.VMNamespace)
+	}
+	return apiError("create Secret "+secret.Name, err)
+}
+
+func (d *Driver) createVM(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+	var created *kubevirtv1.VirtualMachine
+	err := api.call(ctx, func(c context.Context) error {
+		var err error
+		created, err = api.virt.KubevirtV1().VirtualMachines(d.VMNamespace).Create(c, vm, metav1.CreateOptions{})
+		return err
+	})
+	if apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("create VM: a VM named %s already exists in namespace %s", vm.Name, d.VMNamespace)
+	}
+	return created, apiError("create VM "+vm.Name, err)
+}
+
 // adoptSecret makes the VM the owner of the cloud-init Secret, so the
 // Secret goes away with the VM even if the driver is not asked to remove it.
 func (d *Driver) adoptSecret(ctx context.Context, api *harvesterAPI, name string, vm *kubevirtv1.VirtualMachine) error {
@@ -133,6 +161,9 @@ func (d *Driver) adoptSecret(ctx context.Context, api *harvesterAPI, name string
 			if err != nil {
 				return err
 			}
+			if err := d.checkOwned("Secret", d.MachineName, s); err != nil {
+				return err
+			}
 			s.OwnerReferences = append(s.OwnerReferences, VMOwnerReference(vm))
 			_, err = secrets.Update(c, s, metav1.UpdateOptions{})
 			return err
@@ -141,31 +172,18 @@ func (d *Driver) adoptSecret(ctx context.Context, api *harvesterAPI, name string
 	return apiError("set the owner of Secret "+name, err)
 }
 
-// deleteSecret deletes the machine's cloud-init Secret if it carries the
-// driver's label; NotFound is success.
-func (d *Driver) deleteSecret(ctx context.Context, api *harvesterAPI, name string) error {
-	secrets := api.kube.CoreV1().Secrets(d.VMNamespace)
-	var s *corev1.Secret
-	err := api.call(ctx, func(c context.Context) error {
-		var err error
-		s, err = secrets.Get(c, name, metav1.GetOptions{})
+// removeOwnSecret deletes the cloud-init Secret if it is the machine's and
+// waits until it is gone.
+func (d *Driver) removeOwnSecret(ctx context.Context, api *harvesterAPI, name string) error {
+	s, err := d.ownSecret(ctx, api, name)
+	if err != nil || s == nil {
 		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil
 	}
+	err = deleteWithUID(ctx, api, "Secret "+name, s.UID, func(c context.Context, o metav1.DeleteOptions) error {
+		return api.kube.CoreV1().Secrets(d.VMNamespace).Delete(c, name, o)
+	})
 	if err != nil {
-		return apiError("get Secret "+name, err)
+		return err
 	}
-	if s.Labels[LabelCreator] != CreatorValue {
-		log.Warnf("Secret %s/%s is not labelled %s=%s; leaving it", d.VMNamespace, name, LabelCreator, CreatorValue)
-		return nil
-	}
-	err = api.call(ctx, func(c context.Context) error {
-		return secrets.Delete(c, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
-	})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return apiError("delete Secret "+name, err)
+	return d.waitRemoved(ctx, api, []goneTarget{{kindSecret, name, s.UID}})
 }

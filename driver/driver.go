@@ -20,9 +20,15 @@ const DriverName = "harvester"
 type Driver struct {
 	*drivers.BaseDriver
 	Config
+	Ownership
 
 	// api is the Harvester API of the current credentials (lazily built).
 	api *harvesterAPI
+	// sessionKubeconfig is a credential from this command's arguments or
+	// environment: used for the command, persisted only on request.
+	sessionKubeconfig string
+	// clusterConfirmed: the credential's cluster is the machine's.
+	clusterConfirmed bool
 }
 
 // New returns a driver with the flag defaults, for plugin.RegisterDriver.
@@ -41,9 +47,12 @@ func New() *Driver {
 func (d *Driver) DriverName() string { return DriverName }
 
 // UnmarshalJSON loads the stored machine config and then re-reads the
-// credentials from this process's arguments and environment: Rancher passes
-// fresh credentials to `rm --update-config` (and other commands) because the
-// stored ones may have been rotated since create.
+// credentials from this process's arguments and environment (the plugin
+// process gets rancher-machine's arguments and environment): Rancher passes
+// fresh credentials to `rm` because the stored ones may have been rotated
+// since create. The fresh credential is used for this command; it replaces
+// the stored one (which rancher-machine saves back after most commands)
+// only when the command line asks for it with --update-config.
 func (d *Driver) UnmarshalJSON(data []byte) error {
 	type plain Driver
 	target := plain(*d)
@@ -51,11 +60,46 @@ func (d *Driver) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("load harvester driver config: %w", err)
 	}
 	*d = Driver(target)
-	d.api = nil
-	if fresh, ok := credentialsFrom(os.Args, os.Getenv); ok {
-		d.KubeconfigContent = fresh
-	}
+	d.useCommandCredentials(os.Args, os.Getenv)
 	return nil
+}
+
+// useCommandCredentials takes the command's credential (arguments or
+// environment) for this command, and into the stored state only when args
+// has --update-config.
+func (d *Driver) useCommandCredentials(args []string, getenv func(string) string) {
+	d.api, d.clusterConfirmed, d.sessionKubeconfig = nil, false, ""
+	if fresh, ok := credentialsFrom(args, getenv); ok {
+		d.sessionKubeconfig = fresh
+		if updateConfigRequested(args) {
+			d.KubeconfigContent = fresh
+		}
+	}
+}
+
+// kubeconfig is the credential of this command.
+func (d *Driver) kubeconfig() string {
+	if d.sessionKubeconfig != "" {
+		return d.sessionKubeconfig
+	}
+	return d.KubeconfigContent
+}
+
+// updateConfigRequested reports whether rancher-machine's command line has
+// --update-config (bare, or with a true value).
+func updateConfigRequested(args []string) bool {
+	for _, a := range args {
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "update-config" {
+			continue
+		}
+		if !hasValue {
+			return true
+		}
+		on, err := strconv.ParseBool(value)
+		return err == nil && on
+	}
+	return false
 }
 
 // credentialsFrom returns the kubeconfig given as --harvester-kubeconfig-content

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/rancher/machine/libmachine/log"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -58,50 +58,59 @@ func namedListWatch(ctx context.Context, api *harvesterAPI, name string, f listW
 	}
 }
 
-// waitRemoved waits, with watches, until the VM, its VMI, the listed PVCs
-// and the Secret no longer exist.
-func (d *Driver) waitRemoved(ctx context.Context, api *harvesterAPI, secret string, claims []string) error {
+// Kinds of objects removeMachine waits for.
+const (
+	kindVM     = "VM"
+	kindVMI    = "VMI"
+	kindPVC    = "volume"
+	kindSecret = "Secret"
+)
+
+// goneTarget is one object to wait for: gone when no object of that name
+// exists or the one there has another UID (uid "" matches any).
+type goneTarget struct {
+	kind, name string
+	uid        types.UID
+}
+
+// waitRemoved waits, with watches, until every target is gone.
+func (d *Driver) waitRemoved(ctx context.Context, api *harvesterAPI, targets []goneTarget) error {
 	ns := d.VMNamespace
 	v := api.virt.KubevirtV1()
 	core := api.kube.CoreV1()
-	vm := kindFuncs[*kubevirtv1.VirtualMachineList]("VM", &kubevirtv1.VirtualMachine{}, v.VirtualMachines(ns))
-	vmi := kindFuncs[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, v.VirtualMachineInstances(ns))
-	pvc := kindFuncs[*corev1.PersistentVolumeClaimList]("volume", &corev1.PersistentVolumeClaim{}, core.PersistentVolumeClaims(ns))
-	sec := kindFuncs[*corev1.SecretList]("Secret", &corev1.Secret{}, core.Secrets(ns))
-
-	targets := []struct {
-		lw   listWatchFuncs
-		name string
-	}{{vm, d.MachineName}, {vmi, d.MachineName}, {sec, secret}}
-	for _, c := range claims {
-		targets = append(targets, struct {
-			lw   listWatchFuncs
-			name string
-		}{pvc, c})
+	funcs := map[string]listWatchFuncs{
+		kindVM:     kindFuncs[*kubevirtv1.VirtualMachineList](kindVM, &kubevirtv1.VirtualMachine{}, v.VirtualMachines(ns)),
+		kindVMI:    kindFuncs[*kubevirtv1.VirtualMachineInstanceList](kindVMI, &kubevirtv1.VirtualMachineInstance{}, v.VirtualMachineInstances(ns)),
+		kindPVC:    kindFuncs[*corev1.PersistentVolumeClaimList](kindPVC, &corev1.PersistentVolumeClaim{}, core.PersistentVolumeClaims(ns)),
+		kindSecret: kindFuncs[*corev1.SecretList](kindSecret, &corev1.Secret{}, core.Secrets(ns)),
 	}
 	for _, t := range targets {
-		if err := d.waitGone(ctx, api, t.lw, t.name); err != nil {
+		if err := d.waitGone(ctx, api, funcs[t.kind], t.name, t.uid); err != nil {
 			return err
 		}
 	}
-	log.Infof("%s: VM, volumes and cloud-init Secret are gone", d.MachineName)
 	return nil
 }
 
-func (d *Driver) waitGone(ctx context.Context, api *harvesterAPI, f listWatchFuncs, name string) error {
+func (d *Driver) waitGone(ctx context.Context, api *harvesterAPI, f listWatchFuncs, name string, uid types.UID) error {
 	lw := namedListWatch(ctx, api, name, f)
 	var last runtime.Object
+	isTarget := func(obj any) bool {
+		m, ok := obj.(metav1.Object)
+		return ok && (uid == "" || m.GetUID() == uid)
+	}
 	precondition := func(store cache.Store) (bool, error) {
 		obj, exists, err := store.GetByKey(d.VMNamespace + "/" + name)
 		last = nil
-		if exists {
+		if exists && isTarget(obj) {
 			last = obj.(runtime.Object)
+			return false, err
 		}
-		return !exists, err
+		return true, err
 	}
 	_, err := watchtools.UntilWithSync(ctx, lw, f.obj, precondition, func(ev watch.Event) (bool, error) {
 		last = ev.Object
-		return ev.Type == watch.Deleted, nil
+		return ev.Type == watch.Deleted || !isTarget(ev.Object), nil
 	})
 	if err == nil || apierrors.IsNotFound(err) {
 		return nil

@@ -15,6 +15,15 @@ const (
 	LabelMachineSet   = "harvesterhci.io/machineSetName"
 	LabelVMName       = "harvesterhci.io/vmName"
 
+	// LabelMachineID marks every object a machine creates (Secret, VM, VM
+	// template and so its VMIs, and the PVCs of its volume claim templates)
+	// with the random ID the driver recorded for that machine; the driver
+	// changes only objects carrying its machine's ID.
+	LabelMachineID = "node-driver.harvester-kit.io/machine-id"
+	// LabelHotplug marks the PVC of a hot-pluggable disk: like the guest
+	// cluster's CSI volumes it survives a normal node delete.
+	LabelHotplug = "node-driver.harvester-kit.io/hotplug"
+
 	AnnotationVolumeClaimTemplates = "harvesterhci.io/volumeClaimTemplates"
 	AnnotationImageID              = "harvesterhci.io/imageId"
 	AnnotationRemovedPVCs          = "harvesterhci.io/removedPersistentVolumeClaims"

@@ -186,6 +186,20 @@ func PlanFromConfig(c Config, machineName string, images map[string]ImageFacts) 
 	return p, nil
 }
 
+// OwnedBy returns the plan with the machine's ID among the labels of
+// everything built from it (VM, template, volume claims, Secret).
+func (p VMPlan) OwnedBy(machineID string) VMPlan {
+	if machineID == "" {
+		return p
+	}
+	p.Labels = copyMap(p.Labels)
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels[LabelMachineID] = machineID
+	return p
+}
+
 func orDefault(v, def string) string {
 	if v == "" {
 		return def

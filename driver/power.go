@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/rancher/machine/libmachine/log"
 	"github.com/rancher/machine/libmachine/state"
@@ -12,7 +13,11 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
-// getVMI returns the machine's VMI, or nil when there is none.
+// restoreTimeout bounds putting back the run strategy after a failed restart.
+const restoreTimeout = time.Minute
+
+// getVMI returns the machine's VMI, nil when there is none, or an error
+// wrapping ErrNotOwned when the VMI of that name is not the machine's.
 func (d *Driver) getVMI(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachineInstance, error) {
 	var vmi *kubevirtv1.VirtualMachineInstance
 	err := api.call(ctx, func(c context.Context) error {
@@ -26,26 +31,27 @@ func (d *Driver) getVMI(ctx context.Context, api *harvesterAPI) (*kubevirtv1.Vir
 	if err != nil {
 		return nil, apiError("get VMI "+d.MachineName, err)
 	}
+	if err := d.checkOwned("VMI", d.MachineName, vmi); err != nil {
+		return nil, err
+	}
 	return vmi, nil
 }
 
 // GetState maps the VMI to a machine state (no VMI: Stopped). A missing VM
-// is an error that says "not found".
+// is an error that says "not found"; a VM of the machine's name that is not
+// the machine's is an error that says so.
 func (d *Driver) GetState() (state.State, error) {
-	api, err := d.client()
+	ctx := context.Background()
+	api, err := d.session(ctx)
 	if err != nil {
 		return state.Error, err
 	}
-	ctx := context.Background()
-	err = api.call(ctx, func(c context.Context) error {
-		_, err := api.virt.KubevirtV1().VirtualMachines(d.VMNamespace).Get(c, d.MachineName, metav1.GetOptions{})
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return state.None, fmt.Errorf("VM %s/%s not found", d.VMNamespace, d.MachineName)
-	}
+	vm, err := d.ownVM(ctx, api)
 	if err != nil {
-		return state.Error, apiError("get VM "+d.MachineName, err)
+		return state.Error, err
+	}
+	if vm == nil {
+		return state.None, fmt.Errorf("VM %s/%s not found", d.VMNamespace, d.MachineName)
 	}
 	vmi, err := d.getVMI(ctx, api)
 	if err != nil {
@@ -54,13 +60,14 @@ func (d *Driver) GetState() (state.State, error) {
 	return StateOf(vmi), nil
 }
 
-// GetIP returns the first usable address of the running VMI.
+// GetIP returns the first usable address of the machine's running VMI.
 func (d *Driver) GetIP() (string, error) {
-	api, err := d.client()
+	ctx := context.Background()
+	api, err := d.session(ctx)
 	if err != nil {
 		return "", err
 	}
-	vmi, err := d.getVMI(context.Background(), api)
+	vmi, err := d.getVMI(ctx, api)
 	if err != nil {
 		return "", err
 	}
@@ -74,15 +81,21 @@ func (d *Driver) GetIP() (string, error) {
 	return addr, nil
 }
 
-// setRunStrategy updates spec.runStrategy, retrying on conflicts.
-func (d *Driver) setRunStrategy(ctx context.Context, api *harvesterAPI, rs kubevirtv1.VirtualMachineRunStrategy) error {
+// setRunStrategy updates spec.runStrategy of the machine's own VM, retrying
+// on conflicts, and returns the strategy it replaced (nil: none set).
+func (d *Driver) setRunStrategy(ctx context.Context, api *harvesterAPI, rs kubevirtv1.VirtualMachineRunStrategy) (*kubevirtv1.VirtualMachineRunStrategy, error) {
 	vms := api.virt.KubevirtV1().VirtualMachines(d.VMNamespace)
+	var previous *kubevirtv1.VirtualMachineRunStrategy
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		return api.call(ctx, func(c context.Context) error {
 			vm, err := vms.Get(c, d.MachineName, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
+			if err := d.checkOwned("VM", d.MachineName, vm); err != nil {
+				return err
+			}
+			previous = vm.Spec.RunStrategy
 			if vm.Spec.RunStrategy != nil && *vm.Spec.RunStrategy == rs {
 				return nil
 			}
@@ -92,19 +105,19 @@ func (d *Driver) setRunStrategy(ctx context.Context, api *harvesterAPI, rs kubev
 			return err
 		})
 	})
-	return apiError(fmt.Sprintf("set run strategy of VM %s to %s", d.MachineName, rs), err)
+	return previous, apiError(fmt.Sprintf("set run strategy of VM %s to %s", d.MachineName, rs), err)
 }
 
 // Start sets the run strategy to RerunOnFailure and waits until the VM runs
 // with an address.
 func (d *Driver) Start() error {
-	api, err := d.client()
+	ctx := context.Background()
+	api, err := d.session(ctx)
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
 	log.Infof("%s: starting", d.MachineName)
-	if err := d.setRunStrategy(ctx, api, kubevirtv1.RunStrategyRerunOnFailure); err != nil {
+	if _, err := d.setRunStrategy(ctx, api, kubevirtv1.RunStrategyRerunOnFailure); err != nil {
 		return err
 	}
 	return d.waitVMI(ctx, api, "to run and report an address", runningWithAddress)
@@ -112,13 +125,13 @@ func (d *Driver) Start() error {
 
 // Stop halts the VM (run strategy Halted) and waits until its VMI is gone.
 func (d *Driver) Stop() error {
-	api, err := d.client()
+	ctx := context.Background()
+	api, err := d.session(ctx)
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
 	log.Infof("%s: stopping", d.MachineName)
-	if err := d.setRunStrategy(ctx, api, kubevirtv1.RunStrategyHalted); err != nil {
+	if _, err := d.setRunStrategy(ctx, api, kubevirtv1.RunStrategyHalted); err != nil {
 		return err
 	}
 	return d.waitVMI(ctx, api, "to stop", noVMI)
@@ -127,33 +140,46 @@ func (d *Driver) Stop() error {
 // Kill halts the VM and deletes its VMI without grace period, then waits
 // until the VMI is gone.
 func (d *Driver) Kill() error {
-	api, err := d.client()
+	ctx := context.Background()
+	api, err := d.session(ctx)
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
 	log.Infof("%s: killing", d.MachineName)
-	if err := d.setRunStrategy(ctx, api, kubevirtv1.RunStrategyHalted); err != nil {
+	if _, err := d.setRunStrategy(ctx, api, kubevirtv1.RunStrategyHalted); err != nil {
 		return err
 	}
-	zero := int64(0)
-	err = api.call(ctx, func(c context.Context) error {
-		return api.virt.KubevirtV1().VirtualMachineInstances(d.VMNamespace).Delete(c, d.MachineName, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-	})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return apiError("delete VMI "+d.MachineName, err)
+	vmi, err := d.getVMI(ctx, api)
+	if err != nil {
+		return err
+	}
+	if vmi != nil {
+		zero := int64(0)
+		err = api.call(ctx, func(c context.Context) error {
+			return api.virt.KubevirtV1().VirtualMachineInstances(d.VMNamespace).Delete(c, d.MachineName, metav1.DeleteOptions{
+				GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &vmi.UID},
+			})
+		})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return apiError("delete VMI "+d.MachineName, err)
+		}
 	}
 	return d.waitVMI(ctx, api, "to be killed", noVMI)
 }
 
 // Restart deletes the running VMI and waits until a new one (new UID) runs
-// with an address. A stopped machine is started.
-func (d *Driver) Restart() error {
-	api, err := d.client()
+// with an address; a stopped machine is started. It runs the VM with
+// strategy Always meanwhile and then restores the strategy it found,
+// whether the restart succeeded or not.
+func (d *Driver) Restart() (err error) {
+	ctx := context.Background()
+	api, err := d.session(ctx)
 	if err != nil {
 		return err
 	}
-	ctx := context.Background()
+	if _, err := d.ownVM(ctx, api); err != nil {
+		return err
+	}
 	vmi, err := d.getVMI(ctx, api)
 	if err != nil {
 		return err
@@ -163,10 +189,12 @@ func (d *Driver) Restart() error {
 	}
 	log.Infof("%s: restarting (VM instance %s)", d.MachineName, vmi.UID)
 	// With Always the controller re-creates a deleted VMI whatever way it
-	// ended; the usual RerunOnFailure is restored once the new one runs.
-	if err := d.setRunStrategy(ctx, api, kubevirtv1.RunStrategyAlways); err != nil {
+	// ended.
+	found, err := d.setRunStrategy(ctx, api, kubevirtv1.RunStrategyAlways)
+	if err != nil {
 		return err
 	}
+	defer func() { err = d.restoreRunStrategy(api, found, err) }()
 	uid := vmi.UID
 	err = api.call(ctx, func(c context.Context) error {
 		return api.virt.KubevirtV1().VirtualMachineInstances(d.VMNamespace).Delete(c, d.MachineName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
@@ -174,8 +202,28 @@ func (d *Driver) Restart() error {
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return apiError("delete VMI "+d.MachineName, err)
 	}
-	if err := d.waitVMI(ctx, api, "to run again with a new instance", newRunningVMI(string(uid))); err != nil {
+	return d.waitVMI(ctx, api, "to run again with a new instance", newRunningVMI(string(uid)))
+}
+
+// restoreRunStrategy puts back the run strategy a restart found (the
+// machine's usual RerunOnFailure when none was set) and joins its error to
+// the restart's.
+func (d *Driver) restoreRunStrategy(api *harvesterAPI, found *kubevirtv1.VirtualMachineRunStrategy, restartErr error) error {
+	rs := kubevirtv1.RunStrategyRerunOnFailure
+	if found != nil {
+		rs = *found
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+	defer cancel()
+	_, err := d.setRunStrategy(ctx, api, rs)
+	switch {
+	case err == nil:
+		if restartErr != nil {
+			log.Infof("%s: restart failed; run strategy restored to %s", d.MachineName, rs)
+		}
+		return restartErr
+	case restartErr == nil:
 		return err
 	}
-	return d.setRunStrategy(ctx, api, kubevirtv1.RunStrategyRerunOnFailure)
+	return fmt.Errorf("%w; restoring run strategy %s also failed: %w", restartErr, rs, err)
 }

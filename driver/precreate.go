@@ -41,35 +41,20 @@ func requiredPermissions() []permission {
 
 // PreCreateCheck checks everything Create needs and reports every problem at
 // once: server version, namespace, images (existing and Imported), storage
-// classes, networks, key pair (validated), the VM name, and permissions.
+// classes, networks, key pair (validated), permissions, and that no VM,
+// disk volume or cloud-init Secret of the machine's names exists. It
+// records the cluster's identity in the machine's state.
 func (d *Driver) PreCreateCheck() error {
 	api, err := d.client()
 	if err != nil {
 		return err
 	}
 	ctx := context.Background()
-	var problems []error
-	version, err := api.serverVersion(ctx)
-	switch {
-	case apierrors.IsUnauthorized(err):
-		return apiError("read Harvester server version", err)
-	case apierrors.IsForbidden(err):
-		log.Warnf("cannot read the Harvester server version (forbidden); skipping that check")
-	case err != nil:
-		problems = append(problems, apiError("read Harvester setting server-version (is this a Harvester cluster?)", err))
-	default:
-		log.Infof("Harvester %s, namespace %s", version, d.VMNamespace)
+	problems := d.recordCluster(ctx, api)
+	if len(problems) == 1 && errors.Is(problems[0], ErrCredentialsRejected) {
+		return problems[0]
 	}
-
 	problems = append(problems, d.checkPermissions(ctx, api)...)
-	if err := api.call(ctx, func(ctx context.Context) error {
-		_, err := api.kube.CoreV1().Namespaces().Get(ctx, d.VMNamespace, metav1.GetOptions{})
-		return err
-	}); apierrors.IsForbidden(err) {
-		log.Warnf("cannot read namespace %s (forbidden); skipping that check", d.VMNamespace)
-	} else if err != nil {
-		problems = append(problems, notFoundOr(err, fmt.Sprintf("--%s: namespace %q does not exist", FlagVMNamespace, d.VMNamespace), "get namespace "+d.VMNamespace))
-	}
 
 	storageClasses := map[string]string{} // name -> who uses it
 	for _, ref := range ImageRefs(d.Config) {
@@ -133,18 +118,45 @@ func (d *Driver) PreCreateCheck() error {
 		}
 	}
 
-	err = api.call(ctx, func(ctx context.Context) error {
-		_, err := api.virt.KubevirtV1().VirtualMachines(d.VMNamespace).Get(ctx, d.MachineName, metav1.GetOptions{})
-		return err
-	})
-	switch {
-	case err == nil:
-		problems = append(problems, fmt.Errorf("a VM named %s already exists in namespace %s; choose another machine name", d.MachineName, d.VMNamespace))
-	case apierrors.IsNotFound(err):
-	default:
-		problems = append(problems, apiError("check that VM name "+d.MachineName+" is free", err))
-	}
+	problems = append(problems, d.checkNameFree(ctx, api, plan)...)
 	return joinProblems("pre-create check failed", dedupeCredentialErrors(problems))
+}
+
+// checkNameFree reports every object the machine would create that already
+// exists: the VM, a disk's volume (left from an earlier machine of this
+// name, it would be booted again) or the cloud-init Secret.
+func (d *Driver) checkNameFree(ctx context.Context, api *harvesterAPI, plan VMPlan) []error {
+	type object struct {
+		kind, name string
+		get        func(ctx context.Context) error
+	}
+	objects := []object{{"VM", d.MachineName, func(c context.Context) error {
+		_, err := api.virt.KubevirtV1().VirtualMachines(d.VMNamespace).Get(c, d.MachineName, metav1.GetOptions{})
+		return err
+	}}}
+	for _, disk := range plan.Disks {
+		objects = append(objects, object{"volume (PVC)", disk.ClaimName, func(c context.Context) error {
+			_, err := api.kube.CoreV1().PersistentVolumeClaims(d.VMNamespace).Get(c, disk.ClaimName, metav1.GetOptions{})
+			return err
+		}})
+	}
+	secret := UserDataSecretName(d.MachineName)
+	objects = append(objects, object{"cloud-init Secret", secret, func(c context.Context) error {
+		_, err := api.kube.CoreV1().Secrets(d.VMNamespace).Get(c, secret, metav1.GetOptions{})
+		return err
+	}})
+	var problems []error
+	for _, o := range objects {
+		err := api.call(ctx, o.get)
+		switch {
+		case err == nil:
+			problems = append(problems, fmt.Errorf("a %s named %s already exists in namespace %s (left from an earlier machine of this name, or another's); "+
+				"choose another machine name or remove it", o.kind, o.name, d.VMNamespace))
+		case !apierrors.IsNotFound(err):
+			problems = append(problems, apiError(fmt.Sprintf("check that the %s name %s is free", o.kind, o.name), err))
+		}
+	}
+	return problems
 }
 
 // checkPermissions asks the API server, with SelfSubjectAccessReviews,

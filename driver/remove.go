@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -12,96 +13,265 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
-type removeOptions struct {
-	// extraClaims are PVCs to delete even if the VM is already gone.
-	extraClaims []string
-}
-
-// Remove deletes the machine's VM, its non-hotplug volumes (all of the
-// guest cluster's volumes when the VM is annotated
-// harvesterhci.io/removeAllPersistentVolumeClaims=true) and its cloud-init
-// Secret, and waits until they are gone. A machine already gone is success.
+// Remove deletes what this machine created and nothing else: its VM (only
+// if it carries the machine's ID and, once recorded, the VM's UID), its
+// volumes (found from the VM and by label, so a VM deleted by hand leaves no
+// disk behind; hot-plug disks stay; every volume of the guest cluster when
+// the VM is annotated harvesterhci.io/removeAllPersistentVolumeClaims=true)
+// and its cloud-init Secret, and waits until they are gone. Another object
+// of the machine's name is left alone with an error, and nothing is
+// deleted. A machine already gone is success, on the right cluster only.
 func (d *Driver) Remove() error {
-	api, err := d.client()
+	ctx := context.Background()
+	api, err := d.session(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("remove: %w", err)
 	}
-	log.Infof("%s: removing VM %s/%s", d.MachineName, d.VMNamespace, d.MachineName)
-	return d.removeVM(context.Background(), api, removeOptions{})
+	return d.removeMachine(ctx, api)
 }
 
-func (d *Driver) removeVM(ctx context.Context, api *harvesterAPI, opts removeOptions) error {
-	ctx, cancel := context.WithTimeout(ctx, d.waitTimeout())
-	defer cancel()
-	vms := api.virt.KubevirtV1().VirtualMachines(d.VMNamespace)
-	var vm *kubevirtv1.VirtualMachine
-	err := api.call(ctx, func(c context.Context) error {
-		var err error
-		vm, err = vms.Get(c, d.MachineName, metav1.GetOptions{})
-		return err
-	})
-	switch {
-	case apierrors.IsNotFound(err):
-		vm = nil
-	case err != nil:
-		return apiError("get VM "+d.MachineName, err)
-	}
+// removal is what removeMachine found to delete.
+type removal struct {
+	vm     *kubevirtv1.VirtualMachine
+	claims map[string]types.UID
+	secret *corev1.Secret
+}
 
-	claims := map[string]bool{}
-	for _, c := range opts.extraClaims {
-		claims[c] = true
+func (d *Driver) removeMachine(parent context.Context, api *harvesterAPI) error {
+	ctx, cancel := context.WithTimeout(parent, d.waitTimeout())
+	defer cancel()
+	r, err := d.findRemoval(ctx, api)
+	if err != nil {
+		return fmt.Errorf("remove machine %s: %w", d.MachineName, err)
+	}
+	claims := sortedKeys(r.claims)
+	var targets []goneTarget
+	if r.vm != nil {
+		if err := d.markClaimsForRemoval(ctx, api, r.vm.UID, claims); err != nil {
+			return err
+		}
+		log.Infof("%s: deleting VM %s/%s (UID %s)", d.MachineName, d.VMNamespace, r.vm.Name, r.vm.UID)
+		if err := deleteWithUID(ctx, api, "VM "+r.vm.Name, r.vm.UID, func(c context.Context, o metav1.DeleteOptions) error {
+			return api.virt.KubevirtV1().VirtualMachines(d.VMNamespace).Delete(c, r.vm.Name, o)
+		}); err != nil {
+			return err
+		}
+		targets = append(targets, goneTarget{kindVM, r.vm.Name, r.vm.UID}, goneTarget{kindVMI, r.vm.Name, ""})
+	}
+	var errs []error
+	pvcs := api.kube.CoreV1().PersistentVolumeClaims(d.VMNamespace)
+	for _, c := range claims {
+		log.Infof("%s: deleting volume %s/%s", d.MachineName, d.VMNamespace, c)
+		err := deleteWithUID(ctx, api, "volume "+c, r.claims[c], func(cc context.Context, o metav1.DeleteOptions) error {
+			return pvcs.Delete(cc, c, o)
+		})
+		errs = append(errs, err)
+		targets = append(targets, goneTarget{kindPVC, c, r.claims[c]})
+	}
+	if s := r.secret; s != nil {
+		err := deleteWithUID(ctx, api, "Secret "+s.Name, s.UID, func(c context.Context, o metav1.DeleteOptions) error {
+			return api.kube.CoreV1().Secrets(d.VMNamespace).Delete(c, s.Name, o)
+		})
+		errs = append(errs, err)
+		targets = append(targets, goneTarget{kindSecret, s.Name, s.UID})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := d.waitRemoved(ctx, api, targets); err != nil {
+		return err
+	}
+	log.Infof("%s: removed %s", d.MachineName, r.describe())
+	return nil
+}
+
+func (r removal) describe() string {
+	var parts []string
+	if r.vm != nil {
+		parts = append(parts, "VM "+r.vm.Name)
+	}
+	if len(r.claims) > 0 {
+		parts = append(parts, "volumes "+strings.Join(sortedKeys(r.claims), ", "))
+	}
+	if r.secret != nil {
+		parts = append(parts, "Secret "+r.secret.Name)
+	}
+	if len(parts) == 0 {
+		return "nothing: none of the machine's objects exist any more"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// findRemoval finds the machine's objects and checks, before anything is
+// deleted, that each one of the machine's names is the machine's own.
+func (d *Driver) findRemoval(ctx context.Context, api *harvesterAPI) (removal, error) {
+	vm, err := d.ownVM(ctx, api)
+	if err != nil {
+		return removal{}, err
+	}
+	claims, err := d.claimsToRemove(ctx, api, vm)
+	if err != nil {
+		return removal{}, err
 	}
 	secretName := UserDataSecretName(d.MachineName)
 	if vm != nil {
-		for _, c := range ClaimsToRemove(vm) {
-			claims[c] = true
-		}
 		if s := userDataSecretOf(vm); s != "" {
 			secretName = s
 		}
-		if vm.Annotations[AnnotationRemoveAllPVCs] == "true" && vm.Labels[LabelGuestCluster] != "" {
-			all, err := d.guestClusterClaims(ctx, api, vm.Labels[LabelGuestCluster])
-			if err != nil {
-				return err
-			}
-			for _, c := range all {
-				claims[c] = true
-			}
-		}
-		names := sortedKeys(claims)
-		if err := d.markClaimsForRemoval(ctx, api, names); err != nil {
-			return err
-		}
-		log.Infof("%s: deleting VM (volumes: %s)", d.MachineName, strings.Join(names, ", "))
-		err := api.call(ctx, func(c context.Context) error {
-			return vms.Delete(c, d.MachineName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &vm.UID}})
-		})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return apiError("delete VM "+d.MachineName, err)
-		}
 	}
+	secret, err := d.ownSecret(ctx, api, secretName)
+	if err != nil {
+		return removal{}, err
+	}
+	return removal{vm: vm, claims: claims, secret: secret}, nil
+}
 
-	var errs []error
-	pvcs := api.kube.CoreV1().PersistentVolumeClaims(d.VMNamespace)
-	for _, c := range sortedKeys(claims) {
-		err := api.call(ctx, func(cc context.Context) error {
-			return pvcs.Delete(cc, c, metav1.DeleteOptions{})
-		})
-		if err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, apiError("delete volume "+c, err))
+// getVM returns the VM of the machine's name, or nil when there is none.
+func (d *Driver) getVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachine, error) {
+	var vm *kubevirtv1.VirtualMachine
+	err := api.call(ctx, func(c context.Context) error {
+		var err error
+		vm, err = api.virt.KubevirtV1().VirtualMachines(d.VMNamespace).Get(c, d.MachineName, metav1.GetOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apiError("get VM "+d.MachineName, err)
+	}
+	return vm, nil
+}
+
+// ownVM returns the machine's VM, nil when there is none, or an error
+// wrapping ErrNotOwned when the VM of that name is not the machine's.
+func (d *Driver) ownVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachine, error) {
+	vm, err := d.getVM(ctx, api)
+	if err != nil || vm == nil {
+		return nil, err
+	}
+	if err := d.checkOwned("VM", d.MachineName, vm); err != nil {
+		return nil, err
+	}
+	return vm, nil
+}
+
+// ownSecret returns the Secret called name if it is the machine's, nil if
+// there is none, or an error wrapping ErrNotOwned.
+func (d *Driver) ownSecret(ctx context.Context, api *harvesterAPI, name string) (*corev1.Secret, error) {
+	var s *corev1.Secret
+	err := api.call(ctx, func(c context.Context) error {
+		var err error
+		s, err = api.kube.CoreV1().Secrets(d.VMNamespace).Get(c, name, metav1.GetOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apiError("get Secret "+name, err)
+	}
+	if err := d.checkOwned("Secret", d.MachineName, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// claimsToRemove returns the PVCs to delete (name -> UID): the machine's
+// own non-hot-plug volumes, found by label and from the VM; a volume the
+// VM uses that the machine did not create is kept; with
+// removeAllPersistentVolumeClaims every volume of the guest cluster.
+func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (map[string]types.UID, error) {
+	out := map[string]types.UID{}
+	owned, err := d.listClaims(ctx, api, d.ownerSelector(d.MachineName))
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range owned {
+		if p.Labels[LabelHotplug] != "true" {
+			out[p.Name] = p.UID
 		}
 	}
-	if err := d.deleteSecret(ctx, api, secretName); err != nil {
-		errs = append(errs, err)
+	if vm == nil {
+		return out, nil
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	templated := templateClaimNames(vm)
+	for _, name := range ClaimsToRemove(vm) {
+		if _, ok := out[name]; ok {
+			continue
+		}
+		p, err := d.getClaim(ctx, api, name)
+		if err != nil || p == nil {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if ok, why := d.ownsLabels(d.MachineName, p.Labels); ok || (d.legacy() && templated[name]) {
+			out[name] = p.UID
+		} else {
+			log.Infof("%s: keeping volume %s/%s that the VM uses: %s", d.MachineName, d.VMNamespace, name, why)
+		}
 	}
-	return d.waitRemoved(ctx, api, secretName, sortedKeys(claims))
+	if cluster := vm.Labels[LabelGuestCluster]; vm.Annotations[AnnotationRemoveAllPVCs] == "true" && cluster != "" {
+		all, err := d.listClaims(ctx, api, labels.SelectorFromSet(labels.Set{LabelGuestCluster: cluster}).String())
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range all {
+			out[p.Name] = p.UID
+		}
+	}
+	return out, nil
+}
+
+func (d *Driver) listClaims(ctx context.Context, api *harvesterAPI, selector string) ([]corev1.PersistentVolumeClaim, error) {
+	var list *corev1.PersistentVolumeClaimList
+	err := api.call(ctx, func(c context.Context) error {
+		var err error
+		list, err = api.kube.CoreV1().PersistentVolumeClaims(d.VMNamespace).List(c, metav1.ListOptions{LabelSelector: selector})
+		return err
+	})
+	if err != nil {
+		return nil, apiError("list volumes labelled "+selector, err)
+	}
+	return list.Items, nil
+}
+
+func (d *Driver) getClaim(ctx context.Context, api *harvesterAPI, name string) (*corev1.PersistentVolumeClaim, error) {
+	var p *corev1.PersistentVolumeClaim
+	err := api.call(ctx, func(c context.Context) error {
+		var err error
+		p, err = api.kube.CoreV1().PersistentVolumeClaims(d.VMNamespace).Get(c, name, metav1.GetOptions{})
+		return err
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, apiError("get volume "+name, err)
+	}
+	return p, nil
+}
+
+// deleteWithUID deletes one object with a UID precondition (so a new
+// object of the same name is never hit); NotFound and a UID conflict mean
+// the object is already gone.
+func deleteWithUID(ctx context.Context, api *harvesterAPI, what string, uid types.UID, del func(context.Context, metav1.DeleteOptions) error) error {
+	opts := metav1.DeleteOptions{}
+	if uid != "" {
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
+	}
+	err := api.call(ctx, func(c context.Context) error { return del(c, opts) })
+	if err == nil || apierrors.IsNotFound(err) || (uid != "" && apierrors.IsConflict(err)) {
+		return nil
+	}
+	return apiError("delete "+what, err)
 }
 
 // ClaimsToRemove lists the PVCs of a VM's non-hotplug volumes: hot-plugged
@@ -111,25 +281,33 @@ func ClaimsToRemove(vm *kubevirtv1.VirtualMachine) []string {
 		return nil
 	}
 	var out []string
+	hot := map[string]bool{}
 	for _, v := range vm.Spec.Template.Spec.Volumes {
-		if pvc := v.PersistentVolumeClaim; pvc != nil && !pvc.Hotpluggable && pvc.ClaimName != "" {
+		pvc := v.PersistentVolumeClaim
+		switch {
+		case pvc == nil || pvc.ClaimName == "":
+		case pvc.Hotpluggable:
+			hot[pvc.ClaimName] = true
+		default:
 			out = append(out, pvc.ClaimName)
 		}
 	}
-	if tmpl := vm.Annotations[AnnotationVolumeClaimTemplates]; tmpl != "" {
-		var claims []corev1.PersistentVolumeClaim
-		if json.Unmarshal([]byte(tmpl), &claims) == nil {
-			hot := map[string]bool{}
-			for _, v := range vm.Spec.Template.Spec.Volumes {
-				if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.Hotpluggable {
-					hot[v.PersistentVolumeClaim.ClaimName] = true
-				}
-			}
-			for _, c := range claims {
-				if !hot[c.Name] && !contains(out, c.Name) {
-					out = append(out, c.Name)
-				}
-			}
+	for name := range templateClaimNames(vm) {
+		if !hot[name] && !contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// templateClaimNames are the PVCs of the VM's volumeClaimTemplates annotation.
+func templateClaimNames(vm *kubevirtv1.VirtualMachine) map[string]bool {
+	out := map[string]bool{}
+	var claims []corev1.PersistentVolumeClaim
+	if json.Unmarshal([]byte(vm.Annotations[AnnotationVolumeClaimTemplates]), &claims) == nil {
+		for _, c := range claims {
+			out[c.Name] = true
 		}
 	}
 	return out
@@ -147,34 +325,18 @@ func userDataSecretOf(vm *kubevirtv1.VirtualMachine) string {
 	return ""
 }
 
-func (d *Driver) guestClusterClaims(ctx context.Context, api *harvesterAPI, cluster string) ([]string, error) {
-	var list *corev1.PersistentVolumeClaimList
-	err := api.call(ctx, func(c context.Context) error {
-		var err error
-		list, err = api.kube.CoreV1().PersistentVolumeClaims(d.VMNamespace).List(c, metav1.ListOptions{
-			LabelSelector: labels.SelectorFromSet(labels.Set{LabelGuestCluster: cluster}).String(),
-		})
-		return err
-	})
-	if err != nil {
-		return nil, apiError("list volumes of guest cluster "+cluster, err)
-	}
-	var out []string
-	for _, p := range list.Items {
-		out = append(out, p.Name)
-	}
-	return out, nil
-}
-
 // markClaimsForRemoval sets harvesterhci.io/removedPersistentVolumeClaims on
-// the VM, retrying on conflicts.
-func (d *Driver) markClaimsForRemoval(ctx context.Context, api *harvesterAPI, claims []string) error {
+// the VM of that UID, retrying on conflicts.
+func (d *Driver) markClaimsForRemoval(ctx context.Context, api *harvesterAPI, uid types.UID, claims []string) error {
 	vms := api.virt.KubevirtV1().VirtualMachines(d.VMNamespace)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		return api.call(ctx, func(c context.Context) error {
 			vm, err := vms.Get(c, d.MachineName, metav1.GetOptions{})
 			if err != nil {
 				return err
+			}
+			if vm.UID != uid {
+				return fmt.Errorf("VM %s was replaced (UID %s, expected %s) while it was being removed: %w", d.MachineName, vm.UID, uid, ErrNotOwned)
 			}
 			if vm.Annotations == nil {
 				vm.Annotations = map[string]string{}
@@ -190,7 +352,7 @@ func (d *Driver) markClaimsForRemoval(ctx context.Context, api *harvesterAPI, cl
 	return apiError("annotate VM "+d.MachineName+" with the volumes to remove", err)
 }
 
-func sortedKeys(m map[string]bool) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

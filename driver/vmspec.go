@@ -137,8 +137,15 @@ func volumeClaimTemplates(p VMPlan) (string, error) {
 	block := corev1.PersistentVolumeBlock
 	for _, d := range p.Disks {
 		sc := d.StorageClassName
+		labels := copyMap(p.Labels)
+		if d.HotPlug {
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[LabelHotplug] = "true"
+		}
 		pvc := corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: d.ClaimName, Labels: copyMap(p.Labels)},
+			ObjectMeta: metav1.ObjectMeta{Name: d.ClaimName, Labels: labels},
 			Spec: corev1.PersistentVolumeClaimSpec{
 				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany},
 				VolumeMode:       &block,

@@ -31,9 +31,12 @@ func (d *Driver) waitTimeout() time.Duration {
 
 // waitVMI watches the machine's VMI until goal is met, logging progress.
 // On timeout it reports what was last seen.
+// The wait ends at once, with ErrVMDeleted, when the machine's VM is deleted.
 func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, what string, goal vmiGoal) error {
-	ctx, cancel := context.WithTimeout(parent, d.waitTimeout())
-	defer cancel()
+	timed, cancelTimeout := context.WithTimeout(parent, d.waitTimeout())
+	defer cancelTimeout()
+	ctx, stop := d.whileVMExists(timed, api)
+	defer stop()
 	ns, name := d.VMNamespace, d.MachineName
 	vmis := kindFuncs[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, api.virt.KubevirtV1().VirtualMachineInstances(ns))
 	lw := namedListWatch(ctx, api, name, vmis)
@@ -70,10 +73,42 @@ func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, what string,
 	if err == nil {
 		return nil
 	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrVMDeleted) {
+		return fmt.Errorf("VM %s/%s: %w while waiting for it %s; last seen: %s", ns, name, cause, what, describeVMI(p.last))
+	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
 		return d.timeoutError(parent, api, what, p.last)
 	}
 	return apiError("watch VMI "+ns+"/"+name, err)
+}
+
+// ErrVMDeleted is the cause of a wait that ended because the machine's VM
+// was deleted (or replaced by another VM of its name) by someone else.
+var ErrVMDeleted = errors.New("the VM was deleted by someone else")
+
+// whileVMExists returns a context that is cancelled with cause ErrVMDeleted
+// as soon as a watch sees the machine's VM (of the recorded UID, if any)
+// deleted, being deleted or replaced.
+func (d *Driver) whileVMExists(parent context.Context, api *harvesterAPI) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	vms := kindFuncs[*kubevirtv1.VirtualMachineList](kindVM, &kubevirtv1.VirtualMachine{}, api.virt.KubevirtV1().VirtualMachines(d.VMNamespace))
+	lw := namedListWatch(ctx, api, d.MachineName, vms)
+	gone := func(obj any) bool {
+		vm, ok := obj.(*kubevirtv1.VirtualMachine)
+		return !ok || vm.DeletionTimestamp != nil || (d.VMUID != "" && string(vm.UID) != d.VMUID)
+	}
+	go func() {
+		_, err := watchtools.UntilWithSync(ctx, lw, &kubevirtv1.VirtualMachine{}, func(store cache.Store) (bool, error) {
+			obj, exists, err := store.GetByKey(d.VMNamespace + "/" + d.MachineName)
+			return err == nil && (!exists || gone(obj)), err
+		}, func(ev watch.Event) (bool, error) {
+			return ev.Type == watch.Deleted || gone(ev.Object), nil
+		})
+		if err == nil {
+			cancel(ErrVMDeleted)
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
 }
 
 // progress logs one line for each change worth telling.

@@ -148,7 +148,7 @@ func kubeconfigCommand() *ucli.Command {
 			},
 			{
 				Name:        "revoke",
-				Usage:       "delete what `kubeconfig` created for the cluster (only objects carrying this tool's labels)",
+				Usage:       "delete exactly what `kubeconfig` created for the service account (--service-account, default the cluster name); nothing of other service accounts",
 				Description: "Example:\n  harvester-bootstrap kubeconfig revoke --cluster-name guest-a --namespace default",
 				Flags:       accessFlags(),
 				Action: func(c *ucli.Context) error {

@@ -3,6 +3,7 @@ package bootstrap_test
 import (
 	"context"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -311,5 +312,48 @@ func TestCLIErrors(t *testing.T) {
 	r := runBin(t, "kubeconfig", "--cluster-name", "e2e-missing-ns", "--namespace", "no-such-namespace", "--timeout", "5s")
 	if r.code == 0 || !strings.Contains(r.stderr, "no-such-namespace") {
 		t.Errorf("missing namespace: exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// TestRevokeOneServiceAccount (issue 7 case 4): revoke --service-account X
+// removes exactly what `kubeconfig` made for X; another service account of
+// the same cluster keeps its objects and its token keeps working.
+func TestRevokeOneServiceAccount(t *testing.T) {
+	ctx := ctxT(t)
+	const cluster = "e2e-rev-sa"
+	ccm, csi := tempFile(t, "ccm"), tempFile(t, "csi")
+	mustRun(t, "kubeconfig", "--cluster-name", cluster, "--namespace", "default", "--service-account", "e2e-rev-sa-ccm", "-o", ccm)
+	mustRun(t, "kubeconfig", "--cluster-name", cluster, "--namespace", "default", "--service-account", "e2e-rev-sa-csi", "-o", csi)
+	_, ccmCS := guestClient(t, ccm)
+	_, csiCS := guestClient(t, csi)
+	before := accessSnapshot(t, ctx, cluster)
+	if len(before) != 8 {
+		t.Fatalf("want 4 objects per service account, got %v", before)
+	}
+
+	r := mustRun(t, "kubeconfig", "revoke", "--cluster-name", cluster, "--namespace", "default", "--service-account", "e2e-rev-sa-ccm")
+	after := accessSnapshot(t, ctx, cluster)
+	want := snapshot{}
+	for k, v := range before {
+		if !strings.Contains(k, "e2e-rev-sa-ccm") {
+			want[k] = v
+		}
+	}
+	if len(want) != 4 || !reflect.DeepEqual(after, want) {
+		t.Errorf("after revoke: %v, want exactly the other service account's unchanged: %v", after, want)
+	}
+	for _, obj := range []string{"serviceaccounts/default/e2e-rev-sa-ccm", "secrets/default/e2e-rev-sa-ccm-token",
+		"rolebindings/default/e2e-rev-sa-ccm-cloudprovider", "clusterrolebindings/harvester-bootstrap:default:e2e-rev-sa-ccm:csi-driver"} {
+		if !strings.Contains(r.stderr, obj) {
+			t.Errorf("revoke does not report deleting %s:\n%s", obj, r.stderr)
+		}
+	}
+	waitUnauthorized(t, ctx, ccmCS)
+	if u, err := whoami(ctx, csiCS); err != nil || u != "system:serviceaccount:default:e2e-rev-sa-csi" {
+		t.Errorf("the other service account's token stopped working: %q %v", u, err)
+	}
+	mustRun(t, "kubeconfig", "revoke", "--cluster-name", cluster, "--namespace", "default", "--service-account", "e2e-rev-sa-csi")
+	if got := accessSnapshot(t, ctx, cluster); len(got) != 0 {
+		t.Errorf("left behind: %v", got)
 	}
 }

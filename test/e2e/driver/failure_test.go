@@ -3,7 +3,6 @@ package driver_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -155,17 +153,7 @@ func TestRejectedTokenSaysExpired(t *testing.T) {
 	name := "e2e-token-pool1-t0000"
 	r.mustCreate(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1")
 
-	cfg, err := clientcmd.Load([]byte(kubeconfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range cfg.AuthInfos {
-		a.ClientCertificateData, a.ClientKeyData, a.Token = nil, nil, "expired-token"
-	}
-	bad, err := clientcmd.Write(*cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bad := rejectedKubeconfig(t)
 	out, err := r.runEnv([]string{"HARVESTER_KUBECONFIG_CONTENT=" + string(bad)}, "status", name)
 	if err == nil {
 		t.Errorf("status with a rejected token succeeded:\n%s", out)
@@ -180,20 +168,7 @@ func TestRejectedTokenSaysExpired(t *testing.T) {
 
 	// Credentials rotated since create: the stored kubeconfig is now bad,
 	// rm --update-config must use the fresh one from the environment.
-	cfgPath := filepath.Join(r.store, "machines", name, "config.json")
-	raw, err := os.ReadFile(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var host map[string]any
-	if err := json.Unmarshal(raw, &host); err != nil {
-		t.Fatal(err)
-	}
-	host["Driver"].(map[string]any)["KubeconfigContent"] = string(bad)
-	raw, _ = json.Marshal(host)
-	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	setStoredKubeconfig(t, r, name, bad)
 	r.mustRun("rm", "-y", "--update-config", name)
 }
 

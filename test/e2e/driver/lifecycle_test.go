@@ -113,30 +113,6 @@ func TestImageDiskLifecycle(t *testing.T) {
 	}
 }
 
-// TestRemoveWhenVMAlreadyGone: the driver's Remove succeeds when the VM was
-// deleted behind its back, and still removes the cloud-init Secret.
-func TestRemoveWhenVMAlreadyGone(t *testing.T) {
-	r := newRM(t, "e2e-gone")
-	name := "e2e-gone-pool1-a1b2c"
-	r.mustCreate(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1", "--harvester-disk-size=12")
-	// Drop the owner reference so the garbage collector cannot help.
-	s := getSecret(t, name+"-cloudinit")
-	s.OwnerReferences = nil
-	if _, err := kube.CoreV1().Secrets(namespace).Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := virt.KubevirtV1().VirtualMachines(namespace).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := r.run("rm", "-y", "--update-config", name); err != nil {
-		t.Fatalf("rm of a machine whose VM is gone: %v\n%s", err, out)
-	}
-	// The PVC of the deleted VM may outlive it in the simulator: remove it
-	// like Harvester would, so the leftover check is about the driver.
-	_ = kube.CoreV1().PersistentVolumeClaims(namespace).Delete(context.Background(), name+"-disk-0", metav1.DeleteOptions{})
-	waitPVCGone(t, name+"-disk-0")
-}
-
 // TestKeyPair creates a machine with the fixture key pair default/sim-key.
 func TestKeyPair(t *testing.T) {
 	r := newRM(t, "e2e-key")

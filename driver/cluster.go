@@ -1,0 +1,118 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/rancher/machine/libmachine/log"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// session returns the API of the command's credential once the credential
+// is confirmed to point at the cluster the machine was created on. Every
+// command goes through it, so a wrong cluster changes nothing and NotFound
+// is only ever read on the right cluster.
+func (d *Driver) session(ctx context.Context) (*harvesterAPI, error) {
+	api, err := d.client()
+	if err != nil {
+		return nil, err
+	}
+	if d.clusterConfirmed {
+		return api, nil
+	}
+	if err := d.confirmCluster(ctx, api); err != nil {
+		return nil, fmt.Errorf("machine %s: %w", d.MachineName, err)
+	}
+	d.clusterConfirmed = true
+	return api, nil
+}
+
+func (a *harvesterAPI) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	var ns *corev1.Namespace
+	err := a.call(ctx, func(c context.Context) error {
+		var err error
+		ns, err = a.kube.CoreV1().Namespaces().Get(c, name, metav1.GetOptions{})
+		return err
+	})
+	return ns, err
+}
+
+// recordCluster records the identity of the credential's cluster (at
+// pre-create) and returns the problems found: no Harvester, no namespace,
+// or nothing readable to identify the cluster by.
+func (d *Driver) recordCluster(ctx context.Context, api *harvesterAPI) []error {
+	var problems []error
+	setting, err := api.serverVersion(ctx)
+	switch {
+	case err == nil:
+		d.ClusterUID = string(setting.UID)
+		log.Infof("Harvester %s, namespace %s", settingValue(setting), d.VMNamespace)
+	case apierrors.IsUnauthorized(err):
+		return []error{apiError("read Harvester server version", err)}
+	case apierrors.IsForbidden(err):
+		log.Warnf("cannot read the Harvester setting server-version (forbidden); the cluster is identified by namespace %s", d.VMNamespace)
+	default:
+		problems = append(problems, apiError("read Harvester setting server-version (is this a Harvester cluster?)", err))
+	}
+	ns, err := api.namespace(ctx, d.VMNamespace)
+	switch {
+	case err == nil:
+		d.NamespaceUID = string(ns.UID)
+	case apierrors.IsForbidden(err):
+		log.Warnf("cannot read namespace %s (forbidden); skipping that check", d.VMNamespace)
+	default:
+		problems = append(problems, notFoundOr(err, fmt.Sprintf("--%s: namespace %q does not exist", FlagVMNamespace, d.VMNamespace), "get namespace "+d.VMNamespace))
+	}
+	if d.ClusterUID == "" && d.NamespaceUID == "" && len(problems) == 0 {
+		problems = append(problems, fmt.Errorf("cannot record which Harvester cluster the machine is created on: "+
+			"the credential may read neither the setting server-version nor namespace %s (grant get on one of them)", d.VMNamespace))
+	}
+	d.clusterConfirmed = len(problems) == 0
+	return problems
+}
+
+// confirmCluster checks that the credential's cluster is the recorded one:
+// the Setting server-version's UID when recorded and readable, else the
+// namespace's UID. A machine that recorded neither (made by an older
+// driver) is not checked.
+func (d *Driver) confirmCluster(ctx context.Context, api *harvesterAPI) error {
+	if d.ClusterUID == "" && d.NamespaceUID == "" {
+		return nil
+	}
+	if d.ClusterUID != "" {
+		s, err := api.serverVersion(ctx)
+		switch {
+		case err == nil && string(s.UID) == d.ClusterUID:
+			return nil
+		case err == nil:
+			return wrongCluster("its setting server-version has UID %s, the machine's cluster's has UID %s", s.UID, d.ClusterUID)
+		case apierrors.IsNotFound(err):
+			return wrongCluster("it has no setting server-version: it is no Harvester cluster")
+		case !apierrors.IsForbidden(err):
+			return apiError("confirm the Harvester cluster (read setting server-version)", err)
+		}
+	}
+	if d.NamespaceUID != "" {
+		ns, err := api.namespace(ctx, d.VMNamespace)
+		switch {
+		case err == nil && string(ns.UID) == d.NamespaceUID:
+			return nil
+		case err == nil:
+			return wrongCluster("its namespace %s has UID %s, the machine's namespace had UID %s: another cluster, or the namespace was re-created", d.VMNamespace, ns.UID, d.NamespaceUID)
+		case apierrors.IsNotFound(err):
+			return wrongCluster("it has no namespace %s", d.VMNamespace)
+		case !apierrors.IsForbidden(err):
+			return apiError("confirm the Harvester cluster (read namespace "+d.VMNamespace+")", err)
+		}
+	}
+	return errors.New("cannot confirm that the credential points at the Harvester cluster this machine was created on: " +
+		"it may read neither the setting server-version nor namespace " + d.VMNamespace + "; nothing was changed")
+}
+
+func wrongCluster(format string, args ...any) error {
+	return fmt.Errorf("%w (%s); nothing was changed: use the credential of the machine's cluster, "+
+		"or `rancher-machine rm -f` to forget the machine without touching any cluster", ErrWrongCluster, fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,371 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	dynfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	virtfake "kubevirt.io/client-go/kubevirt/fake"
+)
+
+const (
+	testMachine   = "c1-pool1-abcde"
+	testNS        = "default"
+	testMachineID = "mine"
+	testCluster   = "cluster-uid-1"
+	testNSUID     = "ns-uid-1"
+)
+
+// fakeHarvester holds the fake clientsets behind a driver.
+type fakeHarvester struct {
+	kube *kubefake.Clientset
+	virt *virtfake.Clientset
+	dyn  *dynfake.FakeDynamicClient
+}
+
+func settingObject(uid string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("harvesterhci.io/v1beta1")
+	u.SetKind("Setting")
+	u.SetName(serverVerID)
+	u.SetUID(types.UID(uid))
+	u.Object["value"] = "v1.8.0"
+	return u
+}
+
+// newFakeDriver returns a driver of machine testMachine, created (per its
+// state) on the cluster testCluster with ID testMachineID, talking to fakes
+// holding objs (kube objects, KubeVirt objects) and a Setting of settingUID
+// ("" for none).
+func newFakeDriver(t *testing.T, settingUID string, kubeObjs, virtObjs []runtime.Object) (*Driver, fakeHarvester) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: testNSUID}}
+	f := fakeHarvester{
+		kube: kubefake.NewSimpleClientset(append(kubeObjs, ns)...),
+		virt: virtfake.NewSimpleClientset(virtObjs...),
+	}
+	var dynObjs []runtime.Object
+	if settingUID != "" {
+		dynObjs = append(dynObjs, settingObject(settingUID))
+	}
+	f.dyn = dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{gvrSetting: "SettingList"}, dynObjs...)
+	d := New()
+	d.MachineName, d.VMNamespace = testMachine, testNS
+	d.WaitTimeoutSeconds = 5
+	d.Ownership = Ownership{MachineID: testMachineID, ClusterUID: testCluster, NamespaceUID: testNSUID}
+	d.api = &harvesterAPI{kube: f.kube, virt: f.virt, dyn: f.dyn, timeout: 5 * time.Second}
+	return d, f
+}
+
+func ownedBy(id string, extra ...string) map[string]string {
+	l := MachineLabels(testNS, testMachine, "c1")
+	if id != "" {
+		l[LabelMachineID] = id
+	}
+	for i := 0; i+1 < len(extra); i += 2 {
+		l[extra[i]] = extra[i+1]
+	}
+	return l
+}
+
+func fakeVM(id, uid string) *kubevirtv1.VirtualMachine {
+	rs := kubevirtv1.RunStrategyRerunOnFailure
+	return &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: testMachine, Namespace: testNS, UID: types.UID(uid), Labels: ownedBy(id)},
+		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &rs, Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+			Spec: kubevirtv1.VirtualMachineInstanceSpec{Volumes: []kubevirtv1.Volume{{Name: "disk-0", VolumeSource: kubevirtv1.VolumeSource{
+				PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: testMachine + "-disk-0"}},
+			}}}},
+		}},
+	}
+}
+
+func fakeVMI(id, uid string) *kubevirtv1.VirtualMachineInstance {
+	return &kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: testMachine, Namespace: testNS, UID: types.UID(uid), Labels: ownedBy(id)},
+		Status:     kubevirtv1.VirtualMachineInstanceStatus{Phase: kubevirtv1.Running, Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{{IP: "10.0.0.5"}}},
+	}
+}
+
+func fakePVC(name string, labels map[string]string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, UID: types.UID("uid-" + name), Labels: labels}}
+}
+
+func fakeSecret(labels map[string]string) *corev1.Secret {
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: UserDataSecretName(testMachine), Namespace: testNS, UID: "uid-secret", Labels: labels}}
+}
+
+// assertUntouched fails unless the VM, the root disk and the Secret exist.
+func assertUntouched(t *testing.T, f fakeHarvester) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := f.virt.KubevirtV1().VirtualMachines(testNS).Get(ctx, testMachine, metav1.GetOptions{}); err != nil {
+		t.Errorf("VM: %v", err)
+	}
+	if _, err := f.kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, testMachine+"-disk-0", metav1.GetOptions{}); err != nil {
+		t.Errorf("PVC: %v", err)
+	}
+	if _, err := f.kube.CoreV1().Secrets(testNS).Get(ctx, UserDataSecretName(testMachine), metav1.GetOptions{}); err != nil {
+		t.Errorf("Secret: %v", err)
+	}
+	for _, a := range append(f.kube.Actions(), f.virt.Actions()...) {
+		if v := a.GetVerb(); v == "delete" || v == "update" || v == "patch" {
+			t.Errorf("changed something: %s %s", v, a.GetResource().Resource)
+		}
+	}
+}
+
+// TestRemoveLeavesOthersObjects: a VM (and its disk and Secret) of the
+// machine's name that another machine made, or made by hand, or the
+// machine's VM replaced by another, is not touched; the error says why and
+// never contains "not found" (rancher-machine would take that as success).
+func TestRemoveLeavesOthersObjects(t *testing.T) {
+	cases := []struct {
+		name  string
+		vmID  string
+		vmUID string
+		state Ownership
+		want  string
+	}{
+		{"another machine's (lost create race)", "winner", "uid-w", Ownership{MachineID: testMachineID}, "carries " + LabelMachineID + "=winner"},
+		{"made by hand", "", "uid-h", Ownership{MachineID: testMachineID}, "has no " + LabelMachineID + " label"},
+		{"replaced", testMachineID, "uid-new", Ownership{MachineID: testMachineID, VMUID: "uid-old"}, "its UID is uid-new but this machine created the VM with UID uid-old"},
+		{"legacy state, VM without creator label", "", "uid-l", Ownership{}, "lacks the labels"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			vm := fakeVM(tc.vmID, tc.vmUID)
+			if tc.state.legacy() {
+				delete(vm.Labels, LabelCreator)
+			}
+			d, f := newFakeDriver(t, testCluster,
+				[]runtime.Object{fakePVC(testMachine+"-disk-0", ownedBy(tc.vmID)), fakeSecret(ownedBy(tc.vmID))},
+				[]runtime.Object{vm})
+			tc.state.ClusterUID, tc.state.NamespaceUID = testCluster, testNSUID
+			d.Ownership = tc.state
+			err := d.Remove()
+			if !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want ErrNotOwned saying %q", err, tc.want)
+			}
+			if strings.Contains(strings.ToLower(err.Error()), "not found") {
+				t.Errorf("error says 'not found', rancher-machine would report success: %v", err)
+			}
+			assertUntouched(t, f)
+		})
+	}
+}
+
+// TestEveryCommandRefusesAnotherCluster: with a credential for another
+// cluster every command says so, changes nothing and never reports "not
+// found".
+func TestEveryCommandRefusesAnotherCluster(t *testing.T) {
+	for _, settingUID := range []string{"other-cluster", ""} {
+		d, f := newFakeDriver(t, settingUID,
+			[]runtime.Object{fakePVC(testMachine+"-disk-0", ownedBy(testMachineID)), fakeSecret(ownedBy(testMachineID))},
+			[]runtime.Object{fakeVM(testMachineID, "uid-1"), fakeVMI(testMachineID, "vmi-1")})
+		commands := map[string]func() error{
+			"rm": d.Remove, "stop": d.Stop, "start": d.Start, "kill": d.Kill, "restart": d.Restart,
+			"status": func() error { _, err := d.GetState(); return err },
+			"ip":     func() error { _, err := d.GetIP(); return err },
+			"create": d.Create,
+		}
+		for name, run := range commands {
+			err := run()
+			if !errors.Is(err, ErrWrongCluster) {
+				t.Errorf("setting %q: %s: got %v, want ErrWrongCluster", settingUID, name, err)
+				continue
+			}
+			if strings.Contains(strings.ToLower(err.Error()), "not found") {
+				t.Errorf("%s: error says 'not found': %v", name, err)
+			}
+		}
+		assertUntouched(t, f)
+	}
+}
+
+// TestConfirmClusterByNamespace: a credential that may not read settings
+// is checked against the namespace's UID; one that may read neither cannot
+// act.
+func TestConfirmClusterByNamespace(t *testing.T) {
+	forbidSetting := func(f fakeHarvester) {
+		f.dyn.PrependReactor("get", "settings", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "harvesterhci.io", Resource: "settings"}, serverVerID, errors.New("no"))
+		})
+	}
+	forbidNamespace := func(f fakeHarvester) {
+		f.kube.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, testNS, errors.New("no"))
+		})
+	}
+	cases := []struct {
+		name   string
+		nsUID  string
+		setup  []func(fakeHarvester)
+		want   error
+		substr string
+	}{
+		{"namespace matches", testNSUID, []func(fakeHarvester){forbidSetting}, nil, ""},
+		{"namespace differs", "ns-uid-other", []func(fakeHarvester){forbidSetting}, ErrWrongCluster, "re-created"},
+		{"nothing readable", testNSUID, []func(fakeHarvester){forbidSetting, forbidNamespace}, nil, "cannot confirm"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, f := newFakeDriver(t, testCluster, nil, nil)
+			d.NamespaceUID = tc.nsUID
+			for _, s := range tc.setup {
+				s(f)
+			}
+			err := d.confirmCluster(context.Background(), d.api)
+			switch {
+			case tc.want == nil && tc.substr == "" && err != nil:
+				t.Errorf("got %v", err)
+			case tc.want != nil && !errors.Is(err, tc.want):
+				t.Errorf("got %v, want %v", err, tc.want)
+			case tc.substr != "" && (err == nil || !strings.Contains(err.Error(), tc.substr)):
+				t.Errorf("got %v, want %q", err, tc.substr)
+			}
+		})
+	}
+}
+
+// TestRemoveFindsDisksByLabel: with the VM deleted by hand, the machine's
+// root disk is found by its label; hot-plug disks and other machines'
+// volumes stay.
+func TestRemoveFindsDisksByLabel(t *testing.T) {
+	d, _ := newFakeDriver(t, testCluster, []runtime.Object{
+		fakePVC(testMachine+"-disk-0", ownedBy(testMachineID)),
+		fakePVC(testMachine+"-disk-1", ownedBy(testMachineID, LabelHotplug, "true")),
+		fakePVC("someone-elses", ownedBy("other")),
+		fakeSecret(ownedBy(testMachineID)),
+	}, nil)
+	r, err := d.findRemoval(context.Background(), d.api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(sortedKeys(r.claims), ","); got != testMachine+"-disk-0" {
+		t.Errorf("volumes to remove: %s", got)
+	}
+	if r.vm != nil || r.secret == nil {
+		t.Errorf("vm %v secret %v", r.vm, r.secret)
+	}
+}
+
+// TestRemoveKeepsForeignVolumeOfOwnVM: a volume the user attached to the
+// machine's VM is not the machine's and stays.
+func TestRemoveKeepsForeignVolumeOfOwnVM(t *testing.T) {
+	vm := fakeVM(testMachineID, "uid-1")
+	vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "users-data"
+	d, _ := newFakeDriver(t, testCluster, []runtime.Object{fakePVC("users-data", nil)}, []runtime.Object{vm})
+	r, err := d.findRemoval(context.Background(), d.api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.claims) != 0 || r.vm == nil {
+		t.Errorf("claims %v vm %v", r.claims, r.vm)
+	}
+}
+
+// TestPreCreateRefusesLeftovers: a disk or the Secret of an earlier machine
+// of the name makes the name unusable, and the problem says which.
+func TestPreCreateRefusesLeftovers(t *testing.T) {
+	d, _ := newFakeDriver(t, testCluster, []runtime.Object{fakePVC(testMachine+"-disk-0", nil), fakeSecret(nil)}, nil)
+	plan := VMPlan{Disks: []DiskPlan{{ClaimName: testMachine + "-disk-0"}, {ClaimName: testMachine + "-disk-1"}}}
+	problems := d.checkNameFree(context.Background(), d.api, plan)
+	got := errors.Join(problems...)
+	if len(problems) != 2 || !strings.Contains(got.Error(), "volume (PVC) named "+testMachine+"-disk-0 already exists") ||
+		!strings.Contains(got.Error(), "cloud-init Secret named "+testMachine+"-cloudinit already exists") {
+		t.Errorf("got %v", got)
+	}
+}
+
+// TestRestartRestoresRunStrategy: a restart whose VMI delete fails puts
+// back the run strategy it found.
+func TestRestartRestoresRunStrategy(t *testing.T) {
+	vm := fakeVM(testMachineID, "uid-1")
+	halted := kubevirtv1.RunStrategyManual
+	vm.Spec.RunStrategy = &halted
+	d, f := newFakeDriver(t, testCluster, nil, []runtime.Object{vm, fakeVMI(testMachineID, "vmi-1")})
+	f.virt.PrependReactor("delete", "virtualmachineinstances", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New("boom"))
+	})
+	err := d.Restart()
+	if err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("got %v", err)
+	}
+	got, _ := f.virt.KubevirtV1().VirtualMachines(testNS).Get(context.Background(), testMachine, metav1.GetOptions{})
+	if got.Spec.RunStrategy == nil || *got.Spec.RunStrategy != kubevirtv1.RunStrategyManual {
+		t.Errorf("run strategy after failed restart: %v", got.Spec.RunStrategy)
+	}
+}
+
+// TestKillLeavesForeignVMI: a VMI of the machine's name that is not the
+// machine's is not deleted.
+func TestKillLeavesForeignVMI(t *testing.T) {
+	d, f := newFakeDriver(t, testCluster, nil, []runtime.Object{fakeVM(testMachineID, "uid-1"), fakeVMI("other", "vmi-1")})
+	err := d.Kill()
+	if !errors.Is(err, ErrNotOwned) {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := f.virt.KubevirtV1().VirtualMachineInstances(testNS).Get(context.Background(), testMachine, metav1.GetOptions{}); err != nil {
+		t.Errorf("VMI: %v", err)
+	}
+}
+
+// TestOwnedByLabelsEverything: the machine ID labels the VM, its template,
+// every volume claim template and the Secret.
+func TestOwnedByLabelsEverything(t *testing.T) {
+	c := baseConfig()
+	c.DiskInfo = `{"disks":[{"imageName":"default/ubuntu-22.04","size":40,"bootOrder":1},{"storageClassName":"sc","size":5,"hotPlugAble":true}]}`
+	plan, err := PlanFromConfig(c, "m-1", testImages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan = plan.OwnedBy("id-1")
+	vm, err := BuildVM(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := BuildUserDataSecret(plan, []byte("x"), nil)
+	for what, l := range map[string]map[string]string{"VM": vm.Labels, "template": vm.Spec.Template.ObjectMeta.Labels, "Secret": secret.Labels} {
+		if l[LabelMachineID] != "id-1" {
+			t.Errorf("%s labels %v", what, l)
+		}
+	}
+	if n := strings.Count(vm.Annotations[AnnotationVolumeClaimTemplates], `"`+LabelMachineID+`":"id-1"`); n != 2 {
+		t.Errorf("%d of 2 volume claim templates carry the machine ID", n)
+	}
+	if !strings.Contains(vm.Annotations[AnnotationVolumeClaimTemplates], `"`+LabelHotplug+`":"true"`) {
+		t.Errorf("hot-plug claim not marked")
+	}
+}
+
+// TestSetConfigFromFlagsGeneratesMachineID: every configured machine gets
+// its own ID, persisted with the state.
+func TestSetConfigFromFlagsGeneratesMachineID(t *testing.T) {
+	ids := map[string]bool{}
+	for i := 0; i < 2; i++ {
+		d := New()
+		d.MachineName = "m"
+		if err := d.SetConfigFromFlags(optsWith(validValues())); err != nil {
+			t.Fatal(err)
+		}
+		if len(d.MachineID) != 32 || ids[d.MachineID] {
+			t.Errorf("machine ID %q", d.MachineID)
+		}
+		ids[d.MachineID] = true
+	}
+}
