@@ -28,6 +28,8 @@ const (
 	flagStartTimeout  = "start-timeout"
 	flagRemove        = "remove"
 	flagVerbose       = "verbose"
+	flagDelay         = "delay"
+	flagGuestClusters = "guest-clusters"
 )
 
 const appDescription = `Runs a simulated Harvester in the foreground: a real etcd, kube-apiserver and
@@ -184,6 +186,33 @@ func faultCommand() *cli.Command {
 			},
 			vmFault(FaultStuckScheduling, "keep the VMIs of matching VMs in Scheduling"),
 			vmFault(FaultNoIP, "never give the VMIs of matching VMs an IP address"),
+			{
+				Name: FaultExhaustPool, Usage: "matching IPPools hand out no address (no IP addresses available in range set); returns once their status shows it",
+				ArgsUsage: "IPPOOL-NAME-GLOB",
+				Flags:     []cli.Flag{&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"}},
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, c *cli.Context) error {
+					pattern, err := one(c, FaultExhaustPool)
+					if err != nil {
+						return err
+					}
+					return ExhaustPool(ctx, kube, dyn, pattern, c.Bool(flagRemove))
+				}),
+			},
+			{
+				Name: FaultDelayAllocation, Usage: "matching LoadBalancers get their address only --delay after their creation",
+				ArgsUsage: "NAMESPACE/NAME-GLOB",
+				Flags: []cli.Flag{
+					&cli.DurationFlag{Name: flagDelay, Value: 5 * time.Second, Usage: "how long after its creation a matching LoadBalancer gets its address"},
+					&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"},
+				},
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, _ dynamic.Interface, c *cli.Context) error {
+					pattern, err := one(c, FaultDelayAllocation)
+					if err != nil {
+						return err
+					}
+					return DelayAllocation(ctx, kube, pattern, c.Duration(flagDelay), c.Bool(flagRemove))
+				}),
+			},
 			{
 				Name: "restart-apiserver", Usage: "stop kube-apiserver and start it again on the same port",
 				Action: func(c *cli.Context) error {

@@ -58,6 +58,15 @@ func TestBuildCRDStatusSubresourceAndScope(t *testing.T) {
 	if buildCRD(simCRDs[1]).Spec.Versions[0].Subresources != nil {
 		t.Error("VirtualMachineInstance must have no status subresource, as in KubeVirt")
 	}
+	for _, s := range simCRDs {
+		crd := buildCRD(s)
+		if s.kind == "LoadBalancer" && crd.Spec.Versions[0].Subresources != nil {
+			t.Error("LoadBalancer must have no status subresource, as on Harvester")
+		}
+		if s.group == "loadbalancer.harvesterhci.io" && crd.Spec.Versions[0].Schema.OpenAPIV3Schema.XPreserveUnknownFields != nil {
+			t.Errorf("%s must have Harvester's structural schema, not preserve unknown fields", s.kind)
+		}
+	}
 }
 
 func TestEditPatterns(t *testing.T) {
@@ -70,6 +79,8 @@ func TestEditPatterns(t *testing.T) {
 		{"default/b\ndefault/a", "default/a", false, "default/a\ndefault/b"},
 		{"default/b\ndefault/a\n", "default/a", true, "default/b"},
 		{"default/a", "default/a", true, ""},
+		{"default/a 5s\ndefault/b 1s", "default/a 10s", false, "default/a 10s\ndefault/b 1s"},
+		{"default/a 5s\ndefault/b 1s", "default/a 0s", true, "default/b 1s"},
 	}
 	for _, tt := range tests {
 		if got := editPatterns(tt.list, tt.pattern, tt.remove); got != tt.want {

@@ -172,3 +172,23 @@ func TestIsGlobal(t *testing.T) {
 		t.Fatal("labelled pool is not global")
 	}
 }
+
+func TestSelectsBackend(t *testing.T) {
+	labels := map[string]string{"app": "web", "tier": "front"}
+	for _, tc := range []struct {
+		name string
+		sel  map[string][]string
+		want bool
+	}{
+		{"empty selects nothing", nil, false},
+		{"one value", map[string][]string{"app": {"web"}}, true},
+		{"one of values", map[string][]string{"app": {"db", "web"}}, true},
+		{"all keys needed", map[string][]string{"app": {"web"}, "zone": {"a"}}, false},
+		{"value differs", map[string][]string{"tier": {"back"}}, false},
+		{"key only", map[string][]string{"tier": nil}, true},
+	} {
+		if got := SelectsBackend(tc.sel, labels); got != tc.want {
+			t.Errorf("%s: got %v", tc.name, got)
+		}
+	}
+}

@@ -6,6 +6,9 @@
 package lb
 
 import (
+	"maps"
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -145,4 +148,19 @@ type IPPoolStatus struct {
 	Allocated        map[string]string `json:"allocated,omitempty"`
 	AllocatedHistory map[string]string `json:"allocatedHistory,omitempty"`
 	Conditions       []Condition       `json:"conditions,omitempty"`
+}
+
+// Clone returns a deep copy.
+func (s LoadBalancerStatus) Clone() LoadBalancerStatus {
+	s.BackendServers = slices.Clone(s.BackendServers)
+	s.Conditions = slices.Clone(s.Conditions)
+	return s
+}
+
+// Clone returns a deep copy.
+func (s IPPoolStatus) Clone() IPPoolStatus {
+	s.Allocated = maps.Clone(s.Allocated)
+	s.AllocatedHistory = maps.Clone(s.AllocatedHistory)
+	s.Conditions = slices.Clone(s.Conditions)
+	return s
 }
