@@ -80,7 +80,7 @@ type sim struct {
 	dynInformers   dynamicinformer.DynamicSharedInformerFactory
 
 	vms, vmis, images, keyPairs, lbs, pools cache.GenericLister
-	vmiInformer                 cache.SharedIndexInformer
+	vmiInformer                             cache.SharedIndexInformer
 
 	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ *queue
 
