@@ -59,6 +59,7 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagScheduleDelay, Value: 200 * time.Millisecond, Usage: "time a VMI spends Pending/Scheduling before it is Scheduled"},
 			&cli.DurationFlag{Name: flagBootDelay, Value: 500 * time.Millisecond, Usage: "time from Scheduled to Running"},
 			&cli.DurationFlag{Name: flagIPDelay, Value: 500 * time.Millisecond, Usage: "time from Running until the guest agent reports an address"},
+			&cli.BoolFlag{Name: flagGuestClusters, Usage: "play the guest clusters: a kube-apiserver per guest cluster a VM is labelled with (DIR/guests/<cluster>/kubeconfig), running VMs join as Nodes, their K3s/RKE2 auto-deploy manifests are applied"},
 			&cli.BoolFlag{Name: flagVerbose, Usage: "log each start-up step with its timing"},
 			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
 		},
@@ -82,8 +83,8 @@ func runAction(c *cli.Context) error {
 		StateDir: c.String(flagStateDir), BinDir: binDir,
 		Hosts: c.Int(flagHosts), Zones: c.Int(flagZones),
 		ScheduleDelay: c.Duration(flagScheduleDelay), BootDelay: c.Duration(flagBootDelay), IPDelay: c.Duration(flagIPDelay),
-		StartTimeout: c.Duration(flagStartTimeout),
-		Log:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
+		StartTimeout: c.Duration(flagStartTimeout), GuestClusters: c.Bool(flagGuestClusters),
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
 	})
 }
 
@@ -115,7 +116,7 @@ func simClients(c *cli.Context) (*kubernetes.Clientset, *dynamic.DynamicClient, 
 
 func statusCommand() *cli.Command {
 	return &cli.Command{
-		Name: "status", Usage: "show the simulator's hosts and virtual machines (host, zone, IP)",
+		Name: "status", Usage: "show the simulator's hosts, virtual machines (host, zone, IP), load balancers, IP pools and guest clusters (nodes, taints, zones, add-ons)",
 		Flags: []cli.Flag{stateDirFlag()}, Before: requireStateDir,
 		Action: func(c *cli.Context) error {
 			kube, dyn, err := simClients(c)
@@ -124,7 +125,10 @@ func statusCommand() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 			defer cancel()
-			return PrintStatus(ctx, kube, dyn, c.App.Writer)
+			if err := PrintStatus(ctx, kube, dyn, c.App.Writer); err != nil {
+				return err
+			}
+			return PrintGuests(ctx, c.String(flagStateDir), c.App.Writer)
 		},
 	}
 }

@@ -13,9 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/harvester-kit/harvester-machine/test/sim/lb"
 )
 
-var poolGVR = schema.GroupVersionResource{Group: "loadbalancer.harvesterhci.io", Version: "v1beta1", Resource: "ippools"}
+var poolGVR = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "ippools"}
 
 // ExhaustPool makes the IPPools whose names match pattern (a glob) hand out
 // no address (or, with remove, ends that); it returns once the matching
