@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -145,5 +147,35 @@ func TestVMRowsJoinVMIs(t *testing.T) {
 		if rows[i] != want[i] {
 			t.Errorf("row %d = %+v, want %+v", i, rows[i], want[i])
 		}
+	}
+}
+
+func TestGuestNodeRows(t *testing.T) {
+	nodes := []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"topology.kubernetes.io/zone": "sim-zone-a"}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+				Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.2"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}}},
+	}
+	rows := guestNodeRows("g", nodes)
+	want := []guestNodeRow{
+		{cluster: "g", node: "a", ready: "NotReady", ip: "-", taints: "-", zone: "-", region: "-"},
+		{cluster: "g", node: "b", ready: "Ready", ip: "10.0.0.2", taints: "node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule", zone: "sim-zone-a", region: "-"},
+	}
+	if len(rows) != 2 || rows[0] != want[0] || rows[1] != want[1] {
+		t.Fatalf("rows = %+v\nwant %+v", rows, want)
+	}
+}
+
+func TestLBRows(t *testing.T) {
+	l := unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "lb1", "namespace": "default", "annotations": map[string]any{"loadbalancer.harvesterhci.io/cluster": "g"}},
+		"status": map[string]any{"allocatedAddress": map[string]any{"ipPool": "p", "ip": "10.0.0.9"},
+			"conditions": []any{map[string]any{"type": "Ready", "status": "False", "message": "no running backend servers"}}},
+	}}
+	got := strings.Join(lbRows([]unstructured.Unstructured{l})[0], "|")
+	if got != "default|lb1|g|p|10.0.0.9|-|False (no running backend servers)" {
+		t.Fatalf("row = %s", got)
 	}
 }
