@@ -221,7 +221,7 @@ func TestLoadBalancerFaults(t *testing.T) {
 	}
 	ann, spec := clusterLB("faulty")
 	createLB(t, ns, "starved", ann, spec)
-	waitLB(t, ns, "starved", "Ready False", lbNotReadyWith("no IP addresses available in range set: 10.205.0.2-10.205.0.254"))
+	waitLB(t, ns, "starved", "Ready False", lbNotReadyWith("no IP addresses available in range set: 10.205.0.1-10.205.0.254"))
 	simFault(t, "exhaust-pool", "--remove", "t-fault-*")
 	waitLB(t, ns, "starved", "Ready", lbReady)
 

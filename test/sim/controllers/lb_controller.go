@@ -190,8 +190,12 @@ func (s *sim) finalizeLoadBalancer(ctx context.Context, l *lb.LoadBalancer) erro
 
 // reconcilePool keeps a pool's counts (and the global-pool label) current.
 func (s *sim) reconcilePool(ctx context.Context, name string) error {
-	u := getCached(s.pools, "", name)
-	if u == nil || u.GetDeletionTimestamp() != nil {
+	obj, err := s.pools.Get(name) // cluster scoped: no namespace in the key
+	if err != nil {
+		return nil
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u.GetDeletionTimestamp() != nil {
 		return nil
 	}
 	var p lb.IPPool
@@ -211,7 +215,7 @@ func (s *sim) reconcilePool(ctx context.Context, name string) error {
 		return err
 	}
 	exhausted := s.faults().matchName(FaultExhaustPool, name) != ""
-	err := s.updatePoolStatus(ctx, name, func(p *lb.IPPool) error { return lb.Counts(p, exhausted) })
+	err = s.updatePoolStatus(ctx, name, func(p *lb.IPPool) error { return lb.Counts(p, exhausted) })
 	if err != nil && !isAPIError(err) {
 		if s.state.once("ippool/"+name, "problem", err.Error()) {
 			s.log.Warn("IPPool cannot be counted", "pool", name, "err", err)
