@@ -11,7 +11,7 @@ import (
 
 // cloudInitFiles reads the files a VM's cloud-init writes: the user data of
 // its cloudInitNoCloud or cloudInitConfigDrive volume, inline, base64 or
-// from the Secret it references (key userdata or userData).
+// from the Secret it references (secretRef; key userdata or userData).
 func (c *controller) cloudInitFiles(vm *unstructured.Unstructured) ([]userdata.File, error) {
 	volumes, _, _ := unstructured.NestedSlice(vm.Object, "spec", "template", "spec", "volumes")
 	var files []userdata.File
@@ -50,7 +50,8 @@ func (c *controller) userData(ns string, src map[string]any) ([]byte, error) {
 		}
 		return data, nil
 	}
-	ref, ok := src["userDataSecretRef"].(map[string]any)
+	ref, ok := src["secretRef"].(map[string]any) // KubeVirt's userDataSecretRef
+
 	if !ok {
 		return nil, nil
 	}

@@ -149,3 +149,11 @@ items:
 		t.Fatal("object set hashes collide")
 	}
 }
+
+func TestNotReadyTaintRemovedOnceReady(t *testing.T) {
+	n := BuildNode("a", "10.0.0.1")
+	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: TaintNotReady, Effect: corev1.TaintEffectNoSchedule})
+	if _, sp := NodeStatus(n, true, "10.0.0.1", time.Now()); !sp || hasTaint(n, TaintNotReady, corev1.TaintEffectNoSchedule) {
+		t.Fatalf("taints = %v, want the not-ready taint gone", n.Spec.Taints)
+	}
+}

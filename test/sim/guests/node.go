@@ -15,6 +15,7 @@ import (
 const (
 	TaintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
 	TaintUnreachable   = "node.kubernetes.io/unreachable"
+	TaintNotReady      = "node.kubernetes.io/not-ready"
 	AnnProvidedNodeIP  = "alpha.kubernetes.io/provided-node-ip"
 	LabelHostname      = "kubernetes.io/hostname"
 	LabelOS            = "kubernetes.io/os"
@@ -149,19 +150,25 @@ func sameAddresses(a, b []corev1.NodeAddress) bool {
 	return true
 }
 
-// setUnreachable adds or removes the unreachable taints (NoSchedule and
-// NoExecute) and reports whether the taints changed.
+// setUnreachable plays the node lifecycle controller: it removes the
+// not-ready taint the API server adds at registration once the node is
+// Ready, and adds (or removes) the unreachable taints (NoSchedule and
+// NoExecute). It reports whether the taints changed.
 func setUnreachable(node *corev1.Node, unreachable bool) bool {
 	var kept []corev1.Taint
-	had := false
+	had, notReady := false, false
 	for _, t := range node.Spec.Taints {
-		if t.Key == TaintUnreachable {
+		switch t.Key {
+		case TaintUnreachable:
 			had = true
+			continue
+		case TaintNotReady:
+			notReady = true
 			continue
 		}
 		kept = append(kept, t)
 	}
-	if unreachable == had {
+	if unreachable == had && !notReady {
 		return false
 	}
 	if unreachable {
