@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,12 +15,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -290,37 +287,6 @@ func harvesterAs(t *testing.T, cloudConfig []byte) (dynamic.Interface, string) {
 	return dyn, ns
 }
 
-// ccmLoadBalancerName is the name the cloud provider gives a Service's
-// LoadBalancer on Harvester.
-func ccmLoadBalancerName(cluster, svcNamespace, svcName, uid string) string {
-	prefix := cluster + "-" + svcNamespace + "-" + svcName + "-"
-	if len(validation.IsDNS1035Label(cluster)) > 0 {
-		prefix = "a" + prefix
-	}
-	if len(prefix) > 55 {
-		prefix = prefix[:55]
-	}
-	return prefix + fmt.Sprintf("%08x", crc32.ChecksumIEEE([]byte(prefix+uid)))
-}
-
-// ccmLoadBalancer is the LoadBalancer the cloud provider creates for a
-// Service of type LoadBalancer without annotations.
-func ccmLoadBalancer(cluster, namespace, svcNamespace, svcName, uid string) *lb.LoadBalancer {
-	return &lb.LoadBalancer{
-		TypeMeta: metav1.TypeMeta{APIVersion: lb.Group + "/" + lb.Version, Kind: "LoadBalancer"},
-		ObjectMeta: metav1.ObjectMeta{
-			Name: ccmLoadBalancerName(cluster, svcNamespace, svcName, uid), Namespace: namespace,
-			Labels: map[string]string{
-				"cloudprovider.harvesterhci.io/cluster":          cluster,
-				"cloudprovider.harvesterhci.io/serviceNamespace": svcNamespace,
-				"cloudprovider.harvesterhci.io/serviceName":      svcName,
-			},
-			Annotations: map[string]string{lb.AnnCluster: cluster},
-		},
-		Spec: lb.LoadBalancerSpec{IPAM: lb.IPAMPool, WorkloadType: lb.WorkloadCluster},
-	}
-}
-
 // createPoolFor creates an IPPool scoped to one guest cluster (admin),
 // deleted after the test.
 func createPoolFor(t *testing.T, name, cluster, subnet string) {
@@ -356,71 +322,35 @@ func getPool(t *testing.T, ctx context.Context, name string) *lb.IPPool {
 }
 
 // checkLoadBalancer plays the cloud provider with harvester (its
-// cloud-config credential): it creates the LoadBalancer of a Service, waits
-// for the address as the CCM polls, writes status.address as the CCM does,
-// checks the address came from wantPool and not from otherPool, deletes
-// the LoadBalancer and checks the address went back into the pool.
+// cloud-config credential): it creates the LoadBalancer of a Service and
+// takes its address, checks the address came from wantPool and not from
+// otherPool, deletes the LoadBalancer and checks the address went back
+// into the pool.
 func checkLoadBalancer(t *testing.T, harvester dynamic.Interface, namespace, cluster, wantPool, otherPool string) {
 	t.Helper()
 	ctx := testContext(t)
-	want := ccmLoadBalancer(cluster, namespace, "default", "web", "8d0cfd1c-31b7-4b13-9a33-1d3c2ff4b0a1")
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
+	want := simtest.CCMLoadBalancer(cluster, namespace, "default", "web", "8d0cfd1c-31b7-4b13-9a33-1d3c2ff4b0a1")
+	addr, err := simtest.CCMCreate(ctx, harvester, want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	delete(m, "status")
-	lbs := harvester.Resource(gvrLB).Namespace(namespace)
-	if _, err := lbs.Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("create LoadBalancer as the cloud provider: %v", err)
-	}
-	var ip string
-	poll(t, "the load balancer's address", func(ctx context.Context) (bool, string) {
-		u, err := lbs.Get(ctx, want.Name, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		ip, _, _ = unstructured.NestedString(u.Object, "status", "allocatedAddress", "ip")
-		pool, _, _ := unstructured.NestedString(u.Object, "status", "allocatedAddress", "ipPool")
-		return ip != "" && pool == wantPool, fmt.Sprintf("allocatedAddress %s from %q", ip, pool)
-	})
-	err = retryConflict(func() error {
-		u, err := lbs.Get(ctx, want.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		_ = unstructured.SetNestedField(u.Object, ip, "status", "address")
-		_, err = lbs.Update(ctx, u, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("write status.address as the cloud provider: %v", err)
+	if addr.IPPool != wantPool {
+		t.Fatalf("address %s came from pool %q, want the cluster's pool %s", addr.IP, addr.IPPool, wantPool)
 	}
 	owner := namespace + "/" + want.Name
-	if p := getPool(t, ctx, wantPool); p.Status.Allocated[ip] != owner {
-		t.Fatalf("pool %s allocated = %v, want %s -> %s", wantPool, p.Status.Allocated, ip, owner)
+	if p := getPool(t, ctx, wantPool); p.Status.Allocated[addr.IP] != owner {
+		t.Fatalf("pool %s allocated = %v, want %s -> %s", wantPool, p.Status.Allocated, addr.IP, owner)
 	}
 	if p := getPool(t, ctx, otherPool); len(p.Status.Allocated) != 0 {
 		t.Fatalf("the other cluster's pool %s handed out %v", otherPool, p.Status.Allocated)
 	}
-	if err := lbs.Delete(ctx, want.Name, metav1.DeleteOptions{}); err != nil {
-		t.Fatalf("delete LoadBalancer as the cloud provider: %v", err)
+	if err := simtest.CCMDelete(ctx, harvester, namespace, want.Name); err != nil {
+		t.Fatal(err)
 	}
 	poll(t, "the address back in the pool", func(ctx context.Context) (bool, string) {
-		_, err := lbs.Get(ctx, want.Name, metav1.GetOptions{})
 		p := getPool(t, ctx, wantPool)
-		return apierrors.IsNotFound(err) && len(p.Status.Allocated) == 0 && p.Status.AllocatedHistory[ip] == owner,
-			fmt.Sprintf("lb: %v; pool status %+v", err, p.Status)
+		return len(p.Status.Allocated) == 0 && p.Status.AllocatedHistory[addr.IP] == owner, fmt.Sprintf("pool status %+v", p.Status)
 	})
-}
-
-func retryConflict(fn func() error) error {
-	var err error
-	for range 5 {
-		if err = fn(); !apierrors.IsConflict(err) {
-			return err
-		}
-	}
-	return err
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
