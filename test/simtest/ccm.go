@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/test/sim/lb"
 )
@@ -104,4 +105,24 @@ func CCMDelete(ctx context.Context, harvester dynamic.Interface, namespace, name
 		return fmt.Errorf("delete LoadBalancer %s/%s: %w", namespace, name, err)
 	}
 	return WaitObject(ctx, harvester, gvrLoadBalancer, namespace, name, Gone)
+}
+
+// CloudProviderClient connects to Harvester with a cloud-config (the
+// kubeconfig the cloud provider reads) and returns the namespace it uses:
+// its current context's, or default.
+func CloudProviderClient(cloudConfig []byte) (dynamic.Interface, string, error) {
+	cc, err := clientcmd.Load(cloudConfig)
+	if err != nil {
+		return nil, "", fmt.Errorf("cloud-config is not a kubeconfig: %w", err)
+	}
+	namespace := "default"
+	if c := cc.Contexts[cc.CurrentContext]; c != nil && c.Namespace != "" {
+		namespace = c.Namespace
+	}
+	cfg, err := clientcmd.NewDefaultClientConfig(*cc, nil).ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("cloud-config: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	return dyn, namespace, err
 }

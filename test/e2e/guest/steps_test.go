@@ -268,19 +268,7 @@ func containerArgs(dep *appsv1.Deployment) []string {
 // (kubeconfig) and returns the client and the namespace it uses.
 func harvesterAs(t *testing.T, cloudConfig []byte) (dynamic.Interface, string) {
 	t.Helper()
-	cc, err := clientcmd.Load(cloudConfig)
-	if err != nil {
-		t.Fatalf("cloud-config is not a kubeconfig: %v", err)
-	}
-	ns := "default"
-	if ctx := cc.Contexts[cc.CurrentContext]; ctx != nil && ctx.Namespace != "" {
-		ns = ctx.Namespace
-	}
-	cfg, err := clientcmd.NewDefaultClientConfig(*cc, nil).ClientConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
+	dyn, ns, err := simtest.CloudProviderClient(cloudConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
