@@ -291,3 +291,22 @@ func TestLoadBalancerSchema(t *testing.T) {
 		t.Fatalf("UpdateStatus: err = %v, want NotFound: LoadBalancer has no status subresource", err)
 	}
 }
+
+func TestIPPoolInUseCannotBeDeleted(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	createPool(t, "t-in-use", clusterScope("in-use"), lb.Range{Subnet: "10.207.0.0/24"})
+	ann, spec := clusterLB("in-use")
+	createLB(t, ns, "holder", ann, spec)
+	waitLB(t, ns, "holder", "Ready", lbReady)
+	waitPool(t, "t-in-use", "allocation recorded", func(p *lb.IPPool) bool { return p != nil && len(p.Status.Allocated) == 1 })
+	err := env.dyn.Resource(gvrPool).Delete(testContext(t), "t-in-use", metav1.DeleteOptions{})
+	if err == nil || !strings.Contains(err.Error(), "IPPool t-in-use cannot be deleted: it has 1 allocated address(es)") {
+		t.Fatalf("delete of a pool in use: err = %v, want it refused", err)
+	}
+	deleteObject(t, gvrLB, ns, "holder")
+	waitPool(t, "t-in-use", "released", func(p *lb.IPPool) bool { return p != nil && len(p.Status.Allocated) == 0 })
+	if err := env.dyn.Resource(gvrPool).Delete(testContext(t), "t-in-use", metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete of a pool no longer in use: %v", err)
+	}
+}
