@@ -204,7 +204,7 @@ func (c *controller) reconcile(ctx context.Context, cluster string) error {
 		}
 		c.guests[cluster] = g
 	}
-	if err := g.ensureAddonCRD(ctx); err != nil {
+	if err := g.ensureCRDs(ctx); err != nil {
 		return err
 	}
 	running := map[string]string{} // node name -> address

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -34,7 +35,7 @@ type guest struct {
 	dyn    dynamic.Interface
 	ext    apiextclient.Interface
 	mapper *restmapper.DeferredDiscoveryRESTMapper
-	ready  bool // Addon CRD installed
+	ready  bool // K3s CRDs installed
 }
 
 func newGuest(cfg *rest.Config) (*guest, error) {
@@ -59,34 +60,45 @@ func newGuest(cfg *rest.Config) (*guest, error) {
 	return &guest{kube: kube, dyn: dyn, ext: ext, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))}, nil
 }
 
-// addonCRD is the Addon CRD K3s and RKE2 install.
-func addonCRD() *apiextv1.CustomResourceDefinition {
+// k3sCRD is one of the CRDs K3s and RKE2 install at start (any field kept).
+func k3sCRD(group, kind, plural string, columns ...apiextv1.CustomResourceColumnDefinition) *apiextv1.CustomResourceDefinition {
 	preserve := true
 	return &apiextv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: AddonGVR.Resource + "." + AddonGroup},
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
 		Spec: apiextv1.CustomResourceDefinitionSpec{
-			Group: AddonGroup, Scope: apiextv1.NamespaceScoped,
-			Names: apiextv1.CustomResourceDefinitionNames{Kind: "Addon", ListKind: "AddonList", Plural: "addons", Singular: "addon"},
+			Group: group, Scope: apiextv1.NamespaceScoped,
+			Names: apiextv1.CustomResourceDefinitionNames{Kind: kind, ListKind: kind + "List", Plural: plural, Singular: strings.ToLower(kind)},
 			Versions: []apiextv1.CustomResourceDefinitionVersion{{
-				Name: AddonVersion, Served: true, Storage: true,
-				Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}},
-				AdditionalPrinterColumns: []apiextv1.CustomResourceColumnDefinition{
-					{Name: "Source", Type: "string", JSONPath: ".spec.source"},
-					{Name: "Checksum", Type: "string", JSONPath: ".spec.checksum"},
-				},
+				Name: "v1", Served: true, Storage: true,
+				Schema:                   &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}},
+				AdditionalPrinterColumns: columns,
 			}},
 		},
 	}
 }
 
-// ensureAddonCRD installs the Addon CRD and waits until it is served.
-func (g *guest) ensureAddonCRD(ctx context.Context) error {
+// k3sCRDs are the Addon CRD and the helm-controller's HelmChart and
+// HelmChartConfig CRDs (RKE2's manifests hold HelmChartConfigs).
+func k3sCRDs() []*apiextv1.CustomResourceDefinition {
+	return []*apiextv1.CustomResourceDefinition{
+		k3sCRD(AddonGroup, "Addon", AddonGVR.Resource,
+			apiextv1.CustomResourceColumnDefinition{Name: "Source", Type: "string", JSONPath: ".spec.source"},
+			apiextv1.CustomResourceColumnDefinition{Name: "Checksum", Type: "string", JSONPath: ".spec.checksum"}),
+		k3sCRD("helm.cattle.io", "HelmChart", "helmcharts"),
+		k3sCRD("helm.cattle.io", "HelmChartConfig", "helmchartconfigs"),
+	}
+}
+
+// ensureCRDs installs the K3s CRDs and waits until Addons are served.
+func (g *guest) ensureCRDs(ctx context.Context) error {
 	if g.ready {
 		return nil
 	}
 	crds := g.ext.ApiextensionsV1().CustomResourceDefinitions()
-	if _, err := crds.Create(ctx, addonCRD(), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("install Addon CRD: %w", err)
+	for _, crd := range k3sCRDs() {
+		if _, err := crds.Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("install CRD %s: %w", crd.Name, err)
+		}
 	}
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		_, err := g.dyn.Resource(AddonGVR).Namespace(AddonNamespace).List(ctx, metav1.ListOptions{Limit: 1})
