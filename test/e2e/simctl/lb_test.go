@@ -144,7 +144,6 @@ func TestLoadBalancerGetsAddressFromItsClustersPool(t *testing.T) {
 	}
 }
 
-
 func TestLoadBalancerPriorityAndNetwork(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
