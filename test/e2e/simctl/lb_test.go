@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/test/sim/lb"
@@ -142,6 +143,24 @@ func TestLoadBalancerGetsAddressFromItsClustersPool(t *testing.T) {
 	if got := waitLB(t, ns, "web", "Ready", lbReady).Status.AllocatedAddress.IP; got != "10.201.1.10" {
 		t.Fatalf("re-created load balancer got %s, want its earlier 10.201.1.10 from allocatedHistory", got)
 	}
+
+	// Switching to DHCP gives the pool's address back.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u, err := env.dyn.Resource(gvrLB).Namespace(ns).Get(testContext(t), "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		_ = unstructured.SetNestedField(u.Object, lb.IPAMDHCP, "spec", "ipam")
+		_, err = env.dyn.Resource(gvrLB).Namespace(ns).Update(testContext(t), u, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLB(t, ns, "web", "DHCP address", func(l *lb.LoadBalancer) bool { return l != nil && l.Status.AllocatedAddress.IP == lb.DHCPAddress })
+	waitPool(t, "t-scope-a", "the pool address released", func(p *lb.IPPool) bool {
+		return p != nil && p.Status.Allocated["10.201.1.10"] == "" && p.Status.AllocatedHistory["10.201.1.10"] == owner
+	})
 }
 
 func TestLoadBalancerPriorityAndNetwork(t *testing.T) {

@@ -86,6 +86,10 @@ func (s *sim) loadBalancerStatus(ctx context.Context, l *lb.LoadBalancer, f faul
 	st := l.Status.Clone()
 	now := time.Now()
 	if l.Spec.IPAM == lb.IPAMDHCP {
+		// An address from a pool (ipam was pool before) goes back.
+		if err := s.releaseAddresses(ctx, l.Namespace+"/"+l.Name); err != nil {
+			return st, 0, err
+		}
 		st.AllocatedAddress = lb.AllocatedAddress{IP: lb.DHCPAddress}
 	} else {
 		addr, err := s.allocate(ctx, l, f)
@@ -161,7 +165,22 @@ func (s *sim) finalizeLoadBalancer(ctx context.Context, l *lb.LoadBalancer) erro
 	if !hasString(l.Finalizers, lb.Finalizer) {
 		return nil
 	}
-	owner := l.Namespace + "/" + l.Name
+	if err := s.releaseAddresses(ctx, l.Namespace+"/"+l.Name); err != nil {
+		return err
+	}
+	_, err := s.updateMeta(ctx, gvrLB, l.Namespace, l.Name, func(u *unstructured.Unstructured) bool {
+		u.SetFinalizers(without(u.GetFinalizers(), lb.Finalizer))
+		return true
+	})
+	if apierrors.IsNotFound(errors.Unwrap(err)) {
+		return nil
+	}
+	return err
+}
+
+// releaseAddresses returns every address owner holds into its pool's
+// allocatedHistory.
+func (s *sim) releaseAddresses(ctx context.Context, owner string) error {
 	pools, err := s.cachedPools()
 	if err != nil {
 		return err
@@ -178,14 +197,7 @@ func (s *sim) finalizeLoadBalancer(ctx context.Context, l *lb.LoadBalancer) erro
 			return err
 		}
 	}
-	_, err = s.updateMeta(ctx, gvrLB, l.Namespace, l.Name, func(u *unstructured.Unstructured) bool {
-		u.SetFinalizers(without(u.GetFinalizers(), lb.Finalizer))
-		return true
-	})
-	if apierrors.IsNotFound(errors.Unwrap(err)) {
-		return nil
-	}
-	return err
+	return nil
 }
 
 // reconcilePool keeps a pool's counts (and the global-pool label) current.
