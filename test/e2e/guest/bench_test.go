@@ -19,9 +19,14 @@ import (
 	"github.com/harvester-kit/harvester-machine/test/sim/controllers"
 )
 
-// guestVM is a running VM of cluster whose cloud-init installs the guest
-// agent (so it gets an address).
+// guestVM is a running VM of cluster whose inline cloud-init installs the
+// guest agent (so it gets an address).
 func guestVM(name, cluster string) *unstructured.Unstructured {
+	return guestVMWith(name, cluster, map[string]any{"userData": "#cloud-config\npackages:\n  - qemu-guest-agent\n"})
+}
+
+// guestVMWith is a running VM of cluster with the given cloudInitNoCloud source.
+func guestVMWith(name, cluster string, cloudInit map[string]any) *unstructured.Unstructured {
 	labels := map[string]any{controllers.LabelGuestCluster: cluster}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
@@ -35,8 +40,7 @@ func guestVM(name, cluster string) *unstructured.Unstructured {
 					"resources": map[string]any{"requests": map[string]any{"memory": "1Gi"}},
 				},
 				"networks": []any{map[string]any{"name": "nic-1", "multus": map[string]any{"networkName": "default/vlan1"}}},
-				"volumes": []any{map[string]any{"name": "cloudinitdisk", "cloudInitNoCloud": map[string]any{
-					"userData": "#cloud-config\npackages:\n  - qemu-guest-agent\n"}}},
+				"volumes":  []any{map[string]any{"name": "cloudinitdisk", "cloudInitNoCloud": cloudInit}},
 			},
 		}},
 	}}
