@@ -108,7 +108,8 @@ func PrintGuests(ctx context.Context, stateDir string, w io.Writer) error {
 		}
 		nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
-			return fmt.Errorf("status: guest cluster %s: list nodes: %w", cluster, err)
+			fmt.Fprintf(tw, "%s\t(unreachable: %v)\n", cluster, err)
+			continue
 		}
 		for _, r := range guestNodeRows(cluster, nodes.Items) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.cluster, r.node, r.ready, r.ip, r.zone, r.region, r.taints)
