@@ -221,13 +221,22 @@ func checkNodesJoined(t *testing.T, guest kubernetes.Interface, machines []strin
 
 // checkAddons waits for the add-ons the nodes' K3s manifests hold: the
 // CCM Deployment with --cluster-name, the CSI driver and the cloud-config
-// Secret, each file recorded as an Addon. It returns the Secret's
-// kubeconfig for Harvester.
-func checkAddons(t *testing.T, guest kubernetes.Interface, guestDyn dynamic.Interface, cluster, addon string) []byte {
+// Secret, with the files recorded as Addons sourced from K3s's manifests
+// folder. It returns the Secret's kubeconfig for Harvester.
+func checkAddons(t *testing.T, guest kubernetes.Interface, guestDyn dynamic.Interface, cluster string) []byte {
 	t.Helper()
-	poll(t, "Addon "+addon, func(ctx context.Context) (bool, string) {
-		_, err := guestDyn.Resource(guests.AddonGVR).Namespace(guests.AddonNamespace).Get(ctx, addon, metav1.GetOptions{})
-		return err == nil, fmt.Sprint(err)
+	poll(t, "an Addon from "+guests.ManifestDirs[0]+" and the CCM Deployment", func(ctx context.Context) (bool, string) {
+		list, err := guestDyn.Resource(guests.AddonGVR).Namespace(guests.AddonNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		found := false
+		for _, a := range list.Items {
+			src, _, _ := unstructured.NestedString(a.Object, "spec", "source")
+			found = found || strings.HasPrefix(src, guests.ManifestDirs[0]+"/")
+		}
+		_, err = guest.AppsV1().Deployments(addons.DefaultNamespace).Get(ctx, addons.CCMName, metav1.GetOptions{})
+		return found && err == nil, fmt.Sprintf("%d Addons, CCM Deployment: %v", len(list.Items), err)
 	})
 	ctx := testContext(t)
 	ns := addons.DefaultNamespace
