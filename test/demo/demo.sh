@@ -19,8 +19,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step "Starting the simulated Harvester (real etcd, kube-apiserver, kube-controller-manager)"
-harvester-sim --state-dir "$state" 2>"$work/sim.log" &
+(cd "$root" && go build -o "$work/ccmlb" ./test/demo/ccmlb)
+
+step "Starting the simulated Harvester (real etcd, kube-apiserver, kube-controller-manager) with guest clusters"
+harvester-sim --state-dir "$state" --guest-clusters 2>"$work/sim.log" &
 sim_pid=$!
 for _ in $(seq 1 600); do
   [ -f "$state/ready" ] && break
@@ -37,8 +39,16 @@ export MACHINE_STORAGE_PATH="$work/machine"
 export HARVESTER_KUBECONFIG_CONTENT
 HARVESTER_KUBECONFIG_CONTENT=$(cat "$state/kubeconfig")
 printf '#!/bin/sh\necho "the Rancher agent would be installed here"\n' > "$work/install.sh"
+export KUBECONFIG="$state/kubeconfig"
 
-step "Creating node pool $cluster-$pool (3 machines) through rancher-machine, as Rancher does"
+step "K3s node cloud-init for guest cluster $cluster: cloud-provider credential and add-ons (harvester-bootstrap addon k3s)"
+harvester-bootstrap addon k3s --cluster-name "$cluster" --namespace default --format cloud-init -o "$work/k3s-cloud-init.yaml"
+grep -E '^\s*- path:' "$work/k3s-cloud-init.yaml"
+# Through the environment, not the command line: the user data holds a token.
+export HARVESTER_USER_DATA
+HARVESTER_USER_DATA=$(base64 -w0 < "$work/k3s-cloud-init.yaml")
+
+step "Creating node pool $cluster-$pool (3 K3s machines) through rancher-machine, as Rancher does"
 machines=()
 pids=()
 for i in 1 2 3; do
@@ -69,12 +79,30 @@ for m in "${machines[@]}"; do
   printf '%-22s %-8s %s\n' "$m" "$(rancher-machine status "$m")" "$(rancher-machine ip "$m")"
 done
 
-step "Where Harvester placed them (host, zone, IP)"
-harvester-sim status --state-dir "$state"
+step "Guest cluster $cluster comes up: the machines join as nodes, K3s applies the add-ons from their cloud-init"
+guest_kubeconfig="$state/guests/$cluster/kubeconfig"
+for _ in $(seq 1 300); do
+  harvester-sim status --state-dir "$state" > "$work/status.txt" 2>&1 || true
+  [ "$(grep -c "^$cluster .* Ready " "$work/status.txt")" -eq 3 ] && grep -q "harvester-addons (" "$work/status.txt" && break
+  sleep 0.2
+done
+cat "$work/status.txt"
+grep -q "harvester-addons (" "$work/status.txt" || { echo "the guest cluster did not come up" >&2; tail -20 "$work/sim.log" >&2; exit 1; }
+echo "guest cluster kubeconfig: $guest_kubeconfig (mode $(stat -c %a "$guest_kubeconfig"))" >&2
 
-step "Cloud-provider kubeconfig for guest cluster $cluster (harvester-bootstrap kubeconfig; secrets masked)"
-export KUBECONFIG="$state/kubeconfig"
-harvester-bootstrap kubeconfig --cluster-name "$cluster" --namespace default | mask
+step "A load balancer for Service default/web of $cluster: an IP pool for the cluster, then the cloud provider's LoadBalancer"
+harvester-bootstrap lb pool --name "$cluster-lb" --range 192.168.100.0/24@192.168.100.10-192.168.100.20 \
+  --scope-project '*' --scope-namespace '*' --scope-guest-cluster "$cluster" > "$work/pool.yaml"
+cat "$work/pool.yaml"
+"$work/ccmlb" apply-pool --kubeconfig "$state/kubeconfig" --file "$work/pool.yaml"
+# With the cloud-config the guest's add-ons hold, as the CCM does.
+"$work/ccmlb" create --guest-kubeconfig "$guest_kubeconfig" --cluster "$cluster" --service default/web
+harvester-sim status --state-dir "$state" | sed -n '/^NAMESPACE *LOADBALANCER/,/^GUEST CLUSTER/p' | sed '$d'
+
+step "The Service goes: the cloud provider deletes the LoadBalancer and the address returns to the pool"
+"$work/ccmlb" delete --guest-kubeconfig "$guest_kubeconfig" --cluster "$cluster" --service default/web
+harvester-sim status --state-dir "$state" | sed -n '/^IPPOOL/,/^$/p'
+"$work/ccmlb" delete-pool --kubeconfig "$state/kubeconfig" --file "$work/pool.yaml"
 
 step "RKE1 cluster.yml add-ons for $cluster (harvester-bootstrap addon rke1; secrets masked)"
 harvester-bootstrap addon rke1 --cluster-name "$cluster" --namespace default --csi > "$work/rke1-addons.yaml"
@@ -85,8 +113,10 @@ step "Removing the machines (rancher-machine rm -y --update-config)"
 for m in "${machines[@]}"; do rancher-machine rm -y --update-config "$m" >/dev/null && echo "removed $m" >&2; done
 harvester-bootstrap kubeconfig revoke --cluster-name "$cluster" --namespace default
 
-step "Nothing is left"
+step "Nothing is left (no VMs, load balancers or pools; the guest cluster went with its machines)"
+for _ in $(seq 1 100); do [ -d "$state/guests/$cluster" ] || break; sleep 0.2; done
 harvester-sim status --state-dir "$state"
+[ ! -d "$state/guests/$cluster" ] || { echo "guest cluster $cluster still runs" >&2; exit 1; }
 left=$(rancher-machine ls -q 2>/dev/null | grep -vc '^(' || true)
 echo "machines known to rancher-machine: $left" >&2
 [ "$left" -eq 0 ]

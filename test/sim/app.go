@@ -28,6 +28,8 @@ const (
 	flagStartTimeout  = "start-timeout"
 	flagRemove        = "remove"
 	flagVerbose       = "verbose"
+	flagDelay         = "delay"
+	flagGuestClusters = "guest-clusters"
 )
 
 const appDescription = `Runs a simulated Harvester in the foreground: a real etcd, kube-apiserver and
@@ -57,6 +59,7 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagScheduleDelay, Value: 200 * time.Millisecond, Usage: "time a VMI spends Pending/Scheduling before it is Scheduled"},
 			&cli.DurationFlag{Name: flagBootDelay, Value: 500 * time.Millisecond, Usage: "time from Scheduled to Running"},
 			&cli.DurationFlag{Name: flagIPDelay, Value: 500 * time.Millisecond, Usage: "time from Running until the guest agent reports an address"},
+			&cli.BoolFlag{Name: flagGuestClusters, Usage: "play the guest clusters: a kube-apiserver per guest cluster a VM is labelled with (DIR/guests/<cluster>/kubeconfig), running VMs join as Nodes, their K3s/RKE2 auto-deploy manifests are applied"},
 			&cli.BoolFlag{Name: flagVerbose, Usage: "log each start-up step with its timing"},
 			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
 		},
@@ -80,8 +83,8 @@ func runAction(c *cli.Context) error {
 		StateDir: c.String(flagStateDir), BinDir: binDir,
 		Hosts: c.Int(flagHosts), Zones: c.Int(flagZones),
 		ScheduleDelay: c.Duration(flagScheduleDelay), BootDelay: c.Duration(flagBootDelay), IPDelay: c.Duration(flagIPDelay),
-		StartTimeout: c.Duration(flagStartTimeout),
-		Log:          slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
+		StartTimeout: c.Duration(flagStartTimeout), GuestClusters: c.Bool(flagGuestClusters),
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
 	})
 }
 
@@ -113,7 +116,7 @@ func simClients(c *cli.Context) (*kubernetes.Clientset, *dynamic.DynamicClient, 
 
 func statusCommand() *cli.Command {
 	return &cli.Command{
-		Name: "status", Usage: "show the simulator's hosts and virtual machines (host, zone, IP)",
+		Name: "status", Usage: "show the simulator's hosts, virtual machines (host, zone, IP), load balancers, IP pools and guest clusters (nodes, taints, zones, add-ons)",
 		Flags: []cli.Flag{stateDirFlag()}, Before: requireStateDir,
 		Action: func(c *cli.Context) error {
 			kube, dyn, err := simClients(c)
@@ -122,7 +125,10 @@ func statusCommand() *cli.Command {
 			}
 			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
 			defer cancel()
-			return PrintStatus(ctx, kube, dyn, c.App.Writer)
+			if err := PrintStatus(ctx, kube, dyn, c.App.Writer); err != nil {
+				return err
+			}
+			return PrintGuests(ctx, c.String(flagStateDir), c.App.Writer)
 		},
 	}
 }
@@ -184,6 +190,33 @@ func faultCommand() *cli.Command {
 			},
 			vmFault(FaultStuckScheduling, "keep the VMIs of matching VMs in Scheduling"),
 			vmFault(FaultNoIP, "never give the VMIs of matching VMs an IP address"),
+			{
+				Name: FaultExhaustPool, Usage: "matching IPPools hand out no address (no IP addresses available in range set); returns once their status shows it",
+				ArgsUsage: "IPPOOL-NAME-GLOB",
+				Flags:     []cli.Flag{&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"}},
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, c *cli.Context) error {
+					pattern, err := one(c, FaultExhaustPool)
+					if err != nil {
+						return err
+					}
+					return ExhaustPool(ctx, kube, dyn, pattern, c.Bool(flagRemove))
+				}),
+			},
+			{
+				Name: FaultDelayAllocation, Usage: "matching LoadBalancers get their address only --delay after their creation",
+				ArgsUsage: "NAMESPACE/NAME-GLOB",
+				Flags: []cli.Flag{
+					&cli.DurationFlag{Name: flagDelay, Value: 5 * time.Second, Usage: "how long after its creation a matching LoadBalancer gets its address"},
+					&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"},
+				},
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, _ dynamic.Interface, c *cli.Context) error {
+					pattern, err := one(c, FaultDelayAllocation)
+					if err != nil {
+						return err
+					}
+					return DelayAllocation(ctx, kube, pattern, c.Duration(flagDelay), c.Bool(flagRemove))
+				}),
+			},
 			{
 				Name: "restart-apiserver", Usage: "stop kube-apiserver and start it again on the same port",
 				Action: func(c *cli.Context) error {

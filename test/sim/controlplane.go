@@ -68,16 +68,25 @@ func newControlPlane(binDir, dir string) (*controlPlane, error) {
 
 // adminKubeconfig is the admin's kubeconfig, with namespace default.
 func (c *controlPlane) adminKubeconfig() *clientcmdapi.Config {
+	return c.kubeconfigFor("harvester-sim", c.URL())
+}
+
+// kubeconfigFor is an admin kubeconfig for the API server at url.
+func (c *controlPlane) kubeconfigFor(name, url string) *clientcmdapi.Config {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["harvester-sim"] = &clientcmdapi.Cluster{Server: c.URL(), CertificateAuthorityData: c.pki.CACertPEM}
-	cfg.AuthInfos["harvester-sim-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.pki.AdminCertPEM, ClientKeyData: c.pki.AdminKeyPEM}
-	cfg.Contexts["harvester-sim"] = &clientcmdapi.Context{Cluster: "harvester-sim", AuthInfo: "harvester-sim-admin", Namespace: "default"}
-	cfg.CurrentContext = "harvester-sim"
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: url, CertificateAuthorityData: c.pki.CACertPEM}
+	cfg.AuthInfos[name+"-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: c.pki.AdminCertPEM, ClientKeyData: c.pki.AdminKeyPEM}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name + "-admin", Namespace: "default"}
+	cfg.CurrentContext = name
 	return cfg
 }
 
 func (c *controlPlane) writeKubeconfig(path string) error {
-	data, err := clientcmd.Write(*c.adminKubeconfig())
+	return writeKubeconfigFile(path, c.adminKubeconfig())
+}
+
+func writeKubeconfigFile(path string, cfg *clientcmdapi.Config) error {
+	data, err := clientcmd.Write(*cfg)
 	if err != nil {
 		return fmt.Errorf("encode kubeconfig: %w", err)
 	}
@@ -103,25 +112,31 @@ func (c *controlPlane) startEtcd(ctx context.Context) error {
 	})
 }
 
-func (c *controlPlane) startAPIServer(ctx context.Context) error {
-	var err error
-	c.apiserver, err = startProcess(c.binDir, c.path("logs"), "kube-apiserver",
-		"--etcd-servers=http://"+hostPort(c.etcdPort),
+// apiServerArgs are the flags of a kube-apiserver on port backed by the
+// simulator's etcd and PKI; extra flags follow.
+func (c *controlPlane) apiServerArgs(port int, extra ...string) []string {
+	return append([]string{
+		"--etcd-servers=http://" + hostPort(c.etcdPort),
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(c.apiPort),
-		"--tls-cert-file="+c.path("pki", "apiserver.crt"),
-		"--tls-private-key-file="+c.path("pki", "apiserver.key"),
-		"--client-ca-file="+c.path("pki", "ca.crt"),
+		"--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + c.path("pki", "apiserver.crt"),
+		"--tls-private-key-file=" + c.path("pki", "apiserver.key"),
+		"--client-ca-file=" + c.path("pki", "ca.crt"),
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+c.path("pki", "sa.pub"),
-		"--service-account-signing-key-file="+c.path("pki", "sa.key"),
+		"--service-account-key-file=" + c.path("pki", "sa.pub"),
+		"--service-account-signing-key-file=" + c.path("pki", "sa.key"),
 		"--authorization-mode=RBAC",
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--endpoint-reconciler-type=none",
 		"--disable-admission-plugins=ServiceAccount",
-	)
+	}, extra...)
+}
+
+func (c *controlPlane) startAPIServer(ctx context.Context) error {
+	var err error
+	c.apiserver, err = startProcess(c.binDir, c.path("logs"), "kube-apiserver", c.apiServerArgs(c.apiPort)...)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,7 @@ type crdSpec struct {
 	shortNames                   []string
 	clusterScoped, status        bool
 	columns                      []apiextv1.CustomResourceColumnDefinition
+	schema                       *apiextv1.JSONSchemaProps // nil: any field is kept
 }
 
 func column(name, path string) apiextv1.CustomResourceColumnDefinition {
@@ -26,9 +27,10 @@ func column(name, path string) apiextv1.CustomResourceColumnDefinition {
 }
 
 // simCRDs are the Harvester, KubeVirt, Multus and load-balancer kinds, with a
-// status subresource where the real ones have one. Schemas accept any field:
-// the simulator's controllers decode objects with the real Go types and
-// report what does not decode on the object.
+// status subresource where the real ones have one. The load-balancer kinds
+// carry Harvester's structural schema; the others accept any field: the
+// simulator's controllers decode them with the real Go types and report
+// what does not decode on the object.
 var simCRDs = []crdSpec{
 	{group: "kubevirt.io", version: "v1", kind: "VirtualMachine", plural: "virtualmachines", shortNames: []string{"vm", "vms"}, status: true,
 		columns: []apiextv1.CustomResourceColumnDefinition{column("Status", ".status.printableStatus"), column("Ready", ".status.ready")}},
@@ -41,23 +43,31 @@ var simCRDs = []crdSpec{
 	{group: "harvesterhci.io", version: "v1beta1", kind: "Setting", plural: "settings", clusterScoped: true, status: true,
 		columns: []apiextv1.CustomResourceColumnDefinition{column("Value", ".value")}},
 	{group: "k8s.cni.cncf.io", version: "v1", kind: "NetworkAttachmentDefinition", plural: "network-attachment-definitions", shortNames: []string{"net-attach-def"}},
-	{group: "loadbalancer.harvesterhci.io", version: "v1beta1", kind: "LoadBalancer", plural: "loadbalancers", shortNames: []string{"lb", "lbs"}, status: true,
-		columns: []apiextv1.CustomResourceColumnDefinition{column("Address", ".status.address")}},
-	{group: "loadbalancer.harvesterhci.io", version: "v1beta1", kind: "IPPool", plural: "ippools", shortNames: []string{"pool", "pools"}, clusterScoped: true, status: true},
+	// Harvester's LoadBalancer has no status subresource: status is written with the object.
+	{group: "loadbalancer.harvesterhci.io", version: "v1beta1", kind: "LoadBalancer", plural: "loadbalancers", shortNames: []string{"lb", "lbs"},
+		schema: loadBalancerSchema(),
+		columns: []apiextv1.CustomResourceColumnDefinition{column("Description", ".spec.description"), column("Workload-Type", ".spec.workloadType"),
+			column("IPAM", ".spec.ipam"), column("Address", ".status.address"), column("Allocated", ".status.allocatedAddress.ip")}},
+	{group: "loadbalancer.harvesterhci.io", version: "v1beta1", kind: "IPPool", plural: "ippools", shortNames: []string{"pool", "pools"}, clusterScoped: true, status: true,
+		schema: ipPoolSchema(),
+		columns: []apiextv1.CustomResourceColumnDefinition{column("Network", ".spec.selector.network"),
+			{Name: "Available", Type: "integer", JSONPath: ".status.available"}, {Name: "Total", Type: "integer", JSONPath: ".status.total"}}},
 }
 
 // buildCRD is the CustomResourceDefinition object for spec.
 func buildCRD(s crdSpec) *apiextv1.CustomResourceDefinition {
 	preserve := true
+	schema := &apiextv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: &preserve}
+	if s.schema != nil {
+		schema = s.schema
+	}
 	scope := apiextv1.NamespaceScoped
 	if s.clusterScoped {
 		scope = apiextv1.ClusterScoped
 	}
 	version := apiextv1.CustomResourceDefinitionVersion{
 		Name: s.version, Served: true, Storage: true,
-		Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{
-			Type: "object", XPreserveUnknownFields: &preserve,
-		}},
+		Schema:                   &apiextv1.CustomResourceValidation{OpenAPIV3Schema: schema},
 		AdditionalPrinterColumns: s.columns,
 	}
 	if s.status {

@@ -25,6 +25,8 @@ const (
 	FaultsConfigMap      = "harvester-sim-faults"
 	FaultStuckScheduling = "stuck-scheduling"
 	FaultNoIP            = "no-ip"
+	FaultExhaustPool     = "exhaust-pool"
+	FaultDelayAllocation = "delay-allocation"
 	faultLabel           = "sim.harvesterhci.io/fault"
 	rejectPolicyPrefix   = "harvester-sim-reject-"
 )
@@ -98,12 +100,18 @@ func SetVMFault(ctx context.Context, kube kubernetes.Interface, fault, pattern s
 	if _, err := filepath.Match(pattern, ""); err != nil || !strings.Contains(pattern, "/") {
 		return fmt.Errorf("fault %s: pattern %q must be NAMESPACE/NAME with optional * ? [] globs", fault, pattern)
 	}
+	return setFaultLine(ctx, kube, fault, pattern, remove)
+}
+
+// setFaultLine adds (or removes) one line of a key of the fault ConfigMap;
+// lines are identified by their first field.
+func setFaultLine(ctx context.Context, kube kubernetes.Interface, fault, line string, remove bool) error {
 	cms := kube.CoreV1().ConfigMaps(SystemNamespace)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		cm, err := cms.Get(ctx, FaultsConfigMap, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: FaultsConfigMap, Namespace: SystemNamespace, Labels: map[string]string{faultLabel: "vm"}}}
-			cm.Data = map[string]string{fault: editPatterns("", pattern, remove)}
+			cm.Data = map[string]string{fault: editPatterns("", line, remove)}
 			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 			return err
 		}
@@ -113,22 +121,24 @@ func SetVMFault(ctx context.Context, kube kubernetes.Interface, fault, pattern s
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
-		cm.Data[fault] = editPatterns(cm.Data[fault], pattern, remove)
+		cm.Data[fault] = editPatterns(cm.Data[fault], line, remove)
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		return err
 	})
 }
 
-// editPatterns adds or removes pattern in a newline-separated list.
-func editPatterns(list, pattern string, remove bool) string {
+// editPatterns adds or removes a line in a newline-separated list; a line
+// replaces those with the same first field (the pattern).
+func editPatterns(list, line string, remove bool) string {
 	var out []string
+	pattern := firstField(line)
 	for _, p := range strings.Split(list, "\n") {
-		if p = strings.TrimSpace(p); p != "" && p != pattern {
+		if p = strings.TrimSpace(p); p != "" && firstField(p) != pattern {
 			out = append(out, p)
 		}
 	}
 	if !remove {
-		out = append(out, pattern)
+		out = append(out, strings.TrimSpace(line))
 	}
 	slices.Sort(out)
 	return strings.Join(out, "\n")
@@ -195,4 +205,11 @@ func RestartAPIServer(ctx context.Context, dir string) error {
 		case <-tick.C:
 		}
 	}
+}
+
+func firstField(line string) string {
+	if f := strings.Fields(line); len(f) > 0 {
+		return f[0]
+	}
+	return ""
 }

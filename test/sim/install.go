@@ -62,6 +62,9 @@ func installCore(ctx context.Context, kube kubernetes.Interface, hosts, zones in
 			return fmt.Errorf("set status of host %s: %w", node.Name, err)
 		}
 	}
+	if err := installPoolInUsePolicy(ctx, kube); err != nil {
+		return err
+	}
 	_, err := kube.StorageV1().StorageClasses().Create(ctx, buildDefaultStorageClass(), metav1.CreateOptions{})
 	return createIfMissing(err, "StorageClass "+DefaultStorageName)
 }

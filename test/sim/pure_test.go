@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -58,6 +60,15 @@ func TestBuildCRDStatusSubresourceAndScope(t *testing.T) {
 	if buildCRD(simCRDs[1]).Spec.Versions[0].Subresources != nil {
 		t.Error("VirtualMachineInstance must have no status subresource, as in KubeVirt")
 	}
+	for _, s := range simCRDs {
+		crd := buildCRD(s)
+		if s.kind == "LoadBalancer" && crd.Spec.Versions[0].Subresources != nil {
+			t.Error("LoadBalancer must have no status subresource, as on Harvester")
+		}
+		if s.group == "loadbalancer.harvesterhci.io" && crd.Spec.Versions[0].Schema.OpenAPIV3Schema.XPreserveUnknownFields != nil {
+			t.Errorf("%s must have Harvester's structural schema, not preserve unknown fields", s.kind)
+		}
+	}
 }
 
 func TestEditPatterns(t *testing.T) {
@@ -70,6 +81,8 @@ func TestEditPatterns(t *testing.T) {
 		{"default/b\ndefault/a", "default/a", false, "default/a\ndefault/b"},
 		{"default/b\ndefault/a\n", "default/a", true, "default/b"},
 		{"default/a", "default/a", true, ""},
+		{"default/a 5s\ndefault/b 1s", "default/a 10s", false, "default/a 10s\ndefault/b 1s"},
+		{"default/a 5s\ndefault/b 1s", "default/a 0s", true, "default/b 1s"},
 	}
 	for _, tt := range tests {
 		if got := editPatterns(tt.list, tt.pattern, tt.remove); got != tt.want {
@@ -134,5 +147,35 @@ func TestVMRowsJoinVMIs(t *testing.T) {
 		if rows[i] != want[i] {
 			t.Errorf("row %d = %+v, want %+v", i, rows[i], want[i])
 		}
+	}
+}
+
+func TestGuestNodeRows(t *testing.T) {
+	nodes := []corev1.Node{
+		{ObjectMeta: metav1.ObjectMeta{Name: "b", Labels: map[string]string{"topology.kubernetes.io/zone": "sim-zone-a"}},
+			Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+				Addresses: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "10.0.0.2"}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}}},
+	}
+	rows := guestNodeRows("g", nodes)
+	want := []guestNodeRow{
+		{cluster: "g", node: "a", ready: "NotReady", ip: "-", taints: "-", zone: "-", region: "-"},
+		{cluster: "g", node: "b", ready: "Ready", ip: "10.0.0.2", taints: "node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule", zone: "sim-zone-a", region: "-"},
+	}
+	if len(rows) != 2 || rows[0] != want[0] || rows[1] != want[1] {
+		t.Fatalf("rows = %+v\nwant %+v", rows, want)
+	}
+}
+
+func TestLBRows(t *testing.T) {
+	l := unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"name": "lb1", "namespace": "default", "annotations": map[string]any{"loadbalancer.harvesterhci.io/cluster": "g"}},
+		"status": map[string]any{"allocatedAddress": map[string]any{"ipPool": "p", "ip": "10.0.0.9"},
+			"conditions": []any{map[string]any{"type": "Ready", "status": "False", "message": "no running backend servers"}}},
+	}}
+	got := strings.Join(lbRows([]unstructured.Unstructured{l})[0], "|")
+	if got != "default|lb1|g|p|10.0.0.9|-|False (no running backend servers)" {
+		t.Fatalf("row = %s", got)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/test/sim/controllers"
+	"github.com/harvester-kit/harvester-machine/test/sim/guests"
 )
 
 // Files the simulator writes into its state directory.
@@ -44,7 +45,10 @@ type Options struct {
 
 	ScheduleDelay, BootDelay, IPDelay time.Duration
 	StartTimeout                      time.Duration
-	Log                               *slog.Logger
+	// GuestClusters starts a control plane for each guest cluster a VM is
+	// labelled with, and lets running VMs join it as Nodes.
+	GuestClusters bool
+	Log           *slog.Logger
 }
 
 // Validate returns every problem with the options at once.
@@ -123,6 +127,13 @@ func Run(ctx context.Context, o Options) (err error) {
 	})
 	if err != nil {
 		return fmt.Errorf("start simulated controllers: %w", err)
+	}
+	if o.GuestClusters {
+		planes := newGuestPlanes(cp, log.With("component", "guests"))
+		defer planes.stopAll()
+		if err := guests.Start(runCtx, cfg, planes, log.With("component", "guests")); err != nil {
+			return err
+		}
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -216,7 +227,7 @@ func prepareStateDir(dir string) error {
 			return fmt.Errorf("--state-dir %s: a simulator (pid %d) is already running there: stop it or pick another directory", dir, pid)
 		}
 	}
-	for _, name := range []string{"etcd", "pki", "logs", KubeconfigFile, ReadyFile, APIServerPIDFile, SSHKeyFile, SSHKeyFile + ".pub"} {
+	for _, name := range []string{"etcd", "pki", "logs", GuestsDir, KubeconfigFile, ReadyFile, APIServerPIDFile, SSHKeyFile, SSHKeyFile + ".pub"} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("clean state dir: %w", err)
 		}

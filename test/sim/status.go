@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -12,11 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/harvester-kit/harvester-machine/test/sim/lb"
 )
 
 var (
 	vmGVR  = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
 	vmiGVR = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+	lbGVR  = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "loadbalancers"}
 )
 
 // vmRow is one line of `harvester-sim status`.
@@ -98,5 +102,59 @@ func PrintStatus(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 	if len(rows) == 0 {
 		fmt.Fprintln(tw, "(no virtual machines)")
 	}
+	lbs, err := dyn.Resource(lbGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("status: list load balancers: %w", err)
+	}
+	pools, err := dyn.Resource(poolGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("status: list IP pools: %w", err)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "NAMESPACE	LOADBALANCER	CLUSTER	POOL	ALLOCATED	ADDRESS	READY")
+	for _, r := range lbRows(lbs.Items) {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	if len(lbs.Items) == 0 {
+		fmt.Fprintln(tw, "(no load balancers)")
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintln(tw, "IPPOOL	TOTAL	AVAILABLE	ALLOCATED")
+	for _, p := range pools.Items {
+		total, _, _ := unstructured.NestedInt64(p.Object, "status", "total")
+		avail, _, _ := unstructured.NestedInt64(p.Object, "status", "available")
+		alloc, _, _ := unstructured.NestedStringMap(p.Object, "status", "allocated")
+		var pairs []string
+		for ip, owner := range alloc {
+			pairs = append(pairs, ip+"="+owner)
+		}
+		slices.Sort(pairs)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", p.GetName(), total, avail, orDash(strings.Join(pairs, ",")))
+	}
+	if len(pools.Items) == 0 {
+		fmt.Fprintln(tw, "(no IP pools)")
+	}
 	return tw.Flush()
+}
+
+// lbRows describes load balancers (pure): namespace, name, cluster,
+// pool, allocated IP, address, Ready (with the message when not ready).
+func lbRows(lbs []unstructured.Unstructured) [][]string {
+	rows := make([][]string, 0, len(lbs))
+	for _, l := range lbs {
+		ready := "-"
+		conds, _, _ := unstructured.NestedSlice(l.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+				ready = fmt.Sprint(m["status"])
+				if msg, _ := m["message"].(string); msg != "" {
+					ready += " (" + msg + ")"
+				}
+			}
+		}
+		rows = append(rows, []string{l.GetNamespace(), l.GetName(), orDash(l.GetAnnotations()[lb.AnnCluster]),
+			orDash(nested(&l, "status", "allocatedAddress", "ipPool")), orDash(nested(&l, "status", "allocatedAddress", "ip")),
+			orDash(nested(&l, "status", "address")), ready})
+	}
+	return rows
 }

@@ -1,6 +1,9 @@
 package controllers
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestFaultsMatch(t *testing.T) {
 	f := parseFaults(map[string]string{
@@ -24,6 +27,31 @@ func TestFaultsMatch(t *testing.T) {
 	for _, tt := range tests {
 		if got := f.match(tt.key, tt.ns, tt.name); got != tt.want {
 			t.Errorf("match(%s, %s/%s) = %q, want %q", tt.key, tt.ns, tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestLoadBalancerFaults(t *testing.T) {
+	f := parseFaults(map[string]string{
+		FaultExhaustPool:     "pool-a\nguest-*",
+		FaultDelayAllocation: "default/slow-* 5s\nother/* 1m\nbad-line\ndefault/x notaduration\ndefault/y -1s",
+	})
+	if len(f.problems) != 3 {
+		t.Fatalf("problems = %v, want three (no duration, bad duration, negative)", f.problems)
+	}
+	for _, tt := range []struct {
+		pool, want string
+	}{{"pool-a", "pool-a"}, {"guest-b", "guest-*"}, {"pool-b", ""}} {
+		if got := f.matchName(FaultExhaustPool, tt.pool); got != tt.want {
+			t.Errorf("exhaust %s = %q, want %q", tt.pool, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		ns, name string
+		want     time.Duration
+	}{{"default", "slow-1", 5 * time.Second}, {"other", "lb", time.Minute}, {"default", "fast", 0}} {
+		if got := f.allocationDelay(tt.ns, tt.name); got != tt.want {
+			t.Errorf("delay %s/%s = %s, want %s", tt.ns, tt.name, got, tt.want)
 		}
 	}
 }

@@ -2,26 +2,18 @@ package controllers
 
 import (
 	"bufio"
-	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"fmt"
-	"io"
-	"mime"
-	"mime/multipart"
-	"net/mail"
 	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/harvester-kit/harvester-machine/test/sim/userdata"
 )
 
 // guestAgentPackage is the package whose installation makes the simulated
 // guest report its addresses.
 const guestAgentPackage = "qemu-guest-agent"
-
-// maxUserDataDepth bounds nesting of multipart and gzip layers.
-const maxUserDataDepth = 4
 
 // shellInstallsAgent matches a package-manager install command naming the
 // guest agent package on one (continuation-joined) shell line.
@@ -33,43 +25,18 @@ var shellInstallsAgent = regexp.MustCompile(
 // a shell script (or runcmd/bootcmd line) that installs it with apt, yum,
 // dnf or zypper, or a multipart MIME / gzip document containing such a part.
 func userDataInstallsAgent(data []byte) (bool, error) {
-	return inspectUserData(data, 0)
-}
-
-func inspectUserData(data []byte, depth int) (bool, error) {
-	if depth > maxUserDataDepth {
-		return false, fmt.Errorf("user data nested deeper than %d levels", maxUserDataDepth)
-	}
-	if bytes.HasPrefix(data, []byte{0x1f, 0x8b}) {
-		zr, err := gzip.NewReader(bytes.NewReader(data))
-		if err != nil {
-			return false, fmt.Errorf("gunzip user data: %w", err)
+	found := false
+	err := userdata.Walk(data, func(kind userdata.Kind, body []byte) (bool, error) {
+		var err error
+		switch kind {
+		case userdata.CloudConfig:
+			found, err = cloudConfigInstallsAgent(body)
+		case userdata.Script:
+			found = shellInstallsAgentText(string(body))
 		}
-		plain, err := io.ReadAll(io.LimitReader(zr, 16<<20))
-		if err != nil {
-			return false, fmt.Errorf("gunzip user data: %w", err)
-		}
-		return inspectUserData(plain, depth+1)
-	}
-	text := strings.TrimLeft(string(data), " \t\r\n")
-	if strings.HasPrefix(text, "## template: jinja") {
-		_, rest, _ := strings.Cut(text, "\n")
-		return inspectUserData([]byte(rest), depth+1)
-	}
-	switch {
-	case strings.HasPrefix(text, "#cloud-config"):
-		return cloudConfigInstallsAgent([]byte(text))
-	case strings.HasPrefix(text, "#!"):
-		return shellInstallsAgentText(text), nil
-	case looksLikeMIME(text):
-		return multipartInstallsAgent([]byte(text), depth)
-	}
-	return false, nil
-}
-
-func looksLikeMIME(text string) bool {
-	head := strings.ToLower(text[:min(len(text), 200)])
-	return strings.HasPrefix(head, "content-type:") || strings.HasPrefix(head, "mime-version:")
+		return found || err != nil, err
+	})
+	return found, err
 }
 
 // shellInstallsAgentText checks a shell script line by line, joining
@@ -162,86 +129,6 @@ func commandLine(cmd any) string {
 		return strings.Join(parts, " ")
 	}
 	return ""
-}
-
-// multipartInstallsAgent walks the parts of a MIME multipart user data
-// document; any part (cloud-config, shell script, nested multipart) that
-// installs the agent counts.
-func multipartInstallsAgent(data []byte, depth int) (bool, error) {
-	if depth > maxUserDataDepth {
-		return false, fmt.Errorf("user data nested deeper than %d levels", maxUserDataDepth)
-	}
-	msg, err := mail.ReadMessage(bytes.NewReader(data))
-	if err != nil {
-		return false, fmt.Errorf("parse MIME user data: %w", err)
-	}
-	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
-	if err != nil {
-		return false, fmt.Errorf("parse MIME user data content type: %w", err)
-	}
-	if !strings.HasPrefix(mediaType, "multipart/") {
-		body, err := readPartBody(msg.Body, msg.Header.Get("Content-Transfer-Encoding"))
-		if err != nil {
-			return false, err
-		}
-		return inspectPart(msg.Header.Get("Content-Type"), body, depth)
-	}
-	mr := multipart.NewReader(msg.Body, params["boundary"])
-	for {
-		part, err := mr.NextRawPart()
-		if err == io.EOF {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("read MIME part: %w", err)
-		}
-		body, err := readPartBody(part, part.Header.Get("Content-Transfer-Encoding"))
-		if err != nil {
-			return false, err
-		}
-		ok, err := inspectPart(part.Header.Get("Content-Type"), body, depth)
-		if err != nil || ok {
-			return ok, err
-		}
-	}
-}
-
-func readPartBody(r io.Reader, encoding string) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r, 16<<20))
-	if err != nil {
-		return nil, fmt.Errorf("read MIME part: %w", err)
-	}
-	if strings.EqualFold(strings.TrimSpace(encoding), "base64") {
-		clean := strings.Join(strings.Fields(string(body)), "")
-		dec, err := base64.StdEncoding.DecodeString(clean)
-		if err != nil {
-			return nil, fmt.Errorf("decode base64 MIME part: %w", err)
-		}
-		return dec, nil
-	}
-	return body, nil
-}
-
-// inspectPart checks one MIME part given its Content-Type header value.
-func inspectPart(contentType string, body []byte, depth int) (bool, error) {
-	mediaType, _, _ := mime.ParseMediaType(contentType)
-	if strings.HasPrefix(mediaType, "multipart/") {
-		doc := append([]byte("Content-Type: "+contentType+"\r\n\r\n"), body...)
-		return multipartInstallsAgent(doc, depth+1)
-	}
-	switch mediaType {
-	case "text/cloud-config":
-		return cloudConfigInstallsAgent(body)
-	case "text/cloud-config-jsonp", "text/x-include-url", "text/part-handler":
-		return false, nil
-	case "text/x-shellscript", "text/x-shellscript-per-boot", "text/x-shellscript-per-instance",
-		"text/x-shellscript-per-once", "text/cloud-boothook":
-		return shellInstallsAgentText(string(body)), nil
-	case "application/x-gzip", "application/gzip":
-		return inspectUserData(body, depth+1)
-	}
-	// Untyped parts and nested multipart documents are sniffed by content.
-	return inspectUserData(body, depth+1)
 }
 
 // LabelImageGuestAgent on a VirtualMachineImage says its OS ships and

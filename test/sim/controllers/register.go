@@ -41,6 +41,9 @@ func (s *sim) register() error {
 	kpInf := s.dynInformers.ForResource(gvrKeyPair)
 	s.vms, s.vmis, s.images, s.keyPairs = vmInf.Lister(), vmiInf.Lister(), imgInf.Lister(), kpInf.Lister()
 	s.vmiInformer = vmiInf.Informer()
+	lbInf := s.dynInformers.ForResource(gvrLB)
+	poolInf := s.dynInformers.ForResource(gvrPool)
+	s.lbs, s.pools = lbInf.Lister(), poolInf.Lister()
 
 	regs := []struct {
 		what string
@@ -62,6 +65,15 @@ func (s *sim) register() error {
 			}
 			s.enqueueSchedulingVMIs()
 			s.enqueueNamespace(s.pvcQ, ns, s.pvcKeys)
+			s.enqueueNamespace(s.lbQ, ns, s.lbKeys)
+		}},
+		{"loadbalancers", lbInf.Informer(), func(obj any) {
+			key, _ := keyOf(obj)
+			s.lbQ.add(key)
+		}},
+		{"ippools", poolInf.Informer(), func(obj any) {
+			key, _ := keyOf(obj)
+			s.lbQ.add(poolKeyPrefix + key)
 		}},
 		{"virtualmachineimages", imgInf.Informer(), func(obj any) {
 			key, ns := keyOf(obj)
@@ -93,6 +105,7 @@ func (s *sim) register() error {
 		{"fault configmap", s.faultInformers.Core().V1().ConfigMaps().Informer(), func(obj any) {
 			if key, _ := keyOf(obj); key == faultConfigMapKeyPath {
 				s.enqueueNamespace(s.vmiQ, "", s.vmiKeys)
+				s.enqueueNamespace(s.lbQ, "", func(string) []string { return s.poolKeys() })
 			}
 		}},
 	}

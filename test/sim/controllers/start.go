@@ -1,7 +1,8 @@
 // Package controllers plays KubeVirt and Harvester for the simulated
 // Harvester: it runs VMs as VMIs through scheduling and boot, reports
 // guest addresses by the qemu-guest-agent rule, provisions and binds disks,
-// imports images and validates key pairs, against a real kube-apiserver.
+// imports images, validates key pairs and allocates load-balancer
+// addresses from IP pools, against a real kube-apiserver.
 package controllers
 
 import (
@@ -78,10 +79,10 @@ type sim struct {
 	faultInformers informers.SharedInformerFactory
 	dynInformers   dynamicinformer.DynamicSharedInformerFactory
 
-	vms, vmis, images, keyPairs cache.GenericLister
-	vmiInformer                 cache.SharedIndexInformer
+	vms, vmis, images, keyPairs, lbs, pools cache.GenericLister
+	vmiInformer                             cache.SharedIndexInformer
 
-	vmQ, vmiQ, pvcQ, imageQ, keyPairQ *queue
+	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ *queue
 
 	state *vmiState
 }
@@ -126,6 +127,7 @@ func newSim(cfg *rest.Config, opts Options) (*sim, error) {
 	s.pvcQ = newQueue("pvc", s.reconcilePVC, log)
 	s.imageQ = newQueue("image", s.reconcileImage, log)
 	s.keyPairQ = newQueue("keypair", s.reconcileKeyPair, log)
+	s.lbQ = newQueue("loadbalancer", s.reconcileLoadBalancer, log)
 	if err := s.register(); err != nil {
 		return nil, err
 	}
@@ -134,7 +136,7 @@ func newSim(cfg *rest.Config, opts Options) (*sim, error) {
 
 func (s *sim) run(ctx context.Context) {
 	go s.event.run(ctx)
-	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ} {
+	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ} {
 		go q.run(ctx)
 	}
 }

@@ -1,0 +1,367 @@
+package guest
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/harvester-kit/harvester-machine/addons"
+	"github.com/harvester-kit/harvester-machine/test/sim/guests"
+	"github.com/harvester-kit/harvester-machine/test/sim/lb"
+	"github.com/harvester-kit/harvester-machine/test/simtest"
+)
+
+const (
+	vmNamespace = "default"
+	waitTimeout = 2 * time.Minute
+)
+
+var (
+	gvrVM   = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
+	gvrVMI  = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+	gvrLB   = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "loadbalancers"}
+	gvrPool = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "ippools"}
+)
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// poll retries cond every 100ms until it holds, failing with what it says last.
+func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, string)) {
+	t.Helper()
+	ctx := testContext(t)
+	last := ""
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		ok, why := cond(ctx)
+		last = why
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v; last: %s", what, err, last)
+	}
+}
+
+// bootstrap runs bin/harvester-bootstrap against the simulator.
+func bootstrap(t *testing.T, args ...string) string {
+	t.Helper()
+	bin, err := simtest.Bin("harvester-bootstrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(testContext(t), bin, append(args, "--kubeconfig", env.sim.Kubeconfig)...)
+	out, err := cmd.Output()
+	if err != nil {
+		stderr := ""
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		t.Fatalf("harvester-bootstrap %s: %v\n%s", strings.Join(args, " "), err, stderr)
+	}
+	return string(out)
+}
+
+// k3sNodeUserData is the K3s node cloud-init users generate today: the
+// guest credential and add-ons as write_files for K3s's manifests folder.
+func k3sNodeUserData(t *testing.T, cluster string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "k3s-cloud-init.yaml")
+	bootstrap(t, "addon", "k3s", "--cluster-name", cluster, "--namespace", vmNamespace, "--format", "cloud-init", "-o", out)
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// createPool creates n machines of pool1 through rancher-machine with the
+// driver's flags plus extra; they are removed after the test.
+func createPool(t *testing.T, cluster string, n int, extra ...string) (*simtest.Machines, []string) {
+	t.Helper()
+	m, err := env.sim.NewMachines(t.TempDir(), cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := append([]string{"--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1",
+		"--harvester-ssh-user=ubuntu", "--harvester-wait-timeout=120"}, extra...)
+	names := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-pool1-%d", cluster, i)
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			_, errs[i] = m.Create(testContext(t), names[i], flags...)
+		}(i)
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+		defer cancel()
+		_, _ = m.Remove(ctx, names...)
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("create %s: %v", names[i], err)
+		}
+	}
+	return m, names
+}
+
+// guestClients connects to the guest cluster's API server once the
+// simulator has written its kubeconfig (0600).
+func guestClients(t *testing.T, cluster string) (kubernetes.Interface, dynamic.Interface) {
+	t.Helper()
+	path := filepath.Join(env.sim.Dir, "guests", cluster, "kubeconfig")
+	poll(t, "the guest kubeconfig "+path, func(context.Context) (bool, string) {
+		info, err := os.Stat(path)
+		if err != nil {
+			return false, err.Error()
+		}
+		return info.Mode().Perm() == 0o600, "mode " + info.Mode().String()
+	})
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kube, dyn
+}
+
+func vmiIP(t *testing.T, ctx context.Context, name string) string {
+	t.Helper()
+	u, err := env.dyn.Resource(gvrVMI).Namespace(vmNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return guests.RunningIP(u)
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// checkNodesJoined waits until every machine is a Ready Node of the guest
+// cluster, registered as kubelet with the external cloud provider does.
+func checkNodesJoined(t *testing.T, guest kubernetes.Interface, machines []string) {
+	t.Helper()
+	poll(t, fmt.Sprintf("%d Ready nodes", len(machines)), func(ctx context.Context) (bool, string) {
+		nodes, err := guest.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			if nodeReady(&n) {
+				ready++
+			}
+		}
+		return ready == len(machines), fmt.Sprintf("%d of %d nodes ready", ready, len(nodes.Items))
+	})
+	ctx := testContext(t)
+	for _, name := range machines {
+		n, err := guest.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("node %s: %v", name, err)
+		}
+		ip := vmiIP(t, ctx, name)
+		if !slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool {
+			return tn.Key == guests.TaintUninitialized && tn.Value == "true" && tn.Effect == corev1.TaintEffectNoSchedule
+		}) {
+			t.Errorf("node %s taints = %v, want %s=true:NoSchedule", name, n.Spec.Taints, guests.TaintUninitialized)
+		}
+		if n.Annotations[guests.AnnProvidedNodeIP] != ip || ip == "" {
+			t.Errorf("node %s provided-node-ip = %q, want the VM's address %q", name, n.Annotations[guests.AnnProvidedNodeIP], ip)
+		}
+		if !slices.Contains(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip}) {
+			t.Errorf("node %s addresses = %v, want InternalIP %s", name, n.Status.Addresses, ip)
+		}
+		for _, l := range []string{guests.LabelHostname, guests.LabelOS, guests.LabelArch, guests.LabelBetaOS, guests.LabelBetaArch} {
+			if n.Labels[l] == "" {
+				t.Errorf("node %s lacks label %s: %v", name, l, n.Labels)
+			}
+		}
+	}
+}
+
+// checkAddons waits for the add-ons the nodes' K3s manifests hold: the
+// CCM Deployment with --cluster-name, the CSI driver and the cloud-config
+// Secret, with the files recorded as Addons sourced from K3s's manifests
+// folder. It returns the Secret's kubeconfig for Harvester.
+func checkAddons(t *testing.T, guest kubernetes.Interface, guestDyn dynamic.Interface, cluster string) []byte {
+	t.Helper()
+	poll(t, "an Addon from "+guests.ManifestDirs[0]+" and the CCM Deployment", func(ctx context.Context) (bool, string) {
+		list, err := guestDyn.Resource(guests.AddonGVR).Namespace(guests.AddonNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		found := false
+		for _, a := range list.Items {
+			src, _, _ := unstructured.NestedString(a.Object, "spec", "source")
+			found = found || strings.HasPrefix(src, guests.ManifestDirs[0]+"/")
+		}
+		_, err = guest.AppsV1().Deployments(addons.DefaultNamespace).Get(ctx, addons.CCMName, metav1.GetOptions{})
+		return found && err == nil, fmt.Sprintf("%d Addons, CCM Deployment: %v", len(list.Items), err)
+	})
+	ctx := testContext(t)
+	ns := addons.DefaultNamespace
+	dep, err := guest.AppsV1().Deployments(ns).Get(ctx, addons.CCMName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("CCM Deployment: %v", err)
+	}
+	if args := containerArgs(dep); !slices.Contains(args, "--cluster-name="+cluster) {
+		t.Errorf("CCM args = %v, want --cluster-name=%s", args, cluster)
+	}
+	if _, err := guest.StorageV1().CSIDrivers().Get(ctx, addons.CSIDriverName, metav1.GetOptions{}); err != nil {
+		t.Errorf("CSIDriver %s: %v", addons.CSIDriverName, err)
+	}
+	if _, err := guest.AppsV1().DaemonSets(ns).Get(ctx, addons.CSIName, metav1.GetOptions{}); err != nil {
+		t.Errorf("CSI DaemonSet %s: %v", addons.CSIName, err)
+	}
+	secret, err := guest.CoreV1().Secrets(ns).Get(ctx, addons.DefaultCloudConfigSecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("cloud-config Secret: %v", err)
+	}
+	cc := secret.Data[addons.CloudConfigKey]
+	if len(cc) == 0 {
+		t.Fatalf("cloud-config Secret has no %s key: %v", addons.CloudConfigKey, secret.Data)
+	}
+	return cc
+}
+
+func containerArgs(dep *appsv1.Deployment) []string {
+	var out []string
+	for _, c := range dep.Spec.Template.Spec.Containers {
+		out = append(out, c.Args...)
+		out = append(out, c.Command...)
+	}
+	return out
+}
+
+// harvesterAs connects to the simulated Harvester with a cloud-config
+// (kubeconfig) and returns the client and the namespace it uses.
+func harvesterAs(t *testing.T, cloudConfig []byte) (dynamic.Interface, string) {
+	t.Helper()
+	dyn, ns, err := simtest.CloudProviderClient(cloudConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dyn, ns
+}
+
+// createPoolFor creates an IPPool scoped to one guest cluster (admin),
+// deleted after the test.
+func createPoolFor(t *testing.T, name, cluster, subnet string) {
+	t.Helper()
+	p := &lb.IPPool{
+		TypeMeta:   metav1.TypeMeta{APIVersion: lb.Group + "/" + lb.Version, Kind: "IPPool"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: lb.IPPoolSpec{Ranges: []lb.Range{{Subnet: subnet}},
+			Selector: lb.Selector{Scope: []lb.Scope{{Project: lb.All, Namespace: lb.All, GuestCluster: cluster}}}},
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(m, "status")
+	if _, err := env.dyn.Resource(gvrPool).Create(testContext(t), &unstructured.Unstructured{Object: m}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create IPPool %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = env.dyn.Resource(gvrPool).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+}
+
+func getPool(t *testing.T, ctx context.Context, name string) *lb.IPPool {
+	t.Helper()
+	u, err := env.dyn.Resource(gvrPool).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p lb.IPPool
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
+		t.Fatal(err)
+	}
+	return &p
+}
+
+// checkLoadBalancer plays the cloud provider with harvester (its
+// cloud-config credential): it creates the LoadBalancer of a Service and
+// takes its address, checks the address came from wantPool and not from
+// otherPool, deletes the LoadBalancer and checks the address went back
+// into the pool.
+func checkLoadBalancer(t *testing.T, harvester dynamic.Interface, namespace, cluster, wantPool, otherPool string) {
+	t.Helper()
+	ctx := testContext(t)
+	want := simtest.CCMLoadBalancer(cluster, namespace, "default", "web", "8d0cfd1c-31b7-4b13-9a33-1d3c2ff4b0a1")
+	addr, err := simtest.CCMCreate(ctx, harvester, want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr.IPPool != wantPool {
+		t.Fatalf("address %s came from pool %q, want the cluster's pool %s", addr.IP, addr.IPPool, wantPool)
+	}
+	owner := namespace + "/" + want.Name
+	if p := getPool(t, ctx, wantPool); p.Status.Allocated[addr.IP] != owner {
+		t.Fatalf("pool %s allocated = %v, want %s -> %s", wantPool, p.Status.Allocated, addr.IP, owner)
+	}
+	if p := getPool(t, ctx, otherPool); len(p.Status.Allocated) != 0 {
+		t.Fatalf("the other cluster's pool %s handed out %v", otherPool, p.Status.Allocated)
+	}
+	if err := simtest.CCMDelete(ctx, harvester, namespace, want.Name); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the address back in the pool", func(ctx context.Context) (bool, string) {
+		p := getPool(t, ctx, wantPool)
+		return len(p.Status.Allocated) == 0 && p.Status.AllocatedHistory[addr.IP] == owner, fmt.Sprintf("pool status %+v", p.Status)
+	})
+}
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// simStatus runs `harvester-sim status`.
+func simStatus(t *testing.T) string {
+	t.Helper()
+	bin, err := simtest.Bin("harvester-sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(testContext(t), bin, "status", "--state-dir", env.sim.Dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("harvester-sim status: %v\n%s", err, out)
+	}
+	return string(out)
+}

@@ -1,0 +1,194 @@
+package lb
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func pool(name string, ranges []Range, sel Selector) IPPool {
+	return IPPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: IPPoolSpec{Ranges: ranges, Selector: sel}}
+}
+
+func scope(project, namespace, cluster string) []Scope {
+	return []Scope{{Project: project, Namespace: namespace, GuestCluster: cluster}}
+}
+
+func TestSelectPool(t *testing.T) {
+	r24 := []Range{{Subnet: "10.0.0.0/24"}}
+	pools := []IPPool{
+		pool("global", r24, Selector{Scope: scope(All, All, All)}),
+		pool("cluster-a", r24, Selector{Scope: scope(All, All, "a")}),
+		pool("cluster-a-high", r24, Selector{Priority: 10, Scope: scope(All, "prod", "a")}),
+		pool("cluster-b", r24, Selector{Scope: scope(All, All, "b")}),
+		pool("vlan2", r24, Selector{Network: "default/vlan2", Scope: scope(All, "default", All)}),
+		pool("project-x", r24, Selector{Scope: scope("x", "default", All)}),
+	}
+	noGlobal := pools[1:]
+	tests := []struct {
+		name  string
+		pools []IPPool
+		req   Requirement
+		want  string
+		err   string
+	}{
+		{"cluster scope", pools, Requirement{Namespace: "default", Cluster: "a"}, "cluster-a", ""},
+		{"other cluster's pool not used", pools, Requirement{Namespace: "default", Cluster: "b"}, "cluster-b", ""},
+		{"priority wins", pools, Requirement{Namespace: "prod", Cluster: "a"}, "cluster-a-high", ""},
+		{"network must be equal", pools, Requirement{Network: "default/vlan2", Namespace: "default", Cluster: "zzz"}, "vlan2", ""},
+		{"network differs: global", pools, Requirement{Network: "default/vlan3", Namespace: "default", Cluster: "a"}, "global", ""},
+		{"project scope", pools, Requirement{Project: "x", Namespace: "default"}, "project-x", ""},
+		{"no match: global fallback", pools, Requirement{Namespace: "default", Cluster: "c"}, "global", ""},
+		{"no match, no global", noGlobal, Requirement{Namespace: "default", Cluster: "c"}, "",
+			"no matched IPPool with requirement {Network: Project: Namespace:default Cluster:c}"},
+		{"requirement * matches anything", noGlobal, Requirement{Namespace: "default", Cluster: All}, "cluster-a", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := SelectPool(tc.pools, tc.req)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got.Name != tc.want {
+				t.Fatalf("got %v, %v; want %s", got, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRequirementOf(t *testing.T) {
+	l := &LoadBalancer{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Annotations: map[string]string{AnnCluster: "c", AnnProject: "p"}}}
+	if got := RequirementOf(l); got != (Requirement{Project: "p", Namespace: "ns1", Cluster: "c"}) {
+		t.Fatalf("RequirementOf = %+v", got)
+	}
+	l.Annotations[AnnNamespace] = "other"
+	if got := RequirementOf(l); got.Namespace != "other" {
+		t.Fatalf("namespace annotation ignored: %+v", got)
+	}
+}
+
+func TestAllocate(t *testing.T) {
+	tests := []struct {
+		name      string
+		ranges    []Range
+		status    IPPoolStatus
+		owner     string
+		exhausted bool
+		want      AllocatedAddress
+		err       string
+	}{
+		{"defaults skip network and gateway", []Range{{Subnet: "192.168.1.0/24"}}, IPPoolStatus{}, "ns/a",
+			false, AllocatedAddress{IPPool: "p", IP: "192.168.1.2", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
+		{"round robin after lastAllocated", []Range{{Subnet: "192.168.1.0/24"}}, IPPoolStatus{LastAllocated: "192.168.1.7"}, "ns/a",
+			false, AllocatedAddress{IPPool: "p", IP: "192.168.1.8", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
+		{"wraps and skips allocated", []Range{{Subnet: "10.0.0.0/29", RangeStart: "10.0.0.4", RangeEnd: "10.0.0.6"}},
+			IPPoolStatus{LastAllocated: "10.0.0.6", Allocated: map[string]string{"10.0.0.4": "ns/x"}}, "ns/a",
+			false, AllocatedAddress{IPPool: "p", IP: "10.0.0.5", Mask: "255.255.255.248", Gateway: "10.0.0.1"}, ""},
+		{"explicit gateway inside range is skipped", []Range{{Subnet: "10.0.0.0/24", RangeStart: "10.0.0.10", RangeEnd: "10.0.0.12", Gateway: "10.0.0.10"}},
+			IPPoolStatus{}, "ns/a", false, AllocatedAddress{IPPool: "p", IP: "10.0.0.11", Mask: "255.255.255.0", Gateway: "10.0.0.10"}, ""},
+		{"second range", []Range{{Subnet: "10.0.0.0/30"}, {Subnet: "10.0.1.0/30"}},
+			IPPoolStatus{Allocated: map[string]string{"10.0.0.2": "ns/x"}}, "ns/a",
+			false, AllocatedAddress{IPPool: "p", IP: "10.0.1.2", Mask: "255.255.255.252", Gateway: "10.0.1.1"}, ""},
+		{"/32 is one address", []Range{{Subnet: "10.9.9.9/32"}}, IPPoolStatus{}, "ns/a",
+			false, AllocatedAddress{IPPool: "p", IP: "10.9.9.9", Mask: "255.255.255.255"}, ""},
+		{"history reused", []Range{{Subnet: "192.168.1.0/24"}},
+			IPPoolStatus{LastAllocated: "192.168.1.50", AllocatedHistory: map[string]string{"192.168.1.20": "ns/a", "192.168.1.30": "ns/b"}}, "ns/a",
+			false, AllocatedAddress{IPPool: "p", IP: "192.168.1.20", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
+		{"history address taken meanwhile", []Range{{Subnet: "192.168.1.0/24"}},
+			IPPoolStatus{Allocated: map[string]string{"192.168.1.20": "ns/b"}, AllocatedHistory: map[string]string{"192.168.1.20": "ns/a"}}, "ns/a",
+			false, AllocatedAddress{IPPool: "p", IP: "192.168.1.2", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
+		{"already held", []Range{{Subnet: "192.168.1.0/24"}}, IPPoolStatus{Allocated: map[string]string{"192.168.1.9": "ns/a"}}, "ns/a",
+			true, AllocatedAddress{IPPool: "p", IP: "192.168.1.9", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
+		{"exhausted", []Range{{Subnet: "10.0.0.0/30"}}, IPPoolStatus{Allocated: map[string]string{"10.0.0.2": "ns/x"}}, "ns/a",
+			false, AllocatedAddress{}, "no IP addresses available in range set: 10.0.0.1-10.0.0.2"},
+		{"exhausted by fault", []Range{{Subnet: "10.0.0.0/24", RangeStart: "10.0.0.10", RangeEnd: "10.0.0.20"}}, IPPoolStatus{}, "ns/a",
+			true, AllocatedAddress{}, "no IP addresses available in range set: 10.0.0.10-10.0.0.20"},
+		{"bad subnet", []Range{{Subnet: "nope"}}, IPPoolStatus{}, "ns/a", false, AllocatedAddress{}, `spec.ranges[0]: subnet "nope"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pool("p", tc.ranges, Selector{})
+			p.Status = tc.status
+			got, err := Allocate(&p, tc.owner, tc.exhausted)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %+v, %v; want %+v", got, err, tc.want)
+			}
+			if p.Status.Allocated[got.IP] != tc.owner || p.Status.LastAllocated != got.IP && tc.status.Allocated[got.IP] == "" {
+				t.Fatalf("status not updated: %+v", p.Status)
+			}
+			if _, inHistory := p.Status.AllocatedHistory[got.IP]; inHistory {
+				t.Fatalf("allocated address still in history: %+v", p.Status)
+			}
+		})
+	}
+}
+
+func TestCountsAndRelease(t *testing.T) {
+	p := pool("p", []Range{{Subnet: "10.0.0.0/29"}, {Subnet: "10.0.1.5/32"}}, Selector{})
+	if err := Counts(&p, false); err != nil || p.Status.Total != 6 || p.Status.Available != 6 {
+		t.Fatalf("counts: %+v %v (want 5 of the /29 without network, gateway, broadcast... plus the /32)", p.Status, err)
+	}
+	a, err := Allocate(&p, "ns/a", false)
+	if err != nil || p.Status.Available != 5 {
+		t.Fatalf("allocate: %+v %v", p.Status, err)
+	}
+	if !Release(&p, "ns/a") || p.Status.Available != 6 || p.Status.Allocated[a.IP] != "" || p.Status.AllocatedHistory[a.IP] != "ns/a" {
+		t.Fatalf("release: %+v", p.Status)
+	}
+	if Release(&p, "ns/a") {
+		t.Fatal("second release changed the pool")
+	}
+	b, _ := Allocate(&p, "ns/b", false)
+	if b.IP == a.IP {
+		t.Fatalf("round robin handed out the released address %s again at once", a.IP)
+	}
+	again, _ := Allocate(&p, "ns/a", false)
+	if again.IP != a.IP {
+		t.Fatalf("ns/a got %s, want its earlier %s", again.IP, a.IP)
+	}
+	if err := Counts(&p, true); err != nil || p.Status.Available != 0 {
+		t.Fatalf("exhausted counts: %+v", p.Status)
+	}
+}
+
+func TestIsGlobal(t *testing.T) {
+	if !IsGlobal(&IPPool{Spec: IPPoolSpec{Selector: Selector{Scope: scope(All, All, All)}}}) {
+		t.Fatal("*/*/* pool is not global")
+	}
+	if IsGlobal(&IPPool{Spec: IPPoolSpec{Selector: Selector{Scope: append(scope(All, All, All), scope("p", All, All)...)}}}) {
+		t.Fatal("pool with two scopes is global")
+	}
+	if !IsGlobal(&IPPool{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelGlobalPool: "true"}}}) {
+		t.Fatal("labelled pool is not global")
+	}
+}
+
+func TestSelectsBackend(t *testing.T) {
+	labels := map[string]string{"app": "web", "tier": "front"}
+	for _, tc := range []struct {
+		name string
+		sel  map[string][]string
+		want bool
+	}{
+		{"empty selects nothing", nil, false},
+		{"one value", map[string][]string{"app": {"web"}}, true},
+		{"one of values", map[string][]string{"app": {"db", "web"}}, true},
+		{"all keys needed", map[string][]string{"app": {"web"}, "zone": {"a"}}, false},
+		{"value differs", map[string][]string{"tier": {"back"}}, false},
+		{"key only", map[string][]string{"tier": nil}, true},
+	} {
+		if got := SelectsBackend(tc.sel, labels); got != tc.want {
+			t.Errorf("%s: got %v", tc.name, got)
+		}
+	}
+}

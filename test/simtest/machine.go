@@ -1,0 +1,75 @@
+package simtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// Machines runs bin/rancher-machine with the driver against a simulator,
+// the way Rancher does: credentials in the environment, its own store,
+// --custom-install-script and --harvester-cluster-name.
+type Machines struct {
+	Store   string // MACHINE_STORAGE_PATH
+	Cluster string // --harvester-cluster-name
+	script  string
+	env     []string
+	bin     string
+}
+
+// NewMachines prepares a store and an install script in dir for cluster.
+func (s *Sim) NewMachines(dir, cluster string) (*Machines, error) {
+	bin, err := Bin("rancher-machine")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := Bin("docker-machine-driver-harvester"); err != nil {
+		return nil, err
+	}
+	kubeconfig, err := os.ReadFile(s.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	script := filepath.Join(dir, "install.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho install rancher-system-agent\n"), 0o600); err != nil {
+		return nil, err
+	}
+	m := &Machines{Store: filepath.Join(dir, "store"), Cluster: cluster, script: script, bin: bin}
+	m.env = append(os.Environ(),
+		"MACHINE_STORAGE_PATH="+m.Store,
+		"PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"HARVESTER_KUBECONFIG_CONTENT="+base64.StdEncoding.EncodeToString(kubeconfig),
+	)
+	return m, nil
+}
+
+// Run runs rancher-machine with args and returns its combined output.
+func (m *Machines) Run(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, m.bin, args...)
+	cmd.Env = m.env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("rancher-machine %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String(), nil
+}
+
+// Create creates machine name as Rancher does, with extra driver flags.
+func (m *Machines) Create(ctx context.Context, name string, flags ...string) (string, error) {
+	args := append([]string{"create", "-d", "harvester",
+		"--custom-install-script=" + m.script,
+		"--harvester-cluster-name=" + m.Cluster,
+	}, flags...)
+	return m.Run(ctx, append(args, name)...)
+}
+
+// Remove removes machines as Rancher's delete job does.
+func (m *Machines) Remove(ctx context.Context, names ...string) (string, error) {
+	return m.Run(ctx, append([]string{"rm", "-y", "--update-config"}, names...)...)
+}
