@@ -3,6 +3,7 @@ package driver
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/rancher/machine/libmachine/drivers"
 )
@@ -52,6 +53,9 @@ type Config struct {
 	SkipQemuGuestAgent bool
 	WaitTimeoutSeconds int
 	APITimeoutSeconds  int
+
+	CloudProvider       string
+	CloudProviderServer string
 }
 
 // readConfig reads every flag into a Config (decoding base64 where the flag
@@ -100,6 +104,9 @@ func readConfig(opts drivers.DriverOptions, base *drivers.BaseDriver) (Config, [
 		SkipQemuGuestAgent: opts.Bool(FlagSkipQemuGuestAgent),
 		WaitTimeoutSeconds: opts.Int(FlagWaitTimeout),
 		APITimeoutSeconds:  opts.Int(FlagAPITimeout),
+
+		CloudProvider:       strings.TrimSpace(opts.String(FlagCloudProvider)),
+		CloudProviderServer: strings.TrimSpace(opts.String(FlagCloudProviderServer)),
 	}
 	if c.CloudConfigPath != "" {
 		b, err := os.ReadFile(c.CloudConfigPath)

@@ -45,7 +45,23 @@ const (
 	FlagSkipQemuGuestAgent = "harvester-skip-qemu-guest-agent"
 	FlagWaitTimeout        = "harvester-wait-timeout"
 	FlagAPITimeout         = "harvester-api-timeout"
+
+	// The cloud provider dropped into the nodes. None of these names may
+	// contain user-data, userdata, custom-data or cloud-config: the first
+	// flag that does carries rancher-machine's install script.
+	FlagCloudProvider       = "harvester-cloud-provider"
+	FlagCloudProviderServer = "harvester-cloud-provider-server"
 )
+
+// Values of --harvester-cloud-provider.
+const (
+	CloudProviderRKE2 = "rke2"
+	CloudProviderK3s  = "k3s"
+	CloudProviderRKE1 = "rke1"
+)
+
+// CloudProviders are the valid non-empty values of --harvester-cloud-provider.
+var CloudProviders = []string{CloudProviderRKE2, CloudProviderK3s, CloudProviderRKE1}
 
 // Defaults.
 const (
@@ -127,6 +143,8 @@ func createFlags() []mcnflag.Flag {
 		boolean(FlagSkipQemuGuestAgent, "do not install and enable qemu-guest-agent through cloud-init (the image must run it: it reports the VM's IP)"),
 		num(FlagWaitTimeout, "seconds to wait for the VM to be running with an address, and for stop/remove to finish", DefaultWaitTimeoutSeconds),
 		num(FlagAPITimeout, "seconds allowed for each single Harvester API call", DefaultAPITimeoutSeconds),
+		str(FlagCloudProvider, "put the Harvester cloud provider's credential and config into the node for this distribution: rke2, k3s or rke1 (empty: off; needs --harvester-cluster-name)", ""),
+		str(FlagCloudProviderServer, "Harvester API URL the guest nodes reach, e.g. https://<VIP>:6443 (default: the server of the driver's kubeconfig; required when that is a Rancher proxy URL)", ""),
 	}
 }
 

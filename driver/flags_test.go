@@ -95,9 +95,11 @@ func TestNewFlags(t *testing.T) {
 		kind string
 		def  any
 	}{
-		FlagSkipQemuGuestAgent: {"bool", false},
-		FlagWaitTimeout:        {"int", DefaultWaitTimeoutSeconds},
-		FlagAPITimeout:         {"int", DefaultAPITimeoutSeconds},
+		FlagSkipQemuGuestAgent:  {"bool", false},
+		FlagWaitTimeout:         {"int", DefaultWaitTimeoutSeconds},
+		FlagAPITimeout:          {"int", DefaultAPITimeoutSeconds},
+		FlagCloudProvider:       {"string", ""},
+		FlagCloudProviderServer: {"string", ""},
 	}
 	n := 0
 	for _, f := range createFlags() {

@@ -79,6 +79,7 @@ func Validate(c Config, machineName, sshUser string, sshPort int) error {
 
 	errs = append(errs, validateDisks(c)...)
 	errs = append(errs, validateNetworks(c)...)
+	errs = append(errs, validateCloudProvider(c)...)
 
 	if c.VGPUInfo != "" {
 		if v, err := ParseVGPUInfo(c.VGPUInfo); err != nil {

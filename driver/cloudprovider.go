@@ -1,0 +1,90 @@
+package driver
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// rancherProxyPath marks a Rancher proxy URL of a downstream cluster
+// (https://rancher/k8s/clusters/<id>): Rancher accepts only its own tokens
+// there, so a Harvester ServiceAccount token does not work through it.
+const rancherProxyPath = "/k8s/clusters/"
+
+// validateCloudProvider checks the cloud-provider flags; it does no I/O.
+func validateCloudProvider(c Config) []error {
+	if c.CloudProvider == "" {
+		if c.CloudProviderServer != "" {
+			return []error{fmt.Errorf("--%s: is set but --%s is not; set --%s to one of %s, or drop --%s",
+				FlagCloudProviderServer, FlagCloudProvider, FlagCloudProvider, strings.Join(CloudProviders, ", "), FlagCloudProviderServer)}
+		}
+		return nil
+	}
+	var errs []error
+	if !oneOf(c.CloudProvider, CloudProviders) {
+		errs = append(errs, fmt.Errorf("--%s: %q is not a distribution; valid: %s (or empty: off)",
+			FlagCloudProvider, c.CloudProvider, strings.Join(CloudProviders, ", ")))
+	}
+	if strings.TrimSpace(c.ClusterName) == "" {
+		errs = append(errs, fmt.Errorf("--%s: is required with --%s: it names the guest cluster's credential and its load balancers (Rancher passes it; with rancher-machine give the guest cluster's name)",
+			FlagClusterName, FlagCloudProvider))
+	}
+	if _, err := GuestServer(c); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
+// GuestServer is the Harvester API URL written into the guests' credential:
+// --harvester-cloud-provider-server, or else the server of the driver's
+// kubeconfig, which must then not be a Rancher proxy URL.
+func GuestServer(c Config) (string, error) {
+	if c.CloudProviderServer != "" {
+		if err := checkGuestServer(c.CloudProviderServer); err != nil {
+			return "", fmt.Errorf("--%s: %w", FlagCloudProviderServer, err)
+		}
+		return c.CloudProviderServer, nil
+	}
+	server, err := kubeconfigServer(c.KubeconfigContent)
+	if err != nil {
+		// --harvester-kubeconfig-content reports its own problem.
+		return "", nil
+	}
+	if strings.Contains(server, rancherProxyPath) {
+		return "", fmt.Errorf("--%s: is required with --%s because the kubeconfig's server %s is a Rancher proxy URL, "+
+			"through which the guests' ServiceAccount token is not accepted; set it to the Harvester API the guests reach, e.g. https://<Harvester VIP>:6443",
+			FlagCloudProviderServer, FlagCloudProvider, server)
+	}
+	return server, nil
+}
+
+func checkGuestServer(server string) error {
+	u, err := url.Parse(server)
+	switch {
+	case err != nil || u.Scheme != "https" || u.Host == "":
+		return fmt.Errorf("%q is not an https URL with a host; valid: https://<Harvester VIP>:6443", server)
+	case strings.Contains(u.Path, rancherProxyPath):
+		return fmt.Errorf("%q is a Rancher proxy URL, through which the guests' ServiceAccount token is not accepted; valid: the Harvester API itself, e.g. https://<Harvester VIP>:6443", server)
+	}
+	return nil
+}
+
+// kubeconfigServer returns the server of a kubeconfig's current context.
+func kubeconfigServer(kubeconfig string) (string, error) {
+	cfg, err := clientcmd.Load([]byte(kubeconfig))
+	if err != nil {
+		return "", err
+	}
+	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	if !ok {
+		return "", errors.New("no current context")
+	}
+	cl, ok := cfg.Clusters[ctx.Cluster]
+	if !ok || cl.Server == "" {
+		return "", errors.New("the current context has no cluster server")
+	}
+	return cl.Server, nil
+}

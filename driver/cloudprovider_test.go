@@ -1,0 +1,79 @@
+package driver
+
+import (
+	"strings"
+	"testing"
+)
+
+func proxyKubeconfig() string {
+	return strings.Replace(testKubeconfig, "https://127.0.0.1:6443", "https://rancher.example.com/k8s/clusters/c-m-abcd1234", 1)
+}
+
+func TestCloudProviderValidation(t *testing.T) {
+	cases := []struct {
+		name   string
+		values map[string]any
+		want   []string // empty: valid
+	}{
+		{"off", nil, nil},
+		{"rke2 with cluster", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1"}, nil},
+		{"k3s with server", map[string]any{FlagCloudProvider: "k3s", FlagClusterName: "c1", FlagCloudProviderServer: "https://10.0.0.10:6443"}, nil},
+		{"proxy with server", map[string]any{FlagCloudProvider: "rke1", FlagClusterName: "c1", FlagKubeconfigContent: proxyKubeconfig(), FlagCloudProviderServer: "https://10.0.0.10:6443"}, nil},
+		{"unknown distribution", map[string]any{FlagCloudProvider: "eks", FlagClusterName: "c1"},
+			[]string{`--harvester-cloud-provider: "eks" is not a distribution; valid: rke2, k3s, rke1`}},
+		{"missing cluster name", map[string]any{FlagCloudProvider: "rke2"},
+			[]string{"--harvester-cluster-name: is required with --harvester-cloud-provider"}},
+		{"proxy without server", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1", FlagKubeconfigContent: proxyKubeconfig()},
+			[]string{"--harvester-cloud-provider-server: is required with --harvester-cloud-provider", "https://rancher.example.com/k8s/clusters/c-m-abcd1234", "Rancher proxy URL"}},
+		{"server is proxy", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1", FlagCloudProviderServer: "https://r.example.com/k8s/clusters/local"},
+			[]string{"--harvester-cloud-provider-server:", "is a Rancher proxy URL"}},
+		{"server not https", map[string]any{FlagCloudProvider: "k3s", FlagClusterName: "c1", FlagCloudProviderServer: "10.0.0.10:6443"},
+			[]string{"--harvester-cloud-provider-server:", "not an https URL"}},
+		{"server without feature", map[string]any{FlagCloudProviderServer: "https://10.0.0.10:6443"},
+			[]string{"--harvester-cloud-provider-server: is set but --harvester-cloud-provider is not"}},
+		{"all at once", map[string]any{FlagCloudProvider: "x", FlagKubeconfigContent: proxyKubeconfig()},
+			[]string{"--harvester-cloud-provider: \"x\"", "--harvester-cluster-name: is required", "--harvester-cloud-provider-server: is required"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := New()
+			d.MachineName = "c1-pool1-abcde"
+			err := d.SetConfigFromFlags(optsWith(withValues(tc.values)))
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("valid config rejected: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("no error, want %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestGuestServer(t *testing.T) {
+	c := Config{KubeconfigContent: testKubeconfig}
+	if got, err := GuestServer(c); err != nil || got != "https://127.0.0.1:6443" {
+		t.Errorf("default: %q %v, want the kubeconfig's server", got, err)
+	}
+	c.CloudProviderServer = "https://10.0.0.10:6443"
+	if got, err := GuestServer(c); err != nil || got != c.CloudProviderServer {
+		t.Errorf("flag: %q %v, want %q", got, err, c.CloudProviderServer)
+	}
+}
+
+func TestCloudProviderFlagNamesAvoidUserdataWords(t *testing.T) {
+	for _, f := range []string{FlagCloudProvider, FlagCloudProviderServer} {
+		for _, w := range []string{"user-data", "userdata", "custom-data", "cloud-config"} {
+			if strings.Contains(f, w) {
+				t.Errorf("flag %s contains %q: rancher-machine would pass its install script through it", f, w)
+			}
+		}
+	}
+}
