@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap"
 )
 
 // rancherProxyPath marks a Rancher proxy URL of a downstream cluster
@@ -87,4 +89,25 @@ func kubeconfigServer(kubeconfig string) (string, error) {
 		return "", errors.New("the current context has no cluster server")
 	}
 	return cl.Server, nil
+}
+
+// cloudProviderPermissions are the verbs Create needs to make or reuse the
+// guest cluster's credential (server-side apply: get, create, patch), and
+// the right to bind the two Harvester ClusterRoles: the RoleBinding in the
+// VM namespace, the ClusterRoleBinding cluster-wide.
+func cloudProviderPermissions() []permission {
+	var out []permission
+	add := func(p permission, verbs ...string) {
+		for _, v := range verbs {
+			p.verb = v
+			out = append(out, p)
+		}
+	}
+	add(permission{resource: "serviceaccounts"}, "get", "create", "patch")
+	add(permission{resource: "secrets"}, "patch")
+	add(permission{group: "rbac.authorization.k8s.io", resource: "rolebindings"}, "get", "create", "patch")
+	add(permission{group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", clusterScoped: true}, "get", "create", "patch")
+	add(permission{group: "rbac.authorization.k8s.io", resource: "clusterroles", name: bootstrap.CloudProviderRole}, "bind")
+	add(permission{group: "rbac.authorization.k8s.io", resource: "clusterroles", name: bootstrap.CSIDriverRole, clusterScoped: true}, "bind")
+	return out
 }

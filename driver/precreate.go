@@ -15,6 +15,7 @@ import (
 // permission is one verb on one resource the driver uses.
 type permission struct {
 	verb, group, resource string
+	name                  string // one object only (for example bind on one ClusterRole)
 	clusterScoped         bool
 }
 
@@ -163,9 +164,13 @@ func (d *Driver) checkNameFree(ctx context.Context, api *harvesterAPI, plan VMPl
 // whether the credential may do every verb the driver uses.
 func (d *Driver) checkPermissions(ctx context.Context, api *harvesterAPI) []error {
 	var problems []error
-	for _, p := range requiredPermissions() {
+	perms := requiredPermissions()
+	if d.CloudProvider != "" {
+		perms = append(perms, cloudProviderPermissions()...)
+	}
+	for _, p := range perms {
 		review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authv1.ResourceAttributes{Verb: p.verb, Group: p.group, Resource: p.resource},
+			ResourceAttributes: &authv1.ResourceAttributes{Verb: p.verb, Group: p.group, Resource: p.resource, Name: p.name},
 		}}
 		if !p.clusterScoped {
 			review.Spec.ResourceAttributes.Namespace = d.VMNamespace
@@ -183,6 +188,9 @@ func (d *Driver) checkPermissions(ctx context.Context, api *harvesterAPI) []erro
 		resource := p.resource
 		if p.group != "" {
 			resource += "." + p.group
+		}
+		if p.name != "" {
+			resource += " " + p.name
 		}
 		switch {
 		case err != nil:
