@@ -6,7 +6,10 @@ import (
 	"net/url"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/harvester-kit/harvester-machine/internal/guestconfig"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap"
 )
@@ -21,23 +24,35 @@ func validateCloudProvider(c Config) []error {
 	if c.CloudProvider == "" {
 		if c.CloudProviderServer != "" {
 			return []error{fmt.Errorf("--%s: is set but --%s is not; set --%s to one of %s, or drop --%s",
-				FlagCloudProviderServer, FlagCloudProvider, FlagCloudProvider, strings.Join(CloudProviders, ", "), FlagCloudProviderServer)}
+				FlagCloudProviderServer, FlagCloudProvider, FlagCloudProvider, distributionNames(), FlagCloudProviderServer)}
 		}
 		return nil
 	}
 	var errs []error
-	if !oneOf(c.CloudProvider, CloudProviders) {
+	if _, err := guestconfig.ParseDistribution(c.CloudProvider); err != nil {
 		errs = append(errs, fmt.Errorf("--%s: %q is not a distribution; valid: %s (or empty: off)",
-			FlagCloudProvider, c.CloudProvider, strings.Join(CloudProviders, ", ")))
+			FlagCloudProvider, c.CloudProvider, distributionNames()))
 	}
-	if strings.TrimSpace(c.ClusterName) == "" {
+	switch {
+	case strings.TrimSpace(c.ClusterName) == "":
 		errs = append(errs, fmt.Errorf("--%s: is required with --%s: it names the guest cluster's credential and its load balancers (Rancher passes it; with rancher-machine give the guest cluster's name)",
 			FlagClusterName, FlagCloudProvider))
+	case len(validation.IsDNS1123Label(c.ClusterName)) > 0:
+		errs = append(errs, fmt.Errorf("--%s: %q cannot name the guest credential with --%s; valid: a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)",
+			FlagClusterName, c.ClusterName, FlagCloudProvider))
 	}
 	if _, err := GuestServer(c); err != nil {
 		errs = append(errs, err)
 	}
 	return errs
+}
+
+func distributionNames() string {
+	names := make([]string, len(guestconfig.Distributions))
+	for i, d := range guestconfig.Distributions {
+		names[i] = string(d)
+	}
+	return strings.Join(names, ", ")
 }
 
 // GuestServer is the Harvester API URL written into the guests' credential:

@@ -25,6 +25,8 @@ func TestCloudProviderValidation(t *testing.T) {
 			[]string{"--harvester-cluster-name: is required with --harvester-cloud-provider"}},
 		{"proxy without server", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1", FlagKubeconfigContent: proxyKubeconfig()},
 			[]string{"--harvester-cloud-provider-server: is required with --harvester-cloud-provider", "https://rancher.example.com/k8s/clusters/c-m-abcd1234", "Rancher proxy URL"}},
+		{"cluster name not a label", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "My_Cluster"},
+			[]string{`--harvester-cluster-name: "My_Cluster" cannot name the guest credential`}},
 		{"server is proxy", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1", FlagCloudProviderServer: "https://r.example.com/k8s/clusters/local"},
 			[]string{"--harvester-cloud-provider-server:", "is a Rancher proxy URL"}},
 		{"server not https", map[string]any{FlagCloudProvider: "k3s", FlagClusterName: "c1", FlagCloudProviderServer: "10.0.0.10:6443"},

@@ -53,16 +53,6 @@ const (
 	FlagCloudProviderServer = "harvester-cloud-provider-server"
 )
 
-// Values of --harvester-cloud-provider.
-const (
-	CloudProviderRKE2 = "rke2"
-	CloudProviderK3s  = "k3s"
-	CloudProviderRKE1 = "rke1"
-)
-
-// CloudProviders are the valid non-empty values of --harvester-cloud-provider.
-var CloudProviders = []string{CloudProviderRKE2, CloudProviderK3s, CloudProviderRKE1}
-
 // Defaults.
 const (
 	DefaultNamespace          = "default"
