@@ -1,17 +1,26 @@
 package driver
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"strings"
+	"time"
+
+	"github.com/rancher/machine/libmachine/log"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/internal/guestconfig"
 
-	"github.com/harvester-kit/harvester-machine/bootstrap"
+	"github.com/harvester-kit/harvester-machine/addons"
+	credentials "github.com/harvester-kit/harvester-machine/bootstrap"
+	"github.com/harvester-kit/harvester-machine/cloudinit"
 )
 
 // rancherProxyPath marks a Rancher proxy URL of a downstream cluster
@@ -122,7 +131,61 @@ func cloudProviderPermissions() []permission {
 	add(permission{resource: "secrets"}, "patch")
 	add(permission{group: "rbac.authorization.k8s.io", resource: "rolebindings"}, "get", "create", "patch")
 	add(permission{group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", clusterScoped: true}, "get", "create", "patch")
-	add(permission{group: "rbac.authorization.k8s.io", resource: "clusterroles", name: bootstrap.CloudProviderRole}, "bind")
-	add(permission{group: "rbac.authorization.k8s.io", resource: "clusterroles", name: bootstrap.CSIDriverRole, clusterScoped: true}, "bind")
+	add(permission{group: "rbac.authorization.k8s.io", resource: "clusterroles", name: credentials.CloudProviderRole}, "bind")
+	add(permission{group: "rbac.authorization.k8s.io", resource: "clusterroles", name: credentials.CSIDriverRole, clusterScoped: true}, "bind")
 	return out
+}
+
+// cloudProviderFiles makes or reuses the guest cluster's cloud-provider
+// credential, exactly as `harvester-bootstrap kubeconfig` does, and returns
+// the node's write_files for the chosen distribution (all mode 0600). They
+// only ever reach the VM's cloud-init Secret. Nothing when the feature is
+// off. The credential belongs to the guest cluster, not to this machine:
+// Remove never revokes it.
+func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterAPI) ([]cloudinit.WriteFile, error) {
+	if d.CloudProvider == "" {
+		return nil, nil
+	}
+	dist, err := guestconfig.ParseDistribution(d.CloudProvider)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", FlagCloudProvider, err)
+	}
+	server, err := GuestServer(d.Config)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(d.KubeconfigContent))
+	if err != nil {
+		return nil, fmt.Errorf("--%s is not a usable kubeconfig: %w", FlagKubeconfigContent, err)
+	}
+	h := &credentials.Harvester{Client: api.kube, Config: cfg, Log: slog.New(slog.DiscardHandler)}
+	access := credentials.Access{ClusterName: d.ClusterName, Namespace: d.VMNamespace}.WithDefaults()
+	log.Infof("%s: making or reusing the cloud-provider credential of cluster %s (ServiceAccount %s/%s)", d.MachineName, d.ClusterName, access.Namespace, access.ServiceAccount)
+	ctx, cancel := context.WithTimeout(ctx, d.waitTimeout())
+	defer cancel()
+	kubeconfig, err := issueGuestKubeconfig(ctx, h, access, server, api.timeout)
+	if err != nil {
+		return nil, apiError("make the cloud-provider credential of cluster "+d.ClusterName, err)
+	}
+	files, err := guestconfig.NodeWriteFiles(dist, d.ClusterName, kubeconfig, addons.DefaultOptions(d.ClusterName))
+	if err != nil {
+		return nil, fmt.Errorf("--%s %s: %w", FlagCloudProvider, dist, err)
+	}
+	return files, nil
+}
+
+// issueGuestKubeconfig ensures the credential's objects (server-side apply,
+// so machines of one cluster created at once share them; conflicts of
+// concurrent first creates are retried), waits for the token and renders
+// the kubeconfig the guests use.
+func issueGuestKubeconfig(ctx context.Context, h *credentials.Harvester, a credentials.Access, server string, callTimeout time.Duration) ([]byte, error) {
+	racing := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+	if err := retry.OnError(retry.DefaultRetry, racing, func() error {
+		c, cancel := context.WithTimeout(ctx, 4*callTimeout)
+		defer cancel()
+		return h.EnsureAccess(c, a)
+	}); err != nil {
+		return nil, err
+	}
+	return h.Kubeconfig(ctx, a, server, 0)
 }

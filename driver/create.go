@@ -111,10 +111,14 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *
 	if err != nil {
 		return plan, nil, nil, err
 	}
+	files, err := d.cloudProviderFiles(ctx, api)
+	if err != nil {
+		return plan, nil, nil, err
+	}
 	userData, err := cloudinit.Build(cloudinit.Input{
 		User: d.GetSSHUsername(), SSHAuthorizedKeys: keys, Password: d.SSHPassword,
-		InstallQemuGuestAgent: !d.SkipQemuGuestAgent,
-		UserData:              []byte(d.UserData), CloudConfig: []byte(d.CloudConfig),
+		InstallQemuGuestAgent: !d.SkipQemuGuestAgent, WriteFiles: files,
+		UserData: []byte(d.UserData), CloudConfig: []byte(d.CloudConfig),
 	})
 	if err != nil {
 		return plan, nil, nil, fmt.Errorf("build cloud-init user data: %w", err)

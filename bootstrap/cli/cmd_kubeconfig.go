@@ -66,25 +66,7 @@ func issueKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([]byte,
 	if err != nil {
 		return nil, explainAuth(err)
 	}
-	secret, err := h.TokenSecret(ctx, a)
-	if err != nil {
-		return nil, err
-	}
-	token := string(secret.Data["token"])
-	if ttl := c.Duration(bs.FlagTTL); ttl > 0 {
-		if token, err = h.RequestToken(ctx, a, secret, ttl); err != nil {
-			return nil, err
-		}
-	}
-	ca, err := h.CAData(secret)
-	if err != nil {
-		return nil, err
-	}
-	server := c.String(bs.FlagServer)
-	if server == "" {
-		server = h.Server()
-	}
-	return bs.BuildKubeconfig(bs.Credentials{Server: server, CAData: ca, Token: token, Namespace: a.Namespace, Cluster: a.ClusterName})
+	return h.Kubeconfig(ctx, a, c.String(bs.FlagServer), c.Duration(bs.FlagTTL))
 }
 
 // explainAuth makes 401s actionable.
