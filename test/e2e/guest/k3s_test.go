@@ -74,3 +74,10 @@ func runK3sPool(t *testing.T, cluster string, driverFlags ...string) {
 }
 
 const guestsTaint = "node.cloudprovider.kubernetes.io/uninitialized=true:" + string(corev1.TaintEffectNoSchedule)
+
+// TestK3sPoolWithDriverCloudProvider is the same story with the driver
+// doing it: --harvester-cloud-provider=k3s makes the guest credential and
+// writes the K3s manifests and drop-in into each node's cloud-init.
+func TestK3sPoolWithDriverCloudProvider(t *testing.T) {
+	runK3sPool(t, "k3s-driver", "--harvester-cloud-provider=k3s")
+}
