@@ -14,7 +14,9 @@ import (
 
 // TestPreCreateChecksPermissions: a credential that may read but not delete
 // VMs nor create Secrets is refused before anything is created, with every
-// missing permission named.
+// missing permission named; with --harvester-cloud-provider the rights to
+// make the guest credential (and to bind Harvester's two ClusterRoles) are
+// checked with the others.
 func TestPreCreateChecksPermissions(t *testing.T) {
 	ctx := context.Background()
 	const sa = "e2e-limited"
@@ -59,7 +61,7 @@ func TestPreCreateChecksPermissions(t *testing.T) {
 
 	r := newRM(t, "e2e-rbac")
 	r.env = append(r.env, "HARVESTER_KUBECONFIG_CONTENT="+b64(string(limited)))
-	out, err := r.create("e2e-rbac-pool1-r0000", "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1")
+	out, err := r.create("e2e-rbac-pool1-r0000", "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1", "--harvester-cloud-provider=rke2")
 	if err == nil {
 		t.Fatalf("create with a read-only credential succeeded:\n%s", out)
 	}
@@ -68,6 +70,11 @@ func TestPreCreateChecksPermissions(t *testing.T) {
 		"may not delete virtualmachines.kubevirt.io in namespace default",
 		"may not create secrets in namespace default",
 		"may not delete persistentvolumeclaims in namespace default",
+		"may not create serviceaccounts in namespace default",
+		"may not create rolebindings.rbac.authorization.k8s.io in namespace default",
+		"may not create clusterrolebindings.rbac.authorization.k8s.io cluster-wide",
+		"may not bind clusterroles.rbac.authorization.k8s.io harvesterhci.io:cloudprovider in namespace default",
+		"may not bind clusterroles.rbac.authorization.k8s.io harvesterhci.io:csi-driver cluster-wide",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
