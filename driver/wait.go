@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"github.com/rancher/machine/libmachine/log"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,8 +36,8 @@ func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, what string,
 	ctx, cancel := context.WithTimeout(parent, d.waitTimeout())
 	defer cancel()
 	ns, name := d.VMNamespace, d.MachineName
-	vmis := kindFuncs[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, api.virt.KubevirtV1().VirtualMachineInstances(ns))
-	lw := namedListWatch(ctx, api, name, vmis)
+	vmis := kubeapi.KindOf[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, api.virt.KubevirtV1().VirtualMachineInstances(ns))
+	lw := kubeapi.NamedListWatch(ctx, vmis, name, api.timeout)
 	p := &progress{machine: name}
 	check := func(vmi *kubevirtv1.VirtualMachineInstance) bool {
 		p.observe(vmi)
