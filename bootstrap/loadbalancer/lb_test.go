@@ -1,4 +1,4 @@
-package bootstrap
+package loadbalancer
 
 import (
 	"strings"
@@ -18,9 +18,9 @@ func TestCheckLoadBalancer(t *testing.T) {
 		{name: "dhcp with network", ann: map[string]string{AnnIPAM: "dhcp", AnnNetwork: "default/vlan1"}, eff: map[string]string{AnnIPAM: "dhcp", AnnNetwork: "default/vlan1"}},
 		{name: "wrong type", typ: "NodePort", errs: []string{"spec.type \"NodePort\""}},
 		{name: "bad ipam", ann: map[string]string{AnnIPAM: "static"}, errs: []string{"ipam \"static\": must be \"pool\" or \"dhcp\""}},
-		{name: "network without slash", ann: map[string]string{AnnNetwork: "vlan1"}, errs: []string{"network \"vlan1\": must be namespace/name"}},
+		{name: "network without slash", ann: map[string]string{AnnNetwork: "vlan1"}, errs: []string{"network: \"vlan1\" is not <namespace>/<name>"}},
 		{name: "network with bad parts", ann: map[string]string{AnnNetwork: "Bad_NS/x_y"}, errs: []string{"namespace \"Bad_NS\"", "name \"x_y\""}},
-		{name: "network with two slashes", ann: map[string]string{AnnNetwork: "a/b/c"}, errs: []string{"must be namespace/name"}},
+		{name: "network with two slashes", ann: map[string]string{AnnNetwork: "a/b/c"}, errs: []string{"\"a/b/c\" is not <namespace>/<name>"}},
 		{name: "primary service", ann: map[string]string{AnnPrimaryService: "web"}, eff: map[string]string{AnnPrimaryService: "web"}},
 		{name: "bad primary service", ann: map[string]string{AnnPrimaryService: "ns/web"}, errs: []string{"primary-service \"ns/web\""}},
 		{name: "unknown annotation", ann: map[string]string{AnnotationPrefix + "ipam-mode": "pool"}, errs: []string{"ipam-mode: unknown"}},

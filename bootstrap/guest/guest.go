@@ -1,4 +1,4 @@
-package bootstrap
+package guest
 
 import (
 	"context"
@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
 )
 
 // PruneKinds are every kind the add-ons have ever contained; objects of
@@ -122,7 +123,7 @@ func (g *Guest) Apply(ctx context.Context, objs []runtime.Object, prune, dryRun 
 		if err != nil {
 			return res, fmt.Errorf("apply %s: %w", id, err)
 		}
-		after, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: ptrTo(true), DryRun: dry})
+		after, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: addons.FieldManager, Force: ptr.To(true), DryRun: dry})
 		if err != nil {
 			return res, fmt.Errorf("apply %s: %w", id, err)
 		}

@@ -1,4 +1,4 @@
-package bootstrap
+package credentials
 
 import (
 	"context"
@@ -8,23 +8,21 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/addons"
+	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/utils/ptr"
 )
-
-// FieldManager is the server-side apply field manager of this tool.
-const FieldManager = "harvester-bootstrap"
 
 // Harvester is the thin API layer over the Harvester cluster.
 type Harvester struct {
@@ -55,7 +53,7 @@ func checkOwned(kind, name string, labels map[string]string, cluster string, err
 		return fmt.Errorf("get %s %s: %w", kind, name, err)
 	}
 	if !IsOwned(labels, cluster) {
-		return fmt.Errorf("%s %s exists and is not managed by harvester-bootstrap for cluster %q (labels %s); refusing to change it: choose another --%s or remove it", kind, name, cluster, Selector(cluster), FlagServiceAccount)
+		return field.Problem(FieldServiceAccount, "%s %s exists and is not managed by harvester-bootstrap for cluster %q (labels %s); refusing to change it: choose another service account name or remove it", kind, name, cluster, Selector(cluster))
 	}
 	return nil
 }
@@ -65,7 +63,7 @@ func checkOwned(kind, name string, labels map[string]string, cluster string, err
 func (h *Harvester) EnsureAccess(ctx context.Context, a Access) error {
 	objs := BuildAccess(a)
 	core, rbac := h.Client.CoreV1(), h.Client.RbacV1()
-	opts := metav1.PatchOptions{FieldManager: FieldManager, Force: ptrTo(true)}
+	opts := metav1.PatchOptions{FieldManager: addons.FieldManager, Force: ptr.To(true)}
 	ns := a.Namespace
 
 	sa, err := core.ServiceAccounts(ns).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
@@ -124,16 +122,13 @@ func (h *Harvester) EnsureAccess(ctx context.Context, a Access) error {
 // Secret and returns it.
 func (h *Harvester) TokenSecret(ctx context.Context, a Access) (*corev1.Secret, error) {
 	name := a.TokenSecretName()
-	lw := cache.NewFilteredListWatchFromClient(h.Client.CoreV1().RESTClient(), "secrets", a.Namespace, func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-	})
+	secrets := kubeapi.KindOf[*corev1.SecretList]("Secret", &corev1.Secret{}, h.Client.CoreV1().Secrets(a.Namespace))
 	h.Log.Info("waiting for the service-account token", "secret", a.Namespace+"/"+name)
-	ev, err := watchtools.UntilWithSync(ctx, lw, &corev1.Secret{}, nil, func(ev watch.Event) (bool, error) {
-		if ev.Type == watch.Deleted {
+	s, err := kubeapi.Wait(ctx, secrets, a.Namespace, name, 0, func(s *corev1.Secret) (bool, error) {
+		if s == nil {
 			return false, fmt.Errorf("secret %s/%s was deleted while waiting for its token", a.Namespace, name)
 		}
-		s, ok := ev.Object.(*corev1.Secret)
-		return ok && len(s.Data[corev1.ServiceAccountTokenKey]) > 0, nil
+		return len(s.Data[corev1.ServiceAccountTokenKey]) > 0, nil
 	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) {
@@ -141,14 +136,14 @@ func (h *Harvester) TokenSecret(ctx context.Context, a Access) (*corev1.Secret, 
 		}
 		return nil, fmt.Errorf("wait for token in secret %s/%s: %w", a.Namespace, name, err)
 	}
-	return ev.Object.(*corev1.Secret), nil
+	return s, nil
 }
 
 // RequestToken issues a time-bound token (TokenRequest) bound to the
 // token Secret, so rotate and revoke invalidate it too.
 func (h *Harvester) RequestToken(ctx context.Context, a Access, secret *corev1.Secret, ttl time.Duration) (string, error) {
 	req := &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{
-		ExpirationSeconds: ptrTo(int64(ttl / time.Second)),
+		ExpirationSeconds: ptr.To(int64(ttl / time.Second)),
 		BoundObjectRef:    &authnv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: secret.Name, UID: secret.UID},
 	}}
 	res, err := h.Client.CoreV1().ServiceAccounts(a.Namespace).CreateToken(ctx, a.ServiceAccount, req, metav1.CreateOptions{})
@@ -200,34 +195,21 @@ func (h *Harvester) deleteAndWait(ctx context.Context, resource, ns, name string
 	if err := del(); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete %s %s/%s: %w", resource, ns, name, err)
 	}
-	var getter cache.Getter = h.Client.CoreV1().RESTClient()
-	if resource == "rolebindings" || resource == "clusterrolebindings" {
-		getter = h.Client.RbacV1().RESTClient()
-	}
-	lw := cache.NewFilteredListWatchFromClient(getter, resource, ns, func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-	})
-	var objType runtime.Object
+	core, rbac := h.Client.CoreV1(), h.Client.RbacV1()
+	var k kubeapi.Kind
 	switch resource {
 	case "secrets":
-		objType = &corev1.Secret{}
+		k = kubeapi.KindOf[*corev1.SecretList]("Secret", &corev1.Secret{}, core.Secrets(ns))
 	case "serviceaccounts":
-		objType = &corev1.ServiceAccount{}
+		k = kubeapi.KindOf[*corev1.ServiceAccountList]("ServiceAccount", &corev1.ServiceAccount{}, core.ServiceAccounts(ns))
 	case "rolebindings":
-		objType = &rbacv1.RoleBinding{}
+		k = kubeapi.KindOf[*rbacv1.RoleBindingList]("RoleBinding", &rbacv1.RoleBinding{}, rbac.RoleBindings(ns))
 	default:
-		objType = &rbacv1.ClusterRoleBinding{}
+		k = kubeapi.KindOf[*rbacv1.ClusterRoleBindingList]("ClusterRoleBinding", &rbacv1.ClusterRoleBinding{}, rbac.ClusterRoleBindings())
 	}
-	_, err := watchtools.UntilWithSync(ctx, lw, objType, func(store cache.Store) (bool, error) {
-		for _, o := range store.List() {
-			if m, err := metaAccessor(o); err == nil && m.GetUID() == uid {
-				return false, nil
-			}
-		}
-		return true, nil
-	}, func(ev watch.Event) (bool, error) {
-		m, err := metaAccessor(ev.Object)
-		return ev.Type == watch.Deleted && err == nil && m.GetUID() == uid, nil
+	_, err := kubeapi.Wait(ctx, k, ns, name, 0, func(obj runtime.Object) (bool, error) {
+		m, ok := obj.(metav1.Object)
+		return obj == nil || !ok || m.GetUID() != uid, nil
 	})
 	if err != nil {
 		return fmt.Errorf("wait for %s %s/%s to be deleted: %w", resource, ns, name, err)
@@ -321,5 +303,3 @@ func (h *Harvester) CAData(secret *corev1.Secret) ([]byte, error) {
 	}
 	return nil, nil
 }
-
-func ptrTo[T any](v T) *T { return &v }

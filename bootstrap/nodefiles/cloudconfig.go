@@ -1,4 +1,6 @@
-package bootstrap
+// Package nodefiles holds where guest nodes keep the cloud provider's files
+// and renders the cloud-init write_files that put them there.
+package nodefiles
 
 import (
 	"bytes"
@@ -6,6 +8,18 @@ import (
 	"fmt"
 
 	"gopkg.in/yaml.v3"
+)
+
+// Paths inside guest nodes.
+const (
+	RKE1CloudConfigPath = "/etc/kubernetes/cloud-config"
+	RKE2CloudConfigPath = "/var/lib/rancher/rke2/etc/config-files/cloud-provider-config"
+	RKE2ConfigDropIn    = "/etc/rancher/rke2/config.yaml.d/90-harvester-cloud-provider.yaml"
+	RKE2ManifestsDir    = "/var/lib/rancher/rke2/server/manifests"
+	RKE2HelmConfigFile  = RKE2ManifestsDir + "/harvester-cloud-provider-config.yaml"
+	K3sManifestsDir     = "/var/lib/rancher/k3s/server/manifests"
+	K3sAddonsManifest   = K3sManifestsDir + "/harvester-addons.yaml"
+	K3sConfigDropIn     = "/etc/rancher/k3s/config.yaml.d/90-harvester-cloud-provider.yaml"
 )
 
 // WriteFile is one cloud-init write_files entry.

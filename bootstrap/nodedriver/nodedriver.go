@@ -1,4 +1,6 @@
-package bootstrap
+// Package nodedriver builds the NodeDriver object that registers this
+// driver on Rancher's Node Drivers page.
+package nodedriver
 
 import (
 	"crypto/sha256"
@@ -7,8 +9,20 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
+
+	"github.com/harvester-kit/harvester-machine/addons"
+	"github.com/harvester-kit/harvester-machine/internal/field"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Input fields, as problems name them (a CLI renames them to its flags).
+const (
+	FieldName     = "driver name"
+	FieldURL      = "url"
+	FieldUIURL    = "ui url"
+	FieldChecksum = "checksum of the binary"
 )
 
 // NodeDriverSpec describes Rancher's NodeDriver object.
@@ -56,18 +70,18 @@ func SHA256(r io.Reader) (string, error) {
 func (s NodeDriverSpec) Validate() error {
 	var errs []error
 	if msgs := validation.IsDNS1123Subdomain(s.Name); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("%s %q: must be a DNS-1123 subdomain", FlagDriverName, s.Name))
+		errs = append(errs, field.Invalid(FieldName, s.Name, "must be a DNS-1123 subdomain (lower-case letters, digits, '-', '.')"))
 	}
-	for flag, v := range map[string]string{FlagURL: s.URL, FlagUIURL: s.UIURL} {
-		if v == "" && flag == FlagUIURL {
+	for _, f := range []struct{ name, v string }{{FieldURL, s.URL}, {FieldUIURL, s.UIURL}} {
+		if f.v == "" && f.name == FieldUIURL {
 			continue
 		}
-		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			errs = append(errs, fmt.Errorf("%s %q: must be an http(s) URL Rancher can download from", flag, v))
+		if u, err := url.Parse(f.v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs = append(errs, field.Invalid(f.name, f.v, "must be an http(s) URL Rancher can download from"))
 		}
 	}
 	if b, err := hex.DecodeString(s.Checksum); err != nil || len(b) != sha256.Size {
-		errs = append(errs, fmt.Errorf("checksum %q: must be 64 hex digits (sha256)", s.Checksum))
+		errs = append(errs, field.Invalid(FieldChecksum, s.Checksum, "must be 64 hex digits (sha256)"))
 	}
 	return errors.Join(errs...)
 }
@@ -80,14 +94,14 @@ func BuildNodeDriver(s NodeDriverSpec) ([]byte, error) {
 	}
 	domains := append([]string(nil), s.WhitelistDomains...)
 	for _, raw := range []string{s.URL, s.UIURL} {
-		if u, err := url.Parse(raw); err == nil && u.Hostname() != "" && !contains(domains, u.Hostname()) {
+		if u, err := url.Parse(raw); err == nil && u.Hostname() != "" && !slices.Contains(domains, u.Hostname()) {
 			domains = append(domains, u.Hostname())
 		}
 	}
-	return marshalYAML(NodeDriver{
+	return addons.MarshalYAML(NodeDriver{
 		APIVersion: "management.cattle.io/v3",
 		Kind:       "NodeDriver",
-		Metadata:   nodeDriverMetadata{Name: s.Name, Labels: map[string]string{LabelManagedBy: ManagedBy}},
+		Metadata:   nodeDriverMetadata{Name: s.Name, Labels: map[string]string{addons.LabelManagedBy: addons.ManagedBy}},
 		Spec: nodeDriverBody{
 			Active: true, DisplayName: s.Name, URL: s.URL, Checksum: s.Checksum,
 			UIURL: s.UIURL, WhitelistDomains: domains,

@@ -1,10 +1,14 @@
-package bootstrap
+package credentials
 
 import (
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/nodefiles"
+	"github.com/harvester-kit/harvester-machine/internal/field"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -33,13 +37,13 @@ type Credentials struct {
 func (c Credentials) Validate() error {
 	var errs []error
 	if u, err := url.Parse(c.Server); err != nil || u.Scheme != "https" || u.Host == "" {
-		errs = append(errs, fmt.Errorf("%s %q: must be an https:// URL a guest can reach, e.g. https://10.0.0.10:6443", FlagServer, c.Server))
+		errs = append(errs, field.Invalid(FieldServer, c.Server, "must be an https:// URL a guest can reach, e.g. https://10.0.0.10:6443"))
 	}
 	if c.Token == "" {
-		errs = append(errs, errors.New("token: empty"))
+		errs = append(errs, errors.New("the service-account token is empty"))
 	}
 	if c.Namespace == "" {
-		errs = append(errs, fmt.Errorf("%s: required", FlagNamespace))
+		errs = append(errs, field.Problem(FieldNamespace, "required"))
 	}
 	return errors.Join(errs...)
 }
@@ -74,10 +78,10 @@ func FormatKubeconfigAs(kc []byte, format string) ([]byte, error) {
 	case FormatBase64:
 		return []byte(base64.StdEncoding.EncodeToString(kc) + "\n"), nil
 	case FormatCloudInit:
-		return CloudConfig{WriteFiles: []WriteFile{
-			SecretFile(RKE1CloudConfigPath, kc),
-			SecretFile(RKE2CloudConfigPath, kc),
+		return nodefiles.CloudConfig{WriteFiles: []nodefiles.WriteFile{
+			nodefiles.SecretFile(nodefiles.RKE1CloudConfigPath, kc),
+			nodefiles.SecretFile(nodefiles.RKE2CloudConfigPath, kc),
 		}}.Marshal()
 	}
-	return nil, fmt.Errorf("%s %q: must be one of %v", FlagFormat, format, KubeconfigFormats)
+	return nil, field.Invalid(FieldFormat, format, "must be one of %s", strings.Join(KubeconfigFormats, ", "))
 }

@@ -1,12 +1,17 @@
-package bootstrap
+// Package loadbalancer checks the Service annotations the Harvester cloud
+// provider reads and builds IP pools (Harvester IPPools, or kube-vip keys of
+// older releases) from address ranges, rejecting overlaps.
+package loadbalancer
 
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -58,7 +63,7 @@ func CheckLoadBalancer(serviceType string, ann map[string]string) (LBCheck, erro
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if strings.HasPrefix(k, AnnotationPrefix) && !contains(knownAnnotations, k) {
+		if strings.HasPrefix(k, AnnotationPrefix) && !slices.Contains(knownAnnotations, k) {
 			errs = append(errs, fmt.Errorf("annotation %s: unknown; known: %s", k, strings.Join(knownAnnotations, ", ")))
 		}
 	}
@@ -74,8 +79,8 @@ func CheckLoadBalancer(serviceType string, ann map[string]string) (LBCheck, erro
 	res.Warnings = append(res.Warnings, "the ipam mode cannot be changed after the Service is created; create a new Service to switch")
 
 	if v, ok := ann[AnnNetwork]; ok {
-		if err := checkNamespacedName(v); err != nil {
-			errs = append(errs, fmt.Errorf("annotation %s %q: %w", AnnNetwork, v, err))
+		if _, _, err := harvester.SplitNamespacedName(v, ""); err != nil {
+			errs = append(errs, fmt.Errorf("annotation %s: %w", AnnNetwork, err))
 		} else {
 			res.Effective[AnnNetwork] = v
 		}
@@ -125,28 +130,4 @@ func CheckLoadBalancer(serviceType string, ann map[string]string) (LBCheck, erro
 		}
 	}
 	return res, errors.Join(errs...)
-}
-
-func checkNamespacedName(v string) error {
-	ns, name, ok := strings.Cut(v, "/")
-	if !ok || strings.Contains(name, "/") {
-		return errors.New("must be namespace/name of a Harvester NetworkAttachmentDefinition, e.g. default/vlan1")
-	}
-	var errs []error
-	if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("namespace %q is not a DNS-1123 label", ns))
-	}
-	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("name %q is not a DNS-1123 subdomain", name))
-	}
-	return errors.Join(errs...)
-}
-
-func contains(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }

@@ -1,40 +1,32 @@
-package bootstrap
+// Package guest renders a guest cluster's configuration for the Harvester
+// cloud provider and CSI driver (RKE1 cluster.yml, RKE2 and K3s settings and
+// node files) and applies the add-ons to a running guest cluster.
+package guest
 
 import (
-	"bytes"
 	"fmt"
 
 	"github.com/harvester-kit/harvester-machine/addons"
-	"gopkg.in/yaml.v3"
+	"github.com/harvester-kit/harvester-machine/bootstrap/nodefiles"
+	"github.com/harvester-kit/harvester-machine/internal/field"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// Formats of `addon rke2` and `addon k3s`.
+// Output formats of RenderRKE2 and RenderK3s.
 const (
 	FormatConfig    = "config"
 	FormatManifests = "manifests"
+	FormatCloudInit = "cloud-init"
 )
 
+// Input fields, as problems name them (a CLI renames them to its flags).
 const (
-	RKE2ConfigDropIn   = "/etc/rancher/rke2/config.yaml.d/90-harvester-cloud-provider.yaml"
-	RKE2ManifestsDir   = "/var/lib/rancher/rke2/server/manifests"
-	K3sConfigDropIn    = "/etc/rancher/k3s/config.yaml.d/90-harvester-cloud-provider.yaml"
-	K3sAddonsManifest  = K3sManifestsDir + "/harvester-addons.yaml"
-	RKE2HelmConfigFile = RKE2ManifestsDir + "/harvester-cloud-provider-config.yaml"
+	FieldClusterName = "cluster name"
+	FieldFormat      = "format"
+	FieldKubeconfig  = "Harvester kubeconfig for the guests"
 )
 
-func marshalYAML(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
+var marshalYAML = addons.MarshalYAML
 
 // addonStream renders the cloud-config Secret followed by the add-ons.
 func addonStream(o addons.Options, kubeconfig []byte) ([]byte, error) {
@@ -43,7 +35,7 @@ func addonStream(o addons.Options, kubeconfig []byte) ([]byte, error) {
 		return nil, err
 	}
 	if len(kubeconfig) == 0 {
-		return nil, fmt.Errorf("%s: the Harvester kubeconfig is empty", FlagCloudConfig)
+		return nil, field.Problem(FieldKubeconfig, "empty")
 	}
 	all := append([]runtime.Object{addons.CloudConfigSecret(o, kubeconfig)}, objs...)
 	return addons.EncodeYAML(all)
@@ -73,7 +65,7 @@ func RenderRKE1(o addons.Options, kubeconfig []byte) (clusterYML, nodeCloudInit 
 	if err != nil {
 		return nil, nil, fmt.Errorf("render rke1 addons: %w", err)
 	}
-	nodeCloudInit, err = CloudConfig{WriteFiles: []WriteFile{SecretFile(RKE1CloudConfigPath, kubeconfig)}}.Marshal()
+	nodeCloudInit, err = nodefiles.CloudConfig{WriteFiles: []nodefiles.WriteFile{nodefiles.SecretFile(nodefiles.RKE1CloudConfigPath, kubeconfig)}}.Marshal()
 	return clusterYML, nodeCloudInit, err
 }
 
@@ -101,7 +93,7 @@ func helmChartConfig(clusterName string) ([]byte, error) {
 // only (no credential). FormatCloudInit: write_files with the kubeconfig,
 // a config.yaml.d drop-in and a HelmChartConfig setting the CCM cluster name.
 func RenderRKE2(clusterName string, kubeconfig []byte, format string) ([]byte, error) {
-	cfg, err := marshalYAML(RKE2Config{CloudProviderName: "harvester", CloudProviderConfig: RKE2CloudConfigPath})
+	cfg, err := marshalYAML(RKE2Config{CloudProviderName: "harvester", CloudProviderConfig: nodefiles.RKE2CloudConfigPath})
 	if err != nil {
 		return nil, fmt.Errorf("render rke2 config: %w", err)
 	}
@@ -110,22 +102,22 @@ func RenderRKE2(clusterName string, kubeconfig []byte, format string) ([]byte, e
 		return cfg, nil
 	case FormatCloudInit:
 		if len(kubeconfig) == 0 {
-			return nil, fmt.Errorf("render rke2 config: %s: the Harvester kubeconfig is empty", FlagCloudConfig)
+			return nil, fmt.Errorf("render rke2 config: %w", field.Problem(FieldKubeconfig, "empty"))
 		}
 		if clusterName == "" {
-			return nil, fmt.Errorf("render rke2 config: %s: required (names the cluster's load balancers)", FlagClusterName)
+			return nil, fmt.Errorf("render rke2 config: %w", field.Problem(FieldClusterName, "required (names the cluster's load balancers)"))
 		}
 		hcc, err := helmChartConfig(clusterName)
 		if err != nil {
 			return nil, fmt.Errorf("render rke2 config: %w", err)
 		}
-		return CloudConfig{WriteFiles: []WriteFile{
-			SecretFile(RKE2CloudConfigPath, kubeconfig),
-			PlainFile(RKE2ConfigDropIn, cfg),
-			PlainFile(RKE2HelmConfigFile, hcc),
+		return nodefiles.CloudConfig{WriteFiles: []nodefiles.WriteFile{
+			nodefiles.SecretFile(nodefiles.RKE2CloudConfigPath, kubeconfig),
+			nodefiles.PlainFile(nodefiles.RKE2ConfigDropIn, cfg),
+			nodefiles.PlainFile(nodefiles.RKE2HelmConfigFile, hcc),
 		}}.Marshal()
 	}
-	return nil, fmt.Errorf("%s %q: must be %s or %s", FlagFormat, format, FormatConfig, FormatCloudInit)
+	return nil, field.Invalid(FieldFormat, format, "must be %s or %s", FormatConfig, FormatCloudInit)
 }
 
 // K3sConfig holds K3s server settings for an external cloud provider.
@@ -147,16 +139,16 @@ func RenderK3s(o addons.Options, kubeconfig []byte, format string) ([]byte, erro
 		return cfg, nil
 	}
 	if format != FormatManifests && format != FormatCloudInit && format != "" {
-		return nil, fmt.Errorf("%s %q: must be %s, %s or %s", FlagFormat, format, FormatManifests, FormatConfig, FormatCloudInit)
+		return nil, field.Invalid(FieldFormat, format, "must be %s, %s or %s", FormatManifests, FormatConfig, FormatCloudInit)
 	}
 	stream, err := addonStream(o, kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("render k3s manifests: %w", err)
 	}
 	if format == FormatCloudInit {
-		return CloudConfig{WriteFiles: []WriteFile{
-			SecretFile(K3sAddonsManifest, stream),
-			PlainFile(K3sConfigDropIn, cfg),
+		return nodefiles.CloudConfig{WriteFiles: []nodefiles.WriteFile{
+			nodefiles.SecretFile(nodefiles.K3sAddonsManifest, stream),
+			nodefiles.PlainFile(nodefiles.K3sConfigDropIn, cfg),
 		}}.Marshal()
 	}
 	return stream, nil

@@ -1,8 +1,14 @@
-package bootstrap
+package loadbalancer
 
 import (
 	"strings"
 	"testing"
+
+	goldenfile "github.com/harvester-kit/harvester-machine/internal/golden"
+)
+
+var (
+	golden = goldenfile.Assert
 )
 
 func TestParseIPRange(t *testing.T) {
@@ -57,7 +63,7 @@ func TestParseIPRangesOverlaps(t *testing.T) {
 	}{
 		{name: "disjoint", in: []string{"10.0.0.0/29", "10.0.0.8/29", "10.1.0.111-10.1.0.120"}},
 		{name: "none", errs: []string{"at least one"}},
-		{name: "self overlap", in: []string{"10.0.0.0/24", "10.0.0.128/25"}, errs: []string{"\"10.0.0.128/25\" overlaps \"10.0.0.0/24\""}},
+		{name: "self overlap", in: []string{"10.0.0.0/24", "10.0.0.128/25"}, errs: []string{"range \"10.0.0.128/25\": overlaps \"10.0.0.0/24\""}},
 		{name: "edge overlap", in: []string{"10.0.0.1-10.0.0.5", "10.0.0.5-10.0.0.6"}, errs: []string{"overlaps"}},
 		{name: "existing pool", in: []string{"10.1.0.0/24@10.1.0.110-10.1.0.120"}, errs: []string{"overlaps existing IPPool/old"}},
 		{name: "existing kubevip cidr", in: []string{"10.2.0.4-10.2.0.4"}, errs: []string{"existing ConfigMap/kubevip cidr-default"}},
@@ -87,16 +93,16 @@ func TestParseIPRangesOverlaps(t *testing.T) {
 }
 
 func TestIPPoolGolden(t *testing.T) {
-	ranges := must(ParseIPRanges([]string{"192.168.10.0/24@192.168.10.100-192.168.10.150", "192.168.20.0/28"}, nil))
-	golden(t, "ippool.yaml", must(BuildIPPool(PoolSpec{Name: "guest-a-pool", Ranges: ranges, Network: "default/vlan1", Priority: 10, Namespace: "default", GuestCluster: "guest-a"})))
-	golden(t, "ippool-minimal.yaml", must(BuildIPPool(PoolSpec{Name: "p", Ranges: ranges[1:]})))
-	kv := must(ParseIPRanges([]string{"192.168.0.200/29", "192.168.0.210/29", "192.168.0.230-192.168.0.235"}, nil))
-	golden(t, "kubevip.yaml", must(BuildKubeVIPConfigMap("default", kv)))
-	golden(t, "kubevip-global.yaml", must(BuildKubeVIPConfigMap("", kv[:1])))
+	ranges := goldenfile.Must(ParseIPRanges([]string{"192.168.10.0/24@192.168.10.100-192.168.10.150", "192.168.20.0/28"}, nil))
+	golden(t, "ippool.yaml", goldenfile.Must(BuildIPPool(PoolSpec{Name: "guest-a-pool", Ranges: ranges, Network: "default/vlan1", Priority: 10, Namespace: "default", GuestCluster: "guest-a"})))
+	golden(t, "ippool-minimal.yaml", goldenfile.Must(BuildIPPool(PoolSpec{Name: "p", Ranges: ranges[1:]})))
+	kv := goldenfile.Must(ParseIPRanges([]string{"192.168.0.200/29", "192.168.0.210/29", "192.168.0.230-192.168.0.235"}, nil))
+	golden(t, "kubevip.yaml", goldenfile.Must(BuildKubeVIPConfigMap("default", kv)))
+	golden(t, "kubevip-global.yaml", goldenfile.Must(BuildKubeVIPConfigMap("", kv[:1])))
 
-	bare := must(ParseIPRanges([]string{"10.0.0.1-10.0.0.2"}, nil))
+	bare := goldenfile.Must(ParseIPRanges([]string{"10.0.0.1-10.0.0.2"}, nil))
 	_, err := BuildIPPool(PoolSpec{Name: "Bad_Name", Ranges: bare, Network: "vlan"})
-	for _, w := range []string{"name \"Bad_Name\"", "needs its subnet", "network \"vlan\""} {
+	for _, w := range []string{"pool name \"Bad_Name\"", "needs its subnet", "network: \"vlan\" is not <namespace>/<name>"} {
 		if err == nil || !strings.Contains(err.Error(), w) {
 			t.Errorf("want %q in %v", w, err)
 		}

@@ -1,4 +1,4 @@
-package bootstrap
+package loadbalancer
 
 import (
 	"errors"
@@ -8,10 +8,21 @@ import (
 	"strings"
 
 	"github.com/harvester-kit/harvester-machine/addons"
+	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Input fields, as problems name them (a CLI renames them to its flags).
+const (
+	FieldRange          = "range"
+	FieldPoolName       = "pool name"
+	FieldNetwork        = "network"
+	FieldScopeNamespace = "scope namespace"
+	FieldExisting       = "existing pools"
 )
 
 // IPRange is one address range: a subnet, optionally limited to Start-End.
@@ -34,7 +45,7 @@ func ParseIPRange(s string) (IPRange, error) {
 	if cidr != "" {
 		p, err := netip.ParsePrefix(cidr)
 		if err != nil {
-			return r, fmt.Errorf("%q: %q is not a CIDR like 192.168.0.0/24", s, cidr)
+			return r, fmt.Errorf("%q is not a CIDR like 192.168.0.0/24", cidr)
 		}
 		r.Subnet = p.Masked()
 		r.Start, r.End = prefixBounds(r.Subnet)
@@ -44,16 +55,16 @@ func ParseIPRange(s string) (IPRange, error) {
 		start, err1 := netip.ParseAddr(strings.TrimSpace(a))
 		end, err2 := netip.ParseAddr(strings.TrimSpace(b))
 		if !ok || err1 != nil || err2 != nil {
-			return r, fmt.Errorf("%q: %q is not a range like 192.168.0.10-192.168.0.20", s, rng)
+			return r, fmt.Errorf("%q is not a range like 192.168.0.10-192.168.0.20", rng)
 		}
 		if start.Is4() != end.Is4() {
-			return r, fmt.Errorf("%q: start and end mix IPv4 and IPv6", s)
+			return r, errors.New("start and end mix IPv4 and IPv6")
 		}
 		if end.Less(start) {
-			return r, fmt.Errorf("%q: start %s is after end %s", s, start, end)
+			return r, fmt.Errorf("start %s is after end %s", start, end)
 		}
 		if r.Subnet.IsValid() && (!r.Subnet.Contains(start) || !r.Subnet.Contains(end)) {
-			return r, fmt.Errorf("%q: range %s-%s is not inside subnet %s", s, start, end, r.Subnet)
+			return r, fmt.Errorf("range %s-%s is not inside subnet %s", start, end, r.Subnet)
 		}
 		r.Start, r.End = start, end
 	}
@@ -97,22 +108,22 @@ func ParseIPRanges(values []string, existing []IPRange) ([]IPRange, error) {
 	var errs []error
 	var out []IPRange
 	if len(values) == 0 {
-		errs = append(errs, fmt.Errorf("%s: at least one CIDR or range is required", FlagRange))
+		errs = append(errs, field.Problem(FieldRange, "at least one CIDR or range is required"))
 	}
 	for _, v := range values {
 		r, err := ParseIPRange(v)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %w", FlagRange, err))
+			errs = append(errs, field.Invalid(FieldRange, v, "%v", err))
 			continue
 		}
 		for _, prev := range out {
 			if r.overlaps(prev) {
-				errs = append(errs, fmt.Errorf("%s %q overlaps %q", FlagRange, r.Source, prev.Source))
+				errs = append(errs, field.Invalid(FieldRange, r.Source, "overlaps %q", prev.Source))
 			}
 		}
 		for _, ex := range existing {
 			if r.overlaps(ex) {
-				errs = append(errs, fmt.Errorf("%s %q overlaps existing %s", FlagRange, r.Source, ex.Source))
+				errs = append(errs, field.Invalid(FieldRange, r.Source, "overlaps existing %s", ex.Source))
 			}
 		}
 		out = append(out, r)
@@ -171,16 +182,16 @@ type ipPoolScope struct {
 func (p PoolSpec) Validate() error {
 	var errs []error
 	if msgs := validation.IsDNS1123Subdomain(p.Name); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("%s %q: must be a DNS-1123 subdomain", FlagPoolName, p.Name))
+		errs = append(errs, field.Invalid(FieldPoolName, p.Name, "must be a DNS-1123 subdomain (lower-case letters, digits, '-', '.')"))
 	}
 	for _, r := range p.Ranges {
 		if !r.Subnet.IsValid() {
-			errs = append(errs, fmt.Errorf("%s %q: an IPPool range needs its subnet, e.g. 192.168.0.0/24@192.168.0.10-192.168.0.20", FlagRange, r.Source))
+			errs = append(errs, field.Invalid(FieldRange, r.Source, "an IPPool range needs its subnet, e.g. 192.168.0.0/24@192.168.0.10-192.168.0.20"))
 		}
 	}
 	if p.Network != "" {
-		if err := checkNamespacedName(p.Network); err != nil {
-			errs = append(errs, fmt.Errorf("%s %q: %w", FlagNetwork, p.Network, err))
+		if _, _, err := harvester.SplitNamespacedName(p.Network, ""); err != nil {
+			errs = append(errs, field.Problem(FieldNetwork, "%v", err))
 		}
 	}
 	return errors.Join(errs...)
@@ -192,7 +203,7 @@ func BuildIPPool(p PoolSpec) ([]byte, error) {
 		return nil, fmt.Errorf("build ip pool: %w", err)
 	}
 	pool := IPPool{APIVersion: "loadbalancer.harvesterhci.io/v1beta1", Kind: "IPPool",
-		Metadata: ipPoolMetadata{Name: p.Name, Labels: map[string]string{LabelManagedBy: ManagedBy}}}
+		Metadata: ipPoolMetadata{Name: p.Name, Labels: map[string]string{addons.LabelManagedBy: addons.ManagedBy}}}
 	for _, r := range p.Ranges {
 		pr := ipPoolRange{Subnet: r.Subnet.String()}
 		if !r.IsCIDR() {
@@ -204,7 +215,7 @@ func BuildIPPool(p PoolSpec) ([]byte, error) {
 	if p.Project != "" || p.Namespace != "" || p.GuestCluster != "" {
 		pool.Spec.Selector.Scope = []ipPoolScope{{Project: p.Project, Namespace: p.Namespace, GuestCluster: p.GuestCluster}}
 	}
-	return marshalYAML(pool)
+	return addons.MarshalYAML(pool)
 }
 
 // BuildKubeVIPConfigMap renders kube-system/kubevip with cidr-<scope> and
@@ -215,7 +226,7 @@ func BuildKubeVIPConfigMap(scope string, ranges []IPRange) ([]byte, error) {
 		scope = "global"
 	}
 	if msgs := validation.IsDNS1123Label(scope); len(msgs) > 0 {
-		return nil, fmt.Errorf("%s %q: must be a namespace name or \"global\"", FlagScopeNamespace, scope)
+		return nil, field.Invalid(FieldScopeNamespace, scope, "must be a namespace name or \"global\"")
 	}
 	var cidrs, rngs []string
 	for _, r := range ranges {
@@ -248,7 +259,7 @@ func ExistingRanges(docs []map[string]any) ([]IPRange, error) {
 	add := func(src, v string) {
 		r, err := ParseIPRange(v)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s %s: %w", FlagExisting, src, err))
+			errs = append(errs, field.Problem(FieldExisting, "%s %q: %v", src, v, err))
 			return
 		}
 		r.Source = src + " " + v

@@ -1,13 +1,23 @@
-package bootstrap
+package credentials
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/harvester-kit/harvester-machine/internal/field"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Input fields, as problems name them (a CLI renames them to its flags).
+const (
+	FieldClusterName    = "cluster name"
+	FieldNamespace      = "namespace"
+	FieldServiceAccount = "service account"
+	FieldServer         = "server"
+	FieldFormat         = "format"
 )
 
 // Access names the Harvester-side identity of one guest cluster.
@@ -28,18 +38,18 @@ func (a Access) WithDefaults() Access {
 // Validate reports every problem at once.
 func (a Access) Validate() error {
 	var errs []error
-	check := func(flag, v string) {
+	check := func(f, v string) {
 		if v == "" {
-			errs = append(errs, fmt.Errorf("%s: required", flag))
+			errs = append(errs, field.Problem(f, "required"))
 		} else if msgs := validation.IsDNS1123Label(v); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("%s %q: must be a DNS-1123 label (lower-case letters, digits, '-', at most 63 chars)", flag, v))
+			errs = append(errs, field.Invalid(f, v, "must be a DNS-1123 label (lower-case letters, digits, '-', at most 63 chars)"))
 		}
 	}
-	check(FlagClusterName, a.ClusterName)
-	check(FlagNamespace, a.Namespace)
+	check(FieldClusterName, a.ClusterName)
+	check(FieldNamespace, a.Namespace)
 	if a.ServiceAccount != "" {
 		if msgs := validation.IsDNS1123Subdomain(a.ServiceAccount); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("%s %q: must be a DNS-1123 subdomain", FlagServiceAccount, a.ServiceAccount))
+			errs = append(errs, field.Invalid(FieldServiceAccount, a.ServiceAccount, "must be a DNS-1123 subdomain (lower-case letters, digits, '-', '.')"))
 		}
 	}
 	return errors.Join(errs...)

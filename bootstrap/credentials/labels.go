@@ -1,9 +1,8 @@
-// Package bootstrap builds everything a guest cluster on Harvester needs:
-// the Harvester-side ServiceAccount, RBAC and token, the cloud-provider
-// kubeconfig, cluster configuration for RKE1/RKE2/K3s, load-balancer
-// helpers, VM affinity and the Rancher NodeDriver manifest. Pure builders
-// live beside a thin API layer (harvester.go, guest.go).
-package bootstrap
+// Package credentials is the guest cluster's identity on Harvester: the
+// ServiceAccount, its RoleBinding, ClusterRoleBinding and token Secret
+// (pure builders in access.go, API calls in harvester.go), and the
+// kubeconfig the guest's cloud provider and CSI driver use.
+package credentials
 
 import "github.com/harvester-kit/harvester-machine/addons"
 
@@ -17,11 +16,6 @@ const (
 	// ClusterRoles that exist on every Harvester cluster.
 	CloudProviderRole = "harvesterhci.io:cloudprovider"
 	CSIDriverRole     = "harvesterhci.io:csi-driver"
-
-	// Paths inside guest nodes.
-	RKE1CloudConfigPath = "/etc/kubernetes/cloud-config"
-	RKE2CloudConfigPath = "/var/lib/rancher/rke2/etc/config-files/cloud-provider-config"
-	K3sManifestsDir     = "/var/lib/rancher/k3s/server/manifests"
 )
 
 func ownLabels(cluster string) map[string]string {
