@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestBuildHostsSpreadsZonesRoundRobin(t *testing.T) {
 	nodes := buildHosts(5, 2)
 	want := []string{"sim-zone-a", "sim-zone-b", "sim-zone-a", "sim-zone-b", "sim-zone-a"}
 	for i, n := range nodes {
-		if n.Name != hostName(i) || n.Labels[ZoneLabel] != want[i] || n.Labels[RegionLabel] != Region || n.Labels[HostnameLabel] != n.Name {
+		if n.Name != hostName(i) || n.Labels[harvester.ZoneKey] != want[i] || n.Labels[harvester.RegionKey] != Region || n.Labels[harvester.HostnameKey] != n.Name {
 			t.Errorf("host %d = %s %v", i, n.Name, n.Labels)
 		}
 	}
@@ -118,7 +119,7 @@ func TestVMRowsJoinVMIs(t *testing.T) {
 		}}
 	}
 	vmi := unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"name": "a", "namespace": "default", "annotations": map[string]any{ZoneLabel: "sim-zone-b"}},
+		"metadata": map[string]any{"name": "a", "namespace": "default", "annotations": map[string]any{harvester.ZoneKey: "sim-zone-b"}},
 		"status": map[string]any{"phase": "Running", "nodeName": "harvester-node-1",
 			"interfaces": []any{map[string]any{"name": "nic-1", "ipAddress": "10.52.0.7"}, map[string]any{"name": "nic-2"}}},
 	}}

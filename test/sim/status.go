@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -39,7 +40,7 @@ func vmRows(vms, vmis []unstructured.Unstructured) []vmRow {
 		if vmi := byKey[vm.GetNamespace()+"/"+vm.GetName()]; vmi != nil {
 			r.phase = orDash(nested(vmi, "status", "phase"))
 			r.host = orDash(nested(vmi, "status", "nodeName"))
-			r.zone = orDash(vmi.GetAnnotations()[ZoneLabel])
+			r.zone = orDash(vmi.GetAnnotations()[harvester.ZoneKey])
 			ifaces, _, _ := unstructured.NestedSlice(vmi.Object, "status", "interfaces")
 			var ips []string
 			for _, i := range ifaces {
@@ -87,7 +88,7 @@ func PrintStatus(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tREGION\tZONE")
 	for _, n := range nodes.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.Labels[RegionLabel], n.Labels[ZoneLabel])
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.Labels[harvester.RegionKey], n.Labels[harvester.ZoneKey])
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "NAMESPACE\tVM\tSTATUS\tPHASE\tHOST\tZONE\tIP")

@@ -2,6 +2,7 @@ package simctl
 
 import (
 	"encoding/json"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,7 +64,7 @@ func TestDisksCreatedBoundAndRemovedByAnnotation(t *testing.T) {
 			claimTemplate("vm-disk-0", fixtureImage, cluster),
 			claimTemplate("vm-data", "", cluster),
 		},
-		annotations: map[string]string{controllers.AnnRemovedPVCs: "vm-disk-0"},
+		annotations: map[string]string{harvester.AnnotationRemovedPVCs: "vm-disk-0"},
 	})
 	waitVMI(t, ns, "vm", "Running", running)
 	for _, name := range []string{"vm-disk-0", "vm-data"} {
@@ -123,7 +124,7 @@ func TestRemoveAllClaimsOfGuestCluster(t *testing.T) {
 	waitVMI(t, ns, "a", "Running", running)
 	waitVMI(t, ns, "b", "Running", running)
 
-	patchVM(t, ns, "a", map[string]any{"metadata": map[string]any{"annotations": map[string]any{controllers.AnnRemoveAllPVCs: "true"}}})
+	patchVM(t, ns, "a", map[string]any{"metadata": map[string]any{"annotations": map[string]any{harvester.AnnotationRemoveAllPVCs: "true"}}})
 	deleteObject(t, gvrVM, ns, "a")
 	waitVM(t, ns, "a", "deleted", func(v *kubevirtv1.VirtualMachine) bool { return v == nil })
 	pvcGone(t, ns, "a-disk")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"regexp"
 	"strings"
 	"testing"
@@ -24,7 +25,6 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/test/sim/controllers"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
@@ -91,7 +91,7 @@ func claimTemplate(name, image string, extraLabels map[string]string) corev1.Per
 		},
 	}
 	if image != "" {
-		pvc.Annotations = map[string]string{controllers.AnnImageID: image}
+		pvc.Annotations = map[string]string{harvester.AnnotationImageID: image}
 	}
 	return pvc
 }
@@ -106,7 +106,7 @@ func buildVM(ns, name string, o vmOpts) *kubevirtv1.VirtualMachine {
 		lbls[k] = v
 	}
 	if o.creator {
-		lbls[controllers.LabelCreator] = controllers.CreatorDriver
+		lbls[harvester.LabelCreator] = harvester.CreatorValue
 	}
 	ann := map[string]string{}
 	for k, v := range o.annotations {
@@ -114,7 +114,7 @@ func buildVM(ns, name string, o vmOpts) *kubevirtv1.VirtualMachine {
 	}
 	if len(o.claims) > 0 {
 		data, _ := json.Marshal(o.claims)
-		ann[controllers.AnnVolumeClaimTemplates] = string(data)
+		ann[harvester.AnnotationVolumeClaimTemplates] = string(data)
 	}
 	spec := kubevirtv1.VirtualMachineInstanceSpec{NodeSelector: o.nodeSelector, Affinity: o.affinity}
 	spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}

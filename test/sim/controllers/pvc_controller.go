@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"strings"
 	"time"
 
@@ -58,7 +59,7 @@ func (s *sim) reconcilePVC(ctx context.Context, key string) (time.Duration, erro
 		}
 		return 0, nil
 	}
-	if ref := cached.Annotations[AnnImageID]; ref != "" {
+	if ref := cached.Annotations[harvester.AnnotationImageID]; ref != "" {
 		if img := s.checkImage(ref); !img.Found || !img.Imported {
 			return 0, nil // re-queued when images change
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"sort"
 	"time"
 
@@ -18,12 +19,7 @@ import (
 
 // Labels and annotations the VMI controller sets.
 const (
-	LabelCreator       = "harvesterhci.io/creator"
-	CreatorDriver      = "docker-machine-driver-harvester"
 	LabelVMINodeName   = kubevirtv1.NodeNameLabel // kubevirt.io/nodeName
-	topologyZoneKey    = "topology.kubernetes.io/zone"
-	topologyRegionKey  = "topology.kubernetes.io/region"
-	topologyHostKey    = "kubernetes.io/hostname"
 	secretUserDataKey  = "userdata"
 	secretUserDataKey2 = "userData"
 )
@@ -158,7 +154,7 @@ func (s *sim) bindVMI(ctx context.Context, c *vmiContext, node string) error {
 	if n, err := s.kubeInformers.Core().V1().Nodes().Lister().Get(node); err == nil {
 		hostLabels = n.Labels
 	}
-	copyTopology := c.vm != nil && c.vm.GetLabels()[LabelCreator] == CreatorDriver
+	copyTopology := c.vm != nil && c.vm.GetLabels()[harvester.LabelCreator] == harvester.CreatorValue
 	u, err := s.updateMeta(ctx, gvrVMI, c.u.GetNamespace(), c.u.GetName(), func(cur *unstructured.Unstructured) bool {
 		if cur.GetUID() != c.u.GetUID() {
 			return false
@@ -178,7 +174,7 @@ func (s *sim) bindVMI(ctx context.Context, c *vmiContext, node string) error {
 			if ann == nil {
 				ann = map[string]string{}
 			}
-			for _, k := range []string{topologyZoneKey, topologyRegionKey, topologyHostKey} {
+			for _, k := range []string{harvester.ZoneKey, harvester.RegionKey, harvester.HostnameKey} {
 				if v, ok := hostLabels[k]; ok && ann[k] != v {
 					ann[k] = v
 					changed = true
@@ -294,8 +290,8 @@ func (s *sim) guestSources(c *vmiContext) guestSources {
 		if err != nil {
 			continue
 		}
-		ref := pvc.Annotations[AnnImageID]
-		imgNS, imgName, err := splitRef(ref)
+		ref := pvc.Annotations[harvester.AnnotationImageID]
+		imgNS, imgName, err := harvester.SplitNamespacedName(ref, "")
 		if err != nil {
 			continue
 		}
