@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -152,16 +153,16 @@ func faultCommand() *cli.Command {
 		}
 		return c.Args().First(), nil
 	}
-	vmFault := func(fault, usage string) *cli.Command {
+	vmFault := func(name, usage string) *cli.Command {
 		return &cli.Command{
-			Name: fault, Usage: usage, ArgsUsage: "NAMESPACE/NAME-GLOB",
+			Name: name, Usage: usage, ArgsUsage: "NAMESPACE/NAME-GLOB",
 			Flags: []cli.Flag{&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"}},
 			Action: withKube(func(ctx context.Context, kube kubernetes.Interface, _ dynamic.Interface, c *cli.Context) error {
-				pattern, err := one(c, fault)
+				pattern, err := one(c, name)
 				if err != nil {
 					return err
 				}
-				return SetVMFault(ctx, kube, fault, pattern, c.Bool(flagRemove))
+				return fault.SetVM(ctx, kube, name, pattern, c.Bool(flagRemove))
 			}),
 		}
 	}
@@ -172,20 +173,20 @@ func faultCommand() *cli.Command {
 		Before: requireStateDir,
 		Subcommands: []*cli.Command{
 			{
-				Name: "reject-create", Usage: "make kube-apiserver refuse creates of a resource (a ValidatingAdmissionPolicy); returns once in effect",
+				Name: fault.RejectCreate, Usage: "make kube-apiserver refuse creates of a resource (a ValidatingAdmissionPolicy); returns once in effect",
 				ArgsUsage: "RESOURCE[.GROUP] (e.g. virtualmachines.kubevirt.io, secrets)",
 				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, c *cli.Context) error {
-					res, err := one(c, "reject-create")
+					res, err := one(c, fault.RejectCreate)
 					if err != nil {
 						return err
 					}
-					return RejectCreates(ctx, kube, dyn, res)
+					return fault.RejectCreates(ctx, kube, dyn, res)
 				}),
 			},
-			vmFault(FaultStuckScheduling, "keep the VMIs of matching VMs in Scheduling"),
-			vmFault(FaultNoIP, "never give the VMIs of matching VMs an IP address"),
+			vmFault(fault.StuckScheduling, "keep the VMIs of matching VMs in Scheduling"),
+			vmFault(fault.NoIP, "never give the VMIs of matching VMs an IP address"),
 			{
-				Name: "restart-apiserver", Usage: "stop kube-apiserver and start it again on the same port",
+				Name: fault.RestartAPIServer, Usage: "stop kube-apiserver and start it again on the same port",
 				Action: func(c *cli.Context) error {
 					ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
 					defer cancel()
@@ -193,9 +194,9 @@ func faultCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "clear", Usage: "remove every fault; returns once creates are accepted again",
+				Name: fault.ClearAll, Usage: "remove every fault; returns once creates are accepted again",
 				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, _ *cli.Context) error {
-					return ClearFaults(ctx, kube, dyn)
+					return fault.Clear(ctx, kube, dyn)
 				}),
 			},
 		},

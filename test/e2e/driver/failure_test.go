@@ -1,6 +1,7 @@
 package driver_test
 
 import (
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -41,6 +42,8 @@ func waitPVCGone(t *testing.T, name string) {
 	t.Errorf("PVC %s not deleted", name)
 }
 
+// simFault runs `harvester-sim fault ARGS...`, which returns once the fault
+// is in effect (test/sim/fault).
 func simFault(t *testing.T, args ...string) {
 	t.Helper()
 	out, err := exec.Command(filepath.Join(binDir, "harvester-sim"), append([]string{"fault", "--state-dir", sim.Dir}, args...)...).CombinedOutput()
@@ -88,9 +91,8 @@ func TestInvalidFlagsReportedTogether(t *testing.T) {
 // TestCreateRollsBackWhenVMCreateFails: the Secret created before the VM is
 // removed again when the API refuses the VM.
 func TestCreateRollsBackWhenVMCreateFails(t *testing.T) {
-	simFault(t, "reject-create", "virtualmachines.kubevirt.io")
-	t.Cleanup(func() { simFault(t, "clear") })
-	waitRejected(t)
+	simFault(t, fault.RejectCreate, "virtualmachines.kubevirt.io")
+	t.Cleanup(func() { simFault(t, fault.ClearAll) })
 	r := newRM(t, "e2e-rollback")
 	out, err := r.create("e2e-rollback-pool1-r0000", "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1")
 	if err == nil {
@@ -101,28 +103,12 @@ func TestCreateRollsBackWhenVMCreateFails(t *testing.T) {
 	}
 }
 
-// waitRejected waits until the apiserver enforces the reject-create policy
-// (policies reach its cache asynchronously), probing with dry-run creates.
-func waitRejected(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		vm := getVMTemplate()
-		_, err := virt.KubevirtV1().VirtualMachines(namespace).Create(context.Background(), vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("reject-create fault not enforced within 30s")
-}
-
 // TestTimeoutSaysWhatWasSeen: a VMI stuck in Scheduling makes create time
 // out with the last phase in the error, and roll back.
 func TestTimeoutSaysWhatWasSeen(t *testing.T) {
 	name := "e2e-stuck-pool1-s0000"
-	simFault(t, "stuck-scheduling", namespace+"/e2e-stuck-*")
-	t.Cleanup(func() { simFault(t, "stuck-scheduling", "--remove", namespace+"/e2e-stuck-*") })
+	simFault(t, fault.StuckScheduling, namespace+"/e2e-stuck-*")
+	t.Cleanup(func() { simFault(t, fault.StuckScheduling, "--remove", namespace+"/e2e-stuck-*") })
 	r := newRM(t, "e2e-stuck")
 	out, err := r.create(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1", "--harvester-wait-timeout=5")
 	if err == nil {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -280,7 +281,7 @@ type addressPlan struct {
 func planAddresses(agent bool, agentWhy string, faultPattern string, runningSince, now time.Time, ipDelay time.Duration) addressPlan {
 	switch {
 	case faultPattern != "":
-		return addressPlan{Why: fmt.Sprintf("simulator fault %s (pattern %s) withholds addresses", FaultNoIP, faultPattern)}
+		return addressPlan{Why: fmt.Sprintf("simulator fault %s (pattern %s) withholds addresses", fault.NoIP, faultPattern)}
 	case !agent:
 		return addressPlan{Why: agentWhy}
 	}

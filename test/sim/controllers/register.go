@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -91,8 +92,9 @@ func (s *sim) register() error {
 			s.enqueueNamespace(s.pvcQ, "", s.pvcKeys)
 		}},
 		{"fault configmap", s.faultInformers.Core().V1().ConfigMaps().Informer(), func(obj any) {
-			if key, _ := keyOf(obj); key == faultConfigMapKeyPath {
+			if key, _ := keyOf(obj); key == fault.ConfigMapKey {
 				s.enqueueNamespace(s.vmiQ, "", s.vmiKeys)
+				s.acknowledgeFaults(obj)
 			}
 		}},
 	}

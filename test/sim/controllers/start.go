@@ -7,6 +7,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"log/slog"
 	"time"
 
@@ -117,7 +118,7 @@ func newSim(cfg *rest.Config, opts Options) (*sim, error) {
 		event:         newEventSink(kube, log),
 		kubeInformers: informers.NewSharedInformerFactory(kube, 0),
 		faultInformers: informers.NewSharedInformerFactoryWithOptions(kube, 0,
-			informers.WithNamespace(FaultsNamespace)),
+			informers.WithNamespace(fault.Namespace)),
 		dynInformers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 		state:        newVMIState(),
 	}

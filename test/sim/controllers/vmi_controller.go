@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"sort"
 	"time"
 
@@ -114,8 +115,8 @@ func (s *sim) emit(c *vmiContext, eventType, reason, message string) {
 
 func (s *sim) scheduleVMI(ctx context.Context, c *vmiContext) (time.Duration, error) {
 	ns := c.u.GetNamespace()
-	if p := s.faults().match(FaultStuckScheduling, ns, c.vmName); p != "" {
-		msg := fmt.Sprintf("held in Scheduling by the simulator fault %s (pattern %q in ConfigMap %s)", FaultStuckScheduling, p, faultConfigMapKeyPath)
+	if p := s.faults().Match(fault.StuckScheduling, ns, c.vmName); p != "" {
+		msg := fmt.Sprintf("held in Scheduling by the simulator fault %s (pattern %q in ConfigMap %s)", fault.StuckScheduling, p, fault.ConfigMapKey)
 		return 0, s.unschedulable(ctx, c, msg)
 	}
 	node := s.state.assumedNode(c.key)
@@ -216,8 +217,8 @@ func (s *sim) bootVMI(ctx context.Context, c *vmiContext) (time.Duration, error)
 // runVMI applies the IP rule to a running VMI.
 func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) {
 	agent, why := guestRunsAgent(s.guestSources(c))
-	fault := s.faults().match(FaultNoIP, c.u.GetNamespace(), c.vmName)
-	plan := planAddresses(agent, why, fault, s.since(c), c.now.Time, s.opts.IPDelay)
+	noIP := s.faults().Match(fault.NoIP, c.u.GetNamespace(), c.vmName)
+	plan := planAddresses(agent, why, noIP, s.since(c), c.now.Time, s.opts.IPDelay)
 	var ips []string
 	if plan.Report {
 		ips = s.state.addrsOf(c.key)
@@ -371,15 +372,15 @@ func (s *sim) placedVMIs(key string) []placedVMI {
 }
 
 // faults reads the fault ConfigMap from the cache.
-func (s *sim) faults() faults {
-	cm, err := s.faultInformers.Core().V1().ConfigMaps().Lister().ConfigMaps(FaultsNamespace).Get(FaultsConfigMap)
+func (s *sim) faults() fault.Patterns {
+	cm, err := s.faultInformers.Core().V1().ConfigMaps().Lister().ConfigMaps(fault.Namespace).Get(fault.ConfigMap)
 	if err != nil {
-		return parseFaults(nil)
+		return fault.ParsePatterns(nil)
 	}
-	f := parseFaults(cm.Data)
-	for _, p := range f.problems {
-		if s.state.once(faultConfigMapKeyPath, "problem", p) {
-			s.log.Warn("ignoring invalid fault pattern", "configmap", faultConfigMapKeyPath, "problem", p)
+	f := fault.ParsePatterns(cm.Data)
+	for _, p := range f.Problems() {
+		if s.state.once(fault.ConfigMapKey, "problem", p) {
+			s.log.Warn("ignoring invalid fault pattern", "configmap", fault.ConfigMapKey, "problem", p)
 		}
 	}
 	return f

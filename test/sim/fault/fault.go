@@ -1,16 +1,17 @@
-package sim
+// Package fault is the simulator's fault interface, used by its command
+// line, its controllers and end-to-end tests: the fault names, the ConfigMap
+// of VM patterns, and injecting and clearing faults, each returning only
+// once the fault is in effect.
+package fault
 
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,20 +21,34 @@ import (
 	"k8s.io/client-go/util/retry"
 )
 
-// Fault interface: see the README's "Faults" section.
+// Fault names (the `harvester-sim fault` subcommands); see the README's
+// "Faults" section.
 const (
-	FaultsConfigMap      = "harvester-sim-faults"
-	FaultStuckScheduling = "stuck-scheduling"
-	FaultNoIP            = "no-ip"
-	faultLabel           = "sim.harvesterhci.io/fault"
-	rejectPolicyPrefix   = "harvester-sim-reject-"
+	RejectCreate     = "reject-create"
+	StuckScheduling  = "stuck-scheduling"
+	NoIP             = "no-ip"
+	RestartAPIServer = "restart-apiserver"
+	ClearAll         = "clear"
+)
+
+// The ConfigMap of VM fault patterns: one key per VM fault, one
+// NAMESPACE/NAME glob a line. The controllers acknowledge what they have
+// read with AnnotationObserved (the Digest of the data).
+const (
+	Namespace          = "harvester-system"
+	ConfigMap          = "harvester-sim-faults"
+	AnnotationObserved = "sim.harvesterhci.io/observed"
+	faultLabel         = "sim.harvesterhci.io/fault"
+	rejectPolicyPrefix = "harvester-sim-reject-"
+	// probeNamespace holds the dry-run objects that probe reject-create.
+	probeNamespace = metav1.NamespaceDefault
 )
 
 // buildRejectCreatePolicy is a ValidatingAdmissionPolicy (and its binding)
 // that makes the real kube-apiserver refuse creates of resource in group.
 func buildRejectCreatePolicy(group, resource string) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	name := rejectPolicyPrefix + strings.Trim(strings.ReplaceAll(resource+"."+group, "/", "-"), ".")
-	labels := map[string]string{faultLabel: "reject-create"}
+	labels := map[string]string{faultLabel: RejectCreate}
 	fail := admissionv1.Fail
 	policy := &admissionv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
@@ -89,22 +104,28 @@ func RejectCreates(ctx context.Context, kube kubernetes.Interface, dyn dynamic.I
 	return waitProbe(ctx, kube, dyn, group, resource, probeRejected)
 }
 
-// SetVMFault adds (or with remove, removes) a namespace/name glob pattern to a
-// VM fault list (FaultStuckScheduling or FaultNoIP).
-func SetVMFault(ctx context.Context, kube kubernetes.Interface, fault, pattern string, remove bool) error {
-	if fault != FaultStuckScheduling && fault != FaultNoIP {
-		return fmt.Errorf("fault %q: use %s or %s", fault, FaultStuckScheduling, FaultNoIP)
+// SetVM adds (or with remove, removes) a namespace/name glob pattern to a
+// VM fault list (StuckScheduling or NoIP) and returns once the controllers
+// act on the new list.
+func SetVM(ctx context.Context, kube kubernetes.Interface, fault, pattern string, remove bool) error {
+	if fault != StuckScheduling && fault != NoIP {
+		return fmt.Errorf("fault %q: use %s or %s", fault, StuckScheduling, NoIP)
 	}
-	if _, err := filepath.Match(pattern, ""); err != nil || !strings.Contains(pattern, "/") {
+	if _, err := path.Match(pattern, ""); err != nil || !strings.Contains(pattern, "/") {
 		return fmt.Errorf("fault %s: pattern %q must be NAMESPACE/NAME with optional * ? [] globs", fault, pattern)
 	}
-	cms := kube.CoreV1().ConfigMaps(SystemNamespace)
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, FaultsConfigMap, metav1.GetOptions{})
+	cms := kube.CoreV1().ConfigMaps(Namespace)
+	var want string
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cm, err := cms.Get(ctx, ConfigMap, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: FaultsConfigMap, Namespace: SystemNamespace, Labels: map[string]string{faultLabel: "vm"}}}
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ConfigMap, Namespace: Namespace, Labels: map[string]string{faultLabel: "vm"}}}
 			cm.Data = map[string]string{fault: editPatterns("", pattern, remove)}
+			want = Digest(cm.Data)
 			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
+			if apierrors.IsAlreadyExists(err) { // a concurrent first writer
+				return apierrors.NewConflict(corev1.Resource("configmaps"), ConfigMap, err)
+			}
 			return err
 		}
 		if err != nil {
@@ -114,9 +135,32 @@ func SetVMFault(ctx context.Context, kube kubernetes.Interface, fault, pattern s
 			cm.Data = map[string]string{}
 		}
 		cm.Data[fault] = editPatterns(cm.Data[fault], pattern, remove)
+		want = Digest(cm.Data)
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		return err
 	})
+	if err != nil {
+		return fmt.Errorf("fault %s: %w", fault, err)
+	}
+	return waitObserved(ctx, kube, want)
+}
+
+// waitObserved waits until the controllers have acknowledged fault data
+// with digest want, or anything newer.
+func waitObserved(ctx context.Context, kube kubernetes.Interface, want string) error {
+	cms := kubeapi.KindOf[*corev1.ConfigMapList]("ConfigMap", &corev1.ConfigMap{}, kube.CoreV1().ConfigMaps(Namespace))
+	_, err := kubeapi.Wait(ctx, cms, Namespace, ConfigMap, 0, func(cm *corev1.ConfigMap) (bool, error) {
+		if cm == nil {
+			return true, nil // cleared meanwhile: no pattern left to act on
+		}
+		seen := cm.Annotations[AnnotationObserved]
+		// A later writer's data, once acknowledged, includes or replaces ours.
+		return seen == want || seen == Digest(cm.Data), nil
+	})
+	if err != nil {
+		return fmt.Errorf("fault patterns not acknowledged by the simulator's controllers: %w", err)
+	}
+	return nil
 }
 
 // editPatterns adds or removes pattern in a newline-separated list.
@@ -134,9 +178,9 @@ func editPatterns(list, pattern string, remove bool) string {
 	return strings.Join(out, "\n")
 }
 
-// ClearFaults removes every fault, reject-create policies and VM patterns,
+// Clear removes every fault, reject-create policies and VM patterns,
 // and returns once creates are accepted again.
-func ClearFaults(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface) error {
+func Clear(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface) error {
 	api := kube.AdmissionregistrationV1()
 	sel := metav1.ListOptions{LabelSelector: faultLabel}
 	policies, err := api.ValidatingAdmissionPolicies().List(ctx, sel)
@@ -149,7 +193,7 @@ func ClearFaults(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 	if err := api.ValidatingAdmissionPolicies().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil {
 		return fmt.Errorf("clear faults: %w", err)
 	}
-	err = kube.CoreV1().ConfigMaps(SystemNamespace).Delete(ctx, FaultsConfigMap, metav1.DeleteOptions{})
+	err = kube.CoreV1().ConfigMaps(Namespace).Delete(ctx, ConfigMap, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("clear faults: %w", err)
 	}
@@ -165,34 +209,4 @@ func ClearFaults(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 		}
 	}
 	return nil
-}
-
-// RestartAPIServer asks the simulator serving dir to restart kube-apiserver
-// and waits until a new one is serving.
-func RestartAPIServer(ctx context.Context, dir string) error {
-	data, err := os.ReadFile(filepath.Join(dir, PIDFile))
-	if err != nil {
-		return fmt.Errorf("restart-apiserver: no simulator runs in %s: %w", dir, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		return fmt.Errorf("restart-apiserver: bad pid file in %s: %w", dir, err)
-	}
-	apiPIDPath := filepath.Join(dir, APIServerPIDFile)
-	before, _ := os.ReadFile(apiPIDPath)
-	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
-		return fmt.Errorf("restart-apiserver: signal simulator pid %d: %w", pid, err)
-	}
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if now, err := os.ReadFile(apiPIDPath); err == nil && len(now) > 0 && string(now) != string(before) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("restart-apiserver: no new kube-apiserver is serving: %w", ctx.Err())
-		case <-tick.C:
-		}
-	}
 }

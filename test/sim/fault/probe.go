@@ -1,4 +1,4 @@
-package sim
+package fault
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func probeCreate(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 	}}
 	var ri dynamic.ResourceInterface = dyn.Resource(gvr)
 	if namespaced {
-		ri = dyn.Resource(gvr).Namespace(FixtureNamespace)
+		ri = dyn.Resource(gvr).Namespace(probeNamespace)
 	}
 	_, err := ri.Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	switch {
