@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/clientcmd"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -181,13 +180,4 @@ func TestRejectedTokenSaysExpired(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.mustRun("rm", "-y", "--update-config", name)
-}
-
-// getVMTemplate is a minimal VM for dry-run probes.
-func getVMTemplate() *kubevirtv1.VirtualMachine {
-	halted := kubevirtv1.RunStrategyHalted
-	return &kubevirtv1.VirtualMachine{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-probe", Namespace: namespace},
-		Spec:       kubevirtv1.VirtualMachineSpec{RunStrategy: &halted, Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
-	}
 }
