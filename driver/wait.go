@@ -37,7 +37,7 @@ func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, what string,
 	defer cancel()
 	ns, name := d.VMNamespace, d.MachineName
 	vmis := kubeapi.KindOf[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, api.virt.KubevirtV1().VirtualMachineInstances(ns))
-	lw := kubeapi.NamedListWatch(ctx, vmis, name, api.timeout)
+	lw := kubeapi.NamedListWatch(vmis, name, api.timeout)
 	p := &progress{machine: name}
 	check := func(vmi *kubevirtv1.VirtualMachineInstance) bool {
 		p.observe(vmi)

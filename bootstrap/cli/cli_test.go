@@ -42,7 +42,9 @@ func TestArtifactToStdoutAndFile(t *testing.T) {
 func TestSecretArtifactReplacesLooseFile(t *testing.T) {
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kc")
-	os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\n"), 0o600)
+	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(dir, "manifests.yaml")
 	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
@@ -133,7 +135,9 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 
 func TestNodeDriverHashesTheBinary(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "driver")
-	os.WriteFile(bin, []byte("driver-binary"), 0o755)
+	if err := os.WriteFile(bin, []byte("driver-binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	out, stderr, code := run(t, "nodedriver", "--url", "https://example.com/d", bin)
 	if code != 0 {
 		t.Fatal(stderr)
@@ -145,7 +149,9 @@ func TestNodeDriverHashesTheBinary(t *testing.T) {
 
 func TestUserdataWithoutCredentials(t *testing.T) {
 	key := filepath.Join(t.TempDir(), "k.pub")
-	os.WriteFile(key, []byte("ssh-ed25519 AAAA me\n"), 0o644)
+	if err := os.WriteFile(key, []byte("ssh-ed25519 AAAA me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, stderr, code := run(t, "userdata", "--ssh-user", "ubuntu", "--ssh-public-key", key)
 	if code != 0 {
 		t.Fatal(stderr)

@@ -26,7 +26,7 @@ func readYAMLDocs(path string) ([]map[string]any, error) {
 	var docs []map[string]any
 	for {
 		var d map[string]any
-		if err := dec.Decode(&d); err == io.EOF {
+		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
 			return docs, nil
 		} else if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
@@ -60,7 +60,7 @@ func lbCommand() *ucli.Command {
 					if p := c.String(FlagService); p != "" {
 						docs, err := readYAMLDocs(p)
 						if err != nil || len(docs) != 1 || docs[0]["kind"] != "Service" {
-							return fmt.Errorf("--%s %s: must hold exactly one Service manifest (%v)", FlagService, p, err)
+							return fmt.Errorf("--%s %s: must hold exactly one Service manifest (%w)", FlagService, p, err)
 						}
 						meta, _ := docs[0]["metadata"].(map[string]any)
 						a, _ := meta["annotations"].(map[string]any)

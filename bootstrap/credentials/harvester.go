@@ -233,7 +233,7 @@ func (h *Harvester) Revoke(ctx context.Context, a Access) ([]string, error) {
 		errs = append(errs, fmt.Errorf("list clusterrolebindings: %w", err))
 	} else {
 		for _, o := range l.Items {
-			if o.Subjects == nil || len(o.Subjects) == 0 || o.Subjects[0].Namespace != a.Namespace {
+			if len(o.Subjects) == 0 || o.Subjects[0].Namespace != a.Namespace {
 				continue // another namespace's guest cluster of the same name
 			}
 			n := o.Name

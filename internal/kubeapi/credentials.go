@@ -9,7 +9,7 @@ import (
 )
 
 // ErrCredentialsRejected matches (errors.Is) every CredentialsRejectedError.
-var ErrCredentialsRejected = errors.New("Harvester rejected the credentials (401 Unauthorized)")
+var ErrCredentialsRejected = errors.New("credentials rejected by Harvester (401 Unauthorized)")
 
 // CredentialsRejectedError says that the API server answered 401: the
 // token has most likely expired (Rancher issue 5827), and how to renew it.

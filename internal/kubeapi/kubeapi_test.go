@@ -46,7 +46,7 @@ func TestExplainAndWrap(t *testing.T) {
 	if !errors.Is(err, ErrCredentialsRejected) {
 		t.Error("errors.Is(ErrCredentialsRejected) false")
 	}
-	if again := Explain("outer", err, rejected); again != err {
+	if again := Explain("outer", err, rejected); again != err { //nolint:errorlint // the very same error, not one wrapping it
 		t.Errorf("explained twice: %v", again)
 	}
 	if e := Explain("get VM", apierrors.NewNotFound(corev1.Resource("vm"), "x"), rejected); errors.Is(e, ErrCredentialsRejected) || !apierrors.IsNotFound(e) {
@@ -60,7 +60,7 @@ func TestExplainAndWrap(t *testing.T) {
 		t.Errorf("wrap: %v", w)
 	}
 	plain := errors.New("boom")
-	if rejected.Wrap(plain) != plain {
+	if rejected.Wrap(plain) != plain { //nolint:errorlint // the very same error
 		t.Error("wrap changed a non-401 error")
 	}
 }

@@ -35,11 +35,11 @@ func KindOf[L runtime.Object](name string, example runtime.Object, c ListWatcher
 
 // NamedListWatch lists and watches only the object called name (a
 // metadata.name field selector). Each list has the deadline callTimeout
-// (<= 0: the context's own); watches last as long as ctx.
-func NamedListWatch(ctx context.Context, k Kind, name string, callTimeout time.Duration) *cache.ListWatch {
+// (<= 0: the context's own); watches last as long as their context.
+func NamedListWatch(k Kind, name string, callTimeout time.Duration) *cache.ListWatch {
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
 	return &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector
 			var out runtime.Object
 			err := Call(ctx, callTimeout, func(c context.Context) error {
@@ -49,7 +49,7 @@ func NamedListWatch(ctx context.Context, k Kind, name string, callTimeout time.D
 			})
 			return out, err
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = selector
 			return k.Watch(ctx, o)
 		},
@@ -90,7 +90,7 @@ func Wait[T runtime.Object](ctx context.Context, k Kind, namespace, name string,
 		}
 		return check(obj, exists)
 	}
-	_, err := watchtools.UntilWithSync(ctx, NamedListWatch(ctx, k, name, callTimeout), k.Example, precondition, func(ev watch.Event) (bool, error) {
+	_, err := watchtools.UntilWithSync(ctx, NamedListWatch(k, name, callTimeout), k.Example, precondition, func(ev watch.Event) (bool, error) {
 		return check(ev.Object, ev.Type != watch.Deleted)
 	})
 	return last, err

@@ -118,7 +118,7 @@ func (s *Sim) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-s.done:
-			return fmt.Errorf("harvester-sim exited before ready (%v):\n%s", s.waitErr, s.logTail())
+			return fmt.Errorf("harvester-sim exited before ready (%w):\n%s", s.waitErr, s.logTail())
 		case <-ctx.Done():
 			return fmt.Errorf("harvester-sim not ready: %w:\n%s", ctx.Err(), s.logTail())
 		case <-tick.C:

@@ -1,10 +1,10 @@
 package driver_test
 
 import (
-	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -159,7 +159,9 @@ func TestMissingImageBlocksStart(t *testing.T) {
 
 	// An image whose import fails keeps it blocked, with the reason.
 	createObjectWith(t, gvrImage, imageObject(ns, "later"), func(m map[string]any) {
-		unstructured.SetNestedField(m, "fail", "metadata", "annotations", controllers.AnnImportResult)
+		if err := unstructured.SetNestedField(m, "fail", "metadata", "annotations", controllers.AnnImportResult); err != nil {
+			t.Fatal(err)
+		}
 	})
 	waitVM(t, ns, "vm", "ImageNotReady", func(vm *kubevirtv1.VirtualMachine) bool {
 		c := vmCond(vm, kubevirtv1.VirtualMachineReady)

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -21,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	toolswatch "k8s.io/client-go/tools/watch"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -301,11 +300,11 @@ func waitEvent(t *testing.T, ns, object, reason string) string {
 	ctx := testContext(t)
 	sel := fields.OneTermEqualSelector("involvedObject.name", object).String()
 	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
 			return env.kube.CoreV1().Events(ns).List(ctx, o)
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = sel
 			return env.kube.CoreV1().Events(ns).Watch(ctx, o)
 		},
@@ -318,7 +317,7 @@ func waitEvent(t *testing.T, ns, object, reason string) string {
 		}
 		return false
 	}
-	_, err := toolswatch.UntilWithSync(ctx, lw, &corev1.Event{}, func(store cache.Store) (bool, error) {
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Event{}, func(store cache.Store) (bool, error) {
 		for _, o := range store.List() {
 			if match(o) {
 				return true, nil
@@ -330,15 +329,6 @@ func waitEvent(t *testing.T, ns, object, reason string) string {
 		t.Fatalf("event %s about %s/%s: %v", reason, ns, object, err)
 	}
 	return msg
-}
-
-func getImage(t *testing.T, ns, name string) *harvesterv1.VirtualMachineImage {
-	t.Helper()
-	u, err := env.dyn.Resource(gvrImage).Namespace(ns).Get(testContext(t), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return decode[harvesterv1.VirtualMachineImage](t, u)
 }
 
 // createObjectWith is createObject with a change to the map form first

@@ -15,7 +15,7 @@ import (
 // controllers act on (fault.AnnotationObserved), so `harvester-sim fault`
 // returns only once a pattern is in effect. It runs after the cache holds
 // obj; the annotation is patched alone, so it never conflicts with writers.
-func (s *sim) acknowledgeFaults(obj any) {
+func (s *sim) acknowledgeFaults(ctx context.Context, obj any) {
 	cm, ok := obj.(*corev1.ConfigMap)
 	if !ok {
 		return
@@ -28,7 +28,7 @@ func (s *sim) acknowledgeFaults(obj any) {
 	if err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err = s.kube.CoreV1().ConfigMaps(fault.Namespace).Patch(ctx, fault.ConfigMap, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {

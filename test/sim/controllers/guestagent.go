@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -189,7 +190,7 @@ func multipartInstallsAgent(data []byte, depth int) (bool, error) {
 	mr := multipart.NewReader(msg.Body, params["boundary"])
 	for {
 		part, err := mr.NextRawPart()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return false, nil
 		}
 		if err != nil {

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 
@@ -35,7 +36,7 @@ func keyOf(obj any) (key, namespace string) {
 
 // register wires informer events to the queues: every object feeds its
 // own controller and the controllers whose decisions depend on it.
-func (s *sim) register() error {
+func (s *sim) register(ctx context.Context) error {
 	vmInf := s.dynInformers.ForResource(gvrVM)
 	vmiInf := s.dynInformers.ForResource(gvrVMI)
 	imgInf := s.dynInformers.ForResource(gvrImage)
@@ -94,7 +95,7 @@ func (s *sim) register() error {
 		{"fault configmap", s.faultInformers.Core().V1().ConfigMaps().Informer(), func(obj any) {
 			if key, _ := keyOf(obj); key == fault.ConfigMapKey {
 				s.enqueueNamespace(s.vmiQ, "", s.vmiKeys)
-				s.acknowledgeFaults(obj)
+				s.acknowledgeFaults(ctx, obj)
 			}
 		}},
 	}

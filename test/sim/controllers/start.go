@@ -41,7 +41,7 @@ var (
 // Start launches every controller and returns once their informer caches
 // have synced; the controllers run until ctx is done.
 func Start(ctx context.Context, cfg *rest.Config, opts Options) error {
-	s, err := newSim(cfg, opts)
+	s, err := newSim(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ const (
 	clientBurst = 400
 )
 
-func newSim(cfg *rest.Config, opts Options) (*sim, error) {
+func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -127,7 +127,7 @@ func newSim(cfg *rest.Config, opts Options) (*sim, error) {
 	s.pvcQ = newQueue("pvc", s.reconcilePVC, log)
 	s.imageQ = newQueue("image", s.reconcileImage, log)
 	s.keyPairQ = newQueue("keypair", s.reconcileKeyPair, log)
-	if err := s.register(); err != nil {
+	if err := s.register(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil
