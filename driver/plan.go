@@ -2,9 +2,9 @@ package driver
 
 import (
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"strconv"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )

@@ -2,11 +2,11 @@ package cli
 
 import (
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"strings"
 
 	"github.com/harvester-kit/harvester-machine/addons"
 	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 )

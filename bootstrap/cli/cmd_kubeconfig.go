@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"os"
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
 	"github.com/harvester-kit/harvester-machine/bootstrap/nodefiles"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	ucli "github.com/urfave/cli/v2"
 )
 

@@ -3,11 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/bootstrap/affinity"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"os"
 
+	"github.com/harvester-kit/harvester-machine/bootstrap/affinity"
 	"github.com/harvester-kit/harvester-machine/bootstrap/nodedriver"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	ucli "github.com/urfave/cli/v2"
 )
 

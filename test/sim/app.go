@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -11,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"github.com/urfave/cli/v2"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"

@@ -3,9 +3,9 @@ package sim
 import (
 	"context"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"strings"
 
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

@@ -5,9 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"strconv"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"

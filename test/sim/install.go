@@ -3,8 +3,8 @@ package sim
 import (
 	"context"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

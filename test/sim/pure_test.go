@@ -1,11 +1,11 @@
 package sim
 
 import (
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 

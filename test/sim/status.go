@@ -3,11 +3,11 @@ package sim
 import (
 	"context"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"io"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"

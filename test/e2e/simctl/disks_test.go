@@ -2,7 +2,6 @@ package simctl
 
 import (
 	"encoding/json"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/test/sim/controllers"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"regexp"
 	"strings"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 

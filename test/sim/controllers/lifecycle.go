@@ -2,9 +2,9 @@ package controllers
 
 import (
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"

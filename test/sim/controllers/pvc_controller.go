@@ -3,10 +3,10 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"strings"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

@@ -7,10 +7,10 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"log/slog"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"

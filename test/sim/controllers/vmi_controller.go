@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
-	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"sort"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

@@ -4,10 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"sort"
 	"strings"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )

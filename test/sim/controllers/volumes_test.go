@@ -1,11 +1,11 @@
 package controllers
 
 import (
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
