@@ -69,12 +69,12 @@ func issueKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([]byte,
 	}
 	secret, err := h.TokenSecret(ctx, a)
 	if err != nil {
-		return nil, err
+		return nil, explainAuth(err)
 	}
 	token := string(secret.Data["token"])
 	if ttl := c.Duration(FlagTTL); ttl > 0 {
 		if token, err = h.RequestToken(ctx, a, secret, ttl); err != nil {
-			return nil, err
+			return nil, explainAuth(err)
 		}
 	}
 	ca, err := h.CAData(secret)
