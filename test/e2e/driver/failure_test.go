@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"github.com/harvester-kit/harvester-machine/test/sim/fault"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/watch"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -25,20 +23,10 @@ func waitPVCGone(t *testing.T, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	w, err := kube.CoreV1().PersistentVolumeClaims(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
-	if err != nil {
-		t.Fatal(err)
+	pvcs := kubeapi.KindOf[*corev1.PersistentVolumeClaimList]("PVC", &corev1.PersistentVolumeClaim{}, kube.CoreV1().PersistentVolumeClaims(namespace))
+	if _, err := kubeapi.Wait(ctx, pvcs, namespace, name, 0, func(pvc *corev1.PersistentVolumeClaim) (bool, error) { return pvc == nil, nil }); err != nil {
+		t.Errorf("PVC %s not deleted: %v", name, err)
 	}
-	defer w.Stop()
-	if _, err := kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		return
-	}
-	for ev := range w.ResultChan() {
-		if ev.Type == watch.Deleted {
-			return
-		}
-	}
-	t.Errorf("PVC %s not deleted", name)
 }
 
 // simFault runs `harvester-sim fault ARGS...`, which returns once the fault
