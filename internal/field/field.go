@@ -65,9 +65,17 @@ func Rename(err error, name func(field string) string) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
+	msg, off := err.Error(), 0
+	// The field errors appear in the message in tree order: rename each
+	// after the previous one, so a renamed text is never renamed again.
 	for _, fe := range all(err) {
-		msg = strings.Replace(msg, fe.Error(), fe.render(name), 1)
+		orig, repl := fe.Error(), fe.render(name)
+		i := strings.Index(msg[off:], orig)
+		if i < 0 {
+			continue
+		}
+		msg = msg[:off+i] + repl + msg[off+i+len(orig):]
+		off += i + len(repl)
 	}
 	return &renamed{msg: msg, err: err}
 }

@@ -11,6 +11,7 @@ func TestRenameKeepsWrappersAndJoins(t *testing.T) {
 	err := fmt.Errorf("build thing: %w", errors.Join(
 		Problem("cluster name", "required"),
 		Invalid("zone", "bad zone", "not a valid label value"),
+		Invalid("zone", "bad zone", "not a valid label value"),
 		Problem("", "nothing to do: give one of").Referring("zone", "pool"),
 		Problem("unknown field", "kept as it is"),
 		sentinel,
@@ -23,6 +24,7 @@ func TestRenameKeepsWrappersAndJoins(t *testing.T) {
 		return f
 	})
 	want := "build thing: --cluster-name: required\n" +
+		"--zone \"bad zone\": not a valid label value\n" +
 		"--zone \"bad zone\": not a valid label value\n" +
 		"nothing to do: give one of --zone, --pool\n" +
 		"unknown field: kept as it is\n" +
