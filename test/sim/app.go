@@ -10,11 +10,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"github.com/urfave/cli/v2"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Flag names of bin/harvester-sim.
@@ -100,7 +100,7 @@ func requireStateDir(c *cli.Context) error {
 
 // simClients connects to the simulator running in --state-dir.
 func simClients(c *cli.Context) (*kubernetes.Clientset, *dynamic.DynamicClient, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.String(flagStateDir), KubeconfigFile))
+	cfg, err := kubeapi.ConfigFromFile(filepath.Join(c.String(flagStateDir), KubeconfigFile), "harvester-sim")
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the simulator's kubeconfig: %w", err)
 	}

@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 const modulePath = "github.com/harvester-kit/harvester-machine"
@@ -137,7 +137,7 @@ func (s *Sim) logTail() string {
 
 // RESTConfig is the admin's client configuration.
 func (s *Sim) RESTConfig() (*rest.Config, error) {
-	return clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	return kubeapi.ConfigFromFile(s.Kubeconfig, "harvester-machine-e2e")
 }
 
 // Stop ends the simulator and everything it started, and removes its files.
