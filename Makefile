@@ -33,9 +33,11 @@ e2e: build tools ## end-to-end tests against the simulated Harvester
 bench: build tools ## benchmarks (speed and memory targets)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-lint: ## go vet and gofmt
+lint: ## go vet, gofmt and golangci-lint (pinned in test/tools/lint, built into bin/ once)
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@bash test/tools/build.sh lint
+	$(BIN)/golangci-lint run ./...
 
 demo: build tools ## run the whole flow against a simulated Harvester, then clean up
 	@bash test/demo/demo.sh

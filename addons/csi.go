@@ -169,7 +169,7 @@ func csiControllerDeployment(o Options, labels map[string]string) *appsv1.Deploy
 		Weight: 100,
 		PodAffinityTerm: corev1.PodAffinityTerm{
 			LabelSelector: &metav1.LabelSelector{MatchLabels: selector},
-			TopologyKey:   "kubernetes.io/hostname",
+			TopologyKey:   corev1.LabelHostname,
 		},
 	}}}
 	return &appsv1.Deployment{

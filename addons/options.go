@@ -2,9 +2,10 @@ package addons
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
+	"strconv"
 
+	"github.com/harvester-kit/harvester-machine/internal/field"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -16,7 +17,9 @@ const (
 	LabelVersion   = "app.kubernetes.io/version"
 	ManagedBy      = "harvester-bootstrap"
 	PartOf         = "harvester-guest-addons"
-	PruneSelector  = LabelManagedBy + "=" + ManagedBy + "," + LabelPartOf + "=" + PartOf
+	// FieldManager is the server-side apply field manager of harvester-bootstrap.
+	FieldManager  = ManagedBy
+	PruneSelector = LabelManagedBy + "=" + ManagedBy + "," + LabelPartOf + "=" + PartOf
 
 	// CloudConfigKey is the key of the cloud-config Secret holding the
 	// kubeconfig for the Harvester cluster.
@@ -73,41 +76,55 @@ var (
 	registryRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]+)?(/[a-z0-9._-]+)*$`)
 )
 
+// Input fields, as problems name them (a CLI renames them to its flags).
+const (
+	FieldCCM               = "cloud provider"
+	FieldCSI               = "CSI driver"
+	FieldClusterName       = "cluster name"
+	FieldCCMReplicas       = "cloud provider replicas"
+	FieldCSIReplicas       = "CSI driver replicas"
+	FieldNamespace         = "add-on namespace"
+	FieldCloudConfigSecret = "cloud-config Secret name"
+	FieldImageRegistry     = "image registry"
+	FieldCCMVersion        = "cloud provider version"
+	FieldCSIVersion        = "CSI driver version"
+)
+
 // Validate reports every problem with o at once.
 func (o Options) Validate() error {
 	var errs []error
 	if !o.CCM && !o.CSI {
-		errs = append(errs, errors.New("no add-on selected: enable the cloud provider and/or the CSI driver"))
+		errs = append(errs, field.Problem("", "no add-on selected: enable").Referring(FieldCCM, FieldCSI))
 	}
 	if o.CCM {
 		if o.ClusterName == "" {
-			errs = append(errs, errors.New("cluster-name: required for the cloud provider (it owns the Harvester load balancers; the CCM default \"kubernetes\" breaks IP-pool matching)"))
+			errs = append(errs, field.Problem(FieldClusterName, "required for the cloud provider (it owns the Harvester load balancers; the CCM default \"kubernetes\" breaks IP-pool matching)"))
 		} else if msgs := validation.IsDNS1123Label(o.ClusterName); len(msgs) > 0 {
-			errs = append(errs, fmt.Errorf("cluster-name %q: must be a DNS-1123 label (lower-case letters, digits, '-', at most 63 chars)", o.ClusterName))
+			errs = append(errs, field.Invalid(FieldClusterName, o.ClusterName, "must be a DNS-1123 label (lower-case letters, digits, '-', at most 63 chars)"))
 		}
 		if o.CCMReplicas < 1 {
-			errs = append(errs, fmt.Errorf("ccm-replicas %d: must be at least 1", o.CCMReplicas))
+			errs = append(errs, field.Invalid(FieldCCMReplicas, strconv.Itoa(int(o.CCMReplicas)), "must be at least 1"))
 		}
 	}
 	if o.CSI && o.CSIReplicas < 1 {
-		errs = append(errs, fmt.Errorf("csi-replicas %d: must be at least 1", o.CSIReplicas))
+		errs = append(errs, field.Invalid(FieldCSIReplicas, strconv.Itoa(int(o.CSIReplicas)), "must be at least 1"))
 	}
 	if msgs := validation.IsDNS1123Label(o.Namespace); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("namespace %q: must be a DNS-1123 label", o.Namespace))
+		errs = append(errs, field.Invalid(FieldNamespace, o.Namespace, "must be a DNS-1123 label"))
 	}
 	if msgs := validation.IsDNS1123Subdomain(o.CloudConfigSecret); len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("cloud-config-secret %q: must be a DNS-1123 subdomain", o.CloudConfigSecret))
+		errs = append(errs, field.Invalid(FieldCloudConfigSecret, o.CloudConfigSecret, "must be a DNS-1123 subdomain"))
 	}
 	if o.ImageRegistry != "" && !registryRe.MatchString(o.ImageRegistry) {
-		errs = append(errs, fmt.Errorf("image-registry %q: must be a host[:port][/path] without scheme or trailing slash, e.g. registry.example.com:5000/mirror", o.ImageRegistry))
+		errs = append(errs, field.Invalid(FieldImageRegistry, o.ImageRegistry, "must be a host[:port][/path] without scheme or trailing slash, e.g. registry.example.com:5000/mirror"))
 	}
 	for name, img := range map[string]Image{
-		"ccm-version": o.Versions.CloudProvider, "csi-version": o.Versions.CSIDriver,
-		"node-driver-registrar": o.Versions.NodeDriverRegistrar, "csi-provisioner": o.Versions.Provisioner,
-		"csi-attacher": o.Versions.Attacher, "csi-resizer": o.Versions.Resizer, "csi-snapshotter": o.Versions.Snapshotter,
+		FieldCCMVersion: o.Versions.CloudProvider, FieldCSIVersion: o.Versions.CSIDriver,
+		"node-driver-registrar version": o.Versions.NodeDriverRegistrar, "csi-provisioner version": o.Versions.Provisioner,
+		"csi-attacher version": o.Versions.Attacher, "csi-resizer version": o.Versions.Resizer, "csi-snapshotter version": o.Versions.Snapshotter,
 	} {
 		if !tagRe.MatchString(img.Tag) {
-			errs = append(errs, fmt.Errorf("%s %q: not a valid image tag (letters, digits, '_', '.', '-')", name, img.Tag))
+			errs = append(errs, field.Invalid(name, img.Tag, "not a valid image tag (letters, digits, '_', '.', '-')"))
 		}
 	}
 	return errors.Join(errs...)

@@ -104,7 +104,7 @@ func TestValidateCollectsEveryError(t *testing.T) {
 	if err == nil {
 		t.Fatal("want errors")
 	}
-	for _, want := range []string{"cluster-name", "ccm-replicas", "csi-replicas", "namespace", "cloud-config-secret", "image-registry", "csi-version"} {
+	for _, want := range []string{"cluster name", "cloud provider replicas", "CSI driver replicas", "add-on namespace", "cloud-config Secret name", "image registry", "CSI driver version"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
@@ -115,7 +115,7 @@ func TestValidateCollectsEveryError(t *testing.T) {
 		t.Errorf("want no add-on error, got %v", err)
 	}
 	noName := DefaultOptions("")
-	if err := noName.Validate(); err == nil || !strings.Contains(err.Error(), "cluster-name: required") {
+	if err := noName.Validate(); err == nil || !strings.Contains(err.Error(), "cluster name: required") {
 		t.Errorf("want cluster-name required, got %v", err)
 	}
 	if _, err := Objects(noName); err == nil {

@@ -170,7 +170,7 @@ func parseMapping(body []byte) (*yaml.Node, error) {
 		return nil, nil
 	}
 	if root.Kind != yaml.MappingNode {
-		return nil, errors.New("cloud-config must be a YAML mapping (key: value), or a script starting with #!")
+		return nil, errors.New("cloud-config must be a YAML mapping (key: value), or a #! script")
 	}
 	dropComments(root)
 	return root, nil

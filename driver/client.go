@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"kubevirt.io/client-go/kubevirt"
 )
 
@@ -32,12 +32,10 @@ type harvesterAPI struct {
 }
 
 func newAPI(kubeconfig string, callTimeout time.Duration) (*harvesterAPI, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kubeconfig))
+	cfg, err := kubeapi.ConfigFromKubeconfig([]byte(kubeconfig), "docker-machine-driver-harvester")
 	if err != nil {
 		return nil, fmt.Errorf("--%s is not a usable kubeconfig: %w", FlagKubeconfigContent, err)
 	}
-	cfg.QPS, cfg.Burst = 20, 40
-	cfg.UserAgent = "docker-machine-driver-harvester"
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
@@ -72,9 +70,7 @@ func (d *Driver) client() (*harvesterAPI, error) {
 
 // call runs fn with a context that has the per-call deadline.
 func (a *harvesterAPI) call(parent context.Context, fn func(ctx context.Context) error) error {
-	ctx, cancel := context.WithTimeout(parent, a.timeout)
-	defer cancel()
-	return fn(ctx)
+	return kubeapi.Call(parent, a.timeout, fn)
 }
 
 func (a *harvesterAPI) getTyped(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, out any) error {

@@ -19,7 +19,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/guestconfig"
 
 	"github.com/harvester-kit/harvester-machine/addons"
-	credentials "github.com/harvester-kit/harvester-machine/bootstrap"
+	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
 	"github.com/harvester-kit/harvester-machine/cloudinit"
 )
 

@@ -7,6 +7,8 @@ import (
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // Ownership is what the driver records, in the machine's persisted state
@@ -56,10 +58,10 @@ func (o Ownership) legacy() bool { return o.MachineID == "" }
 // if not, says what the labels show instead.
 func (o Ownership) ownsLabels(machineName string, labels map[string]string) (bool, string) {
 	if o.legacy() {
-		if labels[LabelCreator] == CreatorValue && labels[LabelVMName] == LabelValue(machineName) {
+		if labels[LabelCreator] == CreatorValue && labels[harvester.LabelVMName] == harvester.LabelValue(machineName) {
 			return true, ""
 		}
-		return false, fmt.Sprintf("it lacks the labels %s=%s and %s=%s", LabelCreator, CreatorValue, LabelVMName, LabelValue(machineName))
+		return false, fmt.Sprintf("it lacks the labels %s=%s and %s=%s", LabelCreator, CreatorValue, harvester.LabelVMName, harvester.LabelValue(machineName))
 	}
 	switch got := labels[LabelMachineID]; got {
 	case o.MachineID:
@@ -87,7 +89,7 @@ func (o Ownership) checkOwned(kind, machineName string, obj metav1.Object) error
 // ownerSelector selects the machine's objects by label.
 func (o Ownership) ownerSelector(machineName string) string {
 	if o.legacy() {
-		return LabelCreator + "=" + CreatorValue + "," + LabelVMName + "=" + LabelValue(machineName)
+		return LabelCreator + "=" + CreatorValue + "," + harvester.LabelVMName + "=" + harvester.LabelValue(machineName)
 	}
 	return LabelMachineID + "=" + o.MachineID
 }

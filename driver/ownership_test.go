@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+
 	"context"
 	"errors"
 	"strings"
@@ -72,7 +74,7 @@ func newFakeDriver(t *testing.T, settingUID string, kubeObjs, virtObjs []runtime
 }
 
 func ownedBy(id string, extra ...string) map[string]string {
-	l := MachineLabels(testNS, testMachine, "c1")
+	l := harvester.MachineLabels(testNS, testMachine, "c1")
 	if id != "" {
 		l[LabelMachineID] = id
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -92,7 +93,7 @@ func ImageRefs(c Config) []string {
 // PlanFromConfig resolves a validated Config into a VMPlan. images maps
 // <namespace>/<name> to what is known about each image the config uses.
 func PlanFromConfig(c Config, machineName string, images map[string]ImageFacts) (VMPlan, error) {
-	labels := MachineLabels(c.VMNamespace, machineName, c.ClusterName)
+	labels := harvester.MachineLabels(c.VMNamespace, machineName, c.ClusterName)
 	p := VMPlan{
 		Name: machineName, Namespace: c.VMNamespace,
 		CPU: c.CPUCount, CPUModel: c.CPUModel,
@@ -112,7 +113,7 @@ func PlanFromConfig(c Config, machineName string, images map[string]ImageFacts) 
 		}
 		user = a
 	}
-	p.Affinity = MergeAffinity(user, labels[LabelMachineSet])
+	p.Affinity = harvester.MergeAffinity(user, labels[harvester.LabelMachineSet])
 
 	if c.KeyPairName != "" {
 		ns, name, err := splitNamespaced(c.KeyPairName, c.VMNamespace)

@@ -278,18 +278,6 @@ func ParseAffinity(s string) (*corev1.Affinity, error) {
 	return &v, strictJSON(s, &v)
 }
 
-// splitNamespaced splits "<namespace>/<name>" or "<name>" (in defaultNS).
-func splitNamespaced(v, defaultNS string) (string, string, error) {
-	ns, name, found := strings.Cut(v, "/")
-	if !found {
-		ns, name = defaultNS, v
-	}
-	if len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 || strings.Contains(name, "/") {
-		return "", "", fmt.Errorf("%q is not <namespace>/<name> or <name> of lowercase letters, digits and dashes", v)
-	}
-	return ns, name, nil
-}
-
 func oneOf(v string, set []string) bool {
 	for _, s := range set {
 		if v == s {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -79,7 +80,7 @@ func assertVMInvariants(t *testing.T, vm *kubevirtv1.VirtualMachine) {
 	if vm.Labels[LabelCreator] != CreatorValue || vm.Spec.Template.ObjectMeta.Labels[LabelCreator] != CreatorValue {
 		t.Errorf("creator label missing on VM or template")
 	}
-	if vm.Spec.Template.ObjectMeta.Labels[LabelMachineSet] == "" {
+	if vm.Spec.Template.ObjectMeta.Labels[harvester.LabelMachineSet] == "" {
 		t.Errorf("template lacks the machine-set label the anti-affinity selects on")
 	}
 	raw, _ := json.Marshal(vm)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"github.com/rancher/machine/libmachine/log"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,8 +39,8 @@ func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, what string,
 	ctx, stop := d.whileVMExists(timed, api)
 	defer stop()
 	ns, name := d.VMNamespace, d.MachineName
-	vmis := kindFuncs[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, api.virt.KubevirtV1().VirtualMachineInstances(ns))
-	lw := namedListWatch(ctx, api, name, vmis)
+	vmis := kubeapi.KindOf[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, api.virt.KubevirtV1().VirtualMachineInstances(ns))
+	lw := kubeapi.NamedListWatch(vmis, name, api.timeout)
 	p := &progress{machine: name}
 	check := func(vmi *kubevirtv1.VirtualMachineInstance) bool {
 		p.observe(vmi)
@@ -91,18 +92,10 @@ var ErrVMDeleted = errors.New("the VM was deleted by someone else")
 // deleted, being deleted or replaced.
 func (d *Driver) whileVMExists(parent context.Context, api *harvesterAPI) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	vms := kindFuncs[*kubevirtv1.VirtualMachineList](kindVM, &kubevirtv1.VirtualMachine{}, api.virt.KubevirtV1().VirtualMachines(d.VMNamespace))
-	lw := namedListWatch(ctx, api, d.MachineName, vms)
-	gone := func(obj any) bool {
-		vm, ok := obj.(*kubevirtv1.VirtualMachine)
-		return !ok || vm.DeletionTimestamp != nil || (d.VMUID != "" && string(vm.UID) != d.VMUID)
-	}
+	vms := kubeapi.KindOf[*kubevirtv1.VirtualMachineList](kindVM, &kubevirtv1.VirtualMachine{}, api.virt.KubevirtV1().VirtualMachines(d.VMNamespace))
 	go func() {
-		_, err := watchtools.UntilWithSync(ctx, lw, &kubevirtv1.VirtualMachine{}, func(store cache.Store) (bool, error) {
-			obj, exists, err := store.GetByKey(d.VMNamespace + "/" + d.MachineName)
-			return err == nil && (!exists || gone(obj)), err
-		}, func(ev watch.Event) (bool, error) {
-			return ev.Type == watch.Deleted || gone(ev.Object), nil
+		_, err := kubeapi.Wait(ctx, vms, d.VMNamespace, d.MachineName, api.timeout, func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+			return vm == nil || vm.DeletionTimestamp != nil || (d.VMUID != "" && string(vm.UID) != d.VMUID), nil
 		})
 		if err == nil {
 			cancel(ErrVMDeleted)

@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	bs "github.com/harvester-kit/harvester-machine/bootstrap"
+	"github.com/harvester-kit/harvester-machine/internal/field"
 	ucli "github.com/urfave/cli/v2"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 )
+
+// userAgent names this tool in the API servers' audit logs.
+const userAgent = "harvester-bootstrap"
 
 // App returns the harvester-bootstrap application.
 func App(stdout, stderr io.Writer) *ucli.App {
@@ -28,7 +29,7 @@ func App(stdout, stderr io.Writer) *ucli.App {
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Description: "Artifacts go to stdout or --output FILE (0600 when they hold a credential); logs go to stderr.\n" +
-			"Every flag can also be set with the environment variable " + bs.EnvPrefix + "<FLAG_NAME>.",
+			"Every flag can also be set with the environment variable " + EnvPrefix + "<FLAG_NAME>.",
 		Commands: []*ucli.Command{
 			kubeconfigCommand(), addonCommand(), manifestsCommand(), applyCommand(),
 			userdataCommand(), affinityCommand(), lbCommand(), nodedriverCommand(),
@@ -44,7 +45,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	// is cancelled; every failure that matters is returned to us instead.
 	klog.SetLogger(logr.Discard())
 	if err := App(stdout, stderr).Run(args); err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", err)
+		fmt.Fprintf(stderr, "error: %v\n", field.Rename(err, flagOf))
 		return 1
 	}
 	return 0
@@ -52,7 +53,7 @@ func Run(args []string, stdout, stderr io.Writer) int {
 
 // env is the environment variable of a flag.
 func env(flag string) []string {
-	return []string{bs.EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))}
+	return []string{EnvPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))}
 }
 
 func logger(c *ucli.Context) *slog.Logger {
@@ -60,39 +61,27 @@ func logger(c *ucli.Context) *slog.Logger {
 }
 
 func withTimeout(c *ucli.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(c.Context, c.Duration(bs.FlagTimeout))
+	return context.WithTimeout(c.Context, c.Duration(FlagTimeout))
 }
 
 // Shared flags.
 func kubeconfigFlag() ucli.Flag {
-	return &ucli.StringFlag{Name: bs.FlagKubeconfig, Usage: "kubeconfig of the Harvester cluster (default: $KUBECONFIG, then ~/.kube/config)",
-		EnvVars: append(env(bs.FlagKubeconfig), "KUBECONFIG")}
+	return &ucli.StringFlag{Name: FlagKubeconfig, Usage: "kubeconfig of the Harvester cluster (default: $KUBECONFIG, then ~/.kube/config)",
+		EnvVars: append(env(FlagKubeconfig), "KUBECONFIG")}
 }
 
 func outputFlag() ucli.Flag {
-	return &ucli.StringFlag{Name: bs.FlagOutput, Aliases: []string{"o"}, Usage: "write the artifact to `FILE` instead of stdout", EnvVars: env(bs.FlagOutput)}
+	return &ucli.StringFlag{Name: FlagOutput, Aliases: []string{"o"}, Usage: "write the artifact to `FILE` instead of stdout", EnvVars: env(FlagOutput)}
 }
 
 func timeoutFlag() ucli.Flag {
-	return &ucli.DurationFlag{Name: bs.FlagTimeout, Value: 2 * time.Minute, Usage: "deadline for all API calls and waits", EnvVars: env(bs.FlagTimeout)}
-}
-
-func restConfig(path string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if path != "" {
-		rules.ExplicitPath = path
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig %q: %w", path, err)
-	}
-	return cfg, nil
+	return &ucli.DurationFlag{Name: FlagTimeout, Value: 2 * time.Minute, Usage: "deadline for all API calls and waits", EnvVars: env(FlagTimeout)}
 }
 
 // writeArtifact writes to stdout or to the --output file; secret files are
 // created 0600 (an existing file is replaced, so old modes never leak).
 func writeArtifact(c *ucli.Context, data []byte, secret bool) error {
-	path := c.String(bs.FlagOutput)
+	path := c.String(FlagOutput)
 	if path == "" || path == "-" {
 		_, err := c.App.Writer.Write(data)
 		return err

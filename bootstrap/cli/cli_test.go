@@ -42,7 +42,9 @@ func TestArtifactToStdoutAndFile(t *testing.T) {
 func TestSecretArtifactReplacesLooseFile(t *testing.T) {
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kc")
-	os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\n"), 0o600)
+	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(dir, "manifests.yaml")
 	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
@@ -80,18 +82,26 @@ func TestErrorsExitNonZeroNamingTheFlag(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"affinity", "--zone", "bad zone"}, `zone "bad zone"`},
-		{[]string{"manifests"}, "cluster-name: required"},
-		{[]string{"manifests", "--cluster-name", "g", "--image-registry", "https://x/"}, "image-registry"},
+		{[]string{"affinity", "--zone", "bad zone"}, `--zone "bad zone": not a valid label value`},
+		{[]string{"affinity"}, "nothing to do: give at least one of --zone, --region, --pool, --machine-name"},
+		{[]string{"affinity", "--pool", "pool1"}, "--cluster-name: required with --pool"},
+		{[]string{"affinity", "--zone", "a", "--required"}, "--required: needs the pool to spread: --pool, --machine-name"},
+		{[]string{"affinity", "--pool", "p", "--cluster-name", "c", "--machine-name", "c-p-x"}, "--pool: give it or --machine-name"},
+		{[]string{"manifests"}, "--cluster-name: required"},
+		{[]string{"manifests", "--cluster-name", "g", "--image-registry", "https://x/"}, `--image-registry "https://x/"`},
+		{[]string{"kubeconfig", "--cluster-name", "A_B"}, `--cluster-name "A_B": must be a DNS-1123 label`},
+		{[]string{"kubeconfig", "--cluster-name", "a"}, "--namespace: required"},
 		{[]string{"lb", "check"}, "--service FILE"},
 		{[]string{"lb", "check", "--annotation", "cloudprovider.harvesterhci.io/ipam=x"}, `ipam "x"`},
-		{[]string{"lb", "pool", "--name", "p", "--range", "10.0.0.1-10.0.0.2"}, "needs its subnet"},
-		{[]string{"lb", "pool", "--format", "x", "--range", "10.0.0.0/24"}, `format "x"`},
-		{[]string{"addon", "rke2", "--format", "x"}, `format "x"`},
-		{[]string{"addon", "k3s", "--format", "bogus", "--cluster-name", "g"}, `format "bogus"`},
-		{[]string{"userdata", "--distribution", "rke9", "--cloud-config", "/dev/null"}, `distribution "rke9"`},
-		{[]string{"userdata", "--user-data", "/nonexistent"}, "user-data"},
-		{[]string{"nodedriver", "--url", "ftp://x", "/dev/null"}, `url "ftp://x"`},
+		{[]string{"lb", "pool", "--name", "p", "--range", "10.0.0.1-10.0.0.2"}, `--range "10.0.0.1-10.0.0.2": an IPPool range needs its subnet`},
+		{[]string{"lb", "pool", "--range", "x"}, `--range "x": "x" is not a CIDR`},
+		{[]string{"lb", "pool", "--format", "x", "--range", "10.0.0.0/24"}, `--format "x"`},
+		{[]string{"addon", "rke2", "--format", "x"}, `--format "x"`},
+		{[]string{"addon", "k3s", "--format", "bogus", "--cluster-name", "g"}, `--format "bogus"`},
+		{[]string{"userdata", "--distribution", "rke9", "--cloud-config", "/dev/null"}, `--distribution "rke9"`},
+		{[]string{"userdata", "--user-data", "/nonexistent"}, "--user-data"},
+		{[]string{"nodedriver", "--url", "ftp://x", "/dev/null"}, `--url "ftp://x"`},
+		{[]string{"nodedriver", "--url", "https://x", "--name", "Bad N", "/dev/null"}, `--name "Bad N"`},
 		{[]string{"no-such-command"}, ""},
 	}
 	for _, c := range cases {
@@ -125,7 +135,9 @@ func TestEveryCommandHasAnExample(t *testing.T) {
 
 func TestNodeDriverHashesTheBinary(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "driver")
-	os.WriteFile(bin, []byte("driver-binary"), 0o755)
+	if err := os.WriteFile(bin, []byte("driver-binary"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	out, stderr, code := run(t, "nodedriver", "--url", "https://example.com/d", bin)
 	if code != 0 {
 		t.Fatal(stderr)
@@ -137,7 +149,9 @@ func TestNodeDriverHashesTheBinary(t *testing.T) {
 
 func TestUserdataWithoutCredentials(t *testing.T) {
 	key := filepath.Join(t.TempDir(), "k.pub")
-	os.WriteFile(key, []byte("ssh-ed25519 AAAA me\n"), 0o644)
+	if err := os.WriteFile(key, []byte("ssh-ed25519 AAAA me\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, stderr, code := run(t, "userdata", "--ssh-user", "ubuntu", "--ssh-public-key", key)
 	if code != 0 {
 		t.Fatal(stderr)
@@ -148,3 +162,15 @@ func TestUserdataWithoutCredentials(t *testing.T) {
 }
 
 type cliCommand = ucli.Command
+
+// The spread rule selects the label value the driver gives the pool's VMs.
+func TestAffinityDerivesTheDriversLabel(t *testing.T) {
+	out, stderr, code := run(t, "affinity", "--cluster-name", "guest-a", "--pool", "pool1")
+	if code != 0 || !strings.Contains(out, `"harvesterhci.io/machineSetName": "default-guest-a-pool1"`) {
+		t.Fatalf("exit %d: %s%s", code, out, stderr)
+	}
+	byMachine, _, _ := run(t, "affinity", "--machine-name", "guest-a-pool1-x7k2p")
+	if byMachine != out {
+		t.Errorf("--machine-name gives another rule:\n%s\nthan --cluster-name/--pool:\n%s", byMachine, out)
+	}
+}

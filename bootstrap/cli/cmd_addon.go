@@ -2,7 +2,8 @@ package cli
 
 import (
 	"github.com/harvester-kit/harvester-machine/addons"
-	bs "github.com/harvester-kit/harvester-machine/bootstrap"
+	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
+	"github.com/harvester-kit/harvester-machine/bootstrap/nodefiles"
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -11,38 +12,38 @@ import (
 func addonFlags(csiDefault bool) []ucli.Flag {
 	v := addons.DefaultVersions()
 	return []ucli.Flag{
-		&ucli.BoolFlag{Name: bs.FlagCCM, Value: true, Usage: "include the Harvester cloud provider (CCM); --ccm=false to leave it out", EnvVars: env(bs.FlagCCM)},
-		&ucli.BoolFlag{Name: bs.FlagCSI, Value: csiDefault, Usage: "include the Harvester CSI driver", EnvVars: env(bs.FlagCSI)},
-		&ucli.StringFlag{Name: bs.FlagImageRegistry, Usage: "pull every image from `REGISTRY` (host[:port][/path]) instead of docker.io / registry.k8s.io", EnvVars: env(bs.FlagImageRegistry)},
-		&ucli.StringFlag{Name: bs.FlagCCMVersion, Value: v.CloudProvider.Tag, Usage: "harvester-cloud-provider image `TAG`", EnvVars: env(bs.FlagCCMVersion)},
-		&ucli.StringFlag{Name: bs.FlagCSIVersion, Value: v.CSIDriver.Tag, Usage: "harvester-csi-driver image `TAG`", EnvVars: env(bs.FlagCSIVersion)},
-		&ucli.StringFlag{Name: bs.FlagHostStorageClass, Usage: "Harvester `STORAGECLASS` backing CSI volumes (default: Harvester's default)", EnvVars: env(bs.FlagHostStorageClass)},
+		&ucli.BoolFlag{Name: FlagCCM, Value: true, Usage: "include the Harvester cloud provider (CCM); --ccm=false to leave it out", EnvVars: env(FlagCCM)},
+		&ucli.BoolFlag{Name: FlagCSI, Value: csiDefault, Usage: "include the Harvester CSI driver", EnvVars: env(FlagCSI)},
+		&ucli.StringFlag{Name: FlagImageRegistry, Usage: "pull every image from `REGISTRY` (host[:port][/path]) instead of docker.io / registry.k8s.io", EnvVars: env(FlagImageRegistry)},
+		&ucli.StringFlag{Name: FlagCCMVersion, Value: v.CloudProvider.Tag, Usage: "harvester-cloud-provider image `TAG`", EnvVars: env(FlagCCMVersion)},
+		&ucli.StringFlag{Name: FlagCSIVersion, Value: v.CSIDriver.Tag, Usage: "harvester-csi-driver image `TAG`", EnvVars: env(FlagCSIVersion)},
+		&ucli.StringFlag{Name: FlagHostStorageClass, Usage: "Harvester `STORAGECLASS` backing CSI volumes (default: Harvester's default)", EnvVars: env(FlagHostStorageClass)},
 	}
 }
 
 func addonOptions(c *ucli.Context) addons.Options {
-	o := addons.DefaultOptions(c.String(bs.FlagClusterName))
-	o.CCM = c.Bool(bs.FlagCCM)
-	o.CSI = c.Bool(bs.FlagCSI)
-	o.ImageRegistry = c.String(bs.FlagImageRegistry)
-	o.Versions.CloudProvider.Tag = c.String(bs.FlagCCMVersion)
-	o.Versions.CSIDriver.Tag = c.String(bs.FlagCSIVersion)
-	o.HostStorageClass = c.String(bs.FlagHostStorageClass)
+	o := addons.DefaultOptions(c.String(FlagClusterName))
+	o.CCM = c.Bool(FlagCCM)
+	o.CSI = c.Bool(FlagCSI)
+	o.ImageRegistry = c.String(FlagImageRegistry)
+	o.Versions.CloudProvider.Tag = c.String(FlagCCMVersion)
+	o.Versions.CSIDriver.Tag = c.String(FlagCSIVersion)
+	o.HostStorageClass = c.String(FlagHostStorageClass)
 	return o
 }
 
 func formatFlag(def, usage string) ucli.Flag {
-	return &ucli.StringFlag{Name: bs.FlagFormat, Value: def, Usage: usage, EnvVars: env(bs.FlagFormat)}
+	return &ucli.StringFlag{Name: FlagFormat, Value: def, Usage: usage, EnvVars: env(FlagFormat)}
 }
 
 func addonCommand() *ucli.Command {
 	rke1Flags := append(append(credentialFlags(), cloudConfigFlag(), outputFlag(),
-		&ucli.StringFlag{Name: bs.FlagNodeCloudInit, Usage: "also write the node cloud-init (write_files " + bs.RKE1CloudConfigPath + ") to `FILE` (0600)", EnvVars: env(bs.FlagNodeCloudInit)}),
+		&ucli.StringFlag{Name: FlagNodeCloudInit, Usage: "also write the node cloud-init (write_files " + nodefiles.RKE1CloudConfigPath + ") to `FILE` (0600)", EnvVars: env(FlagNodeCloudInit)}),
 		addonFlags(false)...)
 	rke2Flags := append(credentialFlags(), cloudConfigFlag(), outputFlag(),
-		formatFlag(bs.FormatConfig, "config (config.yaml lines, no credential) or cloud-init (write_files with the kubeconfig, a config.yaml.d drop-in and a HelmChartConfig with the cluster name)"))
+		formatFlag(guest.FormatConfig, "config (config.yaml lines, no credential) or cloud-init (write_files with the kubeconfig, a config.yaml.d drop-in and a HelmChartConfig with the cluster name)"))
 	k3sFlags := append(append(credentialFlags(), cloudConfigFlag(), outputFlag(),
-		formatFlag(bs.FormatManifests, "manifests (file for "+bs.K3sManifestsDir+"), config (K3s config.yaml lines) or cloud-init (write_files placing both)")),
+		formatFlag(guest.FormatManifests, "manifests (file for "+nodefiles.K3sManifestsDir+"), config (K3s config.yaml lines) or cloud-init (write_files placing both)")),
 		addonFlags(true)...)
 	return &ucli.Command{
 		Name:  "addon",
@@ -65,11 +66,11 @@ func addonCommand() *ucli.Command {
 					if err != nil {
 						return err
 					}
-					cyml, node, err := bs.RenderRKE1(o, kc)
+					cyml, node, err := guest.RenderRKE1(o, kc)
 					if err != nil {
 						return err
 					}
-					if p := c.String(bs.FlagNodeCloudInit); p != "" {
+					if p := c.String(FlagNodeCloudInit); p != "" {
 						if err := writeSecretFile(c, p, node); err != nil {
 							return err
 						}
@@ -85,7 +86,7 @@ func addonCommand() *ucli.Command {
 				Flags: rke2Flags,
 				Action: func(c *ucli.Context) error {
 					return renderClusterConfig(c, func(kc []byte) ([]byte, error) {
-						return bs.RenderRKE2(c.String(bs.FlagClusterName), kc, c.String(bs.FlagFormat))
+						return guest.RenderRKE2(c.String(FlagClusterName), kc, c.String(FlagFormat))
 					})
 				},
 			},
@@ -98,7 +99,7 @@ func addonCommand() *ucli.Command {
 				Action: func(c *ucli.Context) error {
 					o := addonOptions(c)
 					return renderClusterConfig(c, func(kc []byte) ([]byte, error) {
-						return bs.RenderK3s(o, kc, c.String(bs.FlagFormat))
+						return guest.RenderK3s(o, kc, c.String(FlagFormat))
 					})
 				},
 			},
@@ -108,8 +109,8 @@ func addonCommand() *ucli.Command {
 
 func manifestsCommand() *ucli.Command {
 	flags := append([]ucli.Flag{
-		&ucli.StringFlag{Name: bs.FlagClusterName, Usage: "guest cluster `NAME` passed to the CCM as --cluster-name", EnvVars: env(bs.FlagClusterName)},
-		&ucli.StringFlag{Name: bs.FlagCloudConfig, Usage: "also emit the cloud-config Secret from this Harvester kubeconfig `FILE` (output is then a credential, 0600)", EnvVars: env(bs.FlagCloudConfig)},
+		&ucli.StringFlag{Name: FlagClusterName, Usage: "guest cluster `NAME` passed to the CCM as --cluster-name", EnvVars: env(FlagClusterName)},
+		&ucli.StringFlag{Name: FlagCloudConfig, Usage: "also emit the cloud-config Secret from this Harvester kubeconfig `FILE` (output is then a credential, 0600)", EnvVars: env(FlagCloudConfig)},
 		outputFlag(),
 	}, addonFlags(true)...)
 	return &ucli.Command{
@@ -125,7 +126,7 @@ func manifestsCommand() *ucli.Command {
 				return err
 			}
 			secret := false
-			if p := c.String(bs.FlagCloudConfig); p != "" {
+			if p := c.String(FlagCloudConfig); p != "" {
 				kc, err := guestKubeconfig(c.Context, c)
 				if err != nil {
 					return err
@@ -147,7 +148,7 @@ func manifestsCommand() *ucli.Command {
 // which is made only after render has accepted the flags (with a stand-in
 // kubeconfig), so bad input fails before any API call.
 func renderClusterConfig(c *ucli.Context, render func(kubeconfig []byte) ([]byte, error)) error {
-	if c.String(bs.FlagFormat) == bs.FormatConfig {
+	if c.String(FlagFormat) == guest.FormatConfig {
 		out, err := render(nil)
 		if err != nil {
 			return err

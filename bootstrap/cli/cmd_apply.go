@@ -5,16 +5,17 @@ import (
 	"strings"
 
 	"github.com/harvester-kit/harvester-machine/addons"
-	bs "github.com/harvester-kit/harvester-machine/bootstrap"
+	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func applyCommand() *ucli.Command {
 	flags := append(append(credentialFlags(), cloudConfigFlag(),
-		&ucli.StringFlag{Name: bs.FlagGuestKubeconfig, Usage: "kubeconfig `FILE` of the guest cluster to install the add-ons into (required)", EnvVars: env(bs.FlagGuestKubeconfig)},
-		&ucli.BoolFlag{Name: bs.FlagDryRun, Usage: "server-side dry run: validate everything, change nothing", EnvVars: env(bs.FlagDryRun)},
-		&ucli.BoolFlag{Name: bs.FlagNoPrune, Usage: "keep labelled add-on objects that this version no longer renders", EnvVars: env(bs.FlagNoPrune)},
+		&ucli.StringFlag{Name: FlagGuestKubeconfig, Usage: "kubeconfig `FILE` of the guest cluster to install the add-ons into (required)", EnvVars: env(FlagGuestKubeconfig)},
+		&ucli.BoolFlag{Name: FlagDryRun, Usage: "server-side dry run: validate everything, change nothing", EnvVars: env(FlagDryRun)},
+		&ucli.BoolFlag{Name: FlagNoPrune, Usage: "keep labelled add-on objects that this version no longer renders", EnvVars: env(FlagNoPrune)},
 		outputFlag(),
 	), addonFlags(true)...)
 	return &ucli.Command{
@@ -28,8 +29,8 @@ func applyCommand() *ucli.Command {
 		Action: func(c *ucli.Context) error {
 			o := addonOptions(c)
 			var errs []error
-			if c.String(bs.FlagGuestKubeconfig) == "" {
-				errs = append(errs, fmt.Errorf("%s: required (the guest cluster to install into)", bs.FlagGuestKubeconfig))
+			if c.String(FlagGuestKubeconfig) == "" {
+				errs = append(errs, fmt.Errorf("--%s: required (the guest cluster to install into)", FlagGuestKubeconfig))
 			}
 			if err := o.Validate(); err != nil {
 				errs = append(errs, err)
@@ -45,15 +46,15 @@ func applyCommand() *ucli.Command {
 				return err
 			}
 			objs = append([]runtime.Object{addons.CloudConfigSecret(o, kc)}, objs...)
-			cfg, err := restConfig(c.String(bs.FlagGuestKubeconfig))
+			cfg, err := kubeapi.ConfigFromFile(c.String(FlagGuestKubeconfig), userAgent)
 			if err != nil {
-				return fmt.Errorf("%s: %w", bs.FlagGuestKubeconfig, err)
+				return fmt.Errorf("--%s: %w", FlagGuestKubeconfig, err)
 			}
-			g, err := bs.NewGuest(cfg, logger(c))
+			g, err := guest.NewGuest(cfg, logger(c))
 			if err != nil {
 				return err
 			}
-			res, err := g.Apply(ctx, objs, !c.Bool(bs.FlagNoPrune), c.Bool(bs.FlagDryRun))
+			res, err := g.Apply(ctx, objs, !c.Bool(FlagNoPrune), c.Bool(FlagDryRun))
 			if err != nil {
 				return err
 			}
@@ -66,7 +67,7 @@ func applyCommand() *ucli.Command {
 					fmt.Fprintf(&b, "%s %s\n", id, part.verb)
 				}
 			}
-			if c.Bool(bs.FlagDryRun) {
+			if c.Bool(FlagDryRun) {
 				b.WriteString("(server dry run: nothing was changed)\n")
 			}
 			return writeArtifact(c, []byte(b.String()), false)

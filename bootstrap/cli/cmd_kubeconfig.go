@@ -5,10 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"time"
 
-	bs "github.com/harvester-kit/harvester-machine/bootstrap"
+	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
+	"github.com/harvester-kit/harvester-machine/bootstrap/nodefiles"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -16,9 +17,9 @@ import (
 func accessFlags() []ucli.Flag {
 	return []ucli.Flag{
 		kubeconfigFlag(),
-		&ucli.StringFlag{Name: bs.FlagClusterName, Usage: "guest cluster `NAME` (names the ServiceAccount and the load balancers)", EnvVars: env(bs.FlagClusterName)},
-		&ucli.StringFlag{Name: bs.FlagNamespace, Usage: "Harvester `NAMESPACE` where the guest VMs live", EnvVars: env(bs.FlagNamespace)},
-		&ucli.StringFlag{Name: bs.FlagServiceAccount, Usage: "ServiceAccount `NAME` on Harvester (default: the cluster name)", EnvVars: env(bs.FlagServiceAccount)},
+		&ucli.StringFlag{Name: FlagClusterName, Usage: "guest cluster `NAME` (names the ServiceAccount and the load balancers)", EnvVars: env(FlagClusterName)},
+		&ucli.StringFlag{Name: FlagNamespace, Usage: "Harvester `NAMESPACE` where the guest VMs live", EnvVars: env(FlagNamespace)},
+		&ucli.StringFlag{Name: FlagServiceAccount, Usage: "ServiceAccount `NAME` on Harvester (default: the cluster name)", EnvVars: env(FlagServiceAccount)},
 		timeoutFlag(),
 	}
 }
@@ -26,19 +27,19 @@ func accessFlags() []ucli.Flag {
 // credentialFlags add what shapes the emitted kubeconfig.
 func credentialFlags() []ucli.Flag {
 	return append(accessFlags(),
-		&ucli.StringFlag{Name: bs.FlagServer, Usage: "Harvester API `URL` as reachable from the guests, e.g. the VIP https://10.0.0.10:6443 (default: the server of --kubeconfig)", EnvVars: env(bs.FlagServer)},
-		&ucli.DurationFlag{Name: bs.FlagTTL, Usage: "issue a time-bound token (TokenRequest) valid for `DURATION` (>= 10m) instead of the long-lived Secret token", EnvVars: env(bs.FlagTTL)},
+		&ucli.StringFlag{Name: FlagServer, Usage: "Harvester API `URL` as reachable from the guests, e.g. the VIP https://10.0.0.10:6443 (default: the server of --kubeconfig)", EnvVars: env(FlagServer)},
+		&ucli.DurationFlag{Name: FlagTTL, Usage: "issue a time-bound token (TokenRequest) valid for `DURATION` (>= 10m) instead of the long-lived Secret token", EnvVars: env(FlagTTL)},
 	)
 }
 
-func accessFrom(c *ucli.Context) (bs.Access, error) {
-	a := bs.Access{ClusterName: c.String(bs.FlagClusterName), Namespace: c.String(bs.FlagNamespace), ServiceAccount: c.String(bs.FlagServiceAccount)}.WithDefaults()
+func accessFrom(c *ucli.Context) (credentials.Access, error) {
+	a := credentials.Access{ClusterName: c.String(FlagClusterName), Namespace: c.String(FlagNamespace), ServiceAccount: c.String(FlagServiceAccount)}.WithDefaults()
 	return a, a.Validate()
 }
 
 func checkTTL(ttl time.Duration) error {
 	if ttl != 0 && ttl < 10*time.Minute {
-		return fmt.Errorf("%s %s: must be at least 10m (the API server's minimum for TokenRequest)", bs.FlagTTL, ttl)
+		return fmt.Errorf("--%s %s: must be at least 10m (the API server's minimum for TokenRequest)", FlagTTL, ttl)
 	}
 	return nil
 }
@@ -46,15 +47,15 @@ func checkTTL(ttl time.Duration) error {
 // issueKubeconfig ensures the Harvester objects and returns the kubeconfig.
 func issueKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([]byte, error) {
 	a, err := accessFrom(c)
-	err = errors.Join(err, checkTTL(c.Duration(bs.FlagTTL)))
+	err = errors.Join(err, checkTTL(c.Duration(FlagTTL)))
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := restConfig(c.String(bs.FlagKubeconfig))
+	cfg, err := kubeapi.ConfigFromFile(c.String(FlagKubeconfig), userAgent)
 	if err != nil {
 		return nil, err
 	}
-	h, err := bs.NewHarvester(cfg, logger(c))
+	h, err := credentials.NewHarvester(cfg, logger(c))
 	if err != nil {
 		return nil, err
 	}
@@ -66,23 +67,21 @@ func issueKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([]byte,
 	if err != nil {
 		return nil, explainAuth(err)
 	}
-	return h.Kubeconfig(ctx, a, c.String(bs.FlagServer), c.Duration(bs.FlagTTL))
+	kc, err := h.Kubeconfig(ctx, a, c.String(FlagServer), c.Duration(FlagTTL))
+	return kc, explainAuth(err)
 }
 
-// explainAuth makes 401s actionable.
+// explainAuth makes a 401 from Harvester actionable.
 func explainAuth(err error) error {
-	if err != nil && strings.Contains(err.Error(), "Unauthorized") {
-		return fmt.Errorf("%w\nthe Harvester credentials in --%s were rejected (401 Unauthorized): the token may have expired; download a fresh kubeconfig from Harvester", err, bs.FlagKubeconfig)
-	}
-	return err
+	return (&kubeapi.CredentialsRejectedError{Source: "--" + FlagKubeconfig}).Wrap(err)
 }
 
 // guestKubeconfig returns --cloud-config FILE when given, else issues one.
 func guestKubeconfig(ctx context.Context, c *ucli.Context) ([]byte, error) {
-	if p := c.String(bs.FlagCloudConfig); p != "" {
+	if p := c.String(FlagCloudConfig); p != "" {
 		b, err := os.ReadFile(p)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", bs.FlagCloudConfig, err)
+			return nil, fmt.Errorf("--%s: %w", FlagCloudConfig, err)
 		}
 		return b, nil
 	}
@@ -90,7 +89,7 @@ func guestKubeconfig(ctx context.Context, c *ucli.Context) ([]byte, error) {
 }
 
 func cloudConfigFlag() ucli.Flag {
-	return &ucli.StringFlag{Name: bs.FlagCloudConfig, Usage: "use this previously generated Harvester kubeconfig `FILE` instead of creating one (skips --kubeconfig)", EnvVars: env(bs.FlagCloudConfig)}
+	return &ucli.StringFlag{Name: FlagCloudConfig, Usage: "use this previously generated Harvester kubeconfig `FILE` instead of creating one (skips --kubeconfig)", EnvVars: env(FlagCloudConfig)}
 }
 
 func kubeconfigAction(rotate bool) ucli.ActionFunc {
@@ -101,7 +100,7 @@ func kubeconfigAction(rotate bool) ucli.ActionFunc {
 		if err != nil {
 			return err
 		}
-		out, err := bs.FormatKubeconfigAs(kc, c.String(bs.FlagFormat))
+		out, err := credentials.FormatKubeconfigAs(kc, c.String(FlagFormat))
 		if err != nil {
 			return err
 		}
@@ -111,7 +110,7 @@ func kubeconfigAction(rotate bool) ucli.ActionFunc {
 
 func kubeconfigCommand() *ucli.Command {
 	flags := append(credentialFlags(), outputFlag(),
-		&ucli.StringFlag{Name: bs.FlagFormat, Value: bs.FormatKubeconfig, Usage: "kubeconfig, base64 or cloud-init (write_files for " + bs.RKE1CloudConfigPath + " and " + bs.RKE2CloudConfigPath + ")", EnvVars: env(bs.FlagFormat)})
+		&ucli.StringFlag{Name: FlagFormat, Value: credentials.FormatKubeconfig, Usage: "kubeconfig, base64 or cloud-init (write_files for " + nodefiles.RKE1CloudConfigPath + " and " + nodefiles.RKE2CloudConfigPath + ")", EnvVars: env(FlagFormat)})
 	return &ucli.Command{
 		Name:  "kubeconfig",
 		Usage: "create (idempotently) the guest cluster's ServiceAccount, bindings and token on Harvester and print its kubeconfig",
@@ -140,11 +139,11 @@ func kubeconfigCommand() *ucli.Command {
 					}
 					ctx, cancel := withTimeout(c)
 					defer cancel()
-					cfg, err := restConfig(c.String(bs.FlagKubeconfig))
+					cfg, err := kubeapi.ConfigFromFile(c.String(FlagKubeconfig), userAgent)
 					if err != nil {
 						return err
 					}
-					h, err := bs.NewHarvester(cfg, logger(c))
+					h, err := credentials.NewHarvester(cfg, logger(c))
 					if err != nil {
 						return err
 					}
@@ -153,7 +152,7 @@ func kubeconfigCommand() *ucli.Command {
 						return explainAuth(err)
 					}
 					if len(deleted) == 0 {
-						logger(c).Info("nothing to revoke", "selector", bs.Selector(a.ClusterName), "namespace", a.Namespace)
+						logger(c).Info("nothing to revoke", "selector", credentials.Selector(a.ClusterName), "namespace", a.Namespace)
 					}
 					return nil
 				},

@@ -9,7 +9,7 @@ import (
 	"sort"
 	"strings"
 
-	bs "github.com/harvester-kit/harvester-machine/bootstrap"
+	"github.com/harvester-kit/harvester-machine/bootstrap/loadbalancer"
 	ucli "github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
 )
@@ -26,7 +26,7 @@ func readYAMLDocs(path string) ([]map[string]any, error) {
 	var docs []map[string]any
 	for {
 		var d map[string]any
-		if err := dec.Decode(&d); err == io.EOF {
+		if err := dec.Decode(&d); errors.Is(err, io.EOF) {
 			return docs, nil
 		} else if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
@@ -49,18 +49,18 @@ func lbCommand() *ucli.Command {
 					"  harvester-bootstrap lb check --service svc.yaml\n" +
 					"  harvester-bootstrap lb check --annotation cloudprovider.harvesterhci.io/ipam=dhcp",
 				Flags: []ucli.Flag{
-					&ucli.StringFlag{Name: bs.FlagService, Usage: "Service manifest `FILE` (YAML or JSON)", EnvVars: env(bs.FlagService)},
-					&ucli.StringSliceFlag{Name: bs.FlagAnnotation, Usage: "annotation `KEY=VALUE` (repeatable; added to those of --service)", EnvVars: env(bs.FlagAnnotation)},
+					&ucli.StringFlag{Name: FlagService, Usage: "Service manifest `FILE` (YAML or JSON)", EnvVars: env(FlagService)},
+					&ucli.StringSliceFlag{Name: FlagAnnotation, Usage: "annotation `KEY=VALUE` (repeatable; added to those of --service)", EnvVars: env(FlagAnnotation)},
 					outputFlag(),
 				},
 				Action: func(c *ucli.Context) error {
 					ann := map[string]string{}
 					svcType := ""
 					var errs []error
-					if p := c.String(bs.FlagService); p != "" {
+					if p := c.String(FlagService); p != "" {
 						docs, err := readYAMLDocs(p)
 						if err != nil || len(docs) != 1 || docs[0]["kind"] != "Service" {
-							return fmt.Errorf("%s %s: must hold exactly one Service manifest (%v)", bs.FlagService, p, err)
+							return fmt.Errorf("--%s %s: must hold exactly one Service manifest (%w)", FlagService, p, err)
 						}
 						meta, _ := docs[0]["metadata"].(map[string]any)
 						a, _ := meta["annotations"].(map[string]any)
@@ -73,21 +73,21 @@ func lbCommand() *ucli.Command {
 							svcType = "ClusterIP"
 						}
 					}
-					for _, kv := range c.StringSlice(bs.FlagAnnotation) {
+					for _, kv := range c.StringSlice(FlagAnnotation) {
 						k, v, ok := strings.Cut(kv, "=")
 						if !ok {
-							errs = append(errs, fmt.Errorf("%s %q: must be KEY=VALUE", bs.FlagAnnotation, kv))
+							errs = append(errs, fmt.Errorf("--%s %q: must be KEY=VALUE", FlagAnnotation, kv))
 							continue
 						}
 						ann[k] = v
 					}
-					if c.String(bs.FlagService) == "" && len(c.StringSlice(bs.FlagAnnotation)) == 0 {
-						errs = append(errs, fmt.Errorf("give --%s FILE and/or --%s KEY=VALUE", bs.FlagService, bs.FlagAnnotation))
+					if c.String(FlagService) == "" && len(c.StringSlice(FlagAnnotation)) == 0 {
+						errs = append(errs, fmt.Errorf("give --%s FILE and/or --%s KEY=VALUE", FlagService, FlagAnnotation))
 					}
 					if len(errs) > 0 {
 						return joinErrs(errs)
 					}
-					res, err := bs.CheckLoadBalancer(svcType, ann)
+					res, err := loadbalancer.CheckLoadBalancer(svcType, ann)
 					for _, w := range res.Warnings {
 						logger(c).Warn(w)
 					}
@@ -115,44 +115,44 @@ func lbCommand() *ucli.Command {
 					"    --network default/vlan1 --scope-guest-cluster guest-a\n" +
 					"  harvester-bootstrap lb pool --format kubevip --scope-namespace default --range 192.168.0.200/29",
 				Flags: []ucli.Flag{
-					&ucli.StringSliceFlag{Name: bs.FlagRange, Usage: "address `RANGE` (repeatable)", EnvVars: env(bs.FlagRange)},
+					&ucli.StringSliceFlag{Name: FlagRange, Usage: "address `RANGE` (repeatable)", EnvVars: env(FlagRange)},
 					formatFlag("ippool", "ippool (loadbalancer.harvesterhci.io/v1beta1) or kubevip (ConfigMap kube-system/kubevip keys)"),
-					&ucli.StringFlag{Name: bs.FlagPoolName, Usage: "IPPool `NAME`", EnvVars: env("pool-name")},
-					&ucli.StringFlag{Name: bs.FlagNetwork, Usage: "restrict to VM network `NS/NAME`", EnvVars: env(bs.FlagNetwork)},
-					&ucli.UintFlag{Name: bs.FlagPriority, Usage: "pool selection `PRIORITY`", EnvVars: env(bs.FlagPriority)},
-					&ucli.StringFlag{Name: bs.FlagScopeProject, Usage: "scope: Rancher `PROJECT`", EnvVars: env(bs.FlagScopeProject)},
-					&ucli.StringFlag{Name: bs.FlagScopeNamespace, Usage: "scope: `NAMESPACE` of the guest VMs (kubevip: key suffix, default global)", EnvVars: env(bs.FlagScopeNamespace)},
-					&ucli.StringFlag{Name: bs.FlagScopeGuestCluster, Usage: "scope: guest `CLUSTER` name", EnvVars: env(bs.FlagScopeGuestCluster)},
-					&ucli.StringFlag{Name: bs.FlagExisting, Usage: "YAML `FILE` of existing IPPools / kubevip ConfigMap; overlaps with them are rejected", EnvVars: env(bs.FlagExisting)},
+					&ucli.StringFlag{Name: FlagPoolName, Usage: "IPPool `NAME`", EnvVars: env("pool-name")},
+					&ucli.StringFlag{Name: FlagNetwork, Usage: "restrict to VM network `NS/NAME`", EnvVars: env(FlagNetwork)},
+					&ucli.UintFlag{Name: FlagPriority, Usage: "pool selection `PRIORITY`", EnvVars: env(FlagPriority)},
+					&ucli.StringFlag{Name: FlagScopeProject, Usage: "scope: Rancher `PROJECT`", EnvVars: env(FlagScopeProject)},
+					&ucli.StringFlag{Name: FlagScopeNamespace, Usage: "scope: `NAMESPACE` of the guest VMs (kubevip: key suffix, default global)", EnvVars: env(FlagScopeNamespace)},
+					&ucli.StringFlag{Name: FlagScopeGuestCluster, Usage: "scope: guest `CLUSTER` name", EnvVars: env(FlagScopeGuestCluster)},
+					&ucli.StringFlag{Name: FlagExisting, Usage: "YAML `FILE` of existing IPPools / kubevip ConfigMap; overlaps with them are rejected", EnvVars: env(FlagExisting)},
 					outputFlag(),
 				},
 				Action: func(c *ucli.Context) error {
-					var existing []bs.IPRange
-					if p := c.String(bs.FlagExisting); p != "" {
+					var existing []loadbalancer.IPRange
+					if p := c.String(FlagExisting); p != "" {
 						docs, err := readYAMLDocs(p)
 						if err != nil {
-							return fmt.Errorf("%s: %w", bs.FlagExisting, err)
+							return fmt.Errorf("--%s: %w", FlagExisting, err)
 						}
-						if existing, err = bs.ExistingRanges(docs); err != nil {
+						if existing, err = loadbalancer.ExistingRanges(docs); err != nil {
 							return err
 						}
 					}
-					ranges, err := bs.ParseIPRanges(c.StringSlice(bs.FlagRange), existing)
+					ranges, err := loadbalancer.ParseIPRanges(c.StringSlice(FlagRange), existing)
 					if err != nil {
 						return err
 					}
 					var out []byte
-					switch f := c.String(bs.FlagFormat); f {
+					switch f := c.String(FlagFormat); f {
 					case "ippool":
-						out, err = bs.BuildIPPool(bs.PoolSpec{
-							Name: c.String(bs.FlagPoolName), Ranges: ranges, Network: c.String(bs.FlagNetwork),
-							Priority: uint32(c.Uint(bs.FlagPriority)), Project: c.String(bs.FlagScopeProject),
-							Namespace: c.String(bs.FlagScopeNamespace), GuestCluster: c.String(bs.FlagScopeGuestCluster),
+						out, err = loadbalancer.BuildIPPool(loadbalancer.PoolSpec{
+							Name: c.String(FlagPoolName), Ranges: ranges, Network: c.String(FlagNetwork),
+							Priority: uint32(c.Uint(FlagPriority)), Project: c.String(FlagScopeProject),
+							Namespace: c.String(FlagScopeNamespace), GuestCluster: c.String(FlagScopeGuestCluster),
 						})
 					case "kubevip":
-						out, err = bs.BuildKubeVIPConfigMap(c.String(bs.FlagScopeNamespace), ranges)
+						out, err = loadbalancer.BuildKubeVIPConfigMap(c.String(FlagScopeNamespace), ranges)
 					default:
-						err = fmt.Errorf("%s %q: must be ippool or kubevip", bs.FlagFormat, f)
+						err = fmt.Errorf("--%s %q: must be ippool or kubevip", FlagFormat, f)
 					}
 					if err != nil {
 						return err

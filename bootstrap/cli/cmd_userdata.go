@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	bs "github.com/harvester-kit/harvester-machine/bootstrap"
+	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
 	"github.com/harvester-kit/harvester-machine/cloudinit"
 	ucli "github.com/urfave/cli/v2"
 )
@@ -17,7 +17,7 @@ func nodePart(ctx context.Context, c *ucli.Context, dist string) ([]byte, error)
 		return nil, nil
 	}
 	if dist != "rke1" && dist != "rke2" && dist != "k3s" {
-		return nil, fmt.Errorf("%s %q: must be none, rke1, rke2 or k3s", bs.FlagDistribution, dist)
+		return nil, fmt.Errorf("--%s %q: must be none, rke1, rke2 or k3s", FlagDistribution, dist)
 	}
 	kc, err := guestKubeconfig(ctx, c)
 	if err != nil {
@@ -27,12 +27,12 @@ func nodePart(ctx context.Context, c *ucli.Context, dist string) ([]byte, error)
 	case "rke1":
 		o := addonOptions(c)
 		o.CSI = false
-		_, node, err := bs.RenderRKE1(o, kc)
+		_, node, err := guest.RenderRKE1(o, kc)
 		return node, err
 	case "rke2":
-		return bs.RenderRKE2(c.String(bs.FlagClusterName), kc, bs.FormatCloudInit)
+		return guest.RenderRKE2(c.String(FlagClusterName), kc, guest.FormatCloudInit)
 	default:
-		return bs.RenderK3s(addonOptions(c), kc, bs.FormatCloudInit)
+		return guest.RenderK3s(addonOptions(c), kc, guest.FormatCloudInit)
 	}
 }
 
@@ -42,19 +42,19 @@ func readOptional(flag, path string) ([]byte, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", flag, err)
+		return nil, fmt.Errorf("--%s: %w", flag, err)
 	}
 	return b, nil
 }
 
 func userdataCommand() *ucli.Command {
 	flags := append(append(credentialFlags(), cloudConfigFlag(), outputFlag(),
-		&ucli.StringFlag{Name: bs.FlagDistribution, Value: "none", Usage: "add the node files of `DIST` (none, rke1, rke2, k3s); anything but none needs Harvester credentials", EnvVars: env(bs.FlagDistribution)},
-		&ucli.StringFlag{Name: bs.FlagSSHUser, Value: "root", Usage: "login `USER` for the SSH keys", EnvVars: env(bs.FlagSSHUser)},
-		&ucli.StringSliceFlag{Name: bs.FlagSSHPublicKey, Usage: "public key `FILE` allowed to log in (repeatable)", EnvVars: env(bs.FlagSSHPublicKey)},
+		&ucli.StringFlag{Name: FlagDistribution, Value: "none", Usage: "add the node files of `DIST` (none, rke1, rke2, k3s); anything but none needs Harvester credentials", EnvVars: env(FlagDistribution)},
+		&ucli.StringFlag{Name: FlagSSHUser, Value: "root", Usage: "login `USER` for the SSH keys", EnvVars: env(FlagSSHUser)},
+		&ucli.StringSliceFlag{Name: FlagSSHPublicKey, Usage: "public key `FILE` allowed to log in (repeatable)", EnvVars: env(FlagSSHPublicKey)},
 		&ucli.BoolFlag{Name: "qemu-guest-agent", Value: true, Usage: "install and enable qemu-guest-agent (needed for VM IPs on bridge networks)", EnvVars: env("qemu-guest-agent")},
-		&ucli.StringFlag{Name: bs.FlagUserData, Usage: "the user's own user data `FILE` (--harvester-user-data)", EnvVars: env(bs.FlagUserData)},
-		&ucli.StringFlag{Name: bs.FlagInstallScript, Usage: "rancher-machine's cloud-config `FILE` (--harvester-cloud-config) with the install script", EnvVars: env(bs.FlagInstallScript)},
+		&ucli.StringFlag{Name: FlagUserData, Usage: "the user's own user data `FILE` (--harvester-user-data)", EnvVars: env(FlagUserData)},
+		&ucli.StringFlag{Name: FlagInstallScript, Usage: "rancher-machine's cloud-config `FILE` (--harvester-cloud-config) with the install script", EnvVars: env(FlagInstallScript)},
 	), addonFlags(true)...)
 	return &ucli.Command{
 		Name:  "userdata",
@@ -64,13 +64,13 @@ func userdataCommand() *ucli.Command {
 		Flags: flags,
 		Action: func(c *ucli.Context) error {
 			var errs []error
-			userData, err := readOptional(bs.FlagUserData, c.String(bs.FlagUserData))
+			userData, err := readOptional(FlagUserData, c.String(FlagUserData))
 			errs = append(errs, err)
-			machine, err := readOptional(bs.FlagInstallScript, c.String(bs.FlagInstallScript))
+			machine, err := readOptional(FlagInstallScript, c.String(FlagInstallScript))
 			errs = append(errs, err)
 			var keys []string
-			for _, p := range c.StringSlice(bs.FlagSSHPublicKey) {
-				b, err := readOptional(bs.FlagSSHPublicKey, p)
+			for _, p := range c.StringSlice(FlagSSHPublicKey) {
+				b, err := readOptional(FlagSSHPublicKey, p)
 				errs = append(errs, err)
 				keys = append(keys, string(trimNL(b)))
 			}
@@ -79,7 +79,7 @@ func userdataCommand() *ucli.Command {
 			}
 			ctx, cancel := withTimeout(c)
 			defer cancel()
-			node, err := nodePart(ctx, c, c.String(bs.FlagDistribution))
+			node, err := nodePart(ctx, c, c.String(FlagDistribution))
 			if err != nil {
 				return err
 			}
@@ -90,7 +90,7 @@ func userdataCommand() *ucli.Command {
 				}
 			}
 			out, err := cloudinit.Build(cloudinit.Input{
-				User: c.String(bs.FlagSSHUser), SSHAuthorizedKeys: keys,
+				User: c.String(FlagSSHUser), SSHAuthorizedKeys: keys,
 				InstallQemuGuestAgent: c.Bool("qemu-guest-agent"),
 				UserData:              userData, CloudConfig: machine,
 			})

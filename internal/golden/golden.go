@@ -32,3 +32,11 @@ func Assert(t testing.TB, name string, got []byte) {
 		t.Errorf("%s differs from the golden file (run with -update if the change is intended)\n--- got:\n%s\n--- want:\n%s", path, got, want)
 	}
 }
+
+// Must unwraps a builder's result; an error panics, which fails the test.
+func Must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}

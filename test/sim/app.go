@@ -10,10 +10,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"github.com/urfave/cli/v2"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Flag names of bin/harvester-sim.
@@ -102,7 +103,7 @@ func requireStateDir(c *cli.Context) error {
 
 // simClients connects to the simulator running in --state-dir.
 func simClients(c *cli.Context) (*kubernetes.Clientset, *dynamic.DynamicClient, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(c.String(flagStateDir), KubeconfigFile))
+	cfg, err := kubeapi.ConfigFromFile(filepath.Join(c.String(flagStateDir), KubeconfigFile), "harvester-sim")
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the simulator's kubeconfig: %w", err)
 	}
@@ -158,16 +159,16 @@ func faultCommand() *cli.Command {
 		}
 		return c.Args().First(), nil
 	}
-	vmFault := func(fault, usage string) *cli.Command {
+	vmFault := func(name, usage string) *cli.Command {
 		return &cli.Command{
-			Name: fault, Usage: usage, ArgsUsage: "NAMESPACE/NAME-GLOB",
+			Name: name, Usage: usage, ArgsUsage: "NAMESPACE/NAME-GLOB",
 			Flags: []cli.Flag{&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"}},
 			Action: withKube(func(ctx context.Context, kube kubernetes.Interface, _ dynamic.Interface, c *cli.Context) error {
-				pattern, err := one(c, fault)
+				pattern, err := one(c, name)
 				if err != nil {
 					return err
 				}
-				return SetVMFault(ctx, kube, fault, pattern, c.Bool(flagRemove))
+				return fault.SetVM(ctx, kube, name, pattern, c.Bool(flagRemove))
 			}),
 		}
 	}
@@ -178,47 +179,47 @@ func faultCommand() *cli.Command {
 		Before: requireStateDir,
 		Subcommands: []*cli.Command{
 			{
-				Name: "reject-create", Usage: "make kube-apiserver refuse creates of a resource (a ValidatingAdmissionPolicy); returns once in effect",
+				Name: fault.RejectCreate, Usage: "make kube-apiserver refuse creates of a resource (a ValidatingAdmissionPolicy); returns once in effect",
 				ArgsUsage: "RESOURCE[.GROUP] (e.g. virtualmachines.kubevirt.io, secrets)",
 				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, c *cli.Context) error {
-					res, err := one(c, "reject-create")
+					res, err := one(c, fault.RejectCreate)
 					if err != nil {
 						return err
 					}
-					return RejectCreates(ctx, kube, dyn, res)
+					return fault.RejectCreates(ctx, kube, dyn, res)
 				}),
 			},
-			vmFault(FaultStuckScheduling, "keep the VMIs of matching VMs in Scheduling"),
-			vmFault(FaultNoIP, "never give the VMIs of matching VMs an IP address"),
+			vmFault(fault.StuckScheduling, "keep the VMIs of matching VMs in Scheduling"),
+			vmFault(fault.NoIP, "never give the VMIs of matching VMs an IP address"),
 			{
-				Name: FaultExhaustPool, Usage: "matching IPPools hand out no address (no IP addresses available in range set); returns once their status shows it",
+				Name: fault.ExhaustPool, Usage: "matching IPPools hand out no address (no IP addresses available in range set); returns once their status shows it",
 				ArgsUsage: "IPPOOL-NAME-GLOB",
 				Flags:     []cli.Flag{&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"}},
 				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, c *cli.Context) error {
-					pattern, err := one(c, FaultExhaustPool)
+					pattern, err := one(c, fault.ExhaustPool)
 					if err != nil {
 						return err
 					}
-					return ExhaustPool(ctx, kube, dyn, pattern, c.Bool(flagRemove))
+					return fault.SetExhaustPool(ctx, kube, dyn, pattern, c.Bool(flagRemove))
 				}),
 			},
 			{
-				Name: FaultDelayAllocation, Usage: "matching LoadBalancers get their address only --delay after their creation",
+				Name: fault.DelayAllocation, Usage: "matching LoadBalancers get their address only --delay after their creation",
 				ArgsUsage: "NAMESPACE/NAME-GLOB",
 				Flags: []cli.Flag{
 					&cli.DurationFlag{Name: flagDelay, Value: 5 * time.Second, Usage: "how long after its creation a matching LoadBalancer gets its address"},
 					&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"},
 				},
 				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, _ dynamic.Interface, c *cli.Context) error {
-					pattern, err := one(c, FaultDelayAllocation)
+					pattern, err := one(c, fault.DelayAllocation)
 					if err != nil {
 						return err
 					}
-					return DelayAllocation(ctx, kube, pattern, c.Duration(flagDelay), c.Bool(flagRemove))
+					return fault.SetDelayAllocation(ctx, kube, pattern, c.Duration(flagDelay), c.Bool(flagRemove))
 				}),
 			},
 			{
-				Name: "restart-apiserver", Usage: "stop kube-apiserver and start it again on the same port",
+				Name: fault.RestartAPIServer, Usage: "stop kube-apiserver and start it again on the same port",
 				Action: func(c *cli.Context) error {
 					ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
 					defer cancel()
@@ -226,9 +227,9 @@ func faultCommand() *cli.Command {
 				},
 			},
 			{
-				Name: "clear", Usage: "remove every fault; returns once creates are accepted again",
+				Name: fault.ClearAll, Usage: "remove every fault; returns once creates are accepted again",
 				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, _ *cli.Context) error {
-					return ClearFaults(ctx, kube, dyn)
+					return fault.Clear(ctx, kube, dyn)
 				}),
 			},
 		},

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 )
 
 // crdSpec describes one custom resource the simulated Harvester serves.
@@ -96,9 +95,8 @@ func installCRDs(ctx context.Context, client apiextclient.Interface) error {
 	}
 	for _, s := range simCRDs {
 		name := s.plural + "." + s.group
-		err := waitFor(ctx, name, &apiextv1.CustomResourceDefinition{}, crdEstablished,
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return crds.List(ctx, o) },
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return crds.Watch(ctx, o) })
+		k := kubeapi.KindOf[*apiextv1.CustomResourceDefinitionList]("CRD", &apiextv1.CustomResourceDefinition{}, crds)
+		err := waitFor(ctx, k, "", name, crdEstablished)
 		if err != nil {
 			return fmt.Errorf("wait for CRD %s to be established: %w", name, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
@@ -27,9 +28,6 @@ const (
 	FixtureKeyPair     = "sim-key"
 	DefaultStorageName = "harvester-longhorn"
 	ServerVersion      = "v1.8.0"
-	RegionLabel        = "topology.kubernetes.io/region"
-	ZoneLabel          = "topology.kubernetes.io/zone"
-	HostnameLabel      = "kubernetes.io/hostname"
 	Region             = "sim-region"
 )
 
@@ -44,7 +42,7 @@ func buildHosts(hosts, zones int) []*corev1.Node {
 		name := hostName(i)
 		nodes = append(nodes, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-				HostnameLabel: name, RegionLabel: Region, ZoneLabel: zoneName(i % zones),
+				harvester.HostnameKey: name, harvester.RegionKey: Region, harvester.ZoneKey: zoneName(i % zones),
 				"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", simLabel: "true",
 			}},
 			Status: corev1.NodeStatus{

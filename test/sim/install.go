@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
@@ -108,9 +107,8 @@ func waitFixturesReady(ctx context.Context, dyn dynamic.Interface) error {
 			return err
 		}
 		ri := dyn.Resource(gvr).Namespace(FixtureNamespace)
-		err = waitFor(ctx, c.name, &unstructured.Unstructured{}, func(u *unstructured.Unstructured) bool { return conditionTrue(u, string(c.condition.Type)) },
-			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return ri.List(ctx, o) },
-			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return ri.Watch(ctx, o) })
+		k := kubeapi.KindOf[*unstructured.UnstructuredList](c.kind, &unstructured.Unstructured{}, ri)
+		err = waitFor(ctx, k, FixtureNamespace, c.name, func(u *unstructured.Unstructured) bool { return conditionTrue(u, string(c.condition.Type)) })
 		if err != nil {
 			return fmt.Errorf("wait for %s %s/%s to be %s: %w", c.kind, FixtureNamespace, c.name, c.condition.Type, err)
 		}

@@ -52,7 +52,7 @@ func startProcess(binDir, logDir, name string, args ...string) (*process, error)
 func (p *process) exited() (bool, error) {
 	select {
 	case <-p.done:
-		return true, fmt.Errorf("%s exited: %v (see its log in the state dir's logs/)", p.name, p.err)
+		return true, fmt.Errorf("%s exited: %w (see its log in the state dir's logs/)", p.name, p.err)
 	default:
 		return false, nil
 	}
@@ -90,7 +90,7 @@ func (p *process) waitUntil(ctx context.Context, what string, check func(context
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("wait for %s: %w (last: %v)", what, ctx.Err(), last)
+			return fmt.Errorf("wait for %s: %w (last: %w)", what, ctx.Err(), last)
 		case <-tick.C:
 		}
 	}

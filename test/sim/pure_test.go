@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -40,7 +41,7 @@ func TestBuildHostsSpreadsZonesRoundRobin(t *testing.T) {
 	nodes := buildHosts(5, 2)
 	want := []string{"sim-zone-a", "sim-zone-b", "sim-zone-a", "sim-zone-b", "sim-zone-a"}
 	for i, n := range nodes {
-		if n.Name != hostName(i) || n.Labels[ZoneLabel] != want[i] || n.Labels[RegionLabel] != Region || n.Labels[HostnameLabel] != n.Name {
+		if n.Name != hostName(i) || n.Labels[harvester.ZoneKey] != want[i] || n.Labels[harvester.RegionKey] != Region || n.Labels[harvester.HostnameKey] != n.Name {
 			t.Errorf("host %d = %s %v", i, n.Name, n.Labels)
 		}
 	}
@@ -71,58 +72,6 @@ func TestBuildCRDStatusSubresourceAndScope(t *testing.T) {
 	}
 }
 
-func TestEditPatterns(t *testing.T) {
-	tests := []struct {
-		list, pattern string
-		remove        bool
-		want          string
-	}{
-		{"", "default/a", false, "default/a"},
-		{"default/b\ndefault/a", "default/a", false, "default/a\ndefault/b"},
-		{"default/b\ndefault/a\n", "default/a", true, "default/b"},
-		{"default/a", "default/a", true, ""},
-		{"default/a 5s\ndefault/b 1s", "default/a 10s", false, "default/a 10s\ndefault/b 1s"},
-		{"default/a 5s\ndefault/b 1s", "default/a 0s", true, "default/b 1s"},
-	}
-	for _, tt := range tests {
-		if got := editPatterns(tt.list, tt.pattern, tt.remove); got != tt.want {
-			t.Errorf("editPatterns(%q, %q, %v) = %q, want %q", tt.list, tt.pattern, tt.remove, got, tt.want)
-		}
-	}
-}
-
-func TestParseResource(t *testing.T) {
-	tests := []struct{ in, group, resource, err string }{
-		{"virtualmachines.kubevirt.io", "kubevirt.io", "virtualmachines", ""},
-		{"Secrets", "", "secrets", ""},
-		{"", "", "", "not a resource"},
-		{"virtualmachines/status", "", "", "not a resource"},
-	}
-	for _, tt := range tests {
-		g, r, err := parseResource(tt.in)
-		if tt.err != "" {
-			if err == nil || !strings.Contains(err.Error(), tt.err) {
-				t.Errorf("parseResource(%q) error = %v, want %q", tt.in, err, tt.err)
-			}
-			continue
-		}
-		if err != nil || g != tt.group || r != tt.resource {
-			t.Errorf("parseResource(%q) = %q %q %v", tt.in, g, r, err)
-		}
-	}
-}
-
-func TestRejectPolicyMatchesOnlyCreatesOfTheResource(t *testing.T) {
-	policy, binding := buildRejectCreatePolicy("kubevirt.io", "virtualmachines")
-	rule := policy.Spec.MatchConstraints.ResourceRules[0]
-	if len(rule.Operations) != 1 || rule.Operations[0] != "CREATE" || rule.Resources[0] != "virtualmachines" || rule.APIGroups[0] != "kubevirt.io" {
-		t.Errorf("rule = %+v", rule)
-	}
-	if binding.Spec.PolicyName != policy.Name || binding.Spec.ValidationActions[0] != "Deny" {
-		t.Errorf("binding = %+v", binding.Spec)
-	}
-}
-
 func TestVMRowsJoinVMIs(t *testing.T) {
 	vm := func(name, status string) unstructured.Unstructured {
 		return unstructured.Unstructured{Object: map[string]any{
@@ -131,7 +80,7 @@ func TestVMRowsJoinVMIs(t *testing.T) {
 		}}
 	}
 	vmi := unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"name": "a", "namespace": "default", "annotations": map[string]any{ZoneLabel: "sim-zone-b"}},
+		"metadata": map[string]any{"name": "a", "namespace": "default", "annotations": map[string]any{harvester.ZoneKey: "sim-zone-b"}},
 		"status": map[string]any{"phase": "Running", "nodeName": "harvester-node-1",
 			"interfaces": []any{map[string]any{"name": "nic-1", "ipAddress": "10.52.0.7"}, map[string]any{"name": "nic-2"}}},
 	}}

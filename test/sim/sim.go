@@ -175,11 +175,11 @@ func serve(ctx context.Context, cp *controlPlane, log *slog.Logger) error {
 			}
 			log.Info("kube-apiserver restarted")
 		case <-cp.etcd.done:
-			return fmt.Errorf("etcd exited: %v", cp.etcd.err)
+			return fmt.Errorf("etcd exited: %w", cp.etcd.err)
 		case <-cp.apiserver.done:
-			return fmt.Errorf("kube-apiserver exited: %v", cp.apiserver.err)
+			return fmt.Errorf("kube-apiserver exited: %w", cp.apiserver.err)
 		case <-cp.kcm.done:
-			return fmt.Errorf("kube-controller-manager exited: %v", cp.kcm.err)
+			return fmt.Errorf("kube-controller-manager exited: %w", cp.kcm.err)
 		}
 	}
 }

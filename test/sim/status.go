@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -18,9 +19,10 @@ import (
 )
 
 var (
-	vmGVR  = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
-	vmiGVR = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
-	lbGVR  = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "loadbalancers"}
+	vmGVR   = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
+	vmiGVR  = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+	lbGVR   = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "loadbalancers"}
+	poolGVR = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "ippools"}
 )
 
 // vmRow is one line of `harvester-sim status`.
@@ -43,7 +45,7 @@ func vmRows(vms, vmis []unstructured.Unstructured) []vmRow {
 		if vmi := byKey[vm.GetNamespace()+"/"+vm.GetName()]; vmi != nil {
 			r.phase = orDash(nested(vmi, "status", "phase"))
 			r.host = orDash(nested(vmi, "status", "nodeName"))
-			r.zone = orDash(vmi.GetAnnotations()[ZoneLabel])
+			r.zone = orDash(vmi.GetAnnotations()[harvester.ZoneKey])
 			ifaces, _, _ := unstructured.NestedSlice(vmi.Object, "status", "interfaces")
 			var ips []string
 			for _, i := range ifaces {
@@ -91,7 +93,7 @@ func PrintStatus(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tREGION\tZONE")
 	for _, n := range nodes.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.Labels[RegionLabel], n.Labels[ZoneLabel])
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.Labels[harvester.RegionKey], n.Labels[harvester.ZoneKey])
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "NAMESPACE\tVM\tSTATUS\tPHASE\tHOST\tZONE\tIP")

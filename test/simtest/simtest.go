@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 const modulePath = "github.com/harvester-kit/harvester-machine"
@@ -118,7 +118,7 @@ func (s *Sim) waitReady(ctx context.Context) error {
 		}
 		select {
 		case <-s.done:
-			return fmt.Errorf("harvester-sim exited before ready (%v):\n%s", s.waitErr, s.logTail())
+			return fmt.Errorf("harvester-sim exited before ready (%w):\n%s", s.waitErr, s.logTail())
 		case <-ctx.Done():
 			return fmt.Errorf("harvester-sim not ready: %w:\n%s", ctx.Err(), s.logTail())
 		case <-tick.C:
@@ -137,7 +137,7 @@ func (s *Sim) logTail() string {
 
 // RESTConfig is the admin's client configuration.
 func (s *Sim) RESTConfig() (*rest.Config, error) {
-	return clientcmd.BuildConfigFromFlags("", s.Kubeconfig)
+	return kubeapi.ConfigFromFile(s.Kubeconfig, "harvester-machine-e2e")
 }
 
 // Stop ends the simulator and everything it started, and removes its files.

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds the test tools (real kube-apiserver, kube-controller-manager, etcd and
-# rancher-machine) from their pinned Go modules under test/tools/ into bin/.
+# rancher-machine) and the linter (golangci-lint) from their pinned Go modules
+# under test/tools/ into bin/. With arguments, builds only those modules
+# (`build.sh lint`); without, every test tool (not the linter).
 # A tool is rebuilt only when its module's pinned versions or sources change:
 # a stamp holding the hash of go.mod, go.sum and sources sits in .cache/tools/.
 set -euo pipefail
@@ -16,6 +18,7 @@ kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$kube_version -X
 # build MODULE OUTPUTS... -- GO_BUILD_ARGS...
 build() {
   local module=$1; shift
+  if [ "${#wanted[@]}" -gt 0 ] && [[ " ${wanted[*]} " != *" $module "* ]]; then return; fi
   local outputs=()
   while [ "$1" != "--" ]; do outputs+=("$1"); shift; done
   shift
@@ -36,6 +39,10 @@ build() {
   echo "$want" > "$stamp"
 }
 
+wanted=("$@")
+[ "${#wanted[@]}" -gt 0 ] || wanted=(kube etcd machine)
+
 build kube kube-apiserver kube-controller-manager -- -ldflags "$kube_ldflags" ./cmd/kube-apiserver ./cmd/kube-controller-manager
 build etcd etcd -- -ldflags "-s -w" ./cmd/etcd
 build machine rancher-machine -- -ldflags "-s -w" github.com/rancher/machine/cmd/rancher-machine
+build lint golangci-lint -- -ldflags "-s -w" github.com/golangci/golangci-lint/v2/cmd/golangci-lint

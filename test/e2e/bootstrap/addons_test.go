@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"strings"
@@ -27,7 +28,7 @@ func decodeDocs(t *testing.T, data []byte) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for {
 		var m map[string]any
-		if err := dec.Decode(&m); err == io.EOF {
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
 			return out
 		} else if err != nil {
 			t.Fatalf("decode YAML: %v", err)

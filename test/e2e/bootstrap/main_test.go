@@ -5,6 +5,7 @@ package bootstrap_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -42,7 +43,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "FAIL: start simulator:", err)
 		return 1
 	}
-	defer sim.Stop()
+	defer func() {
+		if err := sim.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop simulator:", err)
+		}
+	}()
 	if adminCfg, err = sim.RESTConfig(); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL:", err)
 		return 1
@@ -71,7 +76,7 @@ func runBin(t *testing.T, args ...string) result {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatalf("run %v: %v", args, err)

@@ -10,11 +10,9 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/watch"
-	kubevirtv1 "kubevirt.io/api/core/v1"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
+	corev1 "k8s.io/api/core/v1"
 )
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -23,22 +21,14 @@ func waitPVCGone(t *testing.T, name string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	w, err := kube.CoreV1().PersistentVolumeClaims(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
-	if err != nil {
-		t.Fatal(err)
+	pvcs := kubeapi.KindOf[*corev1.PersistentVolumeClaimList]("PVC", &corev1.PersistentVolumeClaim{}, kube.CoreV1().PersistentVolumeClaims(namespace))
+	if _, err := kubeapi.Wait(ctx, pvcs, namespace, name, 0, func(pvc *corev1.PersistentVolumeClaim) (bool, error) { return pvc == nil, nil }); err != nil {
+		t.Errorf("PVC %s not deleted: %v", name, err)
 	}
-	defer w.Stop()
-	if _, err := kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-		return
-	}
-	for ev := range w.ResultChan() {
-		if ev.Type == watch.Deleted {
-			return
-		}
-	}
-	t.Errorf("PVC %s not deleted", name)
 }
 
+// simFault runs `harvester-sim fault ARGS...`, which returns once the fault
+// is in effect (test/sim/fault).
 func simFault(t *testing.T, args ...string) {
 	t.Helper()
 	out, err := exec.Command(filepath.Join(binDir, "harvester-sim"), append([]string{"fault", "--state-dir", sim.Dir}, args...)...).CombinedOutput()
@@ -86,9 +76,8 @@ func TestInvalidFlagsReportedTogether(t *testing.T) {
 // TestCreateRollsBackWhenVMCreateFails: the Secret created before the VM is
 // removed again when the API refuses the VM.
 func TestCreateRollsBackWhenVMCreateFails(t *testing.T) {
-	simFault(t, "reject-create", "virtualmachines.kubevirt.io")
-	t.Cleanup(func() { simFault(t, "clear") })
-	waitRejected(t)
+	simFault(t, fault.RejectCreate, "virtualmachines.kubevirt.io")
+	t.Cleanup(func() { simFault(t, fault.ClearAll) })
 	r := newRM(t, "e2e-rollback")
 	out, err := r.create("e2e-rollback-pool1-r0000", "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1")
 	if err == nil {
@@ -99,28 +88,12 @@ func TestCreateRollsBackWhenVMCreateFails(t *testing.T) {
 	}
 }
 
-// waitRejected waits until the apiserver enforces the reject-create policy
-// (policies reach its cache asynchronously), probing with dry-run creates.
-func waitRejected(t *testing.T) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		vm := getVMTemplate()
-		_, err := virt.KubevirtV1().VirtualMachines(namespace).Create(context.Background(), vm, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	t.Fatalf("reject-create fault not enforced within 30s")
-}
-
 // TestTimeoutSaysWhatWasSeen: a VMI stuck in Scheduling makes create time
 // out with the last phase in the error, and roll back.
 func TestTimeoutSaysWhatWasSeen(t *testing.T) {
 	name := "e2e-stuck-pool1-s0000"
-	simFault(t, "stuck-scheduling", namespace+"/e2e-stuck-*")
-	t.Cleanup(func() { simFault(t, "stuck-scheduling", "--remove", namespace+"/e2e-stuck-*") })
+	simFault(t, fault.StuckScheduling, namespace+"/e2e-stuck-*")
+	t.Cleanup(func() { simFault(t, fault.StuckScheduling, "--remove", namespace+"/e2e-stuck-*") })
 	r := newRM(t, "e2e-stuck")
 	out, err := r.create(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1", "--harvester-wait-timeout=5")
 	if err == nil {
@@ -170,13 +143,4 @@ func TestRejectedTokenSaysExpired(t *testing.T) {
 	// rm --update-config must use the fresh one from the environment.
 	setStoredKubeconfig(t, r, name, bad)
 	r.mustRun("rm", "-y", "--update-config", name)
-}
-
-// getVMTemplate is a minimal VM for dry-run probes.
-func getVMTemplate() *kubevirtv1.VirtualMachine {
-	halted := kubevirtv1.RunStrategyHalted
-	return &kubevirtv1.VirtualMachine{
-		ObjectMeta: metav1.ObjectMeta{Name: "e2e-probe", Namespace: namespace},
-		Spec:       kubevirtv1.VirtualMachineSpec{RunStrategy: &halted, Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
-	}
 }

@@ -115,7 +115,7 @@ func (r *rm) runUntil(marker string, args ...string) string {
 	case <-timer.C:
 	}
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	<-done
+	<-done //nolint:errcheck // killed on purpose: the exit status says nothing
 	if !ok {
 		r.t.Fatalf("rancher-machine %s: %q never appeared:\n%s", strings.Join(args, " "), marker, out.String())
 	}
@@ -281,9 +281,4 @@ func (r *rm) stdout(args ...string) string {
 func status(t *testing.T, r *rm, name string) string {
 	t.Helper()
 	return r.stdout("status", name)
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }

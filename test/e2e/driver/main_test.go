@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	for _, name := range []string{"rancher-machine", "docker-machine-driver-harvester", "harvester-sim"} {
+	for _, name := range []string{"rancher-machine", "docker-machine-driver-harvester", "harvester-sim", "harvester-bootstrap"} {
 		if _, err := simtest.Bin(name); err != nil {
 			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
 			return 1

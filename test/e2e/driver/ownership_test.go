@@ -1,6 +1,8 @@
 package driver_test
 
 import (
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
+
 	"context"
 	"encoding/json"
 	"os"
@@ -100,11 +102,10 @@ func TestOwnershipRmLeavesOthersVM(t *testing.T) {
 
 	// The loser: its create fails after pre-create (its state is saved),
 	// before its VM exists.
-	simFault(t, "reject-create", "virtualmachines.kubevirt.io")
-	waitRejected(t)
+	simFault(t, fault.RejectCreate, "virtualmachines.kubevirt.io")
 	loser := newRM(t, cluster)
 	out, err := loser.create(name, imageAndNet...)
-	simFault(t, "clear")
+	simFault(t, fault.ClearAll)
 	mustFail(t, out, err, "create VM")
 
 	// The winner creates the same name.
@@ -264,8 +265,8 @@ func TestOwnershipHandDeletedVMLeavesNoDisk(t *testing.T) {
 // leaves nothing.
 func TestOwnershipCreateStopsWhenVMDeleted(t *testing.T) {
 	name := "e2e-vanish-pool1-v0000"
-	simFault(t, "stuck-scheduling", namespace+"/e2e-vanish-*")
-	t.Cleanup(func() { simFault(t, "stuck-scheduling", "--remove", namespace+"/e2e-vanish-*") })
+	simFault(t, fault.StuckScheduling, namespace+"/e2e-vanish-*")
+	t.Cleanup(func() { simFault(t, fault.StuckScheduling, "--remove", namespace+"/e2e-vanish-*") })
 	r := newRM(t, "e2e-vanish")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -304,8 +305,8 @@ func TestOwnershipFailedRestartRestoresRunStrategy(t *testing.T) {
 	r := newRM(t, "e2e-restart")
 	r.mustCreate(name, imageAndNet...)
 	setStoredDriverField(t, r, name, "WaitTimeoutSeconds", 8)
-	simFault(t, "stuck-scheduling", namespace+"/e2e-restart-*")
-	t.Cleanup(func() { simFault(t, "stuck-scheduling", "--remove", namespace+"/e2e-restart-*") })
+	simFault(t, fault.StuckScheduling, namespace+"/e2e-restart-*")
+	t.Cleanup(func() { simFault(t, fault.StuckScheduling, "--remove", namespace+"/e2e-restart-*") })
 
 	out, err := r.run("restart", name)
 	mustFail(t, out, err, "timed out after 8s waiting for VM default/"+name+" to run again with a new instance")

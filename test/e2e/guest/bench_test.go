@@ -1,6 +1,8 @@
 package guest
 
 import (
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+
 	"context"
 	"fmt"
 	"os"
@@ -16,7 +18,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/harvester-kit/harvester-machine/test/sim/controllers"
 )
 
 // guestVM is a running VM of cluster whose inline cloud-init installs the
@@ -27,7 +28,7 @@ func guestVM(name, cluster string) *unstructured.Unstructured {
 
 // guestVMWith is a running VM of cluster with the given cloudInitNoCloud source.
 func guestVMWith(name, cluster string, cloudInit map[string]any) *unstructured.Unstructured {
-	labels := map[string]any{controllers.LabelGuestCluster: cluster}
+	labels := map[string]any{harvester.LabelGuestCluster: cluster}
 	return &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
 		"metadata": map[string]any{"name": name, "namespace": vmNamespace, "labels": labels},

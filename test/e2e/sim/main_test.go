@@ -34,7 +34,11 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "start simulated Harvester:", err)
 		return 1
 	}
-	defer simulator.Stop()
+	defer func() {
+		if err := simulator.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stop simulated Harvester:", err)
+		}
+	}()
 	cfg, err := simulator.RESTConfig()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/test/sim/controllers"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
@@ -63,7 +64,7 @@ func TestDisksCreatedBoundAndRemovedByAnnotation(t *testing.T) {
 			claimTemplate("vm-disk-0", fixtureImage, cluster),
 			claimTemplate("vm-data", "", cluster),
 		},
-		annotations: map[string]string{controllers.AnnRemovedPVCs: "vm-disk-0"},
+		annotations: map[string]string{harvester.AnnotationRemovedPVCs: "vm-disk-0"},
 	})
 	waitVMI(t, ns, "vm", "Running", running)
 	for _, name := range []string{"vm-disk-0", "vm-data"} {
@@ -123,7 +124,7 @@ func TestRemoveAllClaimsOfGuestCluster(t *testing.T) {
 	waitVMI(t, ns, "a", "Running", running)
 	waitVMI(t, ns, "b", "Running", running)
 
-	patchVM(t, ns, "a", map[string]any{"metadata": map[string]any{"annotations": map[string]any{controllers.AnnRemoveAllPVCs: "true"}}})
+	patchVM(t, ns, "a", map[string]any{"metadata": map[string]any{"annotations": map[string]any{harvester.AnnotationRemoveAllPVCs: "true"}}})
 	deleteObject(t, gvrVM, ns, "a")
 	waitVM(t, ns, "a", "deleted", func(v *kubevirtv1.VirtualMachine) bool { return v == nil })
 	pvcGone(t, ns, "a-disk")
@@ -158,7 +159,9 @@ func TestMissingImageBlocksStart(t *testing.T) {
 
 	// An image whose import fails keeps it blocked, with the reason.
 	createObjectWith(t, gvrImage, imageObject(ns, "later"), func(m map[string]any) {
-		unstructured.SetNestedField(m, "fail", "metadata", "annotations", controllers.AnnImportResult)
+		if err := unstructured.SetNestedField(m, "fail", "metadata", "annotations", controllers.AnnImportResult); err != nil {
+			t.Fatal(err)
+		}
 	})
 	waitVM(t, ns, "vm", "ImageNotReady", func(vm *kubevirtv1.VirtualMachine) bool {
 		c := vmCond(vm, kubevirtv1.VirtualMachineReady)

@@ -44,7 +44,9 @@ func TestImageImport(t *testing.T) {
 	}
 
 	createObjectWith(t, gvrImage, imageObject(ns, "broken"), func(m map[string]any) {
-		unstructured.SetNestedField(m, "fail", "metadata", "annotations", "sim.harvesterhci.io/import")
+		if err := unstructured.SetNestedField(m, "fail", "metadata", "annotations", "sim.harvesterhci.io/import"); err != nil {
+			t.Fatal(err)
+		}
 	})
 	failed := waitFor(t, gvrImage, ns, "broken", "import failure", func(i *harvesterv1.VirtualMachineImage) bool {
 		c := harvesterCond(ptrConds(i), "Imported")
@@ -55,7 +57,9 @@ func TestImageImport(t *testing.T) {
 	}
 
 	createObjectWith(t, gvrImage, imageObject(ns, "typo"), func(m map[string]any) {
-		unstructured.SetNestedField(m, "http://x", "spec", "urll")
+		if err := unstructured.SetNestedField(m, "http://x", "spec", "urll"); err != nil {
+			t.Fatal(err)
+		}
 	})
 	bad := waitFor(t, gvrImage, ns, "typo", "InvalidSpec", func(i *harvesterv1.VirtualMachineImage) bool {
 		c := harvesterCond(ptrConds(i), "Imported")

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -20,11 +19,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	toolswatch "k8s.io/client-go/tools/watch"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/test/sim/controllers"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
@@ -91,7 +90,7 @@ func claimTemplate(name, image string, extraLabels map[string]string) corev1.Per
 		},
 	}
 	if image != "" {
-		pvc.Annotations = map[string]string{controllers.AnnImageID: image}
+		pvc.Annotations = map[string]string{harvester.AnnotationImageID: image}
 	}
 	return pvc
 }
@@ -106,7 +105,7 @@ func buildVM(ns, name string, o vmOpts) *kubevirtv1.VirtualMachine {
 		lbls[k] = v
 	}
 	if o.creator {
-		lbls[controllers.LabelCreator] = controllers.CreatorDriver
+		lbls[harvester.LabelCreator] = harvester.CreatorValue
 	}
 	ann := map[string]string{}
 	for k, v := range o.annotations {
@@ -114,7 +113,7 @@ func buildVM(ns, name string, o vmOpts) *kubevirtv1.VirtualMachine {
 	}
 	if len(o.claims) > 0 {
 		data, _ := json.Marshal(o.claims)
-		ann[controllers.AnnVolumeClaimTemplates] = string(data)
+		ann[harvester.AnnotationVolumeClaimTemplates] = string(data)
 	}
 	spec := kubevirtv1.VirtualMachineInstanceSpec{NodeSelector: o.nodeSelector, Affinity: o.affinity}
 	spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
@@ -301,11 +300,11 @@ func waitEvent(t *testing.T, ns, object, reason string) string {
 	ctx := testContext(t)
 	sel := fields.OneTermEqualSelector("involvedObject.name", object).String()
 	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = sel
 			return env.kube.CoreV1().Events(ns).List(ctx, o)
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
 			o.FieldSelector = sel
 			return env.kube.CoreV1().Events(ns).Watch(ctx, o)
 		},
@@ -318,7 +317,7 @@ func waitEvent(t *testing.T, ns, object, reason string) string {
 		}
 		return false
 	}
-	_, err := toolswatch.UntilWithSync(ctx, lw, &corev1.Event{}, func(store cache.Store) (bool, error) {
+	_, err := watchtools.UntilWithSync(ctx, lw, &corev1.Event{}, func(store cache.Store) (bool, error) {
 		for _, o := range store.List() {
 			if match(o) {
 				return true, nil
@@ -330,15 +329,6 @@ func waitEvent(t *testing.T, ns, object, reason string) string {
 		t.Fatalf("event %s about %s/%s: %v", reason, ns, object, err)
 	}
 	return msg
-}
-
-func getImage(t *testing.T, ns, name string) *harvesterv1.VirtualMachineImage {
-	t.Helper()
-	u, err := env.dyn.Resource(gvrImage).Namespace(ns).Get(testContext(t), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return decode[harvesterv1.VirtualMachineImage](t, u)
 }
 
 // createObjectWith is createObject with a change to the map form first

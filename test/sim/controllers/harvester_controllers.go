@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -47,7 +48,7 @@ func (s *sim) ensureImageStorageClass(ctx context.Context, img *harvesterv1.Virt
 	}
 	sc := &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
-			"harvesterhci.io/imageId": img.Namespace + "/" + img.Name}},
+			harvester.AnnotationImageID: img.Namespace + "/" + img.Name}},
 		Provisioner: LonghornProvisioner,
 		Parameters: map[string]string{
 			"backingImage": img.Namespace + "-" + img.Name, "migratable": "true",

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"github.com/harvester-kit/harvester-machine/test/sim/lb"
 )
 
@@ -66,7 +67,7 @@ func (s *sim) reconcileLoadBalancer(ctx context.Context, key string) (time.Durat
 	if err != nil {
 		return 0, err
 	}
-	if d := f.allocationDelay(ns, name); d > 0 {
+	if d := f.AllocationDelay(ns, name); d > 0 {
 		if wait := time.Until(l.CreationTimestamp.Add(d)); wait > 0 {
 			return wait, nil
 		}
@@ -82,7 +83,7 @@ func (s *sim) reconcileLoadBalancer(ctx context.Context, key string) (time.Durat
 }
 
 // loadBalancerStatus is the status Harvester would give l now.
-func (s *sim) loadBalancerStatus(ctx context.Context, l *lb.LoadBalancer, f faults) (lb.LoadBalancerStatus, time.Duration, error) {
+func (s *sim) loadBalancerStatus(ctx context.Context, l *lb.LoadBalancer, f fault.Patterns) (lb.LoadBalancerStatus, time.Duration, error) {
 	st := l.Status.Clone()
 	now := time.Now()
 	if l.Spec.IPAM == lb.IPAMDHCP {
@@ -122,7 +123,7 @@ func (s *sim) loadBalancerStatus(ctx context.Context, l *lb.LoadBalancer, f faul
 // allocate finds the pool for l and an address in it, recording the
 // allocation in the pool's status first. Errors that are not API errors
 // are Harvester's messages for the Ready condition.
-func (s *sim) allocate(ctx context.Context, l *lb.LoadBalancer, f faults) (lb.AllocatedAddress, error) {
+func (s *sim) allocate(ctx context.Context, l *lb.LoadBalancer, f fault.Patterns) (lb.AllocatedAddress, error) {
 	owner := l.Namespace + "/" + l.Name
 	pools, err := s.cachedPools()
 	if err != nil {
@@ -153,7 +154,7 @@ func (s *sim) allocate(ctx context.Context, l *lb.LoadBalancer, f faults) (lb.Al
 	var addr lb.AllocatedAddress
 	err = s.updatePoolStatus(ctx, chosen.Name, func(p *lb.IPPool) error {
 		var err error
-		addr, err = lb.Allocate(p, owner, f.matchName(FaultExhaustPool, p.Name) != "")
+		addr, err = lb.Allocate(p, owner, f.MatchName(fault.ExhaustPool, p.Name) != "")
 		return err
 	})
 	return addr, err
@@ -226,7 +227,7 @@ func (s *sim) reconcilePool(ctx context.Context, name string) error {
 		})
 		return err
 	}
-	exhausted := s.faults().matchName(FaultExhaustPool, name) != ""
+	exhausted := s.faults().MatchName(fault.ExhaustPool, name) != ""
 	err = s.updatePoolStatus(ctx, name, func(p *lb.IPPool) error { return lb.Counts(p, exhausted) })
 	if err != nil && !isAPIError(err) {
 		if s.state.once("ippool/"+name, "problem", err.Error()) {
@@ -341,15 +342,15 @@ func (s *sim) cachedPools() ([]lb.IPPool, error) {
 
 // liveFaults reads the fault ConfigMap from the apiserver, so a fault set
 // by `harvester-sim fault` is in effect for every allocation after it.
-func (s *sim) liveFaults(ctx context.Context) (faults, error) {
-	cm, err := s.kube.CoreV1().ConfigMaps(FaultsNamespace).Get(ctx, FaultsConfigMap, metav1.GetOptions{})
+func (s *sim) liveFaults(ctx context.Context) (fault.Patterns, error) {
+	cm, err := s.kube.CoreV1().ConfigMaps(fault.Namespace).Get(ctx, fault.ConfigMap, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return parseFaults(nil), nil
+		return fault.ParsePatterns(nil), nil
 	}
 	if err != nil {
-		return faults{}, fmt.Errorf("read fault ConfigMap: %w", err)
+		return fault.Patterns{}, fmt.Errorf("read fault ConfigMap: %w", err)
 	}
-	return parseFaults(cm.Data), nil
+	return fault.ParsePatterns(cm.Data), nil
 }
 
 func (s *sim) lbKeys(ns string) []string { return genericKeys(s.lbs, ns) }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -280,7 +281,7 @@ type addressPlan struct {
 func planAddresses(agent bool, agentWhy string, faultPattern string, runningSince, now time.Time, ipDelay time.Duration) addressPlan {
 	switch {
 	case faultPattern != "":
-		return addressPlan{Why: fmt.Sprintf("simulator fault %s (pattern %s) withholds addresses", FaultNoIP, faultPattern)}
+		return addressPlan{Why: fmt.Sprintf("simulator fault %s (pattern %s) withholds addresses", fault.NoIP, faultPattern)}
 	case !agent:
 		return addressPlan{Why: agentWhy}
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,7 +59,7 @@ func (s *sim) reconcilePVC(ctx context.Context, key string) (time.Duration, erro
 		}
 		return 0, nil
 	}
-	if ref := cached.Annotations[AnnImageID]; ref != "" {
+	if ref := cached.Annotations[harvester.AnnotationImageID]; ref != "" {
 		if img := s.checkImage(ref); !img.Found || !img.Imported {
 			return 0, nil // re-queued when images change
 		}

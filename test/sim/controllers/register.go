@@ -1,8 +1,10 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -34,7 +36,7 @@ func keyOf(obj any) (key, namespace string) {
 
 // register wires informer events to the queues: every object feeds its
 // own controller and the controllers whose decisions depend on it.
-func (s *sim) register() error {
+func (s *sim) register(ctx context.Context) error {
 	vmInf := s.dynInformers.ForResource(gvrVM)
 	vmiInf := s.dynInformers.ForResource(gvrVMI)
 	imgInf := s.dynInformers.ForResource(gvrImage)
@@ -103,9 +105,10 @@ func (s *sim) register() error {
 			s.enqueueNamespace(s.pvcQ, "", s.pvcKeys)
 		}},
 		{"fault configmap", s.faultInformers.Core().V1().ConfigMaps().Informer(), func(obj any) {
-			if key, _ := keyOf(obj); key == faultConfigMapKeyPath {
+			if key, _ := keyOf(obj); key == fault.ConfigMapKey {
 				s.enqueueNamespace(s.vmiQ, "", s.vmiKeys)
 				s.enqueueNamespace(s.lbQ, "", func(string) []string { return s.poolKeys() })
+				s.acknowledgeFaults(ctx, obj)
 			}
 		}},
 	}

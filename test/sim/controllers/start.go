@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -41,7 +42,7 @@ var (
 // Start launches every controller and returns once their informer caches
 // have synced; the controllers run until ctx is done.
 func Start(ctx context.Context, cfg *rest.Config, opts Options) error {
-	s, err := newSim(cfg, opts)
+	s, err := newSim(ctx, cfg, opts)
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ const (
 	clientBurst = 400
 )
 
-func newSim(cfg *rest.Config, opts Options) (*sim, error) {
+func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = clientQPS, clientBurst
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -118,7 +119,7 @@ func newSim(cfg *rest.Config, opts Options) (*sim, error) {
 		event:         newEventSink(kube, log),
 		kubeInformers: informers.NewSharedInformerFactory(kube, 0),
 		faultInformers: informers.NewSharedInformerFactoryWithOptions(kube, 0,
-			informers.WithNamespace(FaultsNamespace)),
+			informers.WithNamespace(fault.Namespace)),
 		dynInformers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 		state:        newVMIState(),
 	}
@@ -128,7 +129,7 @@ func newSim(cfg *rest.Config, opts Options) (*sim, error) {
 	s.imageQ = newQueue("image", s.reconcileImage, log)
 	s.keyPairQ = newQueue("keypair", s.reconcileKeyPair, log)
 	s.lbQ = newQueue("loadbalancer", s.reconcileLoadBalancer, log)
-	if err := s.register(); err != nil {
+	if err := s.register(ctx); err != nil {
 		return nil, err
 	}
 	return s, nil

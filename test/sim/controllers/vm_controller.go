@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,7 +55,7 @@ func (s *sim) reconcileVM(ctx context.Context, key string) (time.Duration, error
 		return 0, s.writeVMStatus(ctx, u, in)
 	}
 	strategy, err := vm.RunStrategy()
-	templates, tplErr := parseClaimTemplates(vm.Annotations[AnnVolumeClaimTemplates])
+	templates, tplErr := parseClaimTemplates(vm.Annotations[harvester.AnnotationVolumeClaimTemplates])
 	var specErrs []error
 	if err != nil {
 		specErrs = append(specErrs, fmt.Errorf("spec.running and spec.runStrategy: %w", err))
@@ -184,8 +185,8 @@ func (s *sim) ensureClaims(ctx context.Context, vm *kubevirtv1.VirtualMachine, t
 		}
 		pvc.Annotations[AnnOwnedBy] = owned
 		if pvc.Spec.StorageClassName == nil {
-			if imgRef := pvc.Annotations[AnnImageID]; imgRef != "" {
-				_, imgName, _ := splitRef(imgRef)
+			if imgRef := pvc.Annotations[harvester.AnnotationImageID]; imgRef != "" {
+				_, imgName, _ := harvester.SplitNamespacedName(imgRef, "")
 				pvc.Spec.StorageClassName = ptr.To(imageStorageClassName(imgName))
 			}
 		}
@@ -260,18 +261,18 @@ func (s *sim) startBlockOf(vm *kubevirtv1.VirtualMachine, templates []corev1.Per
 	for _, c := range claims {
 		if pvc, err := lister.Get(c); err == nil {
 			pvcs[c] = pvc
-			checkImage(pvc.Annotations[AnnImageID])
+			checkImage(pvc.Annotations[harvester.AnnotationImageID])
 		}
 	}
 	for _, t := range templates {
-		checkImage(t.Annotations[AnnImageID])
+		checkImage(t.Annotations[harvester.AnnotationImageID])
 	}
 	return volumeBlock(claims, templates, pvcs, images)
 }
 
 // checkImage looks an image ("ns/name") up in the cache.
 func (s *sim) checkImage(ref string) imageCheck {
-	ns, name, err := splitRef(ref)
+	ns, name, err := harvester.SplitNamespacedName(ref, "")
 	if err != nil {
 		return imageCheck{}
 	}

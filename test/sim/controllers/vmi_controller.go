@@ -7,6 +7,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,12 +20,7 @@ import (
 
 // Labels and annotations the VMI controller sets.
 const (
-	LabelCreator       = "harvesterhci.io/creator"
-	CreatorDriver      = "docker-machine-driver-harvester"
 	LabelVMINodeName   = kubevirtv1.NodeNameLabel // kubevirt.io/nodeName
-	topologyZoneKey    = "topology.kubernetes.io/zone"
-	topologyRegionKey  = "topology.kubernetes.io/region"
-	topologyHostKey    = "kubernetes.io/hostname"
 	secretUserDataKey  = "userdata"
 	secretUserDataKey2 = "userData"
 )
@@ -118,8 +115,8 @@ func (s *sim) emit(c *vmiContext, eventType, reason, message string) {
 
 func (s *sim) scheduleVMI(ctx context.Context, c *vmiContext) (time.Duration, error) {
 	ns := c.u.GetNamespace()
-	if p := s.faults().match(FaultStuckScheduling, ns, c.vmName); p != "" {
-		msg := fmt.Sprintf("held in Scheduling by the simulator fault %s (pattern %q in ConfigMap %s)", FaultStuckScheduling, p, faultConfigMapKeyPath)
+	if p := s.faults().Match(fault.StuckScheduling, ns, c.vmName); p != "" {
+		msg := fmt.Sprintf("held in Scheduling by the simulator fault %s (pattern %q in ConfigMap %s)", fault.StuckScheduling, p, fault.ConfigMapKey)
 		return 0, s.unschedulable(ctx, c, msg)
 	}
 	node := s.state.assumedNode(c.key)
@@ -158,7 +155,7 @@ func (s *sim) bindVMI(ctx context.Context, c *vmiContext, node string) error {
 	if n, err := s.kubeInformers.Core().V1().Nodes().Lister().Get(node); err == nil {
 		hostLabels = n.Labels
 	}
-	copyTopology := c.vm != nil && c.vm.GetLabels()[LabelCreator] == CreatorDriver
+	copyTopology := c.vm != nil && c.vm.GetLabels()[harvester.LabelCreator] == harvester.CreatorValue
 	u, err := s.updateMeta(ctx, gvrVMI, c.u.GetNamespace(), c.u.GetName(), func(cur *unstructured.Unstructured) bool {
 		if cur.GetUID() != c.u.GetUID() {
 			return false
@@ -178,7 +175,7 @@ func (s *sim) bindVMI(ctx context.Context, c *vmiContext, node string) error {
 			if ann == nil {
 				ann = map[string]string{}
 			}
-			for _, k := range []string{topologyZoneKey, topologyRegionKey, topologyHostKey} {
+			for _, k := range []string{harvester.ZoneKey, harvester.RegionKey, harvester.HostnameKey} {
 				if v, ok := hostLabels[k]; ok && ann[k] != v {
 					ann[k] = v
 					changed = true
@@ -220,8 +217,8 @@ func (s *sim) bootVMI(ctx context.Context, c *vmiContext) (time.Duration, error)
 // runVMI applies the IP rule to a running VMI.
 func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) {
 	agent, why := guestRunsAgent(s.guestSources(c))
-	fault := s.faults().match(FaultNoIP, c.u.GetNamespace(), c.vmName)
-	plan := planAddresses(agent, why, fault, s.since(c), c.now.Time, s.opts.IPDelay)
+	noIP := s.faults().Match(fault.NoIP, c.u.GetNamespace(), c.vmName)
+	plan := planAddresses(agent, why, noIP, s.since(c), c.now.Time, s.opts.IPDelay)
 	var ips []string
 	if plan.Report {
 		ips = s.state.addrsOf(c.key)
@@ -294,8 +291,8 @@ func (s *sim) guestSources(c *vmiContext) guestSources {
 		if err != nil {
 			continue
 		}
-		ref := pvc.Annotations[AnnImageID]
-		imgNS, imgName, err := splitRef(ref)
+		ref := pvc.Annotations[harvester.AnnotationImageID]
+		imgNS, imgName, err := harvester.SplitNamespacedName(ref, "")
 		if err != nil {
 			continue
 		}
@@ -375,15 +372,15 @@ func (s *sim) placedVMIs(key string) []placedVMI {
 }
 
 // faults reads the fault ConfigMap from the cache.
-func (s *sim) faults() faults {
-	cm, err := s.faultInformers.Core().V1().ConfigMaps().Lister().ConfigMaps(FaultsNamespace).Get(FaultsConfigMap)
+func (s *sim) faults() fault.Patterns {
+	cm, err := s.faultInformers.Core().V1().ConfigMaps().Lister().ConfigMaps(fault.Namespace).Get(fault.ConfigMap)
 	if err != nil {
-		return parseFaults(nil)
+		return fault.ParsePatterns(nil)
 	}
-	f := parseFaults(cm.Data)
-	for _, p := range f.problems {
-		if s.state.once(faultConfigMapKeyPath, "problem", p) {
-			s.log.Warn("ignoring invalid fault pattern", "configmap", faultConfigMapKeyPath, "problem", p)
+	f := fault.ParsePatterns(cm.Data)
+	for _, p := range f.Problems() {
+		if s.state.once(fault.ConfigMapKey, "problem", p) {
+			s.log.Warn("ignoring invalid fault pattern", "configmap", fault.ConfigMapKey, "problem", p)
 		}
 	}
 	return f

@@ -7,18 +7,14 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // Harvester annotations and labels about VM disks.
 const (
-	AnnVolumeClaimTemplates = "harvesterhci.io/volumeClaimTemplates"
-	AnnImageID              = "harvesterhci.io/imageId"
-	AnnOwnedBy              = "harvesterhci.io/owned-by"
-	AnnRemovedPVCs          = "harvesterhci.io/removedPersistentVolumeClaims"
-	AnnRemoveAllPVCs        = "harvesterhci.io/removeAllPersistentVolumeClaims"
-	LabelGuestCluster       = "guestcluster.harvesterhci.io/name"
+	AnnOwnedBy = "harvesterhci.io/owned-by"
 
 	ownerSchemaVM = "kubevirt.io.virtualmachine"
 )
@@ -37,34 +33,25 @@ func parseClaimTemplates(ann string) ([]corev1.PersistentVolumeClaim, error) {
 	}
 	var pvcs []corev1.PersistentVolumeClaim
 	if err := decodeStrictJSON([]byte(ann), &pvcs); err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", AnnVolumeClaimTemplates, err)
+		return nil, fmt.Errorf("annotation %s: %w", harvester.AnnotationVolumeClaimTemplates, err)
 	}
 	var errs []error
 	seen := map[string]bool{}
 	for i, p := range pvcs {
 		switch {
 		case p.Name == "":
-			errs = append(errs, fmt.Errorf("annotation %s: item %d has no metadata.name", AnnVolumeClaimTemplates, i))
+			errs = append(errs, fmt.Errorf("annotation %s: item %d has no metadata.name", harvester.AnnotationVolumeClaimTemplates, i))
 		case seen[p.Name]:
-			errs = append(errs, fmt.Errorf("annotation %s: claim %q listed twice", AnnVolumeClaimTemplates, p.Name))
+			errs = append(errs, fmt.Errorf("annotation %s: claim %q listed twice", harvester.AnnotationVolumeClaimTemplates, p.Name))
 		}
 		seen[p.Name] = true
-		if id, ok := p.Annotations[AnnImageID]; ok {
-			if _, _, err := splitRef(id); err != nil {
-				errs = append(errs, fmt.Errorf("annotation %s: claim %q: %s: %w", AnnVolumeClaimTemplates, p.Name, AnnImageID, err))
+		if id, ok := p.Annotations[harvester.AnnotationImageID]; ok {
+			if _, _, err := harvester.SplitNamespacedName(id, ""); err != nil {
+				errs = append(errs, fmt.Errorf("annotation %s: claim %q: %s: %w", harvester.AnnotationVolumeClaimTemplates, p.Name, harvester.AnnotationImageID, err))
 			}
 		}
 	}
 	return pvcs, errors.Join(errs...)
-}
-
-// splitRef splits "namespace/name".
-func splitRef(ref string) (string, string, error) {
-	ns, name, ok := strings.Cut(ref, "/")
-	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-		return "", "", fmt.Errorf("%q is not of the form namespace/name", ref)
-	}
-	return ns, name, nil
 }
 
 func parseOwnedBy(ann string) ([]ownerEntry, error) {
@@ -142,16 +129,16 @@ func marshalOwners(owners []ownerEntry) string {
 // sorted names of existing PVCs only.
 func claimsToDelete(vmAnnotations, vmLabels map[string]string, pvcs []corev1.PersistentVolumeClaim) []string {
 	want := map[string]bool{}
-	for _, n := range strings.Split(vmAnnotations[AnnRemovedPVCs], ",") {
+	for _, n := range strings.Split(vmAnnotations[harvester.AnnotationRemovedPVCs], ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			want[n] = true
 		}
 	}
-	cluster := vmLabels[LabelGuestCluster]
-	removeAll := vmAnnotations[AnnRemoveAllPVCs] == "true" && cluster != ""
+	cluster := vmLabels[harvester.LabelGuestCluster]
+	removeAll := vmAnnotations[harvester.AnnotationRemoveAllPVCs] == "true" && cluster != ""
 	var out []string
 	for _, p := range pvcs {
-		if want[p.Name] || (removeAll && p.Labels[LabelGuestCluster] == cluster) {
+		if want[p.Name] || (removeAll && p.Labels[harvester.LabelGuestCluster] == cluster) {
 			out = append(out, p.Name)
 		}
 	}
@@ -213,12 +200,12 @@ func volumeBlock(claims []string, templates []corev1.PersistentVolumeClaim, pvcs
 				fmt.Sprintf("persistentvolumeclaim %q not found", name))
 			continue
 		}
-		if ref := source.Annotations[AnnImageID]; ref != "" {
+		if ref := source.Annotations[harvester.AnnotationImageID]; ref != "" {
 			img := images[ref]
 			switch {
 			case !img.Found:
 				note(kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding, "ImageNotFound",
-					fmt.Sprintf("claim %q: image %s (annotation %s) does not exist", name, ref, AnnImageID))
+					fmt.Sprintf("claim %q: image %s (annotation %s) does not exist", name, ref, harvester.AnnotationImageID))
 				continue
 			case !img.Imported:
 				note(kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding, "ImageNotReady",

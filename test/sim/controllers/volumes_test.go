@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -24,7 +25,7 @@ func TestParseClaimTemplates(t *testing.T) {
 		{"not json", `{`, nil, "volumeClaimTemplates"},
 		{"missing name", `[{"metadata":{}}]`, nil, "item 0 has no metadata.name"},
 		{"duplicate", `[{"metadata":{"name":"a"}},{"metadata":{"name":"a"}}]`, nil, `"a" listed twice`},
-		{"bad image id", `[{"metadata":{"name":"a","annotations":{"harvesterhci.io/imageId":"img"}}}]`, nil, "not of the form namespace/name"},
+		{"bad image id", `[{"metadata":{"name":"a","annotations":{"harvesterhci.io/imageId":"img"}}}]`, nil, "is not <namespace>/<name>"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,7 +79,7 @@ func TestClaimsToDelete(t *testing.T) {
 	pvc := func(name, cluster string) corev1.PersistentVolumeClaim {
 		p := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if cluster != "" {
-			p.Labels = map[string]string{LabelGuestCluster: cluster}
+			p.Labels = map[string]string{harvester.LabelGuestCluster: cluster}
 		}
 		return p
 	}
@@ -89,12 +90,12 @@ func TestClaimsToDelete(t *testing.T) {
 		labels map[string]string
 		want   []string
 	}{
-		{"nothing", nil, map[string]string{LabelGuestCluster: "c1"}, nil},
-		{"removed list", map[string]string{AnnRemovedPVCs: "vm1-disk-0, missing,"}, nil, []string{"vm1-disk-0"}},
-		{"remove all", map[string]string{AnnRemoveAllPVCs: "true"}, map[string]string{LabelGuestCluster: "c1"},
+		{"nothing", nil, map[string]string{harvester.LabelGuestCluster: "c1"}, nil},
+		{"removed list", map[string]string{harvester.AnnotationRemovedPVCs: "vm1-disk-0, missing,"}, nil, []string{"vm1-disk-0"}},
+		{"remove all", map[string]string{harvester.AnnotationRemoveAllPVCs: "true"}, map[string]string{harvester.LabelGuestCluster: "c1"},
 			[]string{"vm1-data", "vm1-disk-0", "vm2-disk-0"}},
-		{"remove all without cluster label", map[string]string{AnnRemoveAllPVCs: "true"}, nil, nil},
-		{"remove all false", map[string]string{AnnRemoveAllPVCs: "false", AnnRemovedPVCs: "plain"}, map[string]string{LabelGuestCluster: "c1"},
+		{"remove all without cluster label", map[string]string{harvester.AnnotationRemoveAllPVCs: "true"}, nil, nil},
+		{"remove all false", map[string]string{harvester.AnnotationRemoveAllPVCs: "false", harvester.AnnotationRemovedPVCs: "plain"}, map[string]string{harvester.LabelGuestCluster: "c1"},
 			[]string{"plain"}},
 	}
 	for _, tt := range tests {
@@ -122,7 +123,7 @@ func TestVolumeBlock(t *testing.T) {
 	withImage := func(name, img string, phase corev1.PersistentVolumeClaimPhase) *corev1.PersistentVolumeClaim {
 		p := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
 		if img != "" {
-			p.Annotations = map[string]string{AnnImageID: img}
+			p.Annotations = map[string]string{harvester.AnnotationImageID: img}
 		}
 		return p
 	}

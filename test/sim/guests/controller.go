@@ -7,6 +7,8 @@
 package guests
 
 import (
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -28,7 +30,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/harvester-kit/harvester-machine/test/sim/controllers"
 )
 
 // ControlPlanes starts and stops guest clusters' API servers.
@@ -68,7 +69,7 @@ func Start(ctx context.Context, cfg *rest.Config, planes ControlPlanes, log *slo
 	if err != nil {
 		return fmt.Errorf("start guest clusters: %w", err)
 	}
-	selector := func(o *metav1.ListOptions) { o.LabelSelector = controllers.LabelGuestCluster }
+	selector := func(o *metav1.ListOptions) { o.LabelSelector = harvester.LabelGuestCluster }
 	dynInf := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, metav1.NamespaceAll, selector)
 	c := &controller{
 		log: log, planes: planes, kube: kube,
@@ -85,7 +86,7 @@ func Start(ctx context.Context, cfg *rest.Config, planes ControlPlanes, log *slo
 			obj = d.Obj
 		}
 		if u, ok := obj.(*unstructured.Unstructured); ok {
-			if name := u.GetLabels()[controllers.LabelGuestCluster]; name != "" {
+			if name := u.GetLabels()[harvester.LabelGuestCluster]; name != "" {
 				c.queue.Add(name)
 			}
 		}
@@ -149,7 +150,7 @@ func (c *controller) clustersIn(namespace string) []string {
 	var out []string
 	for _, o := range list {
 		if u, ok := o.(*unstructured.Unstructured); ok {
-			if name := u.GetLabels()[controllers.LabelGuestCluster]; name != "" && !seen[name] {
+			if name := u.GetLabels()[harvester.LabelGuestCluster]; name != "" && !seen[name] {
 				seen[name] = true
 				out = append(out, name)
 			}
@@ -160,7 +161,7 @@ func (c *controller) clustersIn(namespace string) []string {
 
 // clusterVMs lists the cluster's VMs, sorted by namespace and name.
 func (c *controller) clusterVMs(cluster string) []*unstructured.Unstructured {
-	sel := labels.SelectorFromSet(labels.Set{controllers.LabelGuestCluster: cluster})
+	sel := labels.SelectorFromSet(labels.Set{harvester.LabelGuestCluster: cluster})
 	list, _ := c.vms.List(sel)
 	var out []*unstructured.Unstructured
 	for _, o := range list {

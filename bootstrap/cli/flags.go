@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"github.com/harvester-kit/harvester-machine/addons"
+	"github.com/harvester-kit/harvester-machine/bootstrap/affinity"
+	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
+	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
+	"github.com/harvester-kit/harvester-machine/bootstrap/loadbalancer"
+	"github.com/harvester-kit/harvester-machine/bootstrap/nodedriver"
+)
+
+// Flag names of harvester-bootstrap (only this package knows them).
+const (
+	FlagKubeconfig        = "kubeconfig"
+	FlagOutput            = "output"
+	FlagClusterName       = "cluster-name"
+	FlagNamespace         = "namespace"
+	FlagServiceAccount    = "service-account"
+	FlagServer            = "server"
+	FlagFormat            = "format"
+	FlagTTL               = "ttl"
+	FlagTimeout           = "timeout"
+	FlagCloudConfig       = "cloud-config"
+	FlagCSI               = "csi"
+	FlagCCM               = "ccm"
+	FlagImageRegistry     = "image-registry"
+	FlagCCMVersion        = "ccm-version"
+	FlagCSIVersion        = "csi-version"
+	FlagHostStorageClass  = "host-storage-class"
+	FlagNodeCloudInit     = "node-cloud-init"
+	FlagGuestKubeconfig   = "guest-kubeconfig"
+	FlagDryRun            = "dry-run"
+	FlagNoPrune           = "no-prune"
+	FlagZone              = "zone"
+	FlagRegion            = "region"
+	FlagPool              = "pool"
+	FlagMachineName       = "machine-name"
+	FlagRequired          = "required"
+	FlagService           = "service"
+	FlagAnnotation        = "annotation"
+	FlagRange             = "range"
+	FlagNetwork           = "network"
+	FlagPoolName          = "name"
+	FlagPriority          = "priority"
+	FlagScopeProject      = "scope-project"
+	FlagScopeNamespace    = "scope-namespace"
+	FlagScopeGuestCluster = "scope-guest-cluster"
+	FlagExisting          = "existing"
+	FlagURL               = "url"
+	FlagUIURL             = "ui-url"
+	FlagDriverName        = "name"
+	FlagWhitelistDomain   = "whitelist-domain"
+	FlagUserData          = "user-data"
+	FlagInstallScript     = "install-script"
+	FlagSSHUser           = "ssh-user"
+	FlagSSHPublicKey      = "ssh-public-key"
+	FlagDistribution      = "distribution"
+)
+
+// EnvPrefix prefixes the environment variable of every flag:
+// --cluster-name -> HARVESTER_BOOTSTRAP_CLUSTER_NAME.
+const EnvPrefix = "HARVESTER_BOOTSTRAP_"
+
+// fieldFlags names, for each input field of the pure packages, the flag
+// that sets it; errors name fields, Run shows the user the flag.
+var fieldFlags = map[string]string{
+	credentials.FieldClusterName:     FlagClusterName,
+	credentials.FieldNamespace:       FlagNamespace,
+	credentials.FieldServiceAccount:  FlagServiceAccount,
+	credentials.FieldServer:          FlagServer,
+	credentials.FieldFormat:          FlagFormat,
+	guest.FieldKubeconfig:            FlagCloudConfig,
+	addons.FieldCCM:                  FlagCCM,
+	addons.FieldCSI:                  FlagCSI,
+	addons.FieldImageRegistry:        FlagImageRegistry,
+	addons.FieldCCMVersion:           FlagCCMVersion,
+	addons.FieldCSIVersion:           FlagCSIVersion,
+	loadbalancer.FieldRange:          FlagRange,
+	loadbalancer.FieldPoolName:       FlagPoolName,
+	loadbalancer.FieldNetwork:        FlagNetwork,
+	loadbalancer.FieldScopeNamespace: FlagScopeNamespace,
+	loadbalancer.FieldExisting:       FlagExisting,
+	nodedriver.FieldName:             FlagDriverName,
+	nodedriver.FieldURL:              FlagURL,
+	nodedriver.FieldUIURL:            FlagUIURL,
+	affinity.FieldZone:               FlagZone,
+	affinity.FieldRegion:             FlagRegion,
+	affinity.FieldPool:               FlagPool,
+	affinity.FieldMachineName:        FlagMachineName,
+	affinity.FieldRequired:           FlagRequired,
+}
+
+// flagOf is how the user typed the flag of a field ("--cluster-name");
+// a field no flag sets keeps its name.
+func flagOf(f string) string {
+	if flag, ok := fieldFlags[f]; ok {
+		return "--" + flag
+	}
+	return f
+}

@@ -1,0 +1,110 @@
+package credentials
+
+import (
+	"errors"
+
+	"github.com/harvester-kit/harvester-machine/internal/field"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Input fields, as problems name them (a CLI renames them to its flags).
+const (
+	FieldClusterName    = "cluster name"
+	FieldNamespace      = "namespace"
+	FieldServiceAccount = "service account"
+	FieldServer         = "server"
+	FieldFormat         = "format"
+)
+
+// Access names the Harvester-side identity of one guest cluster.
+type Access struct {
+	ClusterName    string // guest cluster name
+	Namespace      string // Harvester namespace of the guest VMs
+	ServiceAccount string // defaults to ClusterName
+}
+
+// WithDefaults fills ServiceAccount from ClusterName.
+func (a Access) WithDefaults() Access {
+	if a.ServiceAccount == "" {
+		a.ServiceAccount = a.ClusterName
+	}
+	return a
+}
+
+// Validate reports every problem at once.
+func (a Access) Validate() error {
+	var errs []error
+	check := func(f, v string) {
+		if v == "" {
+			errs = append(errs, field.Problem(f, "required"))
+		} else if msgs := validation.IsDNS1123Label(v); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(f, v, "must be a DNS-1123 label (lower-case letters, digits, '-', at most 63 chars)"))
+		}
+	}
+	check(FieldClusterName, a.ClusterName)
+	check(FieldNamespace, a.Namespace)
+	if a.ServiceAccount != "" {
+		if msgs := validation.IsDNS1123Subdomain(a.ServiceAccount); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(FieldServiceAccount, a.ServiceAccount, "must be a DNS-1123 subdomain (lower-case letters, digits, '-', '.')"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// TokenSecretName is the kubernetes.io/service-account-token Secret.
+func (a Access) TokenSecretName() string { return a.ServiceAccount + "-token" }
+
+// RoleBindingName binds the cloud-provider role in the VM namespace.
+func (a Access) RoleBindingName() string { return a.ServiceAccount + "-cloudprovider" }
+
+// ClusterRoleBindingName is unique per namespace and service account.
+func (a Access) ClusterRoleBindingName() string {
+	return "harvester-bootstrap:" + a.Namespace + ":" + a.ServiceAccount + ":csi-driver"
+}
+
+// AccessObjects are the objects `kubeconfig` ensures on Harvester, in
+// creation order.
+type AccessObjects struct {
+	ServiceAccount     *corev1.ServiceAccount
+	RoleBinding        *rbacv1.RoleBinding
+	ClusterRoleBinding *rbacv1.ClusterRoleBinding
+	TokenSecret        *corev1.Secret
+}
+
+// BuildAccess builds the ServiceAccount, its bindings and token Secret.
+func BuildAccess(a Access) AccessObjects {
+	labels := ownLabels(a.ClusterName)
+	meta := func(name, ns string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
+	}
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: a.ServiceAccount, Namespace: a.Namespace}}
+	secretMeta := meta(a.TokenSecretName(), a.Namespace)
+	secretMeta.Annotations = map[string]string{corev1.ServiceAccountNameKey: a.ServiceAccount}
+	return AccessObjects{
+		ServiceAccount: &corev1.ServiceAccount{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+			ObjectMeta: meta(a.ServiceAccount, a.Namespace),
+		},
+		RoleBinding: &rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
+			ObjectMeta: meta(a.RoleBindingName(), a.Namespace),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: CloudProviderRole},
+			Subjects:   subject,
+		},
+		ClusterRoleBinding: &rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
+			ObjectMeta: meta(a.ClusterRoleBindingName(), ""),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: CSIDriverRole},
+			Subjects:   subject,
+		},
+		TokenSecret: &corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: secretMeta,
+			Type:       corev1.SecretTypeServiceAccountToken,
+		},
+	}
+}

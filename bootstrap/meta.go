@@ -1,5 +1,0 @@
-package bootstrap
-
-import "k8s.io/apimachinery/pkg/api/meta"
-
-var metaAccessor = meta.Accessor

@@ -1,0 +1,94 @@
+package kubeapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+var rejected = &CredentialsRejectedError{Source: "--kubeconfig", After: "then run it again"}
+
+func TestIsUnauthorizedByType(t *testing.T) {
+	status := &apierrors.StatusError{ErrStatus: metav1.Status{Code: 401, Message: "no reason given"}}
+	cases := map[string]struct {
+		err  error
+		want bool
+	}{
+		"401 status":              {apierrors.NewUnauthorized("token expired"), true},
+		"401 code without reason": {status, true},
+		"wrapped 401":             {fmt.Errorf("get VM: %w", apierrors.NewUnauthorized("x")), true},
+		"403":                     {apierrors.NewForbidden(corev1.Resource("secrets"), "s", errors.New("no")), false},
+		"text only":               {errors.New("Unauthorized"), false},
+		"nil":                     {nil, false},
+	}
+	for name, c := range cases {
+		if got := IsUnauthorized(c.err); got != c.want {
+			t.Errorf("%s: IsUnauthorized = %v", name, got)
+		}
+	}
+}
+
+func TestExplainAndWrap(t *testing.T) {
+	err := Explain("get VM", apierrors.NewUnauthorized("expired"), rejected)
+	for _, want := range []string{"get VM: ", "401", "5827", "expired", "put it in --kubeconfig", "then run it again"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("explained error lacks %q: %v", want, err)
+		}
+	}
+	if !errors.Is(err, ErrCredentialsRejected) {
+		t.Error("errors.Is(ErrCredentialsRejected) false")
+	}
+	if again := Explain("outer", err, rejected); again != err { //nolint:errorlint // the very same error, not one wrapping it
+		t.Errorf("explained twice: %v", again)
+	}
+	if e := Explain("get VM", apierrors.NewNotFound(corev1.Resource("vm"), "x"), rejected); errors.Is(e, ErrCredentialsRejected) || !apierrors.IsNotFound(e) {
+		t.Errorf("not found: %v", e)
+	}
+	if Explain("op", nil, rejected) != nil {
+		t.Error("nil explained")
+	}
+	w := rejected.Wrap(fmt.Errorf("apply: %w", apierrors.NewUnauthorized("x")))
+	if !errors.Is(w, ErrCredentialsRejected) || !apierrors.IsUnauthorized(w) {
+		t.Errorf("wrap: %v", w)
+	}
+	plain := errors.New("boom")
+	if rejected.Wrap(plain) != plain { //nolint:errorlint // the very same error
+		t.Error("wrap changed a non-401 error")
+	}
+}
+
+func TestWaitSeesCreationAndDeletion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	kube := fake.NewClientset()
+	secrets := kube.CoreV1().Secrets("ns")
+	k := KindOf[*corev1.SecretList]("Secret", &corev1.Secret{}, secrets)
+	go func() {
+		_, _ = secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "ns"}}, metav1.CreateOptions{})
+		_, _ = secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}, Data: map[string][]byte{"token": []byte("t")}}, metav1.CreateOptions{})
+	}()
+	got, err := Wait(ctx, k, "ns", "s", time.Second, func(s *corev1.Secret) (bool, error) {
+		return s != nil && len(s.Data["token"]) > 0, nil
+	})
+	if err != nil || got.Name != "s" {
+		t.Fatalf("wait for creation: %v %v", got, err)
+	}
+	if err := secrets.Delete(ctx, "s", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Wait(ctx, k, "ns", "s", time.Second, func(s *corev1.Secret) (bool, error) { return s == nil, nil }); err != nil {
+		t.Fatalf("wait for deletion: %v", err)
+	}
+	stop := errors.New("stop")
+	if _, err := Wait(ctx, k, "ns", "other", time.Second, func(*corev1.Secret) (bool, error) { return false, stop }); !errors.Is(err, stop) {
+		t.Errorf("cond error: %v", err)
+	}
+}
