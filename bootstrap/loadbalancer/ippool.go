@@ -213,7 +213,10 @@ func BuildIPPool(p PoolSpec) ([]byte, error) {
 	}
 	pool.Spec.Selector = ipPoolSelector{Network: p.Network, Priority: p.Priority}
 	if p.Project != "" || p.Namespace != "" || p.GuestCluster != "" {
-		pool.Spec.Selector.Scope = []ipPoolScope{{Project: p.Project, Namespace: p.Namespace, GuestCluster: p.GuestCluster}}
+		// A scope field left out means any: Harvester matches an empty field
+		// only against an empty requirement, and a LoadBalancer's namespace
+		// requirement is never empty, so "" would make the pool unusable.
+		pool.Spec.Selector.Scope = []ipPoolScope{{Project: orAny(p.Project), Namespace: orAny(p.Namespace), GuestCluster: orAny(p.GuestCluster)}}
 	}
 	return addons.MarshalYAML(pool)
 }
@@ -301,4 +304,14 @@ func ExistingRanges(docs []map[string]any) ([]IPRange, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// anyScope matches every value in an IPPool scope field.
+const anyScope = "*"
+
+func orAny(v string) string {
+	if v == "" {
+		return anyScope
+	}
+	return v
 }

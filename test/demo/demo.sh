@@ -92,7 +92,7 @@ echo "guest cluster kubeconfig: $guest_kubeconfig (mode $(stat -c %a "$guest_kub
 
 step "A load balancer for Service default/web of $cluster: an IP pool for the cluster, then the cloud provider's LoadBalancer"
 harvester-bootstrap lb pool --name "$cluster-lb" --range 192.168.100.0/24@192.168.100.10-192.168.100.20 \
-  --scope-project '*' --scope-namespace '*' --scope-guest-cluster "$cluster" > "$work/pool.yaml"
+  --scope-guest-cluster "$cluster" > "$work/pool.yaml"
 cat "$work/pool.yaml"
 "$work/ccmlb" apply-pool --kubeconfig "$state/kubeconfig" --file "$work/pool.yaml"
 # With the cloud-config the guest's add-ons hold, as the CCM does.
