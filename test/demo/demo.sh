@@ -41,12 +41,9 @@ HARVESTER_KUBECONFIG_CONTENT=$(cat "$state/kubeconfig")
 printf '#!/bin/sh\necho "the Rancher agent would be installed here"\n' > "$work/install.sh"
 export KUBECONFIG="$state/kubeconfig"
 
-step "K3s node cloud-init for guest cluster $cluster: cloud-provider credential and add-ons (harvester-bootstrap addon k3s)"
-harvester-bootstrap addon k3s --cluster-name "$cluster" --namespace default --format cloud-init -o "$work/k3s-cloud-init.yaml"
-grep -E '^\s*- path:' "$work/k3s-cloud-init.yaml"
-# Through the environment, not the command line: the user data holds a token.
-export HARVESTER_USER_DATA
-HARVESTER_USER_DATA=$(base64 -w0 < "$work/k3s-cloud-init.yaml")
+step "Cloud provider: the driver makes guest cluster $cluster's credential and writes the K3s add-ons into each node (--harvester-cloud-provider=k3s)"
+# A K3s install user data of your own would go in --harvester-user-data; the
+# driver adds the credential, the CCM/CSI manifests and the config drop-in.
 
 step "Creating node pool $cluster-$pool (3 K3s machines) through rancher-machine, as Rancher does"
 machines=()
@@ -57,6 +54,7 @@ for i in 1 2 3; do
   rancher-machine create --driver harvester \
     --custom-install-script "$work/install.sh" \
     --harvester-cluster-name "$cluster" \
+    --harvester-cloud-provider k3s \
     --harvester-vm-namespace default \
     --harvester-image-name default/ubuntu-22.04 \
     --harvester-network-name default/vlan1 \
@@ -71,6 +69,8 @@ for idx in "${!pids[@]}"; do
   fi
   echo "created ${machines[$idx]}" >&2
 done
+grep -h 'cloud-provider credential' "$work"/create-*.log | head -1 >&2 || true
+
 
 step "Machines as rancher-machine sees them (ls -q, status, ip)"
 # The table form of `rancher-machine ls` panics upstream for machines created
