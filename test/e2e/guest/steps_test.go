@@ -3,6 +3,7 @@ package guest
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,7 +39,6 @@ const (
 var (
 	gvrVM   = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
 	gvrVMI  = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
-	gvrLB   = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "loadbalancers"}
 	gvrPool = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "ippools"}
 )
 
@@ -75,7 +75,8 @@ func bootstrap(t *testing.T, args ...string) string {
 	out, err := cmd.Output()
 	if err != nil {
 		stderr := ""
-		if ee, ok := err.(*exec.ExitError); ok {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
 			stderr = string(ee.Stderr)
 		}
 		t.Fatalf("harvester-bootstrap %s: %v\n%s", strings.Join(args, " "), err, stderr)

@@ -105,7 +105,7 @@ func (g *guest) ensureCRDs(ctx context.Context) error {
 		return err == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("Addon CRD not served: %w", err)
+		return fmt.Errorf("the Addon CRD is not served: %w", err)
 	}
 	g.mapper.Reset()
 	g.ready = true

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -98,7 +99,7 @@ func walkMultipart(data []byte, depth int, visit Visit) (bool, error) {
 	mr := multipart.NewReader(msg.Body, params["boundary"])
 	for {
 		part, err := mr.NextRawPart()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return false, nil
 		}
 		if err != nil {
