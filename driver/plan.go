@@ -67,31 +67,15 @@ func UserDataSecretName(machineName string) string {
 	return machineName + "-cloudinit"
 }
 
-// ImageRefs lists the images a Config uses, as <namespace>/<name>.
-func ImageRefs(c Config) []string {
-	var refs []string
-	add := func(v string) {
-		if ns, name, err := splitNamespaced(v, c.VMNamespace); err == nil {
-			refs = append(refs, ns+"/"+name)
-		}
-	}
-	if c.DiskInfo == "" {
-		add(c.ImageName)
-		return refs
-	}
-	if info, err := ParseDiskInfo(c.DiskInfo); err == nil {
-		for _, d := range info.Disks {
-			if d.ImageName != "" {
-				add(d.ImageName)
-			}
-		}
-	}
-	return refs
+// DiskClaimName is the name of the PVC of a machine's i-th disk.
+func DiskClaimName(machineName string, i int) string {
+	return machineName + "-disk-" + strconv.Itoa(i)
 }
 
-// PlanFromConfig resolves a validated Config into a VMPlan. images maps
-// <namespace>/<name> to what is known about each image the config uses.
-func PlanFromConfig(c Config, machineName string, images map[string]ImageFacts) (VMPlan, error) {
+// PlanFromConfig resolves a validated Config and its parsed JSON flags into
+// a VMPlan. images maps <namespace>/<name> to what is known about each
+// image the config uses.
+func PlanFromConfig(c Config, in Inputs, machineName string, images map[string]ImageFacts) (VMPlan, error) {
 	labels := MachineLabels(c.VMNamespace, machineName, c.ClusterName)
 	p := VMPlan{
 		Name: machineName, Namespace: c.VMNamespace,
@@ -103,36 +87,19 @@ func PlanFromConfig(c Config, machineName string, images map[string]ImageFacts) 
 		UserDataSecret: UserDataSecretName(machineName),
 		HasNetworkData: c.NetworkData != "",
 		RunStrategy:    kubevirtv1.RunStrategyRerunOnFailure,
+		VGPUs:          in.VGPUs,
+		Affinity:       MergeAffinity(in.Affinity, labels[LabelMachineSet]),
 	}
-	var user *corev1.Affinity
-	if c.VMAffinity != "" {
-		a, err := ParseAffinity(c.VMAffinity)
-		if err != nil {
-			return p, fmt.Errorf("--%s: %w", FlagVMAffinity, err)
-		}
-		user = a
+	var err error
+	if p.KeyPair, err = KeyPairRef(c); err != nil {
+		return p, err
 	}
-	p.Affinity = MergeAffinity(user, labels[LabelMachineSet])
-
-	if c.KeyPairName != "" {
-		ns, name, err := splitNamespaced(c.KeyPairName, c.VMNamespace)
-		if err != nil {
-			return p, fmt.Errorf("--%s: %w", FlagKeyPairName, err)
-		}
-		p.KeyPair = ns + "/" + name
+	if p.NICs, err = PlanNICs(c, in); err != nil {
+		return p, err
 	}
-
-	disks := []Disk{{ImageName: c.ImageName, Size: c.DiskSizeGiB, Bus: c.DiskBus, BootOrder: 1}}
-	if c.DiskInfo != "" {
-		info, err := ParseDiskInfo(c.DiskInfo)
-		if err != nil {
-			return p, fmt.Errorf("--%s: %w", FlagDiskInfo, err)
-		}
-		disks = info.Disks
-	}
-	for i, d := range disks {
+	for i, d := range in.Disks {
 		dp := DiskPlan{
-			Name: "disk-" + strconv.Itoa(i), ClaimName: machineName + "-disk-" + strconv.Itoa(i),
+			Name: "disk-" + strconv.Itoa(i), ClaimName: DiskClaimName(machineName, i),
 			StorageClassName: d.StorageClassName, SizeGiB: d.Size, BootOrder: d.BootOrder,
 			Bus: orDefault(d.Bus, DefaultDiskBus), Type: orDefault(d.Type, DiskTypeDisk), HotPlug: d.HotPlugAble,
 		}
@@ -156,34 +123,36 @@ func PlanFromConfig(c Config, machineName string, images map[string]ImageFacts) 
 		}
 		p.Disks = append(p.Disks, dp)
 	}
+	return p, nil
+}
 
-	nics := []NetworkInterface{{NetworkName: c.NetworkName, Model: c.NetworkModel}}
-	if c.NetworkInfo != "" {
-		info, err := ParseNetworkInfo(c.NetworkInfo)
-		if err != nil {
-			return p, fmt.Errorf("--%s: %w", FlagNetworkInfo, err)
-		}
-		nics = info.Interfaces
+// KeyPairRef is --harvester-key-pair-name as <namespace>/<name>, or "".
+func KeyPairRef(c Config) (string, error) {
+	if c.KeyPairName == "" {
+		return "", nil
 	}
-	for i, n := range nics {
+	ns, name, err := splitNamespaced(c.KeyPairName, c.VMNamespace)
+	if err != nil {
+		return "", fmt.Errorf("--%s: %w", FlagKeyPairName, err)
+	}
+	return ns + "/" + name, nil
+}
+
+// PlanNICs resolves the machine's interfaces (networks as <namespace>/<name>).
+func PlanNICs(c Config, in Inputs) ([]NICPlan, error) {
+	var nics []NICPlan
+	for i, n := range in.NICs {
 		ns, name, err := splitNamespaced(n.NetworkName, c.VMNamespace)
 		if err != nil {
-			return p, fmt.Errorf("interface %d network: %w", i, err)
+			return nil, fmt.Errorf("interface %d network: %w", i, err)
 		}
-		p.NICs = append(p.NICs, NICPlan{
+		nics = append(nics, NICPlan{
 			Name: "nic-" + strconv.Itoa(i), Network: ns + "/" + name,
 			Model: orDefault(n.Model, DefaultNetworkModel), MAC: n.MACAddress,
 			Type: orDefault(n.Type, InterfaceTypeBridge),
 		})
 	}
-	if c.VGPUInfo != "" {
-		v, err := ParseVGPUInfo(c.VGPUInfo)
-		if err != nil {
-			return p, fmt.Errorf("--%s: %w", FlagVGPUInfo, err)
-		}
-		p.VGPUs = v.VGPURequests
-	}
-	return p, nil
+	return nics, nil
 }
 
 // OwnedBy returns the plan with the machine's ID among the labels of

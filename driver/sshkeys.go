@@ -18,9 +18,9 @@ func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterAPI, keyPair 
 	switch {
 	case keyPair != "":
 		ns, name, _ := splitNamespaced(keyPair, d.VMNamespace)
-		kp, err := api.keyPair(ctx, ns, name)
+		kp, err := api.getKeyPair(ctx, ns, name)
 		if err != nil {
-			return nil, apiError("get key pair "+keyPair, err)
+			return nil, err
 		}
 		if err := copyPrivateKey(d.SSHPrivateKeyPath, keyPath); err != nil {
 			return nil, err
