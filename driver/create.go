@@ -95,14 +95,17 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *
 	if err != nil {
 		return VMPlan{}, nil, nil, err
 	}
+	refs, err := in.ImageRefs(d.VMNamespace)
+	if err != nil {
+		return VMPlan{}, nil, nil, fmt.Errorf("plan VM: %w", err)
+	}
 	images := map[string]ImageFacts{}
-	for _, ref := range in.ImageRefs(d.VMNamespace) {
-		ns, name, _ := splitNamespaced(ref, d.VMNamespace)
-		img, err := api.getImage(ctx, ns, name)
+	for _, ref := range refs {
+		img, err := api.getImage(ctx, ref)
 		if err != nil {
 			return VMPlan{}, nil, nil, err
 		}
-		images[ref] = ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
+		images[ref.String()] = ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
 	}
 	plan, err := PlanFromConfig(d.Config, in, d.MachineName, images)
 	if err != nil {

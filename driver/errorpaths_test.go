@@ -229,7 +229,7 @@ func TestInputsParsedOnLoad(t *testing.T) {
 	if err != nil || len(in.Disks) != 2 || in.Disks[1].StorageClassName != "sc" {
 		t.Fatalf("inputs after load: %+v, %v", in, err)
 	}
-	if got := in.ImageRefs(testNS); len(got) != 1 || got[0] != "default/ubuntu-22.04" {
-		t.Errorf("image refs %v", got)
+	if got, err := in.ImageRefs(testNS); err != nil || len(got) != 1 || got[0].String() != "default/ubuntu-22.04" {
+		t.Errorf("image refs %v, %v", got, err)
 	}
 }

@@ -87,19 +87,25 @@ func parseInputs(c Config) (Inputs, inputErrors) {
 	return in, errs
 }
 
-// ImageRefs lists the images the machine's disks use, as <namespace>/<name>
-// in the VM namespace ns.
-func (in Inputs) ImageRefs(ns string) []string {
-	var refs []string
-	for _, d := range in.Disks {
+// ImageRefs lists the images the machine's disks use (names without a
+// namespace are in the VM namespace ns).
+func (in Inputs) ImageRefs(ns string) ([]ObjectRef, error) {
+	var (
+		refs []ObjectRef
+		errs []error
+	)
+	for i, d := range in.Disks {
 		if d.ImageName == "" {
 			continue
 		}
-		if ins, name, err := splitNamespaced(d.ImageName, ns); err == nil {
-			refs = append(refs, ins+"/"+name)
+		r, err := parseRef(d.ImageName, ns)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("disk %d image: %w", i, err))
+			continue
 		}
+		refs = append(refs, r)
 	}
-	return refs
+	return refs, errors.Join(errs...)
 }
 
 // inputs returns the machine's parsed JSON flags: those SetConfigFromFlags

@@ -31,7 +31,7 @@ type VMPlan struct {
 	Affinity              *corev1.Affinity
 	UserDataSecret        string
 	HasNetworkData        bool
-	KeyPair               string // <namespace>/<name>, or empty
+	KeyPair               *ObjectRef // nil: none
 	RunStrategy           kubevirtv1.VirtualMachineRunStrategy
 }
 
@@ -51,7 +51,7 @@ type DiskPlan struct {
 // NICPlan is one network interface of the VM.
 type NICPlan struct {
 	Name    string
-	Network string // <namespace>/<name>
+	Network ObjectRef
 	Model   string
 	MAC     string
 	Type    string
@@ -65,6 +65,18 @@ const (
 // UserDataSecretName is the name of a machine's cloud-init Secret.
 func UserDataSecretName(machineName string) string {
 	return machineName + "-cloudinit"
+}
+
+// ObjectRef names a namespaced object.
+type ObjectRef struct{ Namespace, Name string }
+
+// String is "<namespace>/<name>".
+func (r ObjectRef) String() string { return r.Namespace + "/" + r.Name }
+
+// parseRef parses "<namespace>/<name>" or "<name>" (in defaultNS).
+func parseRef(v, defaultNS string) (ObjectRef, error) {
+	ns, name, err := splitNamespaced(v, defaultNS)
+	return ObjectRef{Namespace: ns, Name: name}, err
 }
 
 // DiskClaimName is the name of the PVC of a machine's i-th disk.
@@ -126,28 +138,28 @@ func PlanFromConfig(c Config, in Inputs, machineName string, images map[string]I
 	return p, nil
 }
 
-// KeyPairRef is --harvester-key-pair-name as <namespace>/<name>, or "".
-func KeyPairRef(c Config) (string, error) {
+// KeyPairRef is --harvester-key-pair-name's key pair (nil: none).
+func KeyPairRef(c Config) (*ObjectRef, error) {
 	if c.KeyPairName == "" {
-		return "", nil
+		return nil, nil
 	}
-	ns, name, err := splitNamespaced(c.KeyPairName, c.VMNamespace)
+	r, err := parseRef(c.KeyPairName, c.VMNamespace)
 	if err != nil {
-		return "", fmt.Errorf("--%s: %w", FlagKeyPairName, err)
+		return nil, fmt.Errorf("--%s: %w", FlagKeyPairName, err)
 	}
-	return ns + "/" + name, nil
+	return &r, nil
 }
 
 // PlanNICs resolves the machine's interfaces (networks as <namespace>/<name>).
 func PlanNICs(c Config, in Inputs) ([]NICPlan, error) {
 	var nics []NICPlan
 	for i, n := range in.NICs {
-		ns, name, err := splitNamespaced(n.NetworkName, c.VMNamespace)
+		network, err := parseRef(n.NetworkName, c.VMNamespace)
 		if err != nil {
 			return nil, fmt.Errorf("interface %d network: %w", i, err)
 		}
 		nics = append(nics, NICPlan{
-			Name: "nic-" + strconv.Itoa(i), Network: ns + "/" + name,
+			Name: "nic-" + strconv.Itoa(i), Network: network,
 			Model: orDefault(n.Model, DefaultNetworkModel), MAC: n.MACAddress,
 			Type: orDefault(n.Type, InterfaceTypeBridge),
 		})

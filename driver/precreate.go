@@ -83,9 +83,12 @@ func (d *Driver) PreCreateCheck() error {
 func (d *Driver) checkImages(ctx context.Context, api *harvesterAPI, in Inputs) (map[string]string, []error) {
 	var problems []error
 	storageClasses := map[string]string{}
-	for _, ref := range in.ImageRefs(d.VMNamespace) {
-		ns, name, _ := splitNamespaced(ref, d.VMNamespace)
-		img, err := api.getImage(ctx, ns, name)
+	refs, err := in.ImageRefs(d.VMNamespace)
+	if err != nil {
+		problems = append(problems, err)
+	}
+	for _, ref := range refs {
+		img, err := api.getImage(ctx, ref)
 		if err != nil {
 			problems = append(problems, notFoundOr(err, fmt.Sprintf("image %s does not exist (see --%s / --%s)", ref, FlagImageName, FlagDiskInfo)))
 			continue
@@ -95,7 +98,7 @@ func (d *Driver) checkImages(ctx context.Context, api *harvesterAPI, in Inputs) 
 		} else if img.Status.StorageClassName == "" {
 			problems = append(problems, fmt.Errorf("image %s has no storage class in its status", ref))
 		} else {
-			storageClasses[img.Status.StorageClassName] = "image " + ref
+			storageClasses[img.Status.StorageClassName] = "image " + ref.String()
 		}
 	}
 	if d.DiskInfo != "" {
@@ -130,8 +133,7 @@ func (d *Driver) checkNetworks(ctx context.Context, api *harvesterAPI, in Inputs
 	}
 	var problems []error
 	for _, nic := range nics {
-		ns, name, _ := splitNamespaced(nic.Network, d.VMNamespace)
-		if err := api.getNetwork(ctx, ns, name); err != nil {
+		if err := api.getNetwork(ctx, nic.Network); err != nil {
 			problems = append(problems, notFoundOr(err, fmt.Sprintf("network %s does not exist (see --%s / --%s)", nic.Network, FlagNetworkName, FlagNetworkInfo)))
 		}
 	}
@@ -144,11 +146,10 @@ func (d *Driver) checkKeyPair(ctx context.Context, api *harvesterAPI) []error {
 	if err != nil {
 		return []error{err}
 	}
-	if ref == "" {
+	if ref == nil {
 		return nil
 	}
-	ns, name, _ := splitNamespaced(ref, d.VMNamespace)
-	kp, err := api.getKeyPair(ctx, ns, name)
+	kp, err := api.getKeyPair(ctx, *ref)
 	if err != nil {
 		return []error{notFoundOr(err, fmt.Sprintf("--%s: key pair %s does not exist", FlagKeyPairName, ref))}
 	}

@@ -244,18 +244,18 @@ func (a *harvesterAPI) serverVersion(ctx context.Context) (*harvesterv1.Setting,
 	return getDynamic[harvesterv1.Setting](ctx, a, "read Harvester setting "+serverVerID, gvrSetting, "", serverVerID)
 }
 
-func (a *harvesterAPI) getImage(ctx context.Context, ns, name string) (*harvesterv1.VirtualMachineImage, error) {
-	return getDynamic[harvesterv1.VirtualMachineImage](ctx, a, "get image "+ref(ns, name), gvrImage, ns, name)
+func (a *harvesterAPI) getImage(ctx context.Context, r ObjectRef) (*harvesterv1.VirtualMachineImage, error) {
+	return getDynamic[harvesterv1.VirtualMachineImage](ctx, a, "get image "+r.String(), gvrImage, r.Namespace, r.Name)
 }
 
-func (a *harvesterAPI) getKeyPair(ctx context.Context, ns, name string) (*harvesterv1.KeyPair, error) {
-	return getDynamic[harvesterv1.KeyPair](ctx, a, "get key pair "+ref(ns, name), gvrKeyPair, ns, name)
+func (a *harvesterAPI) getKeyPair(ctx context.Context, r ObjectRef) (*harvesterv1.KeyPair, error) {
+	return getDynamic[harvesterv1.KeyPair](ctx, a, "get key pair "+r.String(), gvrKeyPair, r.Namespace, r.Name)
 }
 
 // getNetwork checks that the network attachment definition exists.
-func (a *harvesterAPI) getNetwork(ctx context.Context, ns, name string) error {
-	_, err := do(ctx, a, "get network "+ref(ns, name), func(c context.Context) (*unstructured.Unstructured, error) {
-		return a.dyn.Resource(gvrNetwork).Namespace(ns).Get(c, name, metav1.GetOptions{})
+func (a *harvesterAPI) getNetwork(ctx context.Context, r ObjectRef) error {
+	_, err := do(ctx, a, "get network "+r.String(), func(c context.Context) (*unstructured.Unstructured, error) {
+		return a.dyn.Resource(gvrNetwork).Namespace(r.Namespace).Get(c, r.Name, metav1.GetOptions{})
 	})
 	return err
 }
