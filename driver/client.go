@@ -7,8 +7,6 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -73,56 +71,11 @@ func (a *harvesterAPI) call(parent context.Context, fn func(ctx context.Context)
 	return kubeapi.Call(parent, a.timeout, fn)
 }
 
-func (a *harvesterAPI) getTyped(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, out any) error {
-	return a.call(ctx, func(ctx context.Context) error {
-		var (
-			u   interface{ UnstructuredContent() map[string]any }
-			err error
-		)
-		if ns == "" {
-			u, err = a.dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
-		} else {
-			u, err = a.dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-		}
-		if err != nil {
-			return err
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), out); err != nil {
-			return fmt.Errorf("decode %s %s/%s: %w", gvr.Resource, ns, name, err)
-		}
-		return nil
-	})
-}
-
-// serverVersion returns Harvester's Setting server-version: its value is
-// the version, its UID identifies the cluster.
-func (a *harvesterAPI) serverVersion(ctx context.Context) (*harvesterv1.Setting, error) {
-	var s harvesterv1.Setting
-	return &s, a.getTyped(ctx, gvrSetting, "", serverVerID, &s)
-}
-
 func settingValue(s *harvesterv1.Setting) string {
 	if s.Value != "" {
 		return s.Value
 	}
 	return s.Default
-}
-
-func (a *harvesterAPI) image(ctx context.Context, ns, name string) (*harvesterv1.VirtualMachineImage, error) {
-	var img harvesterv1.VirtualMachineImage
-	return &img, a.getTyped(ctx, gvrImage, ns, name, &img)
-}
-
-func (a *harvesterAPI) keyPair(ctx context.Context, ns, name string) (*harvesterv1.KeyPair, error) {
-	var kp harvesterv1.KeyPair
-	return &kp, a.getTyped(ctx, gvrKeyPair, ns, name, &kp)
-}
-
-func (a *harvesterAPI) networkExists(ctx context.Context, ns, name string) error {
-	return a.call(ctx, func(ctx context.Context) error {
-		_, err := a.dyn.Resource(gvrNetwork).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
-		return err
-	})
 }
 
 // conditionTrue reports whether a Harvester condition is True.

@@ -6,9 +6,7 @@ import (
 	"fmt"
 
 	"github.com/rancher/machine/libmachine/log"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // session returns the API of the command's credential once the credential
@@ -30,16 +28,6 @@ func (d *Driver) session(ctx context.Context) (*harvesterAPI, error) {
 	return api, nil
 }
 
-func (a *harvesterAPI) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
-	var ns *corev1.Namespace
-	err := a.call(ctx, func(c context.Context) error {
-		var err error
-		ns, err = a.kube.CoreV1().Namespaces().Get(c, name, metav1.GetOptions{})
-		return err
-	})
-	return ns, err
-}
-
 // recordCluster records the identity of the credential's cluster (at
 // pre-create) and returns the problems found: no Harvester, no namespace,
 // or nothing readable to identify the cluster by.
@@ -50,21 +38,21 @@ func (d *Driver) recordCluster(ctx context.Context, api *harvesterAPI) []error {
 	case err == nil:
 		d.ClusterUID = string(setting.UID)
 		log.Infof("Harvester %s, namespace %s", settingValue(setting), d.VMNamespace)
-	case apierrors.IsUnauthorized(err):
-		return []error{apiError("read Harvester server version", err)}
+	case errors.Is(err, ErrCredentialsRejected):
+		return []error{err}
 	case apierrors.IsForbidden(err):
 		log.Warnf("cannot read the Harvester setting server-version (forbidden); the cluster is identified by namespace %s", d.VMNamespace)
 	default:
-		problems = append(problems, apiError("read Harvester setting server-version (is this a Harvester cluster?)", err))
+		problems = append(problems, fmt.Errorf("%w (is this a Harvester cluster?)", err))
 	}
-	ns, err := api.namespace(ctx, d.VMNamespace)
+	ns, err := api.getNamespace(ctx, d.VMNamespace)
 	switch {
 	case err == nil:
 		d.NamespaceUID = string(ns.UID)
 	case apierrors.IsForbidden(err):
 		log.Warnf("cannot read namespace %s (forbidden); skipping that check", d.VMNamespace)
 	default:
-		problems = append(problems, notFoundOr(err, fmt.Sprintf("--%s: namespace %q does not exist", FlagVMNamespace, d.VMNamespace), "get namespace "+d.VMNamespace))
+		problems = append(problems, notFoundOr(err, fmt.Sprintf("--%s: namespace %q does not exist", FlagVMNamespace, d.VMNamespace)))
 	}
 	if d.ClusterUID == "" && d.NamespaceUID == "" && len(problems) == 0 {
 		problems = append(problems, fmt.Errorf("cannot record which Harvester cluster the machine is created on: "+
@@ -92,11 +80,11 @@ func (d *Driver) confirmCluster(ctx context.Context, api *harvesterAPI) error {
 		case apierrors.IsNotFound(err):
 			return wrongCluster("it has no setting server-version: it is no Harvester cluster")
 		case !apierrors.IsForbidden(err):
-			return apiError("confirm the Harvester cluster (read setting server-version)", err)
+			return fmt.Errorf("confirm the Harvester cluster: %w", err)
 		}
 	}
 	if d.NamespaceUID != "" {
-		ns, err := api.namespace(ctx, d.VMNamespace)
+		ns, err := api.getNamespace(ctx, d.VMNamespace)
 		switch {
 		case err == nil && string(ns.UID) == d.NamespaceUID:
 			return nil
@@ -105,7 +93,7 @@ func (d *Driver) confirmCluster(ctx context.Context, api *harvesterAPI) error {
 		case apierrors.IsNotFound(err):
 			return wrongCluster("it has no namespace %s", d.VMNamespace)
 		case !apierrors.IsForbidden(err):
-			return apiError("confirm the Harvester cluster (read namespace "+d.VMNamespace+")", err)
+			return fmt.Errorf("confirm the Harvester cluster: %w", err)
 		}
 	}
 	return errors.New("cannot confirm that the credential points at the Harvester cluster this machine was created on: " +

@@ -135,6 +135,8 @@ func (d *Driver) SetConfigFromFlags(opts drivers.DriverOptions) error {
 		d.MachineID = id
 	}
 	d.SetSwarmConfigFromFlags(opts)
-	problems = append(problems, Validate(c, d.MachineName, d.SSHUser, d.SSHPort))
+	in, err := validate(c, d.MachineName, d.SSHUser, d.SSHPort)
+	d.parsed = &in
+	problems = append(problems, err)
 	return joinProblems("invalid machine configuration", problems)
 }

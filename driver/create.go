@@ -9,8 +9,6 @@ import (
 	"github.com/rancher/machine/libmachine/log"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/cloudinit"
@@ -93,16 +91,23 @@ func (r rollback) run(machine string, err error) error {
 
 // buildMachine resolves the images and builds the labelled Secret and VM.
 func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *corev1.Secret, *kubevirtv1.VirtualMachine, error) {
-	images := map[string]ImageFacts{}
-	for _, ref := range ImageRefs(d.Config) {
-		ns, name, _ := splitNamespaced(ref, d.VMNamespace)
-		img, err := api.image(ctx, ns, name)
-		if err != nil {
-			return VMPlan{}, nil, nil, apiError("get image "+ref, err)
-		}
-		images[ref] = ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
+	in, err := d.inputs()
+	if err != nil {
+		return VMPlan{}, nil, nil, err
 	}
-	plan, err := PlanFromConfig(d.Config, d.MachineName, images)
+	refs, err := in.ImageRefs(d.VMNamespace)
+	if err != nil {
+		return VMPlan{}, nil, nil, fmt.Errorf("plan VM: %w", err)
+	}
+	images := map[string]ImageFacts{}
+	for _, ref := range refs {
+		img, err := api.getImage(ctx, ref)
+		if err != nil {
+			return VMPlan{}, nil, nil, err
+		}
+		images[ref.String()] = ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
+	}
+	plan, err := PlanFromConfig(d.Config, in, d.MachineName, images)
 	if err != nil {
 		return plan, nil, nil, fmt.Errorf("plan VM: %w", err)
 	}
@@ -132,48 +137,31 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *
 
 func (d *Driver) createSecret(ctx context.Context, api *harvesterAPI, secret *corev1.Secret) error {
 	log.Infof("%s: creating cloud-init Secret %s/%s", d.MachineName, d.VMNamespace, secret.Name)
-	err := api.call(ctx, func(c context.Context) error {
-		_, err := api.kube.CoreV1().Secrets(d.VMNamespace).Create(c, secret, metav1.CreateOptions{})
-		return err
-	})
+	_, err := api.createSecret(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create Secret: a Secret named %s already exists in namespace %s (another machine of this name?); nothing was created", secret.Name, d.VMNamespace)
 	}
-	return apiError("create Secret "+secret.Name, err)
+	return err
 }
 
 func (d *Driver) createVM(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
-	var created *kubevirtv1.VirtualMachine
-	err := api.call(ctx, func(c context.Context) error {
-		var err error
-		created, err = api.virt.KubevirtV1().VirtualMachines(d.VMNamespace).Create(c, vm, metav1.CreateOptions{})
-		return err
-	})
+	created, err := api.createVM(ctx, vm)
 	if apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create VM: a VM named %s already exists in namespace %s", vm.Name, d.VMNamespace)
 	}
-	return created, apiError("create VM "+vm.Name, err)
+	return created, err
 }
 
 // adoptSecret makes the VM the owner of the cloud-init Secret, so the
 // Secret goes away with the VM even if the driver is not asked to remove it.
 func (d *Driver) adoptSecret(ctx context.Context, api *harvesterAPI, name string, vm *kubevirtv1.VirtualMachine) error {
-	secrets := api.kube.CoreV1().Secrets(d.VMNamespace)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		return api.call(ctx, func(c context.Context) error {
-			s, err := secrets.Get(c, name, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if err := d.checkOwned("Secret", d.MachineName, s); err != nil {
-				return err
-			}
-			s.OwnerReferences = append(s.OwnerReferences, VMOwnerReference(vm))
-			_, err = secrets.Update(c, s, metav1.UpdateOptions{})
-			return err
-		})
+	return api.updateSecret(ctx, d.VMNamespace, name, "set the owner", func(s *corev1.Secret) (bool, error) {
+		if err := d.checkOwned("Secret", d.MachineName, s); err != nil {
+			return false, err
+		}
+		s.OwnerReferences = append(s.OwnerReferences, VMOwnerReference(vm))
+		return true, nil
 	})
-	return apiError("set the owner of Secret "+name, err)
 }
 
 // removeOwnSecret deletes the cloud-init Secret if it is the machine's and
@@ -183,10 +171,7 @@ func (d *Driver) removeOwnSecret(ctx context.Context, api *harvesterAPI, name st
 	if err != nil || s == nil {
 		return err
 	}
-	err = deleteWithUID(ctx, api, "Secret "+name, s.UID, func(c context.Context, o metav1.DeleteOptions) error {
-		return api.kube.CoreV1().Secrets(d.VMNamespace).Delete(c, name, o)
-	})
-	if err != nil {
+	if err := api.deleteSecret(ctx, d.VMNamespace, name, s.UID); err != nil {
 		return err
 	}
 	return d.waitRemoved(ctx, api, []goneTarget{{kindSecret, name, s.UID}})

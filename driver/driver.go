@@ -22,6 +22,8 @@ type Driver struct {
 	Config
 	Ownership
 
+	// parsed are the JSON flags of Config, parsed (see inputs).
+	parsed *Inputs
 	// api is the Harvester API of the current credentials (lazily built).
 	api *harvesterAPI
 	// sessionKubeconfig is a credential from this command's arguments or
@@ -60,6 +62,7 @@ func (d *Driver) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("load harvester driver config: %w", err)
 	}
 	*d = Driver(target)
+	d.parsed = nil
 	d.useCommandCredentials(os.Args, os.Getenv)
 	return nil
 }

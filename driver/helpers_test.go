@@ -57,3 +57,13 @@ users:
   user:
     token: secret-token
 `
+
+// planOf parses c's JSON flags and plans the machine's VM.
+func planOf(t *testing.T, c Config, machineName string, images map[string]ImageFacts) (VMPlan, error) {
+	t.Helper()
+	in, err := ParseInputs(c)
+	if err != nil {
+		t.Fatalf("parse inputs: %v", err)
+	}
+	return PlanFromConfig(c, in, machineName, images)
+}

@@ -285,8 +285,8 @@ func TestRemoveKeepsForeignVolumeOfOwnVM(t *testing.T) {
 // of the name makes the name unusable, and the problem says which.
 func TestPreCreateRefusesLeftovers(t *testing.T) {
 	d, _ := newFakeDriver(t, testCluster, []runtime.Object{fakePVC(testMachine+"-disk-0", nil), fakeSecret(nil)}, nil)
-	plan := VMPlan{Disks: []DiskPlan{{ClaimName: testMachine + "-disk-0"}, {ClaimName: testMachine + "-disk-1"}}}
-	problems := d.checkNameFree(context.Background(), d.api, plan)
+	claims := []string{testMachine + "-disk-0", testMachine + "-disk-1"}
+	problems := d.checkNameFree(context.Background(), d.api, claims)
 	got := errors.Join(problems...)
 	if len(problems) != 2 || !strings.Contains(got.Error(), "volume (PVC) named "+testMachine+"-disk-0 already exists") ||
 		!strings.Contains(got.Error(), "cloud-init Secret named "+testMachine+"-cloudinit already exists") {
@@ -332,7 +332,7 @@ func TestKillLeavesForeignVMI(t *testing.T) {
 func TestOwnedByLabelsEverything(t *testing.T) {
 	c := baseConfig()
 	c.DiskInfo = `{"disks":[{"imageName":"default/ubuntu-22.04","size":40,"bootOrder":1},{"storageClassName":"sc","size":5,"hotPlugAble":true}]}`
-	plan, err := PlanFromConfig(c, "m-1", testImages)
+	plan, err := planOf(t, c, "m-1", testImages)
 	if err != nil {
 		t.Fatal(err)
 	}

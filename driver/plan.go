@@ -32,7 +32,7 @@ type VMPlan struct {
 	Affinity              *corev1.Affinity
 	UserDataSecret        string
 	HasNetworkData        bool
-	KeyPair               string // <namespace>/<name>, or empty
+	KeyPair               *ObjectRef // nil: none
 	RunStrategy           kubevirtv1.VirtualMachineRunStrategy
 }
 
@@ -52,7 +52,7 @@ type DiskPlan struct {
 // NICPlan is one network interface of the VM.
 type NICPlan struct {
 	Name    string
-	Network string // <namespace>/<name>
+	Network ObjectRef
 	Model   string
 	MAC     string
 	Type    string
@@ -68,31 +68,27 @@ func UserDataSecretName(machineName string) string {
 	return machineName + "-cloudinit"
 }
 
-// ImageRefs lists the images a Config uses, as <namespace>/<name>.
-func ImageRefs(c Config) []string {
-	var refs []string
-	add := func(v string) {
-		if ns, name, err := splitNamespaced(v, c.VMNamespace); err == nil {
-			refs = append(refs, ns+"/"+name)
-		}
-	}
-	if c.DiskInfo == "" {
-		add(c.ImageName)
-		return refs
-	}
-	if info, err := ParseDiskInfo(c.DiskInfo); err == nil {
-		for _, d := range info.Disks {
-			if d.ImageName != "" {
-				add(d.ImageName)
-			}
-		}
-	}
-	return refs
+// ObjectRef names a namespaced object.
+type ObjectRef struct{ Namespace, Name string }
+
+// String is "<namespace>/<name>".
+func (r ObjectRef) String() string { return r.Namespace + "/" + r.Name }
+
+// parseRef parses "<namespace>/<name>" or "<name>" (in defaultNS).
+func parseRef(v, defaultNS string) (ObjectRef, error) {
+	ns, name, err := splitNamespaced(v, defaultNS)
+	return ObjectRef{Namespace: ns, Name: name}, err
 }
 
-// PlanFromConfig resolves a validated Config into a VMPlan. images maps
-// <namespace>/<name> to what is known about each image the config uses.
-func PlanFromConfig(c Config, machineName string, images map[string]ImageFacts) (VMPlan, error) {
+// DiskClaimName is the name of the PVC of a machine's i-th disk.
+func DiskClaimName(machineName string, i int) string {
+	return machineName + "-disk-" + strconv.Itoa(i)
+}
+
+// PlanFromConfig resolves a validated Config and its parsed JSON flags into
+// a VMPlan. images maps <namespace>/<name> to what is known about each
+// image the config uses.
+func PlanFromConfig(c Config, in Inputs, machineName string, images map[string]ImageFacts) (VMPlan, error) {
 	labels := harvester.MachineLabels(c.VMNamespace, machineName, c.ClusterName)
 	p := VMPlan{
 		Name: machineName, Namespace: c.VMNamespace,
@@ -104,36 +100,19 @@ func PlanFromConfig(c Config, machineName string, images map[string]ImageFacts) 
 		UserDataSecret: UserDataSecretName(machineName),
 		HasNetworkData: c.NetworkData != "",
 		RunStrategy:    kubevirtv1.RunStrategyRerunOnFailure,
+		VGPUs:          in.VGPUs,
+		Affinity:       harvester.MergeAffinity(in.Affinity, labels[harvester.LabelMachineSet]),
 	}
-	var user *corev1.Affinity
-	if c.VMAffinity != "" {
-		a, err := ParseAffinity(c.VMAffinity)
-		if err != nil {
-			return p, fmt.Errorf("--%s: %w", FlagVMAffinity, err)
-		}
-		user = a
+	var err error
+	if p.KeyPair, err = KeyPairRef(c); err != nil {
+		return p, err
 	}
-	p.Affinity = harvester.MergeAffinity(user, labels[harvester.LabelMachineSet])
-
-	if c.KeyPairName != "" {
-		ns, name, err := splitNamespaced(c.KeyPairName, c.VMNamespace)
-		if err != nil {
-			return p, fmt.Errorf("--%s: %w", FlagKeyPairName, err)
-		}
-		p.KeyPair = ns + "/" + name
+	if p.NICs, err = PlanNICs(c, in); err != nil {
+		return p, err
 	}
-
-	disks := []Disk{{ImageName: c.ImageName, Size: c.DiskSizeGiB, Bus: c.DiskBus, BootOrder: 1}}
-	if c.DiskInfo != "" {
-		info, err := ParseDiskInfo(c.DiskInfo)
-		if err != nil {
-			return p, fmt.Errorf("--%s: %w", FlagDiskInfo, err)
-		}
-		disks = info.Disks
-	}
-	for i, d := range disks {
+	for i, d := range in.Disks {
 		dp := DiskPlan{
-			Name: "disk-" + strconv.Itoa(i), ClaimName: machineName + "-disk-" + strconv.Itoa(i),
+			Name: "disk-" + strconv.Itoa(i), ClaimName: DiskClaimName(machineName, i),
 			StorageClassName: d.StorageClassName, SizeGiB: d.Size, BootOrder: d.BootOrder,
 			Bus: orDefault(d.Bus, DefaultDiskBus), Type: orDefault(d.Type, DiskTypeDisk), HotPlug: d.HotPlugAble,
 		}
@@ -157,34 +136,36 @@ func PlanFromConfig(c Config, machineName string, images map[string]ImageFacts) 
 		}
 		p.Disks = append(p.Disks, dp)
 	}
+	return p, nil
+}
 
-	nics := []NetworkInterface{{NetworkName: c.NetworkName, Model: c.NetworkModel}}
-	if c.NetworkInfo != "" {
-		info, err := ParseNetworkInfo(c.NetworkInfo)
-		if err != nil {
-			return p, fmt.Errorf("--%s: %w", FlagNetworkInfo, err)
-		}
-		nics = info.Interfaces
+// KeyPairRef is --harvester-key-pair-name's key pair (nil: none).
+func KeyPairRef(c Config) (*ObjectRef, error) {
+	if c.KeyPairName == "" {
+		return nil, nil
 	}
-	for i, n := range nics {
-		ns, name, err := splitNamespaced(n.NetworkName, c.VMNamespace)
+	r, err := parseRef(c.KeyPairName, c.VMNamespace)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", FlagKeyPairName, err)
+	}
+	return &r, nil
+}
+
+// PlanNICs resolves the machine's interfaces (networks as <namespace>/<name>).
+func PlanNICs(c Config, in Inputs) ([]NICPlan, error) {
+	var nics []NICPlan
+	for i, n := range in.NICs {
+		network, err := parseRef(n.NetworkName, c.VMNamespace)
 		if err != nil {
-			return p, fmt.Errorf("interface %d network: %w", i, err)
+			return nil, fmt.Errorf("interface %d network: %w", i, err)
 		}
-		p.NICs = append(p.NICs, NICPlan{
-			Name: "nic-" + strconv.Itoa(i), Network: ns + "/" + name,
+		nics = append(nics, NICPlan{
+			Name: "nic-" + strconv.Itoa(i), Network: network,
 			Model: orDefault(n.Model, DefaultNetworkModel), MAC: n.MACAddress,
 			Type: orDefault(n.Type, InterfaceTypeBridge),
 		})
 	}
-	if c.VGPUInfo != "" {
-		v, err := ParseVGPUInfo(c.VGPUInfo)
-		if err != nil {
-			return p, fmt.Errorf("--%s: %w", FlagVGPUInfo, err)
-		}
-		p.VGPUs = v.VGPURequests
-	}
-	return p, nil
+	return nics, nil
 }
 
 // OwnedBy returns the plan with the machine's ID among the labels of

@@ -7,9 +7,6 @@ import (
 
 	"github.com/rancher/machine/libmachine/log"
 	"github.com/rancher/machine/libmachine/state"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -19,17 +16,9 @@ const restoreTimeout = time.Minute
 // getVMI returns the machine's VMI, nil when there is none, or an error
 // wrapping ErrNotOwned when the VMI of that name is not the machine's.
 func (d *Driver) getVMI(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachineInstance, error) {
-	var vmi *kubevirtv1.VirtualMachineInstance
-	err := api.call(ctx, func(c context.Context) error {
-		var err error
-		vmi, err = api.virt.KubevirtV1().VirtualMachineInstances(d.VMNamespace).Get(c, d.MachineName, metav1.GetOptions{})
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, apiError("get VMI "+d.MachineName, err)
+	vmi, err := absent(api.getVMI(ctx, d.VMNamespace, d.MachineName))
+	if err != nil || vmi == nil {
+		return nil, err
 	}
 	if err := d.checkOwned("VMI", d.MachineName, vmi); err != nil {
 		return nil, err
@@ -84,28 +73,20 @@ func (d *Driver) GetIP() (string, error) {
 // setRunStrategy updates spec.runStrategy of the machine's own VM, retrying
 // on conflicts, and returns the strategy it replaced (nil: none set).
 func (d *Driver) setRunStrategy(ctx context.Context, api *harvesterAPI, rs kubevirtv1.VirtualMachineRunStrategy) (*kubevirtv1.VirtualMachineRunStrategy, error) {
-	vms := api.virt.KubevirtV1().VirtualMachines(d.VMNamespace)
 	var previous *kubevirtv1.VirtualMachineRunStrategy
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		return api.call(ctx, func(c context.Context) error {
-			vm, err := vms.Get(c, d.MachineName, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if err := d.checkOwned("VM", d.MachineName, vm); err != nil {
-				return err
-			}
-			previous = vm.Spec.RunStrategy
-			if vm.Spec.RunStrategy != nil && *vm.Spec.RunStrategy == rs {
-				return nil
-			}
-			vm.Spec.Running = nil
-			vm.Spec.RunStrategy = &rs
-			_, err = vms.Update(c, vm, metav1.UpdateOptions{})
-			return err
-		})
+	err := api.updateVM(ctx, d.VMNamespace, d.MachineName, "set run strategy "+string(rs), func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+		if err := d.checkOwned("VM", d.MachineName, vm); err != nil {
+			return false, err
+		}
+		previous = vm.Spec.RunStrategy
+		if vm.Spec.RunStrategy != nil && *vm.Spec.RunStrategy == rs {
+			return false, nil
+		}
+		vm.Spec.Running = nil
+		vm.Spec.RunStrategy = &rs
+		return true, nil
 	})
-	return previous, apiError(fmt.Sprintf("set run strategy of VM %s to %s", d.MachineName, rs), err)
+	return previous, err
 }
 
 // Start sets the run strategy to RerunOnFailure and waits until the VM runs
@@ -155,13 +136,8 @@ func (d *Driver) Kill() error {
 	}
 	if vmi != nil {
 		zero := int64(0)
-		err = api.call(ctx, func(c context.Context) error {
-			return api.virt.KubevirtV1().VirtualMachineInstances(d.VMNamespace).Delete(c, d.MachineName, metav1.DeleteOptions{
-				GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &vmi.UID},
-			})
-		})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return apiError("delete VMI "+d.MachineName, err)
+		if err := api.deleteVMI(ctx, d.VMNamespace, d.MachineName, vmi.UID, &zero); err != nil {
+			return err
 		}
 	}
 	return d.waitVMI(ctx, api, "to be killed", noVMI)
@@ -195,14 +171,10 @@ func (d *Driver) Restart() (err error) {
 		return err
 	}
 	defer func() { err = d.restoreRunStrategy(api, found, err) }()
-	uid := vmi.UID
-	err = api.call(ctx, func(c context.Context) error {
-		return api.virt.KubevirtV1().VirtualMachineInstances(d.VMNamespace).Delete(c, d.MachineName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return apiError("delete VMI "+d.MachineName, err)
+	if err := api.deleteVMI(ctx, d.VMNamespace, d.MachineName, vmi.UID, nil); err != nil {
+		return err
 	}
-	return d.waitVMI(ctx, api, "to run again with a new instance", newRunningVMI(string(uid)))
+	return d.waitVMI(ctx, api, "to run again with a new instance", newRunningVMI(string(vmi.UID)))
 }
 
 // restoreRunStrategy puts back the run strategy a restart found (the

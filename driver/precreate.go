@@ -9,7 +9,6 @@ import (
 	"github.com/rancher/machine/libmachine/log"
 	authv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // permission is one verb on one resource the driver uses.
@@ -50,19 +49,48 @@ func (d *Driver) PreCreateCheck() error {
 	if err != nil {
 		return err
 	}
+	in, err := d.inputs()
+	if err != nil {
+		return joinProblems("pre-create check failed", []error{err})
+	}
 	ctx := context.Background()
 	problems := d.recordCluster(ctx, api)
 	if len(problems) == 1 && errors.Is(problems[0], ErrCredentialsRejected) {
 		return problems[0]
 	}
 	problems = append(problems, d.checkPermissions(ctx, api)...)
+	storageClasses, errs := d.checkImages(ctx, api, in)
+	problems = append(problems, errs...)
+	problems = append(problems, d.checkStorageClasses(ctx, api, storageClasses)...)
+	problems = append(problems, d.checkNetworks(ctx, api, in)...)
+	problems = append(problems, d.checkKeyPair(ctx, api)...)
+	if d.SSHPrivateKeyPath != "" {
+		if _, err := os.ReadFile(d.SSHPrivateKeyPath); err != nil {
+			problems = append(problems, fmt.Errorf("--%s: cannot read the private key: %w", FlagSSHPrivateKeyPath, err))
+		}
+	}
+	claims := make([]string, len(in.Disks))
+	for i := range in.Disks {
+		claims[i] = DiskClaimName(d.MachineName, i)
+	}
+	problems = append(problems, d.checkNameFree(ctx, api, claims)...)
+	return joinProblems("pre-create check failed", dedupeCredentialErrors(problems))
+}
 
-	storageClasses := map[string]string{} // name -> who uses it
-	for _, ref := range ImageRefs(d.Config) {
-		ns, name, _ := splitNamespaced(ref, d.VMNamespace)
-		img, err := api.image(ctx, ns, name)
+// checkImages checks that every image exists, is imported and has a
+// storage class, and returns the storage classes the disks use (name ->
+// who uses it).
+func (d *Driver) checkImages(ctx context.Context, api *harvesterAPI, in Inputs) (map[string]string, []error) {
+	var problems []error
+	storageClasses := map[string]string{}
+	refs, err := in.ImageRefs(d.VMNamespace)
+	if err != nil {
+		problems = append(problems, err)
+	}
+	for _, ref := range refs {
+		img, err := api.getImage(ctx, ref)
 		if err != nil {
-			problems = append(problems, notFoundOr(err, fmt.Sprintf("image %s does not exist (see --%s / --%s)", ref, FlagImageName, FlagDiskInfo), "get image "+ref))
+			problems = append(problems, notFoundOr(err, fmt.Sprintf("image %s does not exist (see --%s / --%s)", ref, FlagImageName, FlagDiskInfo)))
 			continue
 		}
 		if ok, msg := conditionTrue(img.Status.Conditions, "Imported"); !ok {
@@ -70,91 +98,93 @@ func (d *Driver) PreCreateCheck() error {
 		} else if img.Status.StorageClassName == "" {
 			problems = append(problems, fmt.Errorf("image %s has no storage class in its status", ref))
 		} else {
-			storageClasses[img.Status.StorageClassName] = "image " + ref
+			storageClasses[img.Status.StorageClassName] = "image " + ref.String()
 		}
 	}
 	if d.DiskInfo != "" {
-		if info, err := ParseDiskInfo(d.DiskInfo); err == nil {
-			for i, disk := range info.Disks {
-				if disk.ImageName == "" && disk.StorageClassName != "" {
-					storageClasses[disk.StorageClassName] = fmt.Sprintf("--%s disks[%d]", FlagDiskInfo, i)
-				}
+		for i, disk := range in.Disks {
+			if disk.ImageName == "" && disk.StorageClassName != "" {
+				storageClasses[disk.StorageClassName] = fmt.Sprintf("--%s disks[%d]", FlagDiskInfo, i)
 			}
 		}
 	}
-	for sc, user := range storageClasses {
-		if err := api.call(ctx, func(ctx context.Context) error {
-			_, err := api.kube.StorageV1().StorageClasses().Get(ctx, sc, metav1.GetOptions{})
-			return err
-		}); apierrors.IsForbidden(err) {
+	return storageClasses, problems
+}
+
+// checkStorageClasses checks that the storage classes exist (skipped with a
+// warning when the credential may not read them).
+func (d *Driver) checkStorageClasses(ctx context.Context, api *harvesterAPI, storageClasses map[string]string) []error {
+	var problems []error
+	for _, sc := range sortedKeys(storageClasses) {
+		if _, err := api.getStorageClass(ctx, sc); apierrors.IsForbidden(err) {
 			log.Warnf("cannot read storage class %s (forbidden); skipping that check", sc)
 		} else if err != nil {
-			problems = append(problems, notFoundOr(err, fmt.Sprintf("storage class %q (used by %s) does not exist", sc, user), "get storage class "+sc))
+			problems = append(problems, notFoundOr(err, fmt.Sprintf("storage class %q (used by %s) does not exist", sc, storageClasses[sc])))
 		}
 	}
+	return problems
+}
 
-	plan, err := PlanFromConfig(d.Config, d.MachineName, fakeImageFacts(d.Config))
+// checkNetworks checks that every interface's network exists.
+func (d *Driver) checkNetworks(ctx context.Context, api *harvesterAPI, in Inputs) []error {
+	nics, err := PlanNICs(d.Config, in)
 	if err != nil {
-		problems = append(problems, err)
+		return []error{err}
 	}
-	for _, nic := range plan.NICs {
-		ns, name, _ := splitNamespaced(nic.Network, d.VMNamespace)
-		if err := api.networkExists(ctx, ns, name); err != nil {
-			problems = append(problems, notFoundOr(err, fmt.Sprintf("network %s does not exist (see --%s / --%s)", nic.Network, FlagNetworkName, FlagNetworkInfo), "get network "+nic.Network))
+	var problems []error
+	for _, nic := range nics {
+		if err := api.getNetwork(ctx, nic.Network); err != nil {
+			problems = append(problems, notFoundOr(err, fmt.Sprintf("network %s does not exist (see --%s / --%s)", nic.Network, FlagNetworkName, FlagNetworkInfo)))
 		}
 	}
-	if plan.KeyPair != "" {
-		ns, name, _ := splitNamespaced(plan.KeyPair, d.VMNamespace)
-		kp, err := api.keyPair(ctx, ns, name)
-		if err != nil {
-			problems = append(problems, notFoundOr(err, fmt.Sprintf("--%s: key pair %s does not exist", FlagKeyPairName, plan.KeyPair), "get key pair "+plan.KeyPair))
-		} else if ok, msg := conditionTrue(kp.Status.Conditions, "validated"); !ok {
-			problems = append(problems, fmt.Errorf("--%s: key pair %s is not validated%s", FlagKeyPairName, plan.KeyPair, suffix(msg)))
-		}
-	}
+	return problems
+}
 
-	if d.SSHPrivateKeyPath != "" {
-		if _, err := os.ReadFile(d.SSHPrivateKeyPath); err != nil {
-			problems = append(problems, fmt.Errorf("--%s: cannot read the private key: %w", FlagSSHPrivateKeyPath, err))
-		}
+// checkKeyPair checks that the key pair, if any, exists and is validated.
+func (d *Driver) checkKeyPair(ctx context.Context, api *harvesterAPI) []error {
+	ref, err := KeyPairRef(d.Config)
+	if err != nil {
+		return []error{err}
 	}
-
-	problems = append(problems, d.checkNameFree(ctx, api, plan)...)
-	return joinProblems("pre-create check failed", dedupeCredentialErrors(problems))
+	if ref == nil {
+		return nil
+	}
+	kp, err := api.getKeyPair(ctx, *ref)
+	if err != nil {
+		return []error{notFoundOr(err, fmt.Sprintf("--%s: key pair %s does not exist", FlagKeyPairName, ref))}
+	}
+	if ok, msg := conditionTrue(kp.Status.Conditions, "validated"); !ok {
+		return []error{fmt.Errorf("--%s: key pair %s is not validated%s", FlagKeyPairName, ref, suffix(msg))}
+	}
+	return nil
 }
 
 // checkNameFree reports every object the machine would create that already
-// exists: the VM, a disk's volume (left from an earlier machine of this
-// name, it would be booted again) or the cloud-init Secret.
-func (d *Driver) checkNameFree(ctx context.Context, api *harvesterAPI, plan VMPlan) []error {
+// exists: the VM, a disk's volume (claims; left from an earlier machine of
+// this name, it would be booted again) or the cloud-init Secret.
+func (d *Driver) checkNameFree(ctx context.Context, api *harvesterAPI, claims []string) []error {
 	type object struct {
 		kind, name string
-		get        func(ctx context.Context) error
+		err        error
 	}
-	objects := []object{{"VM", d.MachineName, func(c context.Context) error {
-		_, err := api.virt.KubevirtV1().VirtualMachines(d.VMNamespace).Get(c, d.MachineName, metav1.GetOptions{})
-		return err
-	}}}
-	for _, disk := range plan.Disks {
-		objects = append(objects, object{"volume (PVC)", disk.ClaimName, func(c context.Context) error {
-			_, err := api.kube.CoreV1().PersistentVolumeClaims(d.VMNamespace).Get(c, disk.ClaimName, metav1.GetOptions{})
-			return err
-		}})
+	ns := d.VMNamespace
+	_, err := api.getVM(ctx, ns, d.MachineName)
+	objects := []object{{"VM", d.MachineName, err}}
+	for _, c := range claims {
+		_, err := api.getPVC(ctx, ns, c)
+		objects = append(objects, object{"volume (PVC)", c, err})
 	}
 	secret := UserDataSecretName(d.MachineName)
-	objects = append(objects, object{"cloud-init Secret", secret, func(c context.Context) error {
-		_, err := api.kube.CoreV1().Secrets(d.VMNamespace).Get(c, secret, metav1.GetOptions{})
-		return err
-	}})
+	_, err = api.getSecret(ctx, ns, secret)
+	objects = append(objects, object{"cloud-init Secret", secret, err})
 	var problems []error
 	for _, o := range objects {
-		err := api.call(ctx, o.get)
 		switch {
-		case err == nil:
+		case o.err == nil:
 			problems = append(problems, fmt.Errorf("a %s named %s already exists in namespace %s (left from an earlier machine of this name, or another's); "+
-				"choose another machine name or remove it", o.kind, o.name, d.VMNamespace))
-		case !apierrors.IsNotFound(err):
-			problems = append(problems, apiError(fmt.Sprintf("check that the %s name %s is free", o.kind, o.name), err))
+				"choose another machine name or remove it", o.kind, o.name, ns))
+		case !apierrors.IsNotFound(o.err):
+			problems = append(problems, fmt.Errorf("check that the %s name %s is free: %w", o.kind, o.name, o.err))
 		}
 	}
 	return problems
@@ -169,21 +199,10 @@ func (d *Driver) checkPermissions(ctx context.Context, api *harvesterAPI) []erro
 		perms = append(perms, cloudProviderPermissions()...)
 	}
 	for _, p := range perms {
-		review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authv1.ResourceAttributes{Verb: p.verb, Group: p.group, Resource: p.resource, Name: p.name},
-		}}
+		attrs := authv1.ResourceAttributes{Verb: p.verb, Group: p.group, Resource: p.resource, Name: p.name}
+		where := "cluster-wide"
 		if !p.clusterScoped {
-			review.Spec.ResourceAttributes.Namespace = d.VMNamespace
-		}
-		var res *authv1.SelfSubjectAccessReview
-		err := api.call(ctx, func(ctx context.Context) error {
-			var err error
-			res, err = api.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-			return err
-		})
-		where := "in namespace " + d.VMNamespace
-		if p.clusterScoped {
-			where = "cluster-wide"
+			attrs.Namespace, where = d.VMNamespace, "in namespace "+d.VMNamespace
 		}
 		resource := p.resource
 		if p.group != "" {
@@ -192,30 +211,23 @@ func (d *Driver) checkPermissions(ctx context.Context, api *harvesterAPI) []erro
 		if p.name != "" {
 			resource += " " + p.name
 		}
+		ok, err := api.allowed(ctx, attrs, p.verb+" "+resource)
 		switch {
 		case err != nil:
-			problems = append(problems, apiError(fmt.Sprintf("check permission %s %s", p.verb, resource), err))
-		case !res.Status.Allowed:
+			problems = append(problems, err)
+		case !ok:
 			problems = append(problems, fmt.Errorf("the credential may not %s %s %s", p.verb, resource, where))
 		}
 	}
 	return problems
 }
 
-// fakeImageFacts lets PlanFromConfig run before images are resolved.
-func fakeImageFacts(c Config) map[string]ImageFacts {
-	m := map[string]ImageFacts{}
-	for _, ref := range ImageRefs(c) {
-		m[ref] = ImageFacts{StorageClassName: "unresolved"}
-	}
-	return m
-}
-
-func notFoundOr(err error, notFound, op string) error {
+// notFoundOr returns the notFound problem for a NotFound, else err.
+func notFoundOr(err error, notFound string) error {
 	if apierrors.IsNotFound(err) {
 		return errors.New(notFound)
 	}
-	return apiError(op, err)
+	return err
 }
 
 // dedupeCredentialErrors keeps a single credential error among problems.

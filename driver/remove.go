@@ -11,10 +11,8 @@ import (
 	"github.com/rancher/machine/libmachine/log"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -56,28 +54,19 @@ func (d *Driver) removeMachine(parent context.Context, api *harvesterAPI) error 
 			return err
 		}
 		log.Infof("%s: deleting VM %s/%s (UID %s)", d.MachineName, d.VMNamespace, r.vm.Name, r.vm.UID)
-		if err := deleteWithUID(ctx, api, "VM "+r.vm.Name, r.vm.UID, func(c context.Context, o metav1.DeleteOptions) error {
-			return api.virt.KubevirtV1().VirtualMachines(d.VMNamespace).Delete(c, r.vm.Name, o)
-		}); err != nil {
+		if err := api.deleteVM(ctx, d.VMNamespace, r.vm.Name, r.vm.UID); err != nil {
 			return err
 		}
 		targets = append(targets, goneTarget{kindVM, r.vm.Name, r.vm.UID}, goneTarget{kindVMI, r.vm.Name, ""})
 	}
 	var errs []error
-	pvcs := api.kube.CoreV1().PersistentVolumeClaims(d.VMNamespace)
 	for _, c := range claims {
 		log.Infof("%s: deleting volume %s/%s", d.MachineName, d.VMNamespace, c)
-		err := deleteWithUID(ctx, api, "volume "+c, r.claims[c], func(cc context.Context, o metav1.DeleteOptions) error {
-			return pvcs.Delete(cc, c, o)
-		})
-		errs = append(errs, err)
+		errs = append(errs, api.deletePVC(ctx, d.VMNamespace, c, r.claims[c]))
 		targets = append(targets, goneTarget{kindPVC, c, r.claims[c]})
 	}
 	if s := r.secret; s != nil {
-		err := deleteWithUID(ctx, api, "Secret "+s.Name, s.UID, func(c context.Context, o metav1.DeleteOptions) error {
-			return api.kube.CoreV1().Secrets(d.VMNamespace).Delete(c, s.Name, o)
-		})
-		errs = append(errs, err)
+		errs = append(errs, api.deleteSecret(ctx, d.VMNamespace, s.Name, s.UID))
 		targets = append(targets, goneTarget{kindSecret, s.Name, s.UID})
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -131,27 +120,10 @@ func (d *Driver) findRemoval(ctx context.Context, api *harvesterAPI) (removal, e
 	return removal{vm: vm, claims: claims, secret: secret}, nil
 }
 
-// getVM returns the VM of the machine's name, or nil when there is none.
-func (d *Driver) getVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachine, error) {
-	var vm *kubevirtv1.VirtualMachine
-	err := api.call(ctx, func(c context.Context) error {
-		var err error
-		vm, err = api.virt.KubevirtV1().VirtualMachines(d.VMNamespace).Get(c, d.MachineName, metav1.GetOptions{})
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, apiError("get VM "+d.MachineName, err)
-	}
-	return vm, nil
-}
-
 // ownVM returns the machine's VM, nil when there is none, or an error
 // wrapping ErrNotOwned when the VM of that name is not the machine's.
 func (d *Driver) ownVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachine, error) {
-	vm, err := d.getVM(ctx, api)
+	vm, err := absent(api.getVM(ctx, d.VMNamespace, d.MachineName))
 	if err != nil || vm == nil {
 		return nil, err
 	}
@@ -164,17 +136,9 @@ func (d *Driver) ownVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.Virt
 // ownSecret returns the Secret called name if it is the machine's, nil if
 // there is none, or an error wrapping ErrNotOwned.
 func (d *Driver) ownSecret(ctx context.Context, api *harvesterAPI, name string) (*corev1.Secret, error) {
-	var s *corev1.Secret
-	err := api.call(ctx, func(c context.Context) error {
-		var err error
-		s, err = api.kube.CoreV1().Secrets(d.VMNamespace).Get(c, name, metav1.GetOptions{})
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, apiError("get Secret "+name, err)
+	s, err := absent(api.getSecret(ctx, d.VMNamespace, name))
+	if err != nil || s == nil {
+		return nil, err
 	}
 	if err := d.checkOwned("Secret", d.MachineName, s); err != nil {
 		return nil, err
@@ -188,7 +152,7 @@ func (d *Driver) ownSecret(ctx context.Context, api *harvesterAPI, name string) 
 // removeAllPersistentVolumeClaims every volume of the guest cluster.
 func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (map[string]types.UID, error) {
 	out := map[string]types.UID{}
-	owned, err := d.listClaims(ctx, api, d.ownerSelector(d.MachineName))
+	owned, err := api.listPVCs(ctx, d.VMNamespace, d.ownerSelector(d.MachineName))
 	if err != nil {
 		return nil, err
 	}
@@ -205,7 +169,7 @@ func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterAPI, vm *kube
 		if _, ok := out[name]; ok {
 			continue
 		}
-		p, err := d.getClaim(ctx, api, name)
+		p, err := absent(api.getPVC(ctx, d.VMNamespace, name))
 		if err != nil || p == nil {
 			if err != nil {
 				return nil, err
@@ -219,7 +183,7 @@ func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterAPI, vm *kube
 		}
 	}
 	if cluster := vm.Labels[LabelGuestCluster]; vm.Annotations[AnnotationRemoveAllPVCs] == "true" && cluster != "" {
-		all, err := d.listClaims(ctx, api, labels.SelectorFromSet(labels.Set{LabelGuestCluster: cluster}).String())
+		all, err := api.listPVCs(ctx, d.VMNamespace, labels.SelectorFromSet(labels.Set{LabelGuestCluster: cluster}).String())
 		if err != nil {
 			return nil, err
 		}
@@ -228,50 +192,6 @@ func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterAPI, vm *kube
 		}
 	}
 	return out, nil
-}
-
-func (d *Driver) listClaims(ctx context.Context, api *harvesterAPI, selector string) ([]corev1.PersistentVolumeClaim, error) {
-	var list *corev1.PersistentVolumeClaimList
-	err := api.call(ctx, func(c context.Context) error {
-		var err error
-		list, err = api.kube.CoreV1().PersistentVolumeClaims(d.VMNamespace).List(c, metav1.ListOptions{LabelSelector: selector})
-		return err
-	})
-	if err != nil {
-		return nil, apiError("list volumes labelled "+selector, err)
-	}
-	return list.Items, nil
-}
-
-func (d *Driver) getClaim(ctx context.Context, api *harvesterAPI, name string) (*corev1.PersistentVolumeClaim, error) {
-	var p *corev1.PersistentVolumeClaim
-	err := api.call(ctx, func(c context.Context) error {
-		var err error
-		p, err = api.kube.CoreV1().PersistentVolumeClaims(d.VMNamespace).Get(c, name, metav1.GetOptions{})
-		return err
-	})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, apiError("get volume "+name, err)
-	}
-	return p, nil
-}
-
-// deleteWithUID deletes one object with a UID precondition (so a new
-// object of the same name is never hit); NotFound and a UID conflict mean
-// the object is already gone.
-func deleteWithUID(ctx context.Context, api *harvesterAPI, what string, uid types.UID, del func(context.Context, metav1.DeleteOptions) error) error {
-	opts := metav1.DeleteOptions{}
-	if uid != "" {
-		opts.Preconditions = &metav1.Preconditions{UID: &uid}
-	}
-	err := api.call(ctx, func(c context.Context) error { return del(c, opts) })
-	if err == nil || apierrors.IsNotFound(err) || (uid != "" && apierrors.IsConflict(err)) {
-		return nil
-	}
-	return apiError("delete "+what, err)
 }
 
 // ClaimsToRemove lists the PVCs of a VM's non-hotplug volumes: hot-plugged
@@ -328,28 +248,20 @@ func userDataSecretOf(vm *kubevirtv1.VirtualMachine) string {
 // markClaimsForRemoval sets harvesterhci.io/removedPersistentVolumeClaims on
 // the VM of that UID, retrying on conflicts.
 func (d *Driver) markClaimsForRemoval(ctx context.Context, api *harvesterAPI, uid types.UID, claims []string) error {
-	vms := api.virt.KubevirtV1().VirtualMachines(d.VMNamespace)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		return api.call(ctx, func(c context.Context) error {
-			vm, err := vms.Get(c, d.MachineName, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			if vm.UID != uid {
-				return fmt.Errorf("VM %s was replaced (UID %s, expected %s) while it was being removed: %w", d.MachineName, vm.UID, uid, ErrNotOwned)
-			}
-			if vm.Annotations == nil {
-				vm.Annotations = map[string]string{}
-			}
-			vm.Annotations[AnnotationRemovedPVCs] = strings.Join(claims, ",")
-			_, err = vms.Update(c, vm, metav1.UpdateOptions{})
-			return err
-		})
+	err := api.updateVM(ctx, d.VMNamespace, d.MachineName, "record the volumes to remove", func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+		if vm.UID != uid {
+			return false, fmt.Errorf("VM %s was replaced (UID %s, expected %s) while it was being removed: %w", d.MachineName, vm.UID, uid, ErrNotOwned)
+		}
+		if vm.Annotations == nil {
+			vm.Annotations = map[string]string{}
+		}
+		vm.Annotations[AnnotationRemovedPVCs] = strings.Join(claims, ",")
+		return true, nil
 	})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	return apiError("annotate VM "+d.MachineName+" with the volumes to remove", err)
+	return err
 }
 
 func sortedKeys[V any](m map[string]V) []string {

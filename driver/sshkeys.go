@@ -13,14 +13,13 @@ import (
 // prepareSSHKeys puts the machine's private key in the store (0600) and
 // returns the public keys to authorize: the key pair's public key, the .pub
 // beside --harvester-ssh-private-key-path, or a newly generated key.
-func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterAPI, keyPair string) ([]string, error) {
+func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterAPI, keyPair *ObjectRef) ([]string, error) {
 	keyPath := d.GetSSHKeyPath()
 	switch {
-	case keyPair != "":
-		ns, name, _ := splitNamespaced(keyPair, d.VMNamespace)
-		kp, err := api.keyPair(ctx, ns, name)
+	case keyPair != nil:
+		kp, err := api.getKeyPair(ctx, *keyPair)
 		if err != nil {
-			return nil, apiError("get key pair "+keyPair, err)
+			return nil, err
 		}
 		if err := copyPrivateKey(d.SSHPrivateKeyPath, keyPath); err != nil {
 			return nil, err

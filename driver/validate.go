@@ -8,7 +8,6 @@ import (
 	"net"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -26,6 +25,13 @@ var (
 // Validate checks a Config and returns every problem found, joined. Each
 // message names the flag and says what would be valid. It does no I/O.
 func Validate(c Config, machineName, sshUser string, sshPort int) error {
+	_, err := validate(c, machineName, sshUser, sshPort)
+	return err
+}
+
+// validate is Validate that also returns the parsed JSON flags.
+func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error) {
+	in, parseErrs := parseInputs(c)
 	var errs []error
 	add := func(flag, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("--%s: "+format, append([]any{flag}, args...)...))
@@ -77,26 +83,17 @@ func Validate(c Config, machineName, sshUser string, sshPort int) error {
 		add(FlagAPITimeout, "must be at least 1 (seconds), got %d", c.APITimeoutSeconds)
 	}
 
-	errs = append(errs, validateDisks(c)...)
-	errs = append(errs, validateNetworks(c)...)
+	errs = append(errs, validateDisks(c, in.Disks, parseErrs.disks)...)
+	errs = append(errs, validateNetworks(c, in.NICs, parseErrs.nics)...)
 	errs = append(errs, validateCloudProvider(c)...)
 
-	if c.VGPUInfo != "" {
-		if v, err := ParseVGPUInfo(c.VGPUInfo); err != nil {
-			add(FlagVGPUInfo, "%v", err)
-		} else {
-			for i, r := range v.VGPURequests {
-				if r.Name == "" || r.DeviceName == "" {
-					add(FlagVGPUInfo, "vGPURequests[%d] needs both name and deviceName", i)
-				}
-			}
+	errs = append(errs, parseErrs.vgpus)
+	for i, r := range in.VGPUs {
+		if r.Name == "" || r.DeviceName == "" {
+			add(FlagVGPUInfo, "vGPURequests[%d] needs both name and deviceName", i)
 		}
 	}
-	if c.VMAffinity != "" {
-		if _, err := ParseAffinity(c.VMAffinity); err != nil {
-			add(FlagVMAffinity, "%v", err)
-		}
-	}
+	errs = append(errs, parseErrs.affinity)
 	if c.NetworkData != "" {
 		if err := validateNetworkData(c.NetworkData); err != nil {
 			add(FlagNetworkData, "%v", err)
@@ -126,10 +123,11 @@ func Validate(c Config, machineName, sshUser string, sshPort int) error {
 			add(FlagKeyPairName, "needs --%s: the private key of key pair %q", FlagSSHPrivateKeyPath, c.KeyPairName)
 		}
 	}
-	return errors.Join(errs...)
+	return in, errors.Join(errs...)
 }
 
-func validateDisks(c Config) []error {
+// validateDisks checks the disks; parseErr is --harvester-disk-info's.
+func validateDisks(c Config, disks []Disk, parseErr error) []error {
 	var errs []error
 	if c.DiskInfo == "" {
 		if c.ImageName == "" {
@@ -140,15 +138,14 @@ func validateDisks(c Config) []error {
 		}
 		return errs
 	}
-	info, err := ParseDiskInfo(c.DiskInfo)
-	if err != nil {
-		return []error{fmt.Errorf("--%s: %w", FlagDiskInfo, err)}
+	if parseErr != nil {
+		return []error{parseErr}
 	}
-	if len(info.Disks) == 0 {
+	if len(disks) == 0 {
 		return []error{fmt.Errorf(`--%s: "disks" is empty; give at least one disk`, FlagDiskInfo)}
 	}
 	boot := map[int]int{}
-	for i, d := range info.Disks {
+	for i, d := range disks {
 		at := func(format string, args ...any) {
 			errs = append(errs, fmt.Errorf("--%s: disks[%d]: "+format, append([]any{FlagDiskInfo, i}, args...)...))
 		}
@@ -181,7 +178,8 @@ func validateDisks(c Config) []error {
 	return errs
 }
 
-func validateNetworks(c Config) []error {
+// validateNetworks checks the interfaces; parseErr is --harvester-network-info's.
+func validateNetworks(c Config, nics []NetworkInterface, parseErr error) []error {
 	var errs []error
 	if c.NetworkInfo == "" {
 		if c.NetworkName == "" {
@@ -192,14 +190,13 @@ func validateNetworks(c Config) []error {
 		}
 		return errs
 	}
-	info, err := ParseNetworkInfo(c.NetworkInfo)
-	if err != nil {
-		return []error{fmt.Errorf("--%s: %w", FlagNetworkInfo, err)}
+	if parseErr != nil {
+		return []error{parseErr}
 	}
-	if len(info.Interfaces) == 0 {
+	if len(nics) == 0 {
 		return []error{fmt.Errorf(`--%s: "interfaces" is empty; give at least one interface`, FlagNetworkInfo)}
 	}
-	for i, n := range info.Interfaces {
+	for i, n := range nics {
 		at := func(format string, args ...any) {
 			errs = append(errs, fmt.Errorf("--%s: interfaces[%d]: "+format, append([]any{FlagNetworkInfo, i}, args...)...))
 		}
@@ -252,30 +249,6 @@ func strictJSON(s string, v any) error {
 		return fmt.Errorf("invalid JSON: %w", err)
 	}
 	return nil
-}
-
-// ParseDiskInfo parses --harvester-disk-info JSON.
-func ParseDiskInfo(s string) (*DiskInfo, error) {
-	var v DiskInfo
-	return &v, strictJSON(s, &v)
-}
-
-// ParseNetworkInfo parses --harvester-network-info JSON.
-func ParseNetworkInfo(s string) (*NetworkInfo, error) {
-	var v NetworkInfo
-	return &v, strictJSON(s, &v)
-}
-
-// ParseVGPUInfo parses --harvester-vgpu-info JSON.
-func ParseVGPUInfo(s string) (*VGPUInfo, error) {
-	var v VGPUInfo
-	return &v, strictJSON(s, &v)
-}
-
-// ParseAffinity parses --harvester-vm-affinity JSON (a core/v1 Affinity).
-func ParseAffinity(s string) (*corev1.Affinity, error) {
-	var v corev1.Affinity
-	return &v, strictJSON(s, &v)
 }
 
 func oneOf(v string, set []string) bool {

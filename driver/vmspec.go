@@ -21,8 +21,11 @@ func BuildVM(p VMPlan) (*kubevirtv1.VirtualMachine, error) {
 	if p.ReservedMemoryMiB >= 0 {
 		annotations[AnnotationReservedMemory] = strconv.Itoa(p.ReservedMemoryMiB) + "Mi"
 	}
-	if p.KeyPair != "" {
-		names, _ := json.Marshal([]string{p.KeyPair})
+	if p.KeyPair != nil {
+		names, err := json.Marshal([]string{p.KeyPair.String()})
+		if err != nil {
+			return nil, fmt.Errorf("annotate key pair: %w", err)
+		}
 		annotations[AnnotationSSHNames] = string(names)
 	}
 	runStrategy := p.RunStrategy
@@ -100,7 +103,7 @@ func BuildVM(p VMPlan) (*kubevirtv1.VirtualMachine, error) {
 		}
 		domain.Devices.Interfaces = append(domain.Devices.Interfaces, iface)
 		networks = append(networks, kubevirtv1.Network{Name: n.Name, NetworkSource: kubevirtv1.NetworkSource{
-			Multus: &kubevirtv1.MultusNetwork{NetworkName: n.Network},
+			Multus: &kubevirtv1.MultusNetwork{NetworkName: n.Network.String()},
 		}})
 	}
 

@@ -60,7 +60,7 @@ func TestBuildVMGolden(t *testing.T) {
 			if err := Validate(c, "c1-pool1-x7k2p", "ubuntu", 22); err != nil {
 				t.Fatalf("test config invalid: %v", err)
 			}
-			plan, err := PlanFromConfig(c, "c1-pool1-x7k2p", testImages)
+			plan, err := planOf(t, c, "c1-pool1-x7k2p", testImages)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -105,7 +105,7 @@ func assertVMInvariants(t *testing.T, vm *kubevirtv1.VirtualMachine) {
 }
 
 func TestBuildUserDataSecret(t *testing.T) {
-	plan, err := PlanFromConfig(baseConfig(), "c1-pool1-x7k2p", testImages)
+	plan, err := planOf(t, baseConfig(), "c1-pool1-x7k2p", testImages)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestBuildUserDataSecret(t *testing.T) {
 }
 
 func TestPlanUnknownImage(t *testing.T) {
-	_, err := PlanFromConfig(baseConfig(), "m", map[string]ImageFacts{})
+	_, err := planOf(t, baseConfig(), "m", map[string]ImageFacts{})
 	if err == nil || !strings.Contains(err.Error(), "default/ubuntu-22.04") {
 		t.Fatalf("got %v", err)
 	}
@@ -132,7 +132,7 @@ func TestPlanUnknownImage(t *testing.T) {
 func TestClaimsToRemoveSkipsHotplug(t *testing.T) {
 	c := baseConfig()
 	c.DiskInfo = `{"disks":[{"imageName":"default/ubuntu-22.04","size":40,"bootOrder":1},{"storageClassName":"sc","size":5,"hotPlugAble":true},{"storageClassName":"sc","size":6}]}`
-	plan, err := PlanFromConfig(c, "m-1", testImages)
+	plan, err := planOf(t, c, "m-1", testImages)
 	if err != nil {
 		t.Fatal(err)
 	}

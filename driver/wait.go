@@ -11,8 +11,6 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"github.com/rancher/machine/libmachine/log"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -183,18 +181,10 @@ func (d *Driver) timeoutError(parent context.Context, api *harvesterAPI, what st
 
 // recentEvents returns the last n events about the machine's VM and VMI.
 func (d *Driver) recentEvents(parent context.Context, api *harvesterAPI, n int) []string {
-	var list *corev1.EventList
-	err := api.call(parent, func(ctx context.Context) error {
-		var err error
-		list, err = api.kube.CoreV1().Events(d.VMNamespace).List(ctx, metav1.ListOptions{
-			FieldSelector: fields.OneTermEqualSelector("involvedObject.name", d.MachineName).String(),
-		})
-		return err
-	})
-	if err != nil || list == nil {
+	items, err := api.listEvents(parent, d.VMNamespace, d.MachineName)
+	if err != nil {
 		return nil
 	}
-	items := list.Items
 	sort.SliceStable(items, func(i, j int) bool { return eventTime(items[i]).Before(eventTime(items[j])) })
 	if len(items) > n {
 		items = items[len(items)-n:]

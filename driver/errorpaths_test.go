@@ -1,0 +1,235 @@
+package driver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// newCreateDriver returns a fake driver configured to create testMachine
+// from image default/ubuntu-22.04, which the fake Harvester holds.
+func newCreateDriver(t *testing.T) (*Driver, fakeHarvester) {
+	t.Helper()
+	d, f := newFakeDriver(t, testCluster, nil, nil)
+	c := baseConfig()
+	c.WaitTimeoutSeconds = d.WaitTimeoutSeconds
+	d.Config = c
+	d.SSHKeyPath = filepath.Join(t.TempDir(), "id_rsa")
+	img := &unstructured.Unstructured{}
+	img.SetAPIVersion("harvesterhci.io/v1beta1")
+	img.SetKind("VirtualMachineImage")
+	img.SetNamespace(testNS)
+	img.SetName("ubuntu-22.04")
+	img.Object["status"] = map[string]any{"storageClassName": "longhorn-ubuntu", "virtualSize": int64(1 << 30)}
+	if err := f.dyn.Tracker().Add(img); err != nil {
+		t.Fatal(err)
+	}
+	return d, f
+}
+
+// reactors is a fake clientset's reactor chain.
+type reactors interface {
+	PrependReactor(verb, resource string, fn k8stesting.ReactionFunc)
+}
+
+// fail makes verb on resource of the clientset answer err.
+func fail(c reactors, verb, resource string, err error) {
+	c.PrependReactor(verb, resource, func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, err })
+}
+
+func internal(msg string) error { return apierrors.NewInternalError(errors.New(msg)) }
+
+func assertGone(t *testing.T, f fakeHarvester) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := f.kube.CoreV1().Secrets(testNS).Get(ctx, UserDataSecretName(testMachine), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("cloud-init Secret left behind (get: %v)", err)
+	}
+	if _, err := f.virt.KubevirtV1().VirtualMachines(testNS).Get(ctx, testMachine, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("VM left behind (get: %v)", err)
+	}
+}
+
+// TestCreateRollsBack: when a step after the Secret fails, what the create
+// made is removed and the step's error is reported.
+func TestCreateRollsBack(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(fakeHarvester)
+		want  string
+	}{
+		{"VM create fails", func(f fakeHarvester) { fail(f.virt, "create", "virtualmachines", internal("boom")) },
+			"create VM " + testNS + "/" + testMachine + ": Internal error occurred: boom"},
+		{"adopting the Secret fails after the VM is made", func(f fakeHarvester) { fail(f.kube, "update", "secrets", internal("boom")) },
+			"set the owner (update Secret " + testNS + "/" + UserDataSecretName(testMachine) + "): Internal error occurred: boom"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, f := newCreateDriver(t)
+			tc.setup(f)
+			err := d.Create()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "cleanup") {
+				t.Errorf("cleanup reported as failed: %v", err)
+			}
+			assertGone(t, f)
+		})
+	}
+}
+
+// TestCreateReportsFailedRollback: when the rollback fails too, both the
+// create's and the cleanup's errors are reported.
+func TestCreateReportsFailedRollback(t *testing.T) {
+	d, f := newCreateDriver(t)
+	fail(f.virt, "create", "virtualmachines", internal("boom"))
+	fail(f.kube, "delete", "secrets", internal("cleanup boom"))
+	err := d.Create()
+	if err == nil {
+		t.Fatal("create succeeded")
+	}
+	for _, want := range []string{
+		"create VM " + testNS + "/" + testMachine + ": Internal error occurred: boom",
+		"cleanup after the failed create also failed: delete Secret " + testNS + "/" + UserDataSecretName(testMachine) + ": Internal error occurred: cleanup boom",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+}
+
+// TestUnauthorizedGivesOneCredentialError: a 401, whether on the first
+// call or on a later one, gives Create, PreCreateCheck and Remove the one
+// ErrCredentialsRejected message, once.
+func TestUnauthorizedGivesOneCredentialError(t *testing.T) {
+	unauthorized := apierrors.NewUnauthorized("token expired")
+	everywhere := func(f fakeHarvester) {
+		fail(f.kube, "*", "*", unauthorized)
+		fail(f.virt, "*", "*", unauthorized)
+		fail(f.dyn, "*", "*", unauthorized)
+	}
+	cases := []struct {
+		name    string
+		command func(*Driver) error
+		setup   func(fakeHarvester)
+		hasVM   bool
+	}{
+		{"create, first call", (*Driver).Create, everywhere, false},
+		{"create, Secret create", (*Driver).Create, func(f fakeHarvester) { fail(f.kube, "create", "secrets", unauthorized) }, false},
+		{"pre-create check, first call", (*Driver).PreCreateCheck, everywhere, false},
+		{"pre-create check, permission reviews", (*Driver).PreCreateCheck, func(f fakeHarvester) {
+			fail(f.kube, "create", "selfsubjectaccessreviews", unauthorized)
+		}, false},
+		{"remove, first call", (*Driver).Remove, everywhere, true},
+		{"remove, VM delete", (*Driver).Remove, func(f fakeHarvester) { fail(f.virt, "delete", "virtualmachines", unauthorized) }, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d, f := newCreateDriver(t)
+			if tc.hasVM {
+				if err := f.virt.Tracker().Add(fakeVM(testMachineID, "uid-1")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tc.setup(f)
+			err := tc.command(d)
+			if !errors.Is(err, ErrCredentialsRejected) {
+				t.Fatalf("got %v, want ErrCredentialsRejected", err)
+			}
+			if n := strings.Count(err.Error(), ErrCredentialsRejected.Error()); n != 1 {
+				t.Errorf("credential message %d times: %v", n, err)
+			}
+			if strings.Contains(err.Error(), "token expired") {
+				t.Errorf("the raw 401 leaks through: %v", err)
+			}
+		})
+	}
+}
+
+// TestRemoveCountsNotFoundAsDone: objects that vanish between the driver
+// finding and deleting them (delete answers NotFound) count as removed.
+func TestRemoveCountsNotFoundAsDone(t *testing.T) {
+	d, f := newFakeDriver(t, testCluster,
+		[]runtime.Object{fakePVC(testMachine+"-disk-0", ownedBy(testMachineID)), fakeSecret(ownedBy(testMachineID))},
+		[]runtime.Object{fakeVM(testMachineID, "uid-1")})
+	vanish := func(tracker k8stesting.ObjectTracker, gr schema.GroupResource) k8stesting.ReactionFunc {
+		return func(a k8stesting.Action) (bool, runtime.Object, error) {
+			del := a.(k8stesting.DeleteAction)
+			if err := tracker.Delete(del.GetResource(), del.GetNamespace(), del.GetName()); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("vanish %s: %v", del.GetName(), err)
+			}
+			return true, nil, apierrors.NewNotFound(gr, del.GetName())
+		}
+	}
+	f.virt.PrependReactor("delete", "virtualmachines", vanish(f.virt.Tracker(), schema.GroupResource{Group: "kubevirt.io", Resource: "virtualmachines"}))
+	f.kube.PrependReactor("delete", "persistentvolumeclaims", vanish(f.kube.Tracker(), schema.GroupResource{Resource: "persistentvolumeclaims"}))
+	f.kube.PrependReactor("delete", "secrets", vanish(f.kube.Tracker(), schema.GroupResource{Resource: "secrets"}))
+	if err := d.Remove(); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	deletes := 0
+	for _, a := range append(f.kube.Actions(), f.virt.Actions()...) {
+		if a.GetVerb() == "delete" {
+			deletes++
+		}
+	}
+	if deletes != 3 {
+		t.Errorf("%d deletes, want 3 (VM, volume, Secret)", deletes)
+	}
+	// Straight through the layer: a delete of nothing is done, a UID
+	// precondition that no longer matches is done.
+	ctx := context.Background()
+	if err := d.api.deletePVC(ctx, testNS, "never-was", "uid-x"); err != nil {
+		t.Errorf("delete of a missing volume: %v", err)
+	}
+	f.kube.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, "s", errors.New("UID precondition failed"))
+	})
+	if err := d.api.deleteSecret(ctx, testNS, "s", "uid-old"); err != nil {
+		t.Errorf("delete with a stale UID: %v", err)
+	}
+}
+
+// TestInputsParsedOnLoad: the JSON flags are stored as the strings the user
+// gave (config.json stays as it was) and parsed again once after a load.
+func TestInputsParsedOnLoad(t *testing.T) {
+	d := New()
+	d.MachineName = "m"
+	disks := `{"disks":[{"imageName":"default/ubuntu-22.04","size":40,"bootOrder":1},{"storageClassName":"sc","size":5}]}`
+	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagDiskInfo: disks}))); err != nil {
+		t.Fatal(err)
+	}
+	if d.parsed == nil || len(d.parsed.Disks) != 2 {
+		t.Fatalf("SetConfigFromFlags did not keep the parsed disks: %+v", d.parsed)
+	}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored map[string]any
+	if err := json.Unmarshal(raw, &stored); err != nil || stored["DiskInfo"] != disks {
+		t.Fatalf("stored DiskInfo %v (%v), want the flag's string", stored["DiskInfo"], err)
+	}
+	loaded := New()
+	if err := json.Unmarshal(raw, loaded); err != nil {
+		t.Fatal(err)
+	}
+	in, err := loaded.inputs()
+	if err != nil || len(in.Disks) != 2 || in.Disks[1].StorageClassName != "sc" {
+		t.Fatalf("inputs after load: %+v, %v", in, err)
+	}
+	if got, err := in.ImageRefs(testNS); err != nil || len(got) != 1 || got[0].String() != "default/ubuntu-22.04" {
+		t.Errorf("image refs %v, %v", got, err)
+	}
+}

@@ -1,0 +1,261 @@
+package driver
+
+import (
+	"context"
+	"fmt"
+
+	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
+	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// This file is the typed resource layer: every Harvester API call of the
+// driver is one method here, with the per-call deadline applied and errors
+// named after the operation ("get VM default/m1: ..."; a 401 becomes
+// ErrCredentialsRejected). Gets return the API's NotFound (test it with
+// apierrors.IsNotFound, or use absent); deletes count NotFound as done.
+
+// do runs one API call with the per-call deadline and names its error.
+func do[T any](ctx context.Context, a *harvesterAPI, op string, fn func(context.Context) (T, error)) (T, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	defer cancel()
+	v, err := fn(ctx)
+	return v, apiError(op, err)
+}
+
+// absent turns a NotFound of a get into (nil, nil).
+func absent[T any](obj *T, err error) (*T, error) {
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return obj, err
+}
+
+func ref(ns, name string) string { return ns + "/" + name }
+
+// update reads, changes and writes one object with the per-call deadline,
+// retrying on conflicts; mutate reports whether it changed anything.
+func update[T any](ctx context.Context, a *harvesterAPI, op string, get func(context.Context) (T, error), mutate func(T) (bool, error), put func(context.Context, T) (T, error)) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		c, cancel := context.WithTimeout(ctx, a.timeout)
+		defer cancel()
+		obj, err := get(c)
+		if err != nil {
+			return err
+		}
+		if changed, err := mutate(obj); err != nil || !changed {
+			return err
+		}
+		_, err = put(c, obj)
+		return err
+	})
+	return apiError(op, err)
+}
+
+// remove deletes one object, with a UID precondition when uid is set (so a
+// new object of the same name is never hit) and grace when set. NotFound,
+// and a UID conflict, mean the object is already gone: done.
+func remove(ctx context.Context, a *harvesterAPI, op string, uid types.UID, grace *int64, del func(context.Context, metav1.DeleteOptions) error) error {
+	opts := metav1.DeleteOptions{GracePeriodSeconds: grace}
+	if uid != "" {
+		opts.Preconditions = &metav1.Preconditions{UID: &uid}
+	}
+	_, err := do(ctx, a, op, func(c context.Context) (struct{}, error) { return struct{}{}, del(c, opts) })
+	if apierrors.IsNotFound(err) || (uid != "" && apierrors.IsConflict(err)) {
+		return nil
+	}
+	return err
+}
+
+// VirtualMachines.
+
+func (a *harvesterAPI) getVM(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachine, error) {
+	return do(ctx, a, "get VM "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
+		return a.virt.KubevirtV1().VirtualMachines(ns).Get(c, name, metav1.GetOptions{})
+	})
+}
+
+func (a *harvesterAPI) createVM(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+	return do(ctx, a, "create VM "+ref(vm.Namespace, vm.Name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
+		return a.virt.KubevirtV1().VirtualMachines(vm.Namespace).Create(c, vm, metav1.CreateOptions{})
+	})
+}
+
+// updateVM changes the VM with mutate (retrying on conflicts); purpose
+// names the change in the error.
+func (a *harvesterAPI) updateVM(ctx context.Context, ns, name, purpose string, mutate func(*kubevirtv1.VirtualMachine) (bool, error)) error {
+	vms := a.virt.KubevirtV1().VirtualMachines(ns)
+	get := func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
+		return vms.Get(c, name, metav1.GetOptions{})
+	}
+	put := func(c context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+		return vms.Update(c, vm, metav1.UpdateOptions{})
+	}
+	return update(ctx, a, purpose+" (update VM "+ref(ns, name)+")", get, mutate, put)
+}
+
+func (a *harvesterAPI) deleteVM(ctx context.Context, ns, name string, uid types.UID) error {
+	return remove(ctx, a, "delete VM "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
+		return a.virt.KubevirtV1().VirtualMachines(ns).Delete(c, name, o)
+	})
+}
+
+// VirtualMachineInstances.
+
+func (a *harvesterAPI) getVMI(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachineInstance, error) {
+	return do(ctx, a, "get VMI "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachineInstance, error) {
+		return a.virt.KubevirtV1().VirtualMachineInstances(ns).Get(c, name, metav1.GetOptions{})
+	})
+}
+
+// deleteVMI deletes the VMI of that UID (grace nil: the default period).
+func (a *harvesterAPI) deleteVMI(ctx context.Context, ns, name string, uid types.UID, grace *int64) error {
+	return remove(ctx, a, "delete VMI "+ref(ns, name), uid, grace, func(c context.Context, o metav1.DeleteOptions) error {
+		return a.virt.KubevirtV1().VirtualMachineInstances(ns).Delete(c, name, o)
+	})
+}
+
+// Secrets.
+
+func (a *harvesterAPI) getSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
+	return do(ctx, a, "get Secret "+ref(ns, name), func(c context.Context) (*corev1.Secret, error) {
+		return a.kube.CoreV1().Secrets(ns).Get(c, name, metav1.GetOptions{})
+	})
+}
+
+func (a *harvesterAPI) createSecret(ctx context.Context, s *corev1.Secret) (*corev1.Secret, error) {
+	return do(ctx, a, "create Secret "+ref(s.Namespace, s.Name), func(c context.Context) (*corev1.Secret, error) {
+		return a.kube.CoreV1().Secrets(s.Namespace).Create(c, s, metav1.CreateOptions{})
+	})
+}
+
+// updateSecret changes the Secret with mutate (retrying on conflicts);
+// purpose names the change in the error.
+func (a *harvesterAPI) updateSecret(ctx context.Context, ns, name, purpose string, mutate func(*corev1.Secret) (bool, error)) error {
+	secrets := a.kube.CoreV1().Secrets(ns)
+	get := func(c context.Context) (*corev1.Secret, error) { return secrets.Get(c, name, metav1.GetOptions{}) }
+	put := func(c context.Context, s *corev1.Secret) (*corev1.Secret, error) {
+		return secrets.Update(c, s, metav1.UpdateOptions{})
+	}
+	return update(ctx, a, purpose+" (update Secret "+ref(ns, name)+")", get, mutate, put)
+}
+
+func (a *harvesterAPI) deleteSecret(ctx context.Context, ns, name string, uid types.UID) error {
+	return remove(ctx, a, "delete Secret "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
+		return a.kube.CoreV1().Secrets(ns).Delete(c, name, o)
+	})
+}
+
+// PersistentVolumeClaims (the machine's volumes).
+
+func (a *harvesterAPI) getPVC(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
+	return do(ctx, a, "get volume "+ref(ns, name), func(c context.Context) (*corev1.PersistentVolumeClaim, error) {
+		return a.kube.CoreV1().PersistentVolumeClaims(ns).Get(c, name, metav1.GetOptions{})
+	})
+}
+
+func (a *harvesterAPI) listPVCs(ctx context.Context, ns, selector string) ([]corev1.PersistentVolumeClaim, error) {
+	list, err := do(ctx, a, "list volumes in "+ns+" labelled "+selector, func(c context.Context) (*corev1.PersistentVolumeClaimList, error) {
+		return a.kube.CoreV1().PersistentVolumeClaims(ns).List(c, metav1.ListOptions{LabelSelector: selector})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+func (a *harvesterAPI) deletePVC(ctx context.Context, ns, name string, uid types.UID) error {
+	return remove(ctx, a, "delete volume "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
+		return a.kube.CoreV1().PersistentVolumeClaims(ns).Delete(c, name, o)
+	})
+}
+
+// Cluster-scoped objects, reviews and events.
+
+func (a *harvesterAPI) getNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+	return do(ctx, a, "get namespace "+name, func(c context.Context) (*corev1.Namespace, error) {
+		return a.kube.CoreV1().Namespaces().Get(c, name, metav1.GetOptions{})
+	})
+}
+
+func (a *harvesterAPI) getStorageClass(ctx context.Context, name string) (*storagev1.StorageClass, error) {
+	return do(ctx, a, "get storage class "+name, func(c context.Context) (*storagev1.StorageClass, error) {
+		return a.kube.StorageV1().StorageClasses().Get(c, name, metav1.GetOptions{})
+	})
+}
+
+// allowed asks with a SelfSubjectAccessReview whether the credential may do
+// what attrs say; what names it in the error.
+func (a *harvesterAPI) allowed(ctx context.Context, attrs authv1.ResourceAttributes, what string) (bool, error) {
+	review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}
+	res, err := do(ctx, a, "check permission "+what, func(c context.Context) (*authv1.SelfSubjectAccessReview, error) {
+		return a.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(c, review, metav1.CreateOptions{})
+	})
+	return err == nil && res.Status.Allowed, err
+}
+
+// listEvents lists the events about objects called involved.
+func (a *harvesterAPI) listEvents(ctx context.Context, ns, involved string) ([]corev1.Event, error) {
+	list, err := do(ctx, a, "list events of "+ref(ns, involved), func(c context.Context) (*corev1.EventList, error) {
+		return a.kube.CoreV1().Events(ns).List(c, metav1.ListOptions{
+			FieldSelector: fields.OneTermEqualSelector("involvedObject.name", involved).String(),
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
+// Harvester objects (through the dynamic client).
+
+func getDynamic[T any](ctx context.Context, a *harvesterAPI, op string, gvr schema.GroupVersionResource, ns, name string) (*T, error) {
+	return do(ctx, a, op, func(c context.Context) (*T, error) {
+		r := a.dyn.Resource(gvr)
+		get := r.Get
+		if ns != "" {
+			get = r.Namespace(ns).Get
+		}
+		u, err := get(c, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		var out T
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), &out); err != nil {
+			return nil, fmt.Errorf("decode %s: %w", gvr.Resource, err)
+		}
+		return &out, nil
+	})
+}
+
+// serverVersion returns Harvester's Setting server-version: its value is
+// the version, its UID identifies the cluster.
+func (a *harvesterAPI) serverVersion(ctx context.Context) (*harvesterv1.Setting, error) {
+	return getDynamic[harvesterv1.Setting](ctx, a, "read Harvester setting "+serverVerID, gvrSetting, "", serverVerID)
+}
+
+func (a *harvesterAPI) getImage(ctx context.Context, r ObjectRef) (*harvesterv1.VirtualMachineImage, error) {
+	return getDynamic[harvesterv1.VirtualMachineImage](ctx, a, "get image "+r.String(), gvrImage, r.Namespace, r.Name)
+}
+
+func (a *harvesterAPI) getKeyPair(ctx context.Context, r ObjectRef) (*harvesterv1.KeyPair, error) {
+	return getDynamic[harvesterv1.KeyPair](ctx, a, "get key pair "+r.String(), gvrKeyPair, r.Namespace, r.Name)
+}
+
+// getNetwork checks that the network attachment definition exists.
+func (a *harvesterAPI) getNetwork(ctx context.Context, r ObjectRef) error {
+	_, err := do(ctx, a, "get network "+r.String(), func(c context.Context) (*unstructured.Unstructured, error) {
+		return a.dyn.Resource(gvrNetwork).Namespace(r.Namespace).Get(c, r.Name, metav1.GetOptions{})
+	})
+	return err
+}
