@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"context"
 	"fmt"
 	"time"
 
@@ -64,11 +63,6 @@ func (d *Driver) client() (*harvesterAPI, error) {
 	}
 	d.api = api
 	return api, nil
-}
-
-// call runs fn with a context that has the per-call deadline.
-func (a *harvesterAPI) call(parent context.Context, fn func(ctx context.Context) error) error {
-	return kubeapi.Call(parent, a.timeout, fn)
 }
 
 func settingValue(s *harvesterv1.Setting) string {
