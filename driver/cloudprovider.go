@@ -154,7 +154,7 @@ func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterAPI) ([]c
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(d.KubeconfigContent))
+	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(d.kubeconfig()))
 	if err != nil {
 		return nil, fmt.Errorf("--%s is not a usable kubeconfig: %w", FlagKubeconfigContent, err)
 	}
