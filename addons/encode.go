@@ -59,17 +59,3 @@ func EncodeYAML(objs []runtime.Object) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
-
-// MarshalYAML marshals one value as YAML with two-space indentation.
-func MarshalYAML(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}

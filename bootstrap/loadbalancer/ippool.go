@@ -3,6 +3,7 @@ package loadbalancer
 import (
 	"errors"
 	"fmt"
+	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
 	"net/netip"
 	"sort"
 	"strings"
@@ -218,7 +219,7 @@ func BuildIPPool(p PoolSpec) ([]byte, error) {
 		// requirement is never empty, so "" would make the pool unusable.
 		pool.Spec.Selector.Scope = []ipPoolScope{{Project: orAny(p.Project), Namespace: orAny(p.Namespace), GuestCluster: orAny(p.GuestCluster)}}
 	}
-	return addons.MarshalYAML(pool)
+	return yamlutil.Marshal(pool)
 }
 
 // BuildKubeVIPConfigMap renders kube-system/kubevip with cidr-<scope> and

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
 	"io"
 	"net/url"
 	"slices"
@@ -98,7 +99,7 @@ func BuildNodeDriver(s NodeDriverSpec) ([]byte, error) {
 			domains = append(domains, u.Hostname())
 		}
 	}
-	return addons.MarshalYAML(NodeDriver{
+	return yamlutil.Marshal(NodeDriver{
 		APIVersion: "management.cattle.io/v3",
 		Kind:       "NodeDriver",
 		Metadata:   nodeDriverMetadata{Name: s.Name, Labels: map[string]string{addons.LabelManagedBy: addons.ManagedBy}},

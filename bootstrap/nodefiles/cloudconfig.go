@@ -3,12 +3,11 @@
 package nodefiles
 
 import (
-	"bytes"
 	"fmt"
+	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
 
 	"github.com/harvester-kit/harvester-machine/cloudinit"
 	"github.com/harvester-kit/harvester-machine/internal/guestconfig"
-	"gopkg.in/yaml.v3"
 )
 
 // Paths inside guest nodes (one place: internal/guestconfig, shared with
@@ -54,15 +53,9 @@ func Render(files []guestconfig.File) ([]byte, error) {
 
 // Marshal renders "#cloud-config" user data.
 func (c CloudConfig) Marshal() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteString("#cloud-config\n")
-	enc := yaml.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(c); err != nil {
+	body, err := yamlutil.Marshal(c)
+	if err != nil {
 		return nil, fmt.Errorf("marshal cloud-config: %w", err)
 	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return append([]byte("#cloud-config\n"), body...), nil
 }
