@@ -2,6 +2,7 @@ package guests
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -119,7 +120,7 @@ func NodeStatus(node *corev1.Node, running bool, ip string, now time.Time) (stat
 	}
 	if running {
 		addrs := []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: ip}, {Type: corev1.NodeHostName, Address: node.Name}}
-		if !sameAddresses(node.Status.Addresses, addrs) {
+		if !slices.Equal(node.Status.Addresses, addrs) {
 			node.Status.Addresses, statusChanged = addrs, true
 		}
 		if node.Annotations[AnnProvidedNodeIP] != ip {
@@ -136,18 +137,6 @@ func NodeStatus(node *corev1.Node, running bool, ip string, now time.Time) (stat
 	}
 	specChanged = setUnreachable(node, !running) || specChanged
 	return statusChanged, specChanged
-}
-
-func sameAddresses(a, b []corev1.NodeAddress) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // setUnreachable plays the node lifecycle controller: it removes the
