@@ -9,26 +9,32 @@ import (
 
 // SelectAddress picks the address to reach a VMI by: the first usable
 // address (not loopback, link-local, multicast or unspecified) over all
-// interfaces in order, IPv4 before IPv6. It never panics; with no usable
-// address it returns "" and false.
+// interfaces in order, IPv4 before IPv6, so an IPv6-only guest is reached
+// by its IPv6 address. It never panics; with no usable address it returns
+// "" and false.
 func SelectAddress(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface) (string, bool) {
-	var firstV6 string
+	if v4, ok := firstAddress(ifaces, netip.Addr.Is4); ok {
+		return v4, true
+	}
+	return SelectIPv6(ifaces)
+}
+
+// SelectIPv6 picks the first usable IPv6 address of a VMI over all
+// interfaces in order (link-local addresses skipped), for GetIPv6.
+func SelectIPv6(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface) (string, bool) {
+	return firstAddress(ifaces, netip.Addr.Is6)
+}
+
+// firstAddress is the first usable address for which keep is true.
+func firstAddress(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface, keep func(netip.Addr) bool) (string, bool) {
 	for _, iface := range ifaces {
-		candidates := append([]string{iface.IP}, iface.IPs...)
-		for _, c := range candidates {
-			addr, ok := usable(c)
-			if !ok {
-				continue
-			}
-			if addr.Is4() {
+		for _, c := range append([]string{iface.IP}, iface.IPs...) {
+			if addr, ok := usable(c); ok && keep(addr) {
 				return addr.String(), true
-			}
-			if firstV6 == "" {
-				firstV6 = addr.String()
 			}
 		}
 	}
-	return firstV6, firstV6 != ""
+	return "", false
 }
 
 func usable(s string) (netip.Addr, bool) {

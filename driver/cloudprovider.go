@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rancher/machine/libmachine/log"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
 

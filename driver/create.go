@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rancher/machine/libmachine/log"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/cloudinit"
+	"github.com/harvester-kit/harvester-machine/internal/version"
 )
 
 // cleanupTimeout bounds the rollback of a failed create.
@@ -42,7 +43,7 @@ func (d *Driver) Create() (err error) {
 	}
 	undo.add(func(c context.Context) error { return d.removeOwnSecret(c, api, secret.Name) })
 
-	log.Infof("%s: creating VM %s/%s (%d CPU, %d GiB, %d disk(s), %d NIC(s))", d.MachineName, d.VMNamespace, vm.Name, plan.CPU, plan.MemoryGiB, len(plan.Disks), len(plan.NICs))
+	log.Infof("%s: creating VM %s/%s (%d CPU, %d GiB, %d disk(s), %d NIC(s)) with %s", d.MachineName, d.VMNamespace, vm.Name, plan.CPU, plan.MemoryGiB, len(plan.Disks), len(plan.NICs), version.String(BinaryName))
 	created, err := d.createVM(ctx, api, vm)
 	if err != nil {
 		return err

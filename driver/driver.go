@@ -16,6 +16,10 @@ import (
 // DriverName is the name rancher-machine knows the driver by.
 const DriverName = "harvester"
 
+// BinaryName is the plugin binary's name: rancher-machine looks for
+// docker-machine-driver-<DriverName> on PATH.
+const BinaryName = "docker-machine-driver-" + DriverName
+
 // Driver implements drivers.Driver for Harvester.
 type Driver struct {
 	*drivers.BaseDriver

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rancher/machine/libmachine/log"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	"github.com/rancher/machine/libmachine/state"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -49,8 +49,21 @@ func (d *Driver) GetState() (state.State, error) {
 	return StateOf(vmi), nil
 }
 
-// GetIP returns the first usable address of the machine's running VMI.
+// GetIP returns the address of the machine's running VMI: its first usable
+// IPv4 address, or its IPv6 address when it has none (rancher-machine's
+// commands that use only GetIP work for IPv6-only guests too).
 func (d *Driver) GetIP() (string, error) {
+	return d.vmiAddress("an address", SelectAddress)
+}
+
+// GetIPv6 returns the first usable IPv6 address (global, not link-local) of
+// the machine's running VMI; rancher-machine asks for it when GetIP fails.
+func (d *Driver) GetIPv6() (string, error) {
+	return d.vmiAddress("an IPv6 address", SelectIPv6)
+}
+
+// vmiAddress reads the machine's VMI and picks an address with selectAddr.
+func (d *Driver) vmiAddress(what string, selectAddr func([]kubevirtv1.VirtualMachineInstanceNetworkInterface) (string, bool)) (string, error) {
 	ctx := context.Background()
 	api, err := d.session(ctx)
 	if err != nil {
@@ -63,9 +76,9 @@ func (d *Driver) GetIP() (string, error) {
 	if vmi == nil {
 		return "", fmt.Errorf("VM %s/%s is not running: it has no VM instance", d.VMNamespace, d.MachineName)
 	}
-	addr, ok := SelectAddress(vmi.Status.Interfaces)
+	addr, ok := selectAddr(vmi.Status.Interfaces)
 	if !ok {
-		return "", fmt.Errorf("VM %s/%s has no address yet (%s)", d.VMNamespace, d.MachineName, describeVMI(vmi))
+		return "", fmt.Errorf("VM %s/%s has no %s yet (%s)", d.VMNamespace, d.MachineName, what, describeVMI(vmi))
 	}
 	return addr, nil
 }

@@ -37,6 +37,33 @@ func TestSelectAddress(t *testing.T) {
 	}
 }
 
+func TestSelectIPv6(t *testing.T) {
+	type ifc = kubevirtv1.VirtualMachineInstanceNetworkInterface
+	cases := []struct {
+		name   string
+		ifaces []ifc
+		want   string
+	}{
+		{"nil", nil, ""},
+		{"ipv4 only", []ifc{{IP: "10.0.0.5", IPs: []string{"10.0.0.5"}}}, ""},
+		{"link-local only", []ifc{{IP: "fe80::1", IPs: []string{"fe80::1"}}}, ""},
+		{"link-local first", []ifc{{IP: "fe80::1", IPs: []string{"fe80::1", "2001:db8:52::7"}}}, "2001:db8:52::7"},
+		{"dual stack", []ifc{{IP: "10.0.0.5", IPs: []string{"10.0.0.5", "fd00:52::9"}}}, "fd00:52::9"},
+		{"second interface", []ifc{{IPs: []string{"10.0.0.5"}}, {IPs: []string{"2001:db8::1/64"}}}, "2001:db8::1"},
+		{"zone stripped", []ifc{{IPs: []string{"2001:db8::2%eth0"}}}, "2001:db8::2"},
+		{"loopback multicast unspecified", []ifc{{IPs: []string{"::1", "ff02::1", "::"}}}, ""},
+		{"v4-mapped is ipv4", []ifc{{IPs: []string{"::ffff:10.0.0.8"}}}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := SelectIPv6(tc.ifaces)
+			if got != tc.want || ok != (tc.want != "") {
+				t.Errorf("got %q %v, want %q", got, ok, tc.want)
+			}
+		})
+	}
+}
+
 func TestStateOf(t *testing.T) {
 	now := metav1.Now()
 	vmi := func(p kubevirtv1.VirtualMachineInstancePhase) *kubevirtv1.VirtualMachineInstance {

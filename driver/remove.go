@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/rancher/machine/libmachine/log"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/rancher/machine/libmachine/log"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	"github.com/rancher/machine/libmachine/ssh"
 )
 

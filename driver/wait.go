@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	"github.com/rancher/machine/libmachine/log"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"

@@ -6,8 +6,12 @@ import (
 	"github.com/rancher/machine/libmachine/drivers/plugin"
 
 	"github.com/harvester-kit/harvester-machine/driver"
+	"github.com/harvester-kit/harvester-machine/internal/pluginlog"
+	"github.com/harvester-kit/harvester-machine/internal/version"
 )
 
 func main() {
+	pluginlog.Route()
+	pluginlog.Debugf("%s", version.String(driver.BinaryName))
 	plugin.RegisterDriver(driver.New())
 }

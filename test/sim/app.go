@@ -191,6 +191,7 @@ func faultCommand() *cli.Command {
 			},
 			vmFault(fault.StuckScheduling, "keep the VMIs of matching VMs in Scheduling"),
 			vmFault(fault.NoIP, "never give the VMIs of matching VMs an IP address"),
+			vmFault(fault.IPv6Only, "give the VMIs of matching VMs IPv6 addresses only (a link-local and a global one per interface)"),
 			{
 				Name: fault.ExhaustPool, Usage: "matching IPPools hand out no address (no IP addresses available in range set); returns once their status shows it",
 				ArgsUsage: "IPPOOL-NAME-GLOB",

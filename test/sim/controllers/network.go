@@ -3,7 +3,9 @@ package controllers
 import (
 	"fmt"
 	"hash/fnv"
+	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -11,6 +13,10 @@ import (
 
 // simNetworkBase is the /16 the simulator hands guest addresses from.
 var simNetworkBase = netip.MustParseAddr("10.52.0.0")
+
+// simNetworkBase6 is the /64 of guests' IPv6 addresses (fault ipv6-only):
+// the documentation prefix, global unicast as far as clients can tell.
+var simNetworkBase6 = netip.MustParseAddr("2001:db8:52::")
 
 // Interface infoSource values as reported by KubeVirt.
 const (
@@ -79,6 +85,39 @@ func allocateAddresses(key string, count int, used map[string]bool) ([]string, e
 	return out, nil
 }
 
+// allocateIPv6Addresses is allocateAddresses for IPv6-only guests: one
+// global address a interface in 2001:db8:52::/64, from a hash of the VMI key.
+func allocateIPv6Addresses(key string, count int, used map[string]bool) ([]string, error) {
+	var out []string
+	for i := 0; i < count; i++ {
+		for probe := 0; ; probe++ {
+			b := simNetworkBase6.As16()
+			h := hash64(key, strconv.Itoa(i), strconv.Itoa(probe))
+			for j := 0; j < 8; j++ {
+				b[8+j] = byte(h >> (8 * j))
+			}
+			addr := netip.AddrFrom16(b).String()
+			if !used[addr] && !slices.Contains(out, addr) {
+				out = append(out, addr)
+				break
+			}
+		}
+	}
+	return out, nil
+}
+
+// linkLocalFor is the fe80::/64 address a guest derives from its MAC
+// (modified EUI-64), reported before the global one like a guest agent.
+func linkLocalFor(mac string) string {
+	hw, err := net.ParseMAC(mac)
+	if err != nil || len(hw) != 6 {
+		return ""
+	}
+	b := [16]byte{0: 0xfe, 1: 0x80}
+	copy(b[8:], []byte{hw[0] ^ 0x02, hw[1], hw[2], 0xff, 0xfe, hw[3], hw[4], hw[5]})
+	return netip.AddrFrom16(b).String()
+}
+
 func offsetAddr(off uint32) string {
 	b := simNetworkBase.As4()
 	b[2] = byte(off >> 8)
@@ -113,6 +152,9 @@ func interfaceStatuses(spec *kubevirtv1.VirtualMachineInstanceSpec, key string, 
 		if i < len(ips) {
 			st.IP = ips[i]
 			st.IPs = []string{ips[i]}
+			if ll := linkLocalFor(st.MAC); ll != "" && netip.MustParseAddr(ips[i]).Is6() {
+				st.IP, st.IPs = ll, []string{ll, ips[i]}
+			}
 			st.InterfaceName = "enp" + strconv.Itoa(i+1) + "s0"
 			st.InfoSource = infoSourceDomainAgent
 		}

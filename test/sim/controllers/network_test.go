@@ -87,3 +87,34 @@ func TestInterfaceStatuses(t *testing.T) {
 		})
 	}
 }
+
+func TestIPv6OnlyAddresses(t *testing.T) {
+	spec := specWithInterfaces("default", "nic-1")
+	ips, err := allocateIPv6Addresses("default/vm6", 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := netip.MustParsePrefix("2001:db8:52::/64")
+	for _, ip := range ips {
+		if a := netip.MustParseAddr(ip); !prefix.Contains(a) {
+			t.Errorf("%s is outside %s", ip, prefix)
+		}
+	}
+	if ips[0] == ips[1] {
+		t.Fatalf("two interfaces share %s", ips[0])
+	}
+	taken, _ := allocateIPv6Addresses("default/other", 1, map[string]bool{ips[0]: true, ips[1]: true})
+	if taken[0] == ips[0] || taken[0] == ips[1] {
+		t.Errorf("used address %s handed out again", taken[0])
+	}
+	st := interfaceStatuses(spec, "default/vm6", ips)
+	for i, s := range st {
+		ll := netip.MustParseAddr(s.IP)
+		if !ll.IsLinkLocalUnicast() || s.IPs[0] != s.IP || s.IPs[1] != ips[i] || len(s.IPs) != 2 {
+			t.Errorf("interface %d: ip %s ips %v, want link-local first then %s", i, s.IP, s.IPs, ips[i])
+		}
+	}
+	if got := linkLocalFor("52:54:00:12:34:56"); got != "fe80::5054:ff:fe12:3456" {
+		t.Errorf("linkLocalFor = %s", got)
+	}
+}

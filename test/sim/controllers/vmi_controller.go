@@ -225,7 +225,11 @@ func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) 
 		if ips == nil {
 			used := s.usedAddresses(c.key)
 			var err error
-			if ips, err = allocateAddresses(c.key, len(vmiInterfaceNames(&c.vmi.Spec)), used); err != nil {
+			allocate := allocateAddresses
+			if s.faults().Match(fault.IPv6Only, c.u.GetNamespace(), c.vmName) != "" {
+				allocate = allocateIPv6Addresses
+			}
+			if ips, err = allocate(c.key, len(vmiInterfaceNames(&c.vmi.Spec)), used); err != nil {
 				return 0, err
 			}
 		}

@@ -27,6 +27,7 @@ const (
 	RejectCreate     = "reject-create"
 	StuckScheduling  = "stuck-scheduling"
 	NoIP             = "no-ip"
+	IPv6Only         = "ipv6-only"
 	ExhaustPool      = "exhaust-pool"
 	DelayAllocation  = "delay-allocation"
 	RestartAPIServer = "restart-apiserver"
@@ -107,11 +108,11 @@ func RejectCreates(ctx context.Context, kube kubernetes.Interface, dyn dynamic.I
 }
 
 // SetVM adds (or with remove, removes) a namespace/name glob pattern to a
-// VM fault list (StuckScheduling or NoIP) and returns once the controllers
-// act on the new list.
+// VM fault list (StuckScheduling, NoIP or IPv6Only) and returns once the
+// controllers act on the new list.
 func SetVM(ctx context.Context, kube kubernetes.Interface, fault, pattern string, remove bool) error {
-	if fault != StuckScheduling && fault != NoIP {
-		return fmt.Errorf("fault %q: use %s or %s", fault, StuckScheduling, NoIP)
+	if fault != StuckScheduling && fault != NoIP && fault != IPv6Only {
+		return fmt.Errorf("fault %q: use %s, %s or %s", fault, StuckScheduling, NoIP, IPv6Only)
 	}
 	if _, err := path.Match(pattern, ""); err != nil || !strings.Contains(pattern, "/") {
 		return fmt.Errorf("fault %s: pattern %q must be NAMESPACE/NAME with optional * ? [] globs", fault, pattern)
