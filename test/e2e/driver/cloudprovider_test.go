@@ -33,6 +33,7 @@ type writeFile struct {
 }
 
 type nodeCloudInit struct {
+	Hostname   string      `yaml:"hostname"`
 	WriteFiles []writeFile `yaml:"write_files"`
 	Runcmd     []any       `yaml:"runcmd"`
 }

@@ -254,9 +254,9 @@ func getSecret(t *testing.T, name string) *corev1.Secret {
 	return s
 }
 
-// stdout runs rancher-machine and returns only its standard output (the
-// plugin's log lines go to standard error).
-func (r *rm) stdout(args ...string) string {
+// stdoutStderr runs rancher-machine and returns its standard output and
+// standard error apart.
+func (r *rm) stdoutStderr(args ...string) (string, string, error) {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -264,13 +264,20 @@ func (r *rm) stdout(args ...string) string {
 	cmd.Env = r.env
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	if err := cmd.Run(); err != nil {
-		r.t.Fatalf("rancher-machine %s: %v\n%s%s", strings.Join(args, " "), err, out.String(), errOut.String())
+	err := cmd.Run()
+	return out.String(), errOut.String(), err
+}
+
+// stdout runs rancher-machine and returns only its standard output, the
+// plugin's progress lines ("(<machine>) ...") dropped.
+func (r *rm) stdout(args ...string) string {
+	r.t.Helper()
+	out, errOut, err := r.stdoutStderr(args...)
+	if err != nil {
+		r.t.Fatalf("rancher-machine %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
 	}
-	// rancher-machine relays the plugin's log lines, prefixed with
-	// "(<machine>) ", to its standard output too: drop them.
 	var lines []string
-	for _, l := range strings.Split(out.String(), "\n") {
+	for _, l := range strings.Split(out, "\n") {
 		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "(") {
 			lines = append(lines, l)
 		}

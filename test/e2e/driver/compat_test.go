@@ -1,0 +1,134 @@
+package driver_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rancher/machine/libmachine/drivers"
+	rpcdriver "github.com/rancher/machine/libmachine/drivers/rpc"
+	"github.com/rancher/machine/libmachine/mcnflag"
+)
+
+// schemaField is one field of the machine-config schema Rancher derives
+// from a node driver's GetCreateFlags.
+type schemaField struct {
+	Field    string  `json:"field"`
+	Type     string  `json:"type"`
+	Default  *string `json:"default,omitempty"`
+	Flag     string  `json:"flag"`
+	FlagType string  `json:"flagType"`
+	Env      string  `json:"env"`
+}
+
+// rancherSchemaField derives a schema field from a flag as Rancher does:
+// the "harvester-" prefix dropped, the rest lowerCamelCase; StringFlag and
+// IntFlag are strings, BoolFlag a boolean, StringSliceFlag an array.
+func rancherSchemaField(f mcnflag.Flag) schemaField {
+	parts := strings.Split(strings.TrimPrefix(f.String(), "harvester-"), "-")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	s := schemaField{Field: strings.Join(parts, ""), Flag: f.String()}
+	def := fmt.Sprint(f.Default())
+	switch v := f.(type) {
+	case mcnflag.StringFlag:
+		s.Type, s.FlagType, s.Env = "string", "string", v.EnvVar
+	case mcnflag.IntFlag:
+		s.Type, s.FlagType, s.Env = "string", "int", v.EnvVar
+	case mcnflag.BoolFlag:
+		s.Type, s.FlagType, s.Env, def = "boolean", "bool", v.EnvVar, "false"
+	case mcnflag.StringSliceFlag:
+		s.Type, s.FlagType, s.Env = "array", "stringSlice", v.EnvVar
+		def = strings.Join(v.Value, ",")
+	default:
+		s.Type = fmt.Sprintf("unknown %T", f)
+	}
+	s.Default = &def
+	return s
+}
+
+// driverFlagsOverRPC loads bin/docker-machine-driver-harvester the way
+// Rancher and rancher-machine do (a libmachine plugin over RPC) and asks
+// it for GetCreateFlags.
+func driverFlagsOverRPC(t *testing.T) []mcnflag.Flag {
+	t.Helper()
+	t.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	factory := rpcdriver.NewRPCClientDriverFactory()
+	defer func() { _ = factory.Close() }()
+	raw, err := json.Marshal(&drivers.BaseDriver{MachineName: "schema-probe", StorePath: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := factory.NewRPCClientDriver("harvester", raw)
+	if err != nil {
+		t.Fatalf("load the driver plugin: %v", err)
+	}
+	flags := client.GetCreateFlags()
+	if len(flags) == 0 {
+		t.Fatal("GetCreateFlags over RPC returned no flags")
+	}
+	return flags
+}
+
+// TestRancherSchemaKeepsUpstreamFlags: every field of the upstream v1.0.6
+// driver's schema is still there with its type, environment variable and
+// default, so machine configs stored by existing Rancher installations
+// keep working; and cloud-config is the first user-data-like flag, the one
+// rancher-machine hands the install script to.
+func TestRancherSchemaKeepsUpstreamFlags(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("testdata", "upstream-v1.0.6-flags.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upstream struct {
+		Flags []schemaField `json:"flags"`
+	}
+	if err := json.Unmarshal(raw, &upstream); err != nil {
+		t.Fatal(err)
+	}
+	flags := driverFlagsOverRPC(t)
+	derived := map[string]schemaField{}
+	for _, f := range flags {
+		s := rancherSchemaField(f)
+		if _, dup := derived[s.Field]; dup {
+			t.Errorf("two flags derive schema field %s", s.Field)
+		}
+		derived[s.Field] = s
+	}
+	for _, want := range upstream.Flags {
+		got, ok := derived[want.Field]
+		switch {
+		case !ok:
+			t.Errorf("schema field %s (flag --%s) was removed or renamed", want.Field, want.Flag)
+		case got.Flag != want.Flag || got.Type != want.Type || got.FlagType != want.FlagType:
+			t.Errorf("schema field %s: flag --%s %s (schema %s), upstream --%s %s (schema %s)", want.Field, got.Flag, got.FlagType, got.Type, want.Flag, want.FlagType, want.Type)
+		case got.Env != want.Env:
+			t.Errorf("flag --%s: environment variable %q, upstream %q", want.Flag, got.Env, want.Env)
+		case want.Default != nil && *got.Default != *want.Default:
+			t.Errorf("flag --%s: default %q, upstream %q", want.Flag, *got.Default, *want.Default)
+		}
+	}
+	if first := firstUserDataFlag(flags); first != "harvester-cloud-config" {
+		t.Errorf("first user-data-like flag is %q: rancher-machine would put the install script there instead of --harvester-cloud-config", first)
+	}
+}
+
+// firstUserDataFlag is the flag rancher-machine writes the custom install
+// script's cloud-config to: the first whose name contains user-data,
+// userdata, custom-data or cloud-config.
+func firstUserDataFlag(flags []mcnflag.Flag) string {
+	for _, f := range flags {
+		for _, s := range []string{"user-data", "userdata", "custom-data", "cloud-config"} {
+			if strings.Contains(f.String(), s) {
+				return f.String()
+			}
+		}
+	}
+	return ""
+}
