@@ -9,7 +9,7 @@ E2E_PKGS := ./test/e2e/...
 UNIT_PKGS = $$($(GO) list ./... | grep -v /test/e2e/)
 GOTEST_FLAGS ?=
 
-.PHONY: help build tools test unit e2e bench lint demo clean
+.PHONY: help build tools test unit e2e bench lint demo release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -42,5 +42,8 @@ lint: ## go vet, gofmt and golangci-lint (pinned in test/tools/lint, built into 
 demo: build tools ## run the whole flow against a simulated Harvester, then clean up
 	@bash test/demo/demo.sh
 
-clean: ## remove binaries and build stamps
-	rm -rf $(BIN) .cache
+release: ## release archives, SHA256SUMS and NodeDriver manifest in dist/ (VERSION=..., RELEASE_URL=...), built twice to check they are reproducible
+	@bash test/release/release.sh --verify
+
+clean: ## remove binaries, build stamps and dist/
+	rm -rf $(BIN) .cache dist

@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/version"
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
 )
@@ -25,6 +26,7 @@ const userAgent = "harvester-bootstrap"
 func App(stdout, stderr io.Writer) *ucli.App {
 	return &ucli.App{
 		Name:      "harvester-bootstrap",
+		Version:   version.Version,
 		Usage:     "kubeconfigs, cloud-provider/CSI add-ons and cluster config for guest clusters on Harvester",
 		Writer:    stdout,
 		ErrWriter: stderr,
