@@ -8,9 +8,17 @@ export PATH="$bin:$PATH"
 work=$(mktemp -d "${TMPDIR:-/tmp}/harvester-demo.XXXXXX")
 state="$work/sim"
 sim_pid=""
+demo_start=$SECONDS
+step_start=$SECONDS
+step_name=""
 
-step() { printf '\n\033[1m==> %s\033[0m\n' "$*" >&2; }
-mask() { sed -E 's/((token|client-key-data|client-certificate-data)(:|=)[ "]*)[^ "]{12,}/\1<masked>/g; s/[A-Za-z0-9+\/=]{120,}/<masked base64>/g'; }
+# step NAME: ends the previous step (with the time it took) and starts one.
+step() {
+  [ -z "$step_name" ] || printf '    (%ds)\n' $((SECONDS - step_start)) >&2
+  step_name=$*; step_start=$SECONDS
+  [ -z "$step_name" ] || printf '\n\033[1m==> %s\033[0m\n' "$*" >&2
+}
+progress() { printf '    ... %s (%ds)\n' "$*" $((SECONDS - step_start)) >&2; }
 cleanup() {
   if [ -n "$sim_pid" ] && kill -0 "$sim_pid" 2>/dev/null; then
     kill -TERM "$sim_pid"; wait "$sim_pid" || true
@@ -19,65 +27,84 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# rancher_name MACHINE: the instance name Rancher gives rancher-machine (dots
+# turned into dashes; over 63 characters, the end replaced by - and a hash).
+rancher_name() {
+  local n=${1//./-}
+  if [ "${#n}" -gt 63 ]; then n="${n:0:57}-$(printf %s "$n" | sha256sum | cut -c1-5)"; fi
+  echo "$n"
+}
+
+step "Building the demo's stand-in for the guest cluster's cloud provider (test/demo/ccmlb)"
 (cd "$root" && go build -o "$work/ccmlb" ./test/demo/ccmlb)
 
 step "Starting the simulated Harvester (real etcd, kube-apiserver, kube-controller-manager) with guest clusters"
 harvester-sim --state-dir "$state" --guest-clusters 2>"$work/sim.log" &
 sim_pid=$!
-for _ in $(seq 1 600); do
+for i in $(seq 1 600); do
   [ -f "$state/ready" ] && break
   kill -0 "$sim_pid" 2>/dev/null || { cat "$work/sim.log" >&2; exit 1; }
+  [ $((i % 50)) -ne 0 ] || progress "waiting for the simulator"
   sleep 0.1
 done
 [ -f "$state/ready" ] || { echo "simulator not ready after 60s" >&2; cat "$work/sim.log" >&2; exit 1; }
 grep -o 'simulated Harvester ready.*' "$work/sim.log" >&2 || true
-harvester-sim status --state-dir "$state"
+harvester-sim status --state-dir "$state" | sed -n '/^HOST/,/^$/p'
 
 cluster=demo
 pool=pool1
 export MACHINE_STORAGE_PATH="$work/machine"
-export HARVESTER_KUBECONFIG_CONTENT
-HARVESTER_KUBECONFIG_CONTENT=$(cat "$state/kubeconfig")
-printf '#!/bin/sh\necho "the Rancher agent would be installed here"\n' > "$work/install.sh"
 export KUBECONFIG="$state/kubeconfig"
+printf '#!/bin/sh\necho "the Rancher agent would be installed here"\n' > "$work/install.sh"
 
-step "Cloud provider: the driver makes guest cluster $cluster's credential and writes the K3s add-ons into each node (--harvester-cloud-provider=k3s)"
-# A K3s install user data of your own would go in --harvester-user-data; the
-# driver adds the credential, the CCM/CSI manifests and the config drop-in.
-
-step "Creating node pool $cluster-$pool (3 K3s machines) through rancher-machine, as Rancher does"
+step "Creating node pool $cluster-$pool (3 K3s machines at once) through rancher-machine, as Rancher's machine-provision jobs do"
+# The cloud credential arrives only in HARVESTER_* variables; the machine
+# config as --harvester-<field>=<value> in the user's order (booleans bare
+# and only when true, empty values left out), --harvester-cluster-name last.
+# --harvester-cloud-provider=k3s makes the driver create the guest cluster's
+# Harvester credential and write the K3s cloud-provider add-ons into each node.
+export HARVESTER_KUBECONFIG_CONTENT HARVESTER_CLUSTER_ID=c-demo HARVESTER_CLUSTER_TYPE=harvester
+HARVESTER_KUBECONFIG_CONTENT=$(base64 -w0 < "$state/kubeconfig")
+machine_config=(
+  --harvester-vm-namespace=default
+  --harvester-cpu-count=2 --harvester-memory-size=4 --harvester-disk-size=20
+  --harvester-image-name=default/ubuntu-22.04
+  --harvester-network-name=default/vlan1
+  --harvester-ssh-user=ubuntu
+  --harvester-cloud-provider=k3s
+)
 machines=()
 pids=()
 for i in 1 2 3; do
-  name="$cluster-$pool-$(head -c 64 /dev/urandom | tr -dc 'a-z0-9' | head -c 5)"
+  name=$(rancher_name "$cluster-$pool-$(head -c 64 /dev/urandom | tr -dc 'a-z0-9' | head -c 5)")
   machines+=("$name")
-  rancher-machine create --driver harvester \
-    --custom-install-script "$work/install.sh" \
-    --harvester-cluster-name "$cluster" \
-    --harvester-cloud-provider k3s \
-    --harvester-vm-namespace default \
-    --harvester-image-name default/ubuntu-22.04 \
-    --harvester-network-name default/vlan1 \
-    --harvester-ssh-user ubuntu \
-    --harvester-cpu-count 2 --harvester-memory-size 4 --harvester-disk-size 20 \
-    "$name" >"$work/create-$name.log" 2>&1 &
+  rancher-machine create --driver=harvester --custom-install-script="$work/install.sh" \
+    "${machine_config[@]}" --harvester-cluster-name="$cluster" "$name" >"$work/create-$name.log" 2>&1 &
   pids+=($!)
 done
 for idx in "${!pids[@]}"; do
   if ! wait "${pids[$idx]}"; then
     echo "create of ${machines[$idx]} failed:" >&2; cat "$work/create-${machines[$idx]}.log" >&2; exit 1
   fi
-  echo "created ${machines[$idx]}" >&2
+  progress "created ${machines[$idx]}"
 done
-grep -h 'cloud-provider credential' "$work"/create-*.log | head -1 >&2 || true
+echo "rancher-machine's output for ${machines[0]}:" >&2
+sed 's/^/    /' "$work/create-${machines[0]}.log" >&2
 
-
-step "Machines as rancher-machine sees them (ls -q, status, ip)"
-# The table form of `rancher-machine ls` panics upstream for machines created
-# with --custom-install-script (as Rancher creates them), so ask each one.
+step "The machines: rancher-machine's answers (one line each, ready for scripts) and where Harvester placed them"
 for m in "${machines[@]}"; do
-  printf '%-22s %-8s %s\n' "$m" "$(rancher-machine status "$m")" "$(rancher-machine ip "$m")"
+  printf '%-22s status=%-8s ip=%-14s url=%s\n' "$m" "$(rancher-machine status "$m")" "$(rancher-machine ip "$m")" "$(rancher-machine url "$m")"
 done
+harvester-sim status --state-dir "$state" | sed -n '/^NAMESPACE *VM /,/^$/p' | grep -E "^NAMESPACE|$cluster-$pool"
+hosts=$(harvester-sim status --state-dir "$state" | awk -v p="$cluster-$pool" '$2 ~ "^"p {print $5}' | sort -u | wc -l)
+echo "the pool is spread over $hosts hosts" >&2
+
+step "The cloud provider's Harvester kubeconfig for $cluster (harvester-bootstrap kubeconfig; the token is not shown)"
+harvester-bootstrap kubeconfig --kubeconfig "$state/kubeconfig" --cluster-name "$cluster" --namespace default \
+  --output "$work/cloud-provider.kubeconfig" 2>/dev/null
+echo "written to $work/cloud-provider.kubeconfig (mode $(stat -c %a "$work/cloud-provider.kubeconfig")):" >&2
+grep -E '^\s*(server|namespace|name|user):' "$work/cloud-provider.kubeconfig" | sort -u | sed 's/^/    /'
+echo "    token: <$(grep -E '^\s*token:' "$work/cloud-provider.kubeconfig" | awk '{print length($2)}') characters, not shown>"
 
 step "Guest cluster $cluster comes up: the machines join as nodes, K3s applies the add-ons from their cloud-init"
 guest_kubeconfig="$state/guests/$cluster/kubeconfig"
@@ -104,13 +131,13 @@ step "The Service goes: the cloud provider deletes the LoadBalancer and the addr
 harvester-sim status --state-dir "$state" | sed -n '/^IPPOOL/,/^$/p'
 "$work/ccmlb" delete-pool --kubeconfig "$state/kubeconfig" --file "$work/pool.yaml"
 
-step "RKE1 cluster.yml add-ons for $cluster (harvester-bootstrap addon rke1; secrets masked)"
+step "RKE1 cluster.yml add-ons for $cluster (harvester-bootstrap addon rke1), summarised"
 harvester-bootstrap addon rke1 --cluster-name "$cluster" --namespace default --csi > "$work/rke1-addons.yaml"
-mask < "$work/rke1-addons.yaml" | sed -n '1,40p'
-echo "... ($(wc -l < "$work/rke1-addons.yaml") lines in all)"
+echo "$(wc -l < "$work/rke1-addons.yaml") lines; the objects it holds:"
+grep -E '^\s*kind: ' "$work/rke1-addons.yaml" | sed -E 's/^\s*kind: //' | sort | uniq -c | sed 's/^/    /'
 
-step "Removing the machines (rancher-machine rm -y --update-config)"
-for m in "${machines[@]}"; do rancher-machine rm -y --update-config "$m" >/dev/null && echo "removed $m" >&2; done
+step "Removing the machines as Rancher's delete job does (rm -y --update-config, credential only in the environment)"
+for m in "${machines[@]}"; do rancher-machine rm -y --update-config "$m" >/dev/null && progress "removed $m"; done
 harvester-bootstrap kubeconfig revoke --cluster-name "$cluster" --namespace default
 
 step "Nothing is left (no VMs, load balancers or pools; the guest cluster went with its machines)"
@@ -120,4 +147,9 @@ harvester-sim status --state-dir "$state"
 left=$(rancher-machine ls -q 2>/dev/null | grep -vc '^(' || true)
 echo "machines known to rancher-machine: $left" >&2
 [ "$left" -eq 0 ]
-step "Demo finished"
+
+step "Stopping the simulator"
+kill -TERM "$sim_pid"; wait "$sim_pid" || true
+sim_pid=""
+step ""
+printf '\n\033[1mDemo finished in %ds\033[0m\n' $((SECONDS - demo_start)) >&2
