@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/rancher/machine/libmachine/drivers"
+	"github.com/rancher/machine/libmachine/drivers/plugin/localbinary"
 	rpcdriver "github.com/rancher/machine/libmachine/drivers/rpc"
 	"github.com/rancher/machine/libmachine/mcnflag"
 )
@@ -28,6 +29,7 @@ type schemaField struct {
 // the "harvester-" prefix dropped, the rest lowerCamelCase; StringFlag and
 // IntFlag are strings, BoolFlag a boolean, StringSliceFlag an array.
 func rancherSchemaField(f mcnflag.Flag) schemaField {
+	f = flagValue(f)
 	parts := strings.Split(strings.TrimPrefix(f.String(), "harvester-"), "-")
 	for i := 1; i < len(parts); i++ {
 		if parts[i] != "" {
@@ -53,12 +55,33 @@ func rancherSchemaField(f mcnflag.Flag) schemaField {
 	return s
 }
 
+// flagValue undoes the pointers the RPC decoding gives (the rpc package
+// registers *mcnflag.StringFlag etc. with gob).
+func flagValue(f mcnflag.Flag) mcnflag.Flag {
+	switch v := f.(type) {
+	case *mcnflag.StringFlag:
+		return *v
+	case *mcnflag.IntFlag:
+		return *v
+	case *mcnflag.BoolFlag:
+		return *v
+	case *mcnflag.StringSliceFlag:
+		return *v
+	}
+	return f
+}
+
 // driverFlagsOverRPC loads bin/docker-machine-driver-harvester the way
 // Rancher and rancher-machine do (a libmachine plugin over RPC) and asks
 // it for GetCreateFlags.
 func driverFlagsOverRPC(t *testing.T) []mcnflag.Flag {
 	t.Helper()
 	t.Setenv("PATH", binDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// The plugin library marks this process as a plugin host in its
+	// environment; t.Setenv puts that back after the test, or every later
+	// rancher-machine would start as a plugin.
+	t.Setenv(localbinary.PluginEnvKey, "")
+	t.Setenv(localbinary.PluginEnvDriverName, "")
 	factory := rpcdriver.NewRPCClientDriverFactory()
 	defer func() { _ = factory.Close() }()
 	raw, err := json.Marshal(&drivers.BaseDriver{MachineName: "schema-probe", StorePath: t.TempDir()})

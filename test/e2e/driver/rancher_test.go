@@ -120,6 +120,9 @@ func (j *rancherJob) createPool(t *testing.T, names []string) {
 		if strings.Contains(outs[i], "Closing plugin") {
 			t.Errorf("create %s shows the plugin library's debug line:\n%s", names[i], outs[i])
 		}
+		if want := "(" + names[i] + ") " + names[i] + ": creating VM"; !strings.Contains(outs[i], want) {
+			t.Errorf("create %s does not show the driver's progress line %q:\n%s", names[i], want, outs[i])
+		}
 	}
 }
 
