@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	ucli "github.com/urfave/cli/v2"
+
+	"github.com/harvester-kit/harvester-machine/internal/version"
 )
 
 func run(t *testing.T, args ...string) (string, string, int) {
@@ -172,5 +174,15 @@ func TestAffinityDerivesTheDriversLabel(t *testing.T) {
 	byMachine, _, _ := run(t, "affinity", "--machine-name", "guest-a-pool1-x7k2p")
 	if byMachine != out {
 		t.Errorf("--machine-name gives another rule:\n%s\nthan --cluster-name/--pool:\n%s", byMachine, out)
+	}
+}
+
+func TestVersionFlagPrintsTheStampedVersion(t *testing.T) {
+	old := version.Version
+	version.Version = "v9.8.7-test"
+	t.Cleanup(func() { version.Version = old })
+	out, stderr, code := run(t, "--version")
+	if code != 0 || strings.TrimSpace(out) != "harvester-bootstrap version v9.8.7-test" {
+		t.Errorf("--version: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 }
