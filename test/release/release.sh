@@ -43,12 +43,17 @@ build_into() {
       mkdir -p "$tmp/$os-$arch"
       (cd "$root" && CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -buildvcs=false \
         -ldflags "$ldflags" -o "$tmp/$os-$arch/$b" "./cmd/$b")
+      grep -qaF "internal/version.Version=$version" "$tmp/$os-$arch/$b" 2>/dev/null ||
+        grep -qaF -- "$version" "$tmp/$os-$arch/$b" || { echo "release: $b: version $version not stamped" >&2; exit 1; }
       archive "$out/$b-$os-$arch.tar.gz" "$tmp/$os-$arch" "$b"
     done
   done
   (cd "$out" && sha256sum -- *.tar.gz > SHA256SUMS)
   # The manifest is made by the bootstrap command built for this machine.
   (cd "$root" && CGO_ENABLED=0 go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/host-bootstrap" ./cmd/harvester-bootstrap)
+  if [ "$("$tmp/host-bootstrap" --version)" != "harvester-bootstrap version $version" ]; then
+    echo "release: harvester-bootstrap --version does not say $version" >&2; exit 1
+  fi
   "$tmp/host-bootstrap" nodedriver --url "$url/docker-machine-driver-harvester-linux-amd64.tar.gz" \
     "$out/docker-machine-driver-harvester-linux-amd64.tar.gz" > "$out/nodedriver.yaml"
 }
