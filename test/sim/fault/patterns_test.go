@@ -9,6 +9,7 @@ func TestFaultsMatch(t *testing.T) {
 	f := ParsePatterns(map[string]string{
 		StuckScheduling: "default/stuck-*\n\n# comment\nother/exact\n[bad",
 		NoIP:            " default/noip ",
+		IPv6Only:        "default/v6-*",
 	})
 	if len(f.problems) != 1 {
 		t.Fatalf("problems = %v, want one for the bad pattern", f.problems)
@@ -22,6 +23,8 @@ func TestFaultsMatch(t *testing.T) {
 		{StuckScheduling, "other", "stuck-1", ""},
 		{NoIP, "default", "noip", "default/noip"},
 		{NoIP, "default", "stuck-1", ""},
+		{IPv6Only, "default", "v6-a", "default/v6-*"},
+		{IPv6Only, "default", "noip", ""},
 		{"unknown", "default", "noip", ""},
 	}
 	for _, tt := range tests {
