@@ -48,7 +48,7 @@ for i in $(seq 1 600); do
   sleep 0.1
 done
 [ -f "$state/ready" ] || { echo "simulator not ready after 60s" >&2; cat "$work/sim.log" >&2; exit 1; }
-grep -o 'simulated Harvester ready.*' "$work/sim.log" >&2 || true
+echo "simulated Harvester ready after $(grep -o 'simulated Harvester ready.*after=[^ ]*' "$work/sim.log" | sed 's/.*after=//')" >&2
 harvester-sim status --state-dir "$state" | sed -n '/^HOST/,/^$/p'
 
 cluster=demo
