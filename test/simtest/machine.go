@@ -60,13 +60,11 @@ func (m *Machines) Run(ctx context.Context, args ...string) (string, error) {
 	return out.String(), nil
 }
 
-// Create creates machine name as Rancher does, with extra driver flags.
+// Create creates machine name as Rancher does: the driver flags in the
+// given order, --harvester-cluster-name last.
 func (m *Machines) Create(ctx context.Context, name string, flags ...string) (string, error) {
-	args := append([]string{"create", "-d", "harvester",
-		"--custom-install-script=" + m.script,
-		"--harvester-cluster-name=" + m.Cluster,
-	}, flags...)
-	return m.Run(ctx, append(args, name)...)
+	args := append([]string{"create", "--driver=harvester", "--custom-install-script=" + m.script}, flags...)
+	return m.Run(ctx, append(args, "--harvester-cluster-name="+m.Cluster, name)...)
 }
 
 // Remove removes machines as Rancher's delete job does.
