@@ -86,7 +86,8 @@ func allocateAddresses(key string, count int, used map[string]bool) ([]string, e
 }
 
 // allocateIPv6Addresses is allocateAddresses for IPv6-only guests: one
-// global address a interface in 2001:db8:52::/64, from a hash of the VMI key.
+// global address per interface in 2001:db8:52::/64, from a hash of the VMI
+// key, probing past addresses in used.
 func allocateIPv6Addresses(key string, count int, used map[string]bool) ([]string, error) {
 	var out []string
 	for i := 0; i < count; i++ {
