@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // machineField is one field of a Rancher machine config (HarvesterConfig),
@@ -186,7 +187,7 @@ func TestRancherProvisioningFlow(t *testing.T) {
 	if err == nil {
 		t.Errorf("rm with only the stale stored credential succeeded:\n%s", out)
 	}
-	if !strings.Contains(out, "credentials rejected by Harvester") || !strings.Contains(out, "Create a new kubeconfig") {
+	if !strings.Contains(out, kubeapi.ErrCredentialsRejected.Error()) || !strings.Contains(out, "Create a new kubeconfig") {
 		t.Errorf("rm with a stale credential does not say it was rejected and how to renew it:\n%s", out)
 	}
 	if d := time.Since(start); d > time.Minute {
