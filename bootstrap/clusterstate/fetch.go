@@ -1,0 +1,137 @@
+package clusterstate
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// Resources of the kinds listed through the dynamic client.
+var (
+	GVRVM           = kubevirtv1.SchemeGroupVersion.WithResource("virtualmachines")
+	GVRVMI          = kubevirtv1.SchemeGroupVersion.WithResource("virtualmachineinstances")
+	GVRLoadBalancer = schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "loadbalancers"}
+	GVRIPPool       = schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "ippools"}
+)
+
+// Clients are the thin API layer over Harvester: one list per kind.
+type Clients struct {
+	Kube   kubernetes.Interface
+	Dyn    dynamic.Interface
+	Config *rest.Config // for authenticating other credentials at the same server
+}
+
+// NewClients connects to the cluster cfg describes.
+func NewClients(cfg *rest.Config) (*Clients, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Harvester: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to Harvester: %w", err)
+	}
+	return &Clients{Kube: kube, Dyn: dyn, Config: cfg}, nil
+}
+
+// listDyn lists a custom kind and converts the items to T.
+func listDyn[T any](ctx context.Context, ri dynamic.ResourceInterface, selector string) ([]T, error) {
+	list, err := ri.List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, len(list.Items))
+	for i := range list.Items {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(list.Items[i].Object, &out[i]); err != nil {
+			return nil, fmt.Errorf("decode %s %s: %w", list.Items[i].GetKind(), list.Items[i].GetName(), err)
+		}
+	}
+	return out, nil
+}
+
+// record keeps a listing error of kind in errs (named after the operation).
+func record(errs map[string]string, kind, ns string, err error) {
+	if err != nil {
+		errs[kind] = fmt.Sprintf("list %ss in %q: %v", kind, ns, err)
+	}
+}
+
+// FetchHarvester lists, once each, the kinds the checks look at. A kind
+// that cannot be listed is recorded in Errors; the others are still listed.
+func (c *Clients) FetchHarvester(ctx context.Context, t Target) Harvester {
+	h := Harvester{Target: t, Errors: map[string]string{}}
+	ns, own := t.Namespace, metav1.ListOptions{LabelSelector: t.ClusterSelector()}
+	creds := metav1.ListOptions{LabelSelector: credentials.Selector(t.Cluster)}
+	var err error
+	h.VMs, err = listDyn[kubevirtv1.VirtualMachine](ctx, c.Dyn.Resource(GVRVM).Namespace(ns), "")
+	record(h.Errors, KindVM, ns, err)
+	h.VMIs, err = listDyn[kubevirtv1.VirtualMachineInstance](ctx, c.Dyn.Resource(GVRVMI).Namespace(ns), "")
+	record(h.Errors, KindVMI, ns, err)
+	h.LoadBalancers, err = listDyn[lbapi.LoadBalancer](ctx, c.Dyn.Resource(GVRLoadBalancer).Namespace(ns), "")
+	record(h.Errors, KindLoadBalancer, ns, err)
+	h.IPPools, err = listDyn[lbapi.IPPool](ctx, c.Dyn.Resource(GVRIPPool), "")
+	record(h.Errors, KindIPPool, "", err)
+	if l, err := c.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, own); err == nil {
+		h.PVCs = l.Items
+	} else {
+		record(h.Errors, KindPVC, ns, err)
+	}
+	if l, err := c.Kube.CoreV1().Secrets(ns).List(ctx, own); err == nil {
+		h.CloudInit = l.Items
+	} else {
+		record(h.Errors, KindSecret, ns, err)
+	}
+	if l, err := c.Kube.CoreV1().ServiceAccounts(ns).List(ctx, creds); err == nil {
+		h.ServiceAccounts = l.Items
+	} else {
+		record(h.Errors, KindServiceAccount, ns, err)
+	}
+	if l, err := c.Kube.RbacV1().RoleBindings(ns).List(ctx, creds); err == nil {
+		h.RoleBindings = l.Items
+	} else {
+		record(h.Errors, KindRoleBinding, ns, err)
+	}
+	if l, err := c.Kube.RbacV1().ClusterRoleBindings().List(ctx, creds); err == nil {
+		h.ClusterRoleBindings = l.Items
+	} else {
+		record(h.Errors, KindClusterRoleBinding, "", err)
+	}
+	if l, err := c.Kube.CoreV1().Secrets(ns).List(ctx, creds); err == nil {
+		h.TokenSecrets = c.tokenSecrets(ctx, l.Items)
+	} else {
+		record(h.Errors, KindSecret, ns, err)
+	}
+	return h
+}
+
+// tokenSecrets drops the Secrets' data, keeping whether each was filled and
+// whether its token authenticates.
+func (c *Clients) tokenSecrets(ctx context.Context, secrets []corev1.Secret) []TokenSecret {
+	out := make([]TokenSecret, 0, len(secrets))
+	for _, s := range secrets {
+		ts := TokenSecret{
+			Namespace: s.Namespace, Name: s.Name, UID: string(s.UID), Labels: s.Labels,
+			ServiceAccount: s.Annotations[corev1.ServiceAccountNameKey],
+			Deleting:       s.DeletionTimestamp != nil,
+		}
+		if token := string(s.Data[corev1.ServiceAccountTokenKey]); token != "" {
+			ts.Filled = true
+			cfg := rest.AnonymousClientConfig(c.Config)
+			cfg.BearerToken = token
+			a := Authenticate(ctx, cfg, "Secret "+s.Namespace+"/"+s.Name)
+			ts.Auth = &a
+		}
+		out = append(out, ts)
+	}
+	return out
+}
