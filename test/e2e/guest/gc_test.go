@@ -11,6 +11,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
 	"github.com/harvester-kit/harvester-machine/bootstrap/gc"
@@ -115,6 +116,20 @@ func TestGCAfterClusterVanished(t *testing.T) {
 
 	if r := runGC(t, gone); len(r) != 0 {
 		t.Errorf("gc with every VM present lists %v, want nothing", resultRefs(r))
+	}
+	// The driver makes each VM the owner of its cloud-init Secret; the
+	// upstream driver does not, and its Secrets outlive the VMs.
+	secrets := env.dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace(vmNamespace)
+	for _, m := range goneMachines {
+		l, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: harvester.LabelVMName + "=" + m})
+		if err != nil || len(l.Items) == 0 {
+			t.Fatalf("cloud-init Secret of %s: %v %v", m, l, err)
+		}
+		for _, sec := range l.Items {
+			if _, err := secrets.Patch(ctx, sec.GetName(), types.MergePatchType, []byte(`{"metadata":{"ownerReferences":null}}`), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	for _, m := range goneMachines {
 		if err := env.dyn.Resource(gvrVM).Namespace(vmNamespace).Delete(ctx, m, metav1.DeleteOptions{}); err != nil {
