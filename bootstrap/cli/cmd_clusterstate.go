@@ -30,11 +30,16 @@ func targetFrom(c *ucli.Context) (clusterstate.Target, error) {
 	return t, err
 }
 
-// harvesterClients connects to --kubeconfig.
-func harvesterClients(c *ucli.Context) (*clusterstate.Clients, error) {
+// openTarget validates the flags and connects to --kubeconfig.
+func openTarget(c *ucli.Context) (clusterstate.Target, *clusterstate.Clients, error) {
+	t, err := targetFrom(c)
+	if err != nil {
+		return t, nil, err
+	}
 	cfg, err := kubeapi.ConfigFromFile(c.String(FlagKubeconfig), userAgent)
 	if err != nil {
-		return nil, err
+		return t, nil, err
 	}
-	return clusterstate.NewClients(cfg)
+	clients, err := clusterstate.NewClients(cfg)
+	return t, clients, err
 }

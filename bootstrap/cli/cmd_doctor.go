@@ -36,11 +36,7 @@ func doctorCommand() *ucli.Command {
 }
 
 func doctorAction(c *ucli.Context) error {
-	t, err := targetFrom(c)
-	if err != nil {
-		return err
-	}
-	clients, err := harvesterClients(c)
+	t, clients, err := openTarget(c)
 	if err != nil {
 		return err
 	}

@@ -31,11 +31,7 @@ func gcCommand() *ucli.Command {
 }
 
 func gcAction(c *ucli.Context) error {
-	t, err := targetFrom(c)
-	if err != nil {
-		return err
-	}
-	clients, err := harvesterClients(c)
+	t, clients, err := openTarget(c)
 	if err != nil {
 		return err
 	}

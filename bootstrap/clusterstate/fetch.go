@@ -7,6 +7,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -66,6 +67,15 @@ func record(errs map[string]string, kind, ns string, err error) {
 	}
 }
 
+// items returns the listed items, or records err and returns nil.
+func items[T any](errs map[string]string, kind, ns string, err error, get func() []T) []T {
+	if err != nil {
+		record(errs, kind, ns, err)
+		return nil
+	}
+	return get()
+}
+
 // FetchHarvester lists, once each, the kinds the checks look at. A kind
 // that cannot be listed is recorded in Errors; the others are still listed.
 func (c *Clients) FetchHarvester(ctx context.Context, t Target) Harvester {
@@ -81,36 +91,19 @@ func (c *Clients) FetchHarvester(ctx context.Context, t Target) Harvester {
 	record(h.Errors, KindLoadBalancer, ns, err)
 	h.IPPools, err = listDyn[lbapi.IPPool](ctx, c.Dyn.Resource(GVRIPPool), "")
 	record(h.Errors, KindIPPool, "", err)
-	if l, err := c.Kube.CoreV1().PersistentVolumeClaims(ns).List(ctx, own); err == nil {
-		h.PVCs = l.Items
-	} else {
-		record(h.Errors, KindPVC, ns, err)
-	}
-	if l, err := c.Kube.CoreV1().Secrets(ns).List(ctx, own); err == nil {
-		h.CloudInit = l.Items
-	} else {
-		record(h.Errors, KindSecret, ns, err)
-	}
-	if l, err := c.Kube.CoreV1().ServiceAccounts(ns).List(ctx, creds); err == nil {
-		h.ServiceAccounts = l.Items
-	} else {
-		record(h.Errors, KindServiceAccount, ns, err)
-	}
-	if l, err := c.Kube.RbacV1().RoleBindings(ns).List(ctx, creds); err == nil {
-		h.RoleBindings = l.Items
-	} else {
-		record(h.Errors, KindRoleBinding, ns, err)
-	}
-	if l, err := c.Kube.RbacV1().ClusterRoleBindings().List(ctx, creds); err == nil {
-		h.ClusterRoleBindings = l.Items
-	} else {
-		record(h.Errors, KindClusterRoleBinding, "", err)
-	}
-	if l, err := c.Kube.CoreV1().Secrets(ns).List(ctx, creds); err == nil {
-		h.TokenSecrets = c.tokenSecrets(ctx, l.Items)
-	} else {
-		record(h.Errors, KindSecret, ns, err)
-	}
+	core, rbac := c.Kube.CoreV1(), c.Kube.RbacV1()
+	pvcs, err := core.PersistentVolumeClaims(ns).List(ctx, own)
+	h.PVCs = items(h.Errors, KindPVC, ns, err, func() []corev1.PersistentVolumeClaim { return pvcs.Items })
+	cloudInit, err := core.Secrets(ns).List(ctx, own)
+	h.CloudInit = items(h.Errors, KindSecret, ns, err, func() []corev1.Secret { return cloudInit.Items })
+	sas, err := core.ServiceAccounts(ns).List(ctx, creds)
+	h.ServiceAccounts = items(h.Errors, KindServiceAccount, ns, err, func() []corev1.ServiceAccount { return sas.Items })
+	rbs, err := rbac.RoleBindings(ns).List(ctx, creds)
+	h.RoleBindings = items(h.Errors, KindRoleBinding, ns, err, func() []rbacv1.RoleBinding { return rbs.Items })
+	crbs, err := rbac.ClusterRoleBindings().List(ctx, creds)
+	h.ClusterRoleBindings = items(h.Errors, KindClusterRoleBinding, "", err, func() []rbacv1.ClusterRoleBinding { return crbs.Items })
+	tokens, err := core.Secrets(ns).List(ctx, creds)
+	h.TokenSecrets = c.tokenSecrets(ctx, items(h.Errors, KindSecret, ns, err, func() []corev1.Secret { return tokens.Items }))
 	return h
 }
 

@@ -25,10 +25,9 @@ type harvesterView struct{ *clusterstate.Harvester }
 // each with its RoleBinding, ClusterRoleBinding and filled token Secret.
 func Credential(s *clusterstate.Snapshot) Row {
 	h := harvesterView{&s.Harvester}
-	for _, k := range []string{clusterstate.KindServiceAccount, clusterstate.KindRoleBinding, clusterstate.KindClusterRoleBinding, clusterstate.KindSecret} {
-		if e := h.Failed(k); e != "" {
-			return listFailed(CheckCredential, e)
-		}
+	if row, bad := unlisted(h.Errors, CheckCredential, clusterstate.KindServiceAccount, clusterstate.KindRoleBinding,
+		clusterstate.KindClusterRoleBinding, clusterstate.KindSecret); bad {
+		return row
 	}
 	if len(h.ServiceAccounts) == 0 {
 		return warn(CheckCredential, "no ServiceAccount labelled "+credentials.Selector(h.Cluster)+" in "+h.Namespace,

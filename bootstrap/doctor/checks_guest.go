@@ -30,8 +30,8 @@ func Guest(s *clusterstate.Snapshot) []Row {
 // harvester://..., no uninitialized taint).
 func Nodes(s *clusterstate.Snapshot) Row {
 	g := s.Guest
-	if e := g.Errors[clusterstate.KindNode]; e != "" {
-		return listFailed(CheckNodes, e)
+	if row, bad := unlisted(g.Errors, CheckNodes, clusterstate.KindNode); bad {
+		return row
 	}
 	var bad []string
 	for _, n := range g.Nodes {
@@ -69,8 +69,8 @@ func quoteOrNone(s string) string {
 // topology annotation).
 func Zones(s *clusterstate.Snapshot) Row {
 	g, h := s.Guest, &s.Harvester
-	if e := g.Errors[clusterstate.KindNode]; e != "" {
-		return listFailed(CheckZones, e)
+	if row, bad := unlisted(g.Errors, CheckZones, clusterstate.KindNode); bad {
+		return row
 	}
 	var bad, good []string
 	for _, n := range g.Nodes {
@@ -136,8 +136,8 @@ func flagValue(args []string, flag string) string {
 // CCMClusterName: the cloud provider's --cluster-name equals NAME.
 func CCMClusterName(s *clusterstate.Snapshot) Row {
 	g, h := s.Guest, &s.Harvester
-	if e := g.Errors[clusterstate.KindWorkload]; e != "" {
-		return listFailed(CheckCCMCluster, e)
+	if row, bad := unlisted(g.Errors, CheckCCMCluster, clusterstate.KindWorkload); bad {
+		return row
 	}
 	found := ccmClusterNames(g)
 	if len(found) == 0 {
@@ -182,11 +182,11 @@ func lbOfService(h *clusterstate.Harvester, svc corev1.Service) *lbapi.LoadBalan
 // LoadBalancer.
 func GuestServices(s *clusterstate.Snapshot) Row {
 	g, h := s.Guest, &s.Harvester
-	if e := g.Errors[clusterstate.KindService]; e != "" {
-		return listFailed(CheckGuestServices, e)
+	if row, bad := unlisted(g.Errors, CheckGuestServices, clusterstate.KindService); bad {
+		return row
 	}
-	if e := h.Failed(clusterstate.KindLoadBalancer); e != "" {
-		return listFailed(CheckGuestServices, e)
+	if row, bad := unlisted(h.Errors, CheckGuestServices, clusterstate.KindLoadBalancer); bad {
+		return row
 	}
 	var bad, good []string
 	for _, svc := range g.Services {

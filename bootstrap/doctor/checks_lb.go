@@ -53,8 +53,8 @@ func NoAddressReason(l *lbapi.LoadBalancer) string {
 // the reason it has none.
 func LoadBalancers(s *clusterstate.Snapshot) Row {
 	h := &s.Harvester
-	if e := h.Failed(clusterstate.KindLoadBalancer); e != "" {
-		return listFailed(CheckLoadBalancers, e)
+	if row, bad := unlisted(h.Errors, CheckLoadBalancers, clusterstate.KindLoadBalancer); bad {
+		return row
 	}
 	var seen, bad []string
 	for _, l := range clusterLBs(h) {
@@ -101,8 +101,8 @@ func requirements(h *clusterstate.Harvester) []lbapi.Requirement {
 // same rule as Harvester's), each with free addresses left.
 func IPPools(s *clusterstate.Snapshot) Row {
 	h := &s.Harvester
-	if e := h.Failed(clusterstate.KindIPPool); e != "" {
-		return listFailed(CheckIPPools, e)
+	if row, bad := unlisted(h.Errors, CheckIPPools, clusterstate.KindIPPool); bad {
+		return row
 	}
 	var seen, bad []string
 	for _, r := range requirements(h) {

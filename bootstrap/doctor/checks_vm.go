@@ -21,8 +21,8 @@ const (
 // state.
 func VMs(s *clusterstate.Snapshot) Row {
 	h := &s.Harvester
-	if e := h.Failed(clusterstate.KindVM); e != "" {
-		return listFailed(CheckVMs, e)
+	if row, bad := unlisted(h.Errors, CheckVMs, clusterstate.KindVM); bad {
+		return row
 	}
 	vms := h.ClusterVMs()
 	if len(vms) == 0 {
@@ -60,8 +60,8 @@ func VMs(s *clusterstate.Snapshot) Row {
 // the VMI.
 func CreatorLabel(s *clusterstate.Snapshot) Row {
 	h := &s.Harvester
-	if e := h.Failed(clusterstate.KindVM); e != "" {
-		return listFailed(CheckCreator, e)
+	if row, bad := unlisted(h.Errors, CheckCreator, clusterstate.KindVM); bad {
+		return row
 	}
 	want := harvester.LabelCreator + "=" + harvester.CreatorValue
 	var missing []string
@@ -99,8 +99,8 @@ func clusterVMIs(h *clusterstate.Harvester) ([]*kubevirtv1.VirtualMachineInstanc
 // VMI is missing ("" when nothing).
 func vmiRow(s *clusterstate.Snapshot, check, what, fix string, lack func(*kubevirtv1.VirtualMachineInstance) string) Row {
 	h := &s.Harvester
-	if e := h.Failed(clusterstate.KindVMI); e != "" {
-		return listFailed(check, e)
+	if row, bad := unlisted(h.Errors, check, clusterstate.KindVMI); bad {
+		return row
 	}
 	vmis, none := clusterVMIs(h)
 	var missing []string

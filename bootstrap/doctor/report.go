@@ -94,6 +94,16 @@ func listFailed(check, err string) Row {
 	return fail(check, err, "check that --kubeconfig may list this kind in the namespace (and cluster-wide for IPPools and ClusterRoleBindings)")
 }
 
+// unlisted is the row of check when one of kinds could not be listed.
+func unlisted(errs map[string]string, check string, kinds ...string) (Row, bool) {
+	for _, k := range kinds {
+		if e := errs[k]; e != "" {
+			return listFailed(check, e), true
+		}
+	}
+	return Row{}, false
+}
+
 // names joins up to 5 names and says how many more there are.
 func names(list []string) string {
 	if len(list) <= 5 {
