@@ -74,6 +74,9 @@ func CreatorLabel(s *clusterstate.Snapshot) Row {
 			missing = append(missing, vm.Name+" (template)")
 		}
 	}
+	if len(vms) == 0 {
+		return ok(CheckCreator, "no VM to check")
+	}
 	if len(missing) > 0 {
 		return fail(CheckCreator, "missing "+want+" on "+names(missing),
 			"add the label to the VM and spec.template.metadata.labels (VMs made by this project's driver carry it); restart the VM so its VMI gets it")
