@@ -7,7 +7,9 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	"github.com/harvester-kit/harvester-machine/bootstrap/gc"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	ucli "github.com/urfave/cli/v2"
 )
 
@@ -37,10 +39,13 @@ func gcAction(c *ucli.Context) error {
 	}
 	ctx, cancel := withTimeout(c)
 	defer cancel()
-	h := clients.FetchHarvester(ctx, t)
+	if a := clusterstate.Authenticate(ctx, clients.Config, "--"+FlagKubeconfig); a.Rejected {
+		return fmt.Errorf("gc: %w", &kubeapi.CredentialsRejectedError{Source: "--" + FlagKubeconfig})
+	}
+	h := clients.FetchHarvester(ctx, t, false)
 	candidates, err := gc.Select(&h)
 	if err != nil {
-		return explainAuth(err)
+		return err
 	}
 	results := make([]gc.Result, len(candidates))
 	for i, cand := range candidates {

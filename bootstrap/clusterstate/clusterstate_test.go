@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -73,7 +74,7 @@ func TestFetchRecordsListErrorsAndKeepsNoToken(t *testing.T) {
 	c := &Clients{Kube: kube, Dyn: dyn, Config: &rest.Config{Host: "https://127.0.0.1:1"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	h := c.FetchHarvester(ctx, Target{Cluster: "a", Namespace: "default"})
+	h := c.FetchHarvester(ctx, Target{Cluster: "a", Namespace: "default"}, true)
 	if h.Failed(KindPVC) == "" || h.Failed(KindVM) != "" {
 		t.Errorf("errors = %v, want only the PVC listing", h.Errors)
 	}
@@ -82,5 +83,29 @@ func TestFetchRecordsListErrorsAndKeepsNoToken(t *testing.T) {
 	}
 	if a := h.TokenSecrets[0].Auth; a == nil || a.Err == "" || a.Kind != CredToken {
 		t.Errorf("auth against an unreachable server = %+v, want an error", a)
+	}
+}
+
+func TestFetchListsEachKindOnce(t *testing.T) {
+	kube := fake.NewClientset()
+	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		GVRVM: "VirtualMachineList", GVRVMI: "VirtualMachineInstanceList", GVRLoadBalancer: "LoadBalancerList", GVRIPPool: "IPPoolList",
+	})
+	c := &Clients{Kube: kube, Dyn: dyn, Config: &rest.Config{}}
+	h := c.FetchHarvester(context.Background(), Target{Cluster: "a", Namespace: "default"}, false)
+	if len(h.Errors) != 0 {
+		t.Fatal(h.Errors)
+	}
+	count := map[string]int{}
+	for _, a := range append(kube.Actions(), dyn.Actions()...) {
+		if a.GetVerb() != "list" {
+			t.Errorf("unexpected %s %s", a.GetVerb(), a.GetResource().Resource)
+		}
+		count[a.GetResource().Resource]++
+	}
+	want := map[string]int{"virtualmachines": 1, "virtualmachineinstances": 1, "loadbalancers": 1, "ippools": 1,
+		"persistentvolumeclaims": 1, "secrets": 2, "serviceaccounts": 1, "rolebindings": 1, "clusterrolebindings": 1}
+	if fmt.Sprint(count) != fmt.Sprint(want) {
+		t.Errorf("requests = %v, want %v (10 lists: the cloud-init and the token Secrets by their own labels)", count, want)
 	}
 }

@@ -76,9 +76,11 @@ func items[T any](errs map[string]string, kind, ns string, err error, get func()
 	return get()
 }
 
-// FetchHarvester lists, once each, the kinds the checks look at. A kind
-// that cannot be listed is recorded in Errors; the others are still listed.
-func (c *Clients) FetchHarvester(ctx context.Context, t Target) Harvester {
+// FetchHarvester lists, once each, the kinds the checks look at (10 list
+// calls); with authTokens it also authenticates with each filled token
+// Secret's token (one SelfSubjectReview each). A kind that cannot be listed
+// is recorded in Errors; the others are still listed.
+func (c *Clients) FetchHarvester(ctx context.Context, t Target, authTokens bool) Harvester {
 	h := Harvester{Target: t, Errors: map[string]string{}}
 	ns, own := t.Namespace, metav1.ListOptions{LabelSelector: t.ClusterSelector()}
 	creds := metav1.ListOptions{LabelSelector: credentials.Selector(t.Cluster)}
@@ -103,13 +105,13 @@ func (c *Clients) FetchHarvester(ctx context.Context, t Target) Harvester {
 	crbs, err := rbac.ClusterRoleBindings().List(ctx, creds)
 	h.ClusterRoleBindings = items(h.Errors, KindClusterRoleBinding, "", err, func() []rbacv1.ClusterRoleBinding { return crbs.Items })
 	tokens, err := core.Secrets(ns).List(ctx, creds)
-	h.TokenSecrets = c.tokenSecrets(ctx, items(h.Errors, KindSecret, ns, err, func() []corev1.Secret { return tokens.Items }))
+	h.TokenSecrets = c.tokenSecrets(ctx, items(h.Errors, KindSecret, ns, err, func() []corev1.Secret { return tokens.Items }), authTokens)
 	return h
 }
 
 // tokenSecrets drops the Secrets' data, keeping whether each was filled and
 // whether its token authenticates.
-func (c *Clients) tokenSecrets(ctx context.Context, secrets []corev1.Secret) []TokenSecret {
+func (c *Clients) tokenSecrets(ctx context.Context, secrets []corev1.Secret, authenticate bool) []TokenSecret {
 	out := make([]TokenSecret, 0, len(secrets))
 	for _, s := range secrets {
 		ts := TokenSecret{
@@ -119,6 +121,10 @@ func (c *Clients) tokenSecrets(ctx context.Context, secrets []corev1.Secret) []T
 		}
 		if token := string(s.Data[corev1.ServiceAccountTokenKey]); token != "" {
 			ts.Filled = true
+			if !authenticate {
+				out = append(out, ts)
+				continue
+			}
 			cfg := rest.AnonymousClientConfig(c.Config)
 			cfg.BearerToken = token
 			a := Authenticate(ctx, cfg, "Secret "+s.Namespace+"/"+s.Name)

@@ -31,7 +31,7 @@ func (c *Clients) Take(ctx context.Context, t Target, src Sources, now time.Time
 	if s.Admin.Err != "" {
 		return s
 	}
-	s.Harvester = c.FetchHarvester(ctx, t)
+	s.Harvester = c.FetchHarvester(ctx, t, true)
 	if src.Guest != nil {
 		g := FetchGuest(ctx, src.Guest)
 		s.Guest = &g
