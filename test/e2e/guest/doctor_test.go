@@ -47,14 +47,14 @@ func (r doctorReport) row(t *testing.T, check string) doctor.Row {
 }
 
 // runDoctor runs `harvester-bootstrap doctor -o json` with args.
-func runDoctor(t *testing.T, cluster string, args ...string) doctorReport {
+func runDoctor(t *testing.T, ctx context.Context, cluster string, args ...string) doctorReport {
 	t.Helper()
 	bin, err := simtest.Bin("harvester-bootstrap")
 	if err != nil {
 		t.Fatal(err)
 	}
 	args = append([]string{"doctor", "--cluster-name", cluster, "--namespace", vmNamespace, "-o", "json", "--kubeconfig", env.sim.Kubeconfig}, args...)
-	cmd := exec.CommandContext(testContext(t), bin, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	var out, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	r := doctorReport{}
@@ -79,8 +79,8 @@ func runDoctor(t *testing.T, cluster string, args ...string) doctorReport {
 func waitRow(t *testing.T, cluster, check string, want doctor.Status, args ...string) doctorReport {
 	t.Helper()
 	var r doctorReport
-	poll(t, check+" "+string(want), func(context.Context) (bool, string) {
-		r = runDoctor(t, cluster, args...)
+	poll(t, check+" "+string(want), func(ctx context.Context) (bool, string) {
+		r = runDoctor(t, ctx, cluster, args...)
 		row := r.row(t, check)
 		return row.Status == want, string(row.Status) + " " + row.Seen
 	})
@@ -194,12 +194,12 @@ func TestDoctor(t *testing.T) {
 	})
 
 	// Nodes the cloud provider has not initialised yet.
-	r := runDoctor(t, cluster, guestKC)
+	r := runDoctor(t, testContext(t), cluster, guestKC)
 	if row := r.row(t, doctor.CheckNodes); row.Status != doctor.Fail || !strings.Contains(row.Seen, harvester.TaintUninitialized) {
 		t.Errorf("guest-nodes before the cloud provider ran: %+v", row)
 	}
 	playCCMOnNodes(t, guest, machines)
-	r = runDoctor(t, cluster, guestKC)
+	r = runDoctor(t, testContext(t), cluster, guestKC)
 	for _, row := range r.Checks {
 		if row.Status != doctor.OK {
 			t.Errorf("healthy cluster: %s %s %q (fix %q)", row.Check, row.Status, row.Seen, row.Fix)
@@ -300,13 +300,13 @@ func TestDoctor(t *testing.T) {
 
 	t.Run("expiring time-bound token", func(t *testing.T) {
 		soon := bootstrap(t, "kubeconfig", "--cluster-name", cluster, "--namespace", vmNamespace, "--ttl", "24h")
-		r := runDoctor(t, cluster, "--cloud-config="+writeSecretFile(t, "soon", []byte(soon)))
+		r := runDoctor(t, testContext(t), cluster, "--cloud-config="+writeSecretFile(t, "soon", []byte(soon)))
 		if row := r.row(t, doctor.CheckCloudConfig); row.Status != doctor.Warn || !strings.Contains(row.Seen, "under 7 days") {
 			t.Errorf("cloud-config with a 24h token: %+v", row)
 		}
 		noSecret(t, r, tokenOf(t, []byte(soon)))
 		later := bootstrap(t, "kubeconfig", "--cluster-name", cluster, "--namespace", vmNamespace, "--ttl", "720h")
-		r = runDoctor(t, cluster, "--cloud-config="+writeSecretFile(t, "later", []byte(later)))
+		r = runDoctor(t, testContext(t), cluster, "--cloud-config="+writeSecretFile(t, "later", []byte(later)))
 		if row := r.row(t, doctor.CheckCloudConfig); row.Status != doctor.OK || !strings.Contains(row.Seen, "JWT") {
 			t.Errorf("cloud-config with a 30-day token: %+v", row)
 		}

@@ -11,10 +11,6 @@ func pool(name string, ranges []Range, sel Selector) IPPool {
 	return IPPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: IPPoolSpec{Ranges: ranges, Selector: sel}}
 }
 
-func scope(project, namespace, cluster string) []Scope {
-	return []Scope{{Project: project, Namespace: namespace, GuestCluster: cluster}}
-}
-
 func TestAllocate(t *testing.T) {
 	tests := []struct {
 		name      string
