@@ -254,6 +254,12 @@ func TestDoctor(t *testing.T) {
 		if _, err := simtest.CCMCreate(ctx, env.dyn, right); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() {
+			// The address goes back, so the test's pool can be deleted.
+			if err := simtest.CCMDelete(context.Background(), env.dyn, vmNamespace, right.Name); err != nil {
+				t.Error(err)
+			}
+		})
 		r = waitRow(t, cluster, doctor.CheckGuestServices, doctor.OK, guestKC)
 		if row := r.row(t, doctor.CheckLoadBalancers); row.Status != doctor.OK || !strings.Contains(row.Seen, "10.232.0.") {
 			t.Errorf("loadbalancers once fixed: %+v", row)
