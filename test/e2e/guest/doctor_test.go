@@ -229,6 +229,7 @@ func TestDoctor(t *testing.T) {
 		waitRow(t, cluster, doctor.CheckGuestAgent, doctor.OK)
 	})
 
+	top := t // the LoadBalancer below is needed until the end of the test
 	t.Run("wrong cluster name on a LoadBalancer", func(t *testing.T) {
 		ctx := testContext(t)
 		svc, err := guest.CoreV1().Services("default").Create(ctx, &corev1.Service{
@@ -254,7 +255,7 @@ func TestDoctor(t *testing.T) {
 		if _, err := simtest.CCMCreate(ctx, env.dyn, right); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
+		top.Cleanup(func() {
 			// The address goes back, so the test's pool can be deleted.
 			if err := simtest.CCMDelete(context.Background(), env.dyn, vmNamespace, right.Name); err != nil {
 				t.Error(err)
