@@ -1,6 +1,7 @@
 package addons
 
 import (
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -33,7 +34,7 @@ func CloudProviderObjects(o Options) []runtime.Object {
 						Image:           img.Ref(o.ImageRegistry),
 						ImagePullPolicy: corev1.PullIfNotPresent,
 						Command:         []string{"harvester-cloud-provider"},
-						Args:            []string{defaultCCMArgs, "--cluster-name=" + o.ClusterName},
+						Args:            []string{defaultCCMArgs, harvester.CCMClusterNameFlag + "=" + o.ClusterName},
 						VolumeMounts: []corev1.VolumeMount{{
 							Name: "cloud-config", MountPath: "/etc/kubernetes/cloud-config", SubPath: CloudConfigKey, ReadOnly: true,
 						}},

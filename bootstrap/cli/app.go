@@ -35,6 +35,7 @@ func App(stdout, stderr io.Writer) *ucli.App {
 		Commands: []*ucli.Command{
 			kubeconfigCommand(), addonCommand(), manifestsCommand(), applyCommand(),
 			userdataCommand(), affinityCommand(), lbCommand(), nodedriverCommand(),
+			doctorCommand(), gcCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*ucli.Context, error) {},

@@ -55,6 +55,13 @@ const (
 	FlagSSHUser           = "ssh-user"
 	FlagSSHPublicKey      = "ssh-public-key"
 	FlagDistribution      = "distribution"
+	FlagDelete            = "delete"
+)
+
+// Values of doctor's and gc's --output.
+const (
+	OutputTable = "table"
+	OutputJSON  = "json"
 )
 
 // EnvPrefix prefixes the environment variable of every flag:

@@ -19,6 +19,14 @@ const (
 	LabelVMName       = "harvesterhci.io/vmName"
 )
 
+// Labels the cloud provider puts on the LoadBalancers it creates on
+// Harvester for a guest cluster's Services.
+const (
+	LabelLBCluster          = "cloudprovider.harvesterhci.io/cluster"
+	LabelLBServiceNamespace = "cloudprovider.harvesterhci.io/serviceNamespace"
+	LabelLBServiceName      = "cloudprovider.harvesterhci.io/serviceName"
+)
+
 // Labels of this project's node driver (Harvester does not read them).
 const (
 	// LabelMachineID marks every object a machine creates (Secret, VM, VM

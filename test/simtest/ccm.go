@@ -16,14 +16,15 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/test/sim/lb"
 )
 
 // Labels the cloud provider puts on the LoadBalancers it creates.
 const (
-	LabelCCMCluster          = "cloudprovider.harvesterhci.io/cluster"
-	LabelCCMServiceNamespace = "cloudprovider.harvesterhci.io/serviceNamespace"
-	LabelCCMServiceName      = "cloudprovider.harvesterhci.io/serviceName"
+	LabelCCMCluster          = harvester.LabelLBCluster
+	LabelCCMServiceNamespace = harvester.LabelLBServiceNamespace
+	LabelCCMServiceName      = harvester.LabelLBServiceName
 )
 
 // CCMLoadBalancerName is the name the Harvester cloud provider gives the

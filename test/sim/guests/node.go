@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,7 +15,7 @@ import (
 // Keys kubelet (with --cloud-provider=external) and the node lifecycle
 // controller put on Nodes.
 const (
-	TaintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
+	TaintUninitialized = harvester.TaintUninitialized
 	TaintUnreachable   = "node.kubernetes.io/unreachable"
 	TaintNotReady      = "node.kubernetes.io/not-ready"
 	AnnProvidedNodeIP  = "alpha.kubernetes.io/provided-node-ip"

@@ -1,9 +1,8 @@
-// Package lb is the pure part of the simulated Harvester load balancer
-// controller: the LoadBalancer and IPPool types of
-// loadbalancer.harvesterhci.io/v1beta1, IP pool selection and address
-// allocation. The controller that does the API calls lives in
-// test/sim/controllers.
-package lb
+// Package lbapi is Harvester's load balancer API as the simulator,
+// harvester-bootstrap doctor and gc see it: the LoadBalancer and IPPool
+// types of loadbalancer.harvesterhci.io/v1beta1, their labels and
+// annotations, and the rule that picks a LoadBalancer's IP pool.
+package lbapi
 
 import (
 	"maps"

@@ -1,0 +1,45 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// targetFlags name the guest cluster doctor and gc look at.
+func targetFlags() []ucli.Flag {
+	return []ucli.Flag{
+		kubeconfigFlag(),
+		&ucli.StringFlag{Name: FlagClusterName, Usage: "guest cluster `NAME` (the driver's --harvester-cluster-name, the cloud provider's --cluster-name)", EnvVars: env(FlagClusterName)},
+		&ucli.StringFlag{Name: FlagNamespace, Usage: "Harvester `NAMESPACE` where the guest VMs live", EnvVars: env(FlagNamespace)},
+		&ucli.StringFlag{Name: FlagOutput, Aliases: []string{"o"}, Value: OutputTable, Usage: "report `FORMAT`: " + OutputTable + " or " + OutputJSON, EnvVars: env(FlagOutput)},
+		timeoutFlag(),
+	}
+}
+
+// targetFrom validates --cluster-name, --namespace and --output together.
+func targetFrom(c *ucli.Context) (clusterstate.Target, error) {
+	t := clusterstate.Target{Cluster: c.String(FlagClusterName), Namespace: c.String(FlagNamespace)}
+	err := credentials.Access{ClusterName: t.Cluster, Namespace: t.Namespace}.Validate()
+	if o := c.String(FlagOutput); o != OutputTable && o != OutputJSON {
+		err = joinErrs([]error{err, fmt.Errorf("--%s %q: must be %s or %s", FlagOutput, o, OutputTable, OutputJSON)})
+	}
+	return t, err
+}
+
+// openTarget validates the flags and connects to --kubeconfig.
+func openTarget(c *ucli.Context) (clusterstate.Target, *clusterstate.Clients, error) {
+	t, err := targetFrom(c)
+	if err != nil {
+		return t, nil, err
+	}
+	cfg, err := kubeapi.ConfigFromFile(c.String(FlagKubeconfig), userAgent)
+	if err != nil {
+		return t, nil, err
+	}
+	clients, err := clusterstate.NewClients(cfg)
+	return t, clients, err
+}

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/bootstrap/doctor"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	ucli "github.com/urfave/cli/v2"
+	"k8s.io/client-go/kubernetes"
+)
+
+// errChecksFailed makes doctor exit 1 once the report is printed.
+var errChecksFailed = errors.New("doctor: some checks failed (FAIL rows above)")
+
+func doctorCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "doctor",
+		Usage: "say why a guest cluster is unhealthy: one OK/WARN/FAIL row per check, with what was seen and the fix",
+		Description: "Checks on Harvester: the cluster's VMs and their state, the creator label on VM and template, topology\n" +
+			"annotations and a guest-agent address on each VMI, the cloud-provider credential (ServiceAccount, bindings,\n" +
+			"token Secret, the token authenticates), the cluster's LoadBalancers and IP pools, leftovers (as gc finds them),\n" +
+			"and --kubeconfig itself (authenticates; a JWT's or certificate's expiry, WARN under 7 days).\n" +
+			"With --cloud-config: the guest's kubeconfig for Harvester (e.g. a time-bound token from kubeconfig --ttl).\n" +
+			"With --guest-kubeconfig: nodes initialised by the cloud provider, zone labels, the CCM's --cluster-name,\n" +
+			"LoadBalancer Services and their Harvester LoadBalancers. Exit 1 when a check fails. Never prints a secret.\n\n" +
+			"Example:\n  harvester-bootstrap doctor --cluster-name guest-a --namespace default --guest-kubeconfig guest.yaml",
+		Flags: append(targetFlags(),
+			&ucli.StringFlag{Name: FlagGuestKubeconfig, Usage: "kubeconfig `FILE` of the guest cluster (adds the guest-side checks)", EnvVars: env(FlagGuestKubeconfig)},
+			&ucli.StringFlag{Name: FlagCloudConfig, Usage: "the guest's kubeconfig `FILE` for Harvester (from `kubeconfig`): check that its token authenticates and when it expires", EnvVars: env(FlagCloudConfig)},
+		),
+		Action: doctorAction,
+	}
+}
+
+func doctorAction(c *ucli.Context) error {
+	t, clients, err := openTarget(c)
+	if err != nil {
+		return err
+	}
+	src := clusterstate.Sources{AdminSource: "--" + FlagKubeconfig, CloudConfigSource: "--" + FlagCloudConfig}
+	if p := c.String(FlagCloudConfig); p != "" {
+		if src.CloudConfig, err = kubeapi.ConfigFromFile(p, userAgent); err != nil {
+			return fmt.Errorf("--%s: %w", FlagCloudConfig, err)
+		}
+	}
+	if p := c.String(FlagGuestKubeconfig); p != "" {
+		cfg, err := kubeapi.ConfigFromFile(p, userAgent)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", FlagGuestKubeconfig, err)
+		}
+		if src.Guest, err = kubernetes.NewForConfig(cfg); err != nil {
+			return fmt.Errorf("--%s: %w", FlagGuestKubeconfig, err)
+		}
+	}
+	ctx, cancel := withTimeout(c)
+	defer cancel()
+	snap := clients.Take(ctx, t, src, time.Now())
+	report := doctor.Run(&snap)
+	if c.String(FlagOutput) == OutputJSON {
+		err = report.WriteJSON(c.App.Writer)
+	} else {
+		err = report.WriteTable(c.App.Writer)
+	}
+	if err != nil {
+		return fmt.Errorf("doctor: write report: %w", err)
+	}
+	if report.Failed() {
+		return errChecksFailed
+	}
+	return nil
+}

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/bootstrap/gc"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	ucli "github.com/urfave/cli/v2"
+)
+
+// errDeleteFailed makes gc exit 1 once every result is printed.
+var errDeleteFailed = errors.New("gc: some deletes failed (see above)")
+
+func gcCommand() *ucli.Command {
+	return &ucli.Command{
+		Name:  "gc",
+		Usage: "list (dry run) or --delete what a deleted guest cluster left on Harvester",
+		Description: "Candidates: PVCs of the cluster no VM uses, cloud-init Secrets whose VM no longer exists, and, once no VM\n" +
+			"of the cluster remains, its LoadBalancers and the credential objects `kubeconfig` created. Only objects\n" +
+			"carrying the labels the node driver, the cloud provider or harvester-bootstrap put on them are candidates.\n" +
+			"Running it again after --delete changes nothing.\n\n" +
+			"Example:\n  harvester-bootstrap gc --cluster-name guest-a --namespace default            # dry run\n" +
+			"  harvester-bootstrap gc --cluster-name guest-a --namespace default --delete",
+		Flags: append(targetFlags(),
+			&ucli.BoolFlag{Name: FlagDelete, Usage: "delete the candidates (default: only list them)", EnvVars: env(FlagDelete)}),
+		Action: gcAction,
+	}
+}
+
+func gcAction(c *ucli.Context) error {
+	t, clients, err := openTarget(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := withTimeout(c)
+	defer cancel()
+	if a := clusterstate.Authenticate(ctx, clients.Config, "--"+FlagKubeconfig); a.Rejected {
+		return fmt.Errorf("gc: %w", &kubeapi.CredentialsRejectedError{Source: "--" + FlagKubeconfig})
+	}
+	h := clients.FetchHarvester(ctx, t, false)
+	candidates, err := gc.Select(&h)
+	if err != nil {
+		return err
+	}
+	results := make([]gc.Result, len(candidates))
+	for i, cand := range candidates {
+		results[i] = gc.Result{Candidate: cand}
+	}
+	failed := false
+	if c.Bool(FlagDelete) {
+		results, failed = gc.Delete(ctx, clients, candidates)
+	}
+	if err := writeGC(c.App.Writer, c.String(FlagOutput), results); err != nil {
+		return fmt.Errorf("gc: write report: %w", err)
+	}
+	if failed {
+		return errDeleteFailed
+	}
+	return nil
+}
+
+// writeGC prints one row per candidate: what it is, why, and (with
+// --delete) what happened to it.
+func writeGC(w io.Writer, format string, results []gc.Result) error {
+	if format == OutputJSON {
+		if results == nil {
+			results = []gc.Result{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(results)
+	}
+	if len(results) == 0 {
+		_, err := fmt.Fprintln(w, "nothing left behind")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tNAME\tREASON\tOUTCOME")
+	for _, r := range results {
+		outcome := r.Outcome
+		switch {
+		case r.Error != "":
+			outcome = "FAILED: " + r.Error
+		case outcome == "":
+			outcome = "would delete (dry run)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Kind, r.Ref(), r.Reason, outcome)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,41 @@
+package clusterstate
+
+import (
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// ClusterSelector selects the driver's objects (VMs, VMIs, cloud-init
+// Secrets, volumes) of the guest cluster.
+func (t Target) ClusterSelector() string {
+	return harvester.LabelGuestCluster + "=" + harvester.LabelValue(t.Cluster)
+}
+
+// OfCluster reports whether labels carry the cluster's guest-cluster label.
+func (t Target) OfCluster(labels map[string]string) bool {
+	return labels[harvester.LabelGuestCluster] == harvester.LabelValue(t.Cluster)
+}
+
+// ClusterVMs are the VMs labelled with the guest cluster's name.
+func (h *Harvester) ClusterVMs() []kubevirtv1.VirtualMachine {
+	var out []kubevirtv1.VirtualMachine
+	for _, vm := range h.VMs {
+		if h.OfCluster(vm.Labels) {
+			out = append(out, vm)
+		}
+	}
+	return out
+}
+
+// VMI returns the VMI called name, or nil.
+func (h *Harvester) VMI(name string) *kubevirtv1.VirtualMachineInstance {
+	for i := range h.VMIs {
+		if h.VMIs[i].Name == name {
+			return &h.VMIs[i]
+		}
+	}
+	return nil
+}
+
+// Failed returns the listing error of kind, or "".
+func (h *Harvester) Failed(kind string) string { return h.Errors[kind] }

@@ -1,0 +1,106 @@
+// Package clusterstate is what Harvester (and optionally the guest cluster)
+// holds for one guest cluster, as `harvester-bootstrap doctor` and `gc`
+// see it: a Snapshot of the objects, each kind listed once (fetch.go), and
+// the outcome of authenticating the credentials involved. It never keeps a
+// token: only who the token authenticated as and when it expires.
+package clusterstate
+
+import (
+	"time"
+
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// Target names the guest cluster.
+type Target struct {
+	Cluster   string // guest cluster name (--cluster-name)
+	Namespace string // Harvester namespace of its VMs (--namespace)
+}
+
+// Kinds, as snapshots and reports name them.
+const (
+	KindVM                 = "VirtualMachine"
+	KindVMI                = "VirtualMachineInstance"
+	KindPVC                = "PersistentVolumeClaim"
+	KindSecret             = "Secret"
+	KindServiceAccount     = "ServiceAccount"
+	KindRoleBinding        = "RoleBinding"
+	KindClusterRoleBinding = "ClusterRoleBinding"
+	KindLoadBalancer       = "LoadBalancer"
+	KindIPPool             = "IPPool"
+	KindNode               = "Node"
+	KindService            = "Service"
+	KindWorkload           = "Deployment/DaemonSet"
+)
+
+// Harvester is the Harvester side of one guest cluster.
+type Harvester struct {
+	Target
+	// VMs and VMIs of the namespace (the cluster's are picked by label).
+	VMs  []kubevirtv1.VirtualMachine
+	VMIs []kubevirtv1.VirtualMachineInstance
+	// PVCs and cloud-init Secrets labelled with the guest cluster's name.
+	PVCs      []corev1.PersistentVolumeClaim
+	CloudInit []corev1.Secret
+	// The credential objects harvester-bootstrap (or the driver's
+	// --harvester-cloud-provider) created for the cluster.
+	ServiceAccounts     []corev1.ServiceAccount
+	RoleBindings        []rbacv1.RoleBinding
+	ClusterRoleBindings []rbacv1.ClusterRoleBinding
+	TokenSecrets        []TokenSecret
+	// Every LoadBalancer of the namespace and every IPPool.
+	LoadBalancers []lbapi.LoadBalancer
+	IPPools       []lbapi.IPPool
+	// Errors of listing a kind (by Kind*); a kind missing here was listed.
+	Errors map[string]string
+}
+
+// TokenSecret is a service-account token Secret without its data: whether
+// it was filled and what authenticating with its token gave.
+type TokenSecret struct {
+	Namespace, Name, UID string
+	ServiceAccount       string // the kubernetes.io/service-account.name annotation
+	Labels               map[string]string
+	Filled               bool
+	Deleting             bool
+	Auth                 *Auth // nil when not filled
+}
+
+// Auth is the outcome of authenticating one credential.
+type Auth struct {
+	Source string // where the credential came from, e.g. "--kubeconfig"
+	User   string // the username the API server saw; empty when rejected
+	// Err is why it did not authenticate (401 explained); empty when it did.
+	Err string
+	// Rejected is set when the API server answered 401.
+	Rejected bool
+	// Kind of credential: "token", "JWT", "client certificate", "none".
+	Kind string
+	// Expires is the JWT's exp or the client certificate's NotAfter.
+	Expires *time.Time
+}
+
+// Guest is the guest cluster's side.
+type Guest struct {
+	Nodes       []corev1.Node
+	Services    []corev1.Service // of type LoadBalancer, every namespace
+	Deployments []appsv1.Deployment
+	DaemonSets  []appsv1.DaemonSet // both in kube-system
+	Errors      map[string]string
+}
+
+// Snapshot is everything the checks look at.
+type Snapshot struct {
+	Now       time.Time
+	Harvester Harvester
+	// Admin is --kubeconfig's own authentication.
+	Admin Auth
+	// CloudConfig is the --cloud-config kubeconfig's, when given.
+	CloudConfig *Auth
+	// Guest is nil without --guest-kubeconfig.
+	Guest *Guest
+}

@@ -1,0 +1,40 @@
+package clusterstate
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// Sources are the optional credentials and clusters a snapshot covers.
+type Sources struct {
+	// AdminSource names where the admin kubeconfig came from ("--kubeconfig").
+	AdminSource string
+	// CloudConfig, when set, is the guest's kubeconfig for Harvester.
+	CloudConfig       *rest.Config
+	CloudConfigSource string
+	// Guest, when set, is a client of the guest cluster.
+	Guest kubernetes.Interface
+}
+
+// Take authenticates the admin credential and, when it is accepted, lists
+// everything the checks look at. now is the time expiries are judged by.
+func (c *Clients) Take(ctx context.Context, t Target, src Sources, now time.Time) Snapshot {
+	s := Snapshot{Now: now, Harvester: Harvester{Target: t}}
+	s.Admin = Authenticate(ctx, c.Config, src.AdminSource)
+	if src.CloudConfig != nil {
+		a := Authenticate(ctx, src.CloudConfig, src.CloudConfigSource)
+		s.CloudConfig = &a
+	}
+	if s.Admin.Err != "" {
+		return s
+	}
+	s.Harvester = c.FetchHarvester(ctx, t, true)
+	if src.Guest != nil {
+		g := FetchGuest(ctx, src.Guest)
+		s.Guest = &g
+	}
+	return s
+}

@@ -1,0 +1,262 @@
+package doctor
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+var now = time.Date(2026, 5, 1, 12, 0, 0, 0, time.UTC)
+
+const (
+	cluster = "guest-a"
+	ns      = "default"
+)
+
+func vm(name string) kubevirtv1.VirtualMachine {
+	labels := harvester.MachineLabels(ns, name, cluster)
+	return kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: harvester.MachineLabels(ns, name, cluster)},
+		}},
+		Status: kubevirtv1.VirtualMachineStatus{PrintableStatus: kubevirtv1.VirtualMachineStatusRunning},
+	}
+}
+
+func vmi(name, zone string) kubevirtv1.VirtualMachineInstance {
+	return kubevirtv1.VirtualMachineInstance{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: map[string]string{
+			harvester.ZoneKey: zone, harvester.RegionKey: "r1", harvester.HostnameKey: "host-" + zone,
+		}},
+		Status: kubevirtv1.VirtualMachineInstanceStatus{Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{{IP: "10.0.0.5"}}},
+	}
+}
+
+func pool(name string, available int64) lbapi.IPPool {
+	return lbapi.IPPool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       lbapi.IPPoolSpec{Selector: lbapi.Selector{Scope: []lbapi.Scope{{Namespace: ns, GuestCluster: cluster}}}},
+		Status:     lbapi.IPPoolStatus{Total: 8, Available: available},
+	}
+}
+
+func loadBalancer(name, clusterLabel, address string) lbapi.LoadBalancer {
+	return lbapi.LoadBalancer{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{
+			harvester.LabelLBCluster: clusterLabel, harvester.LabelLBServiceNamespace: "default", harvester.LabelLBServiceName: "web",
+		}, Annotations: map[string]string{lbapi.AnnCluster: clusterLabel}},
+		Status: lbapi.LoadBalancerStatus{Address: address},
+	}
+}
+
+func ccm(args ...string) appsv1.Deployment {
+	return appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "harvester-cloud-provider", Namespace: "kube-system"},
+		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "harvester-cloud-provider", Image: "rancher/harvester-cloud-provider:v0.2.7", Args: args,
+		}}}}}}
+}
+
+func node(name, zone string) corev1.Node {
+	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{harvester.ZoneKey: zone}},
+		Spec: corev1.NodeSpec{ProviderID: harvester.ProviderIDPrefix + "uid-" + name}}
+}
+
+// healthy is a snapshot on which every check is OK.
+func healthy() *clusterstate.Snapshot {
+	a := credentials.Access{ClusterName: cluster, Namespace: ns}.WithDefaults()
+	objs := credentials.BuildAccess(a)
+	exp := now.Add(30 * 24 * time.Hour)
+	svc := corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
+	return &clusterstate.Snapshot{
+		Now:   now,
+		Admin: clusterstate.Auth{Source: "--kubeconfig", Kind: clusterstate.CredCertificate, User: "admin", Expires: &exp},
+		Harvester: clusterstate.Harvester{
+			Target:              clusterstate.Target{Cluster: cluster, Namespace: ns},
+			VMs:                 []kubevirtv1.VirtualMachine{vm("guest-a-pool1-x1"), vm("guest-a-pool1-x2")},
+			VMIs:                []kubevirtv1.VirtualMachineInstance{vmi("guest-a-pool1-x1", "zone-a"), vmi("guest-a-pool1-x2", "zone-b")},
+			ServiceAccounts:     []corev1.ServiceAccount{*objs.ServiceAccount},
+			RoleBindings:        []rbacv1.RoleBinding{*objs.RoleBinding},
+			ClusterRoleBindings: []rbacv1.ClusterRoleBinding{*objs.ClusterRoleBinding},
+			TokenSecrets: []clusterstate.TokenSecret{{Namespace: ns, Name: a.TokenSecretName(), ServiceAccount: a.ServiceAccount,
+				Labels: objs.TokenSecret.Labels, Filled: true, Auth: &clusterstate.Auth{User: "system:serviceaccount:default:guest-a", Kind: clusterstate.CredJWT}}},
+			LoadBalancers: []lbapi.LoadBalancer{loadBalancer("guest-a-default-web-1a2b3c4d", cluster, "192.168.100.2")},
+			IPPools:       []lbapi.IPPool{pool("pool-a", 5)},
+			Errors:        map[string]string{},
+		},
+		Guest: &clusterstate.Guest{
+			Nodes:       []corev1.Node{node("guest-a-pool1-x1", "zone-a"), node("guest-a-pool1-x2", "zone-b")},
+			Services:    []corev1.Service{svc},
+			Deployments: []appsv1.Deployment{ccm("--cloud-config=/etc/kubernetes/cloud-config", "--cluster-name="+cluster)},
+			Errors:      map[string]string{},
+		},
+	}
+}
+
+func TestHealthySnapshotIsAllOK(t *testing.T) {
+	r := Run(healthy())
+	if len(r) != 14 {
+		t.Errorf("got %d rows, want 14 (every check once): %+v", len(r), r)
+	}
+	for _, row := range r {
+		if row.Status != OK {
+			t.Errorf("%s: %s %q (fix %q), want OK", row.Check, row.Status, row.Seen, row.Fix)
+		}
+	}
+	if r.Failed() {
+		t.Error("Failed() on a healthy report")
+	}
+}
+
+func TestEachCheckFailsOnItsCause(t *testing.T) {
+	cases := []struct {
+		check  string
+		want   Status
+		seen   string // part of the row's Seen
+		inject func(s *clusterstate.Snapshot)
+	}{
+		{CheckKubeconfig, Fail, "401", func(s *clusterstate.Snapshot) {
+			s.Admin = clusterstate.Auth{Source: "--kubeconfig", Kind: clusterstate.CredJWT, Err: "Unauthorized", Rejected: true}
+		}},
+		{CheckKubeconfig, Warn, "under 7 days", func(s *clusterstate.Snapshot) {
+			exp := now.Add(3 * 24 * time.Hour)
+			s.Admin.Expires = &exp
+		}},
+		{CheckKubeconfig, Fail, "expired", func(s *clusterstate.Snapshot) {
+			exp := now.Add(-time.Minute)
+			s.Admin.Expires = &exp
+		}},
+		{CheckCloudConfig, Warn, "under 7 days", func(s *clusterstate.Snapshot) {
+			exp := now.Add(24 * time.Hour)
+			s.CloudConfig = &clusterstate.Auth{Source: "--cloud-config", Kind: clusterstate.CredJWT, User: "sa", Expires: &exp}
+		}},
+		{CheckCloudConfig, Fail, "401", func(s *clusterstate.Snapshot) {
+			s.CloudConfig = &clusterstate.Auth{Source: "--cloud-config", Kind: clusterstate.CredJWT, Err: "Unauthorized", Rejected: true}
+		}},
+		{CheckVMs, Fail, "ErrorUnschedulable", func(s *clusterstate.Snapshot) {
+			s.Harvester.VMs[1].Status.PrintableStatus = kubevirtv1.VirtualMachineStatusUnschedulable
+		}},
+		{CheckVMs, Warn, "no VM", func(s *clusterstate.Snapshot) { s.Harvester.VMs = nil }},
+		{CheckVMs, Fail, "forbidden", func(s *clusterstate.Snapshot) { s.Harvester.Errors[clusterstate.KindVM] = "list: forbidden" }},
+		{CheckCreator, Fail, "guest-a-pool1-x2 (template)", func(s *clusterstate.Snapshot) {
+			delete(s.Harvester.VMs[1].Spec.Template.ObjectMeta.Labels, harvester.LabelCreator)
+		}},
+		{CheckCreator, Fail, "guest-a-pool1-x1", func(s *clusterstate.Snapshot) { delete(s.Harvester.VMs[0].Labels, harvester.LabelCreator) }},
+		{CheckTopology, Fail, harvester.ZoneKey, func(s *clusterstate.Snapshot) { delete(s.Harvester.VMIs[0].Annotations, harvester.ZoneKey) }},
+		{CheckGuestAgent, Fail, "guest-a-pool1-x2 (no interface address)", func(s *clusterstate.Snapshot) { s.Harvester.VMIs[1].Status.Interfaces = nil }},
+		{CheckGuestAgent, Warn, "no running VMI", func(s *clusterstate.Snapshot) { s.Harvester.VMIs, s.Guest = nil, nil }},
+		{CheckCredential, Warn, "no ServiceAccount", func(s *clusterstate.Snapshot) { s.Harvester.ServiceAccounts = nil }},
+		{CheckCredential, Fail, "ClusterRoleBinding harvester-bootstrap:default:guest-a:csi-driver missing", func(s *clusterstate.Snapshot) {
+			s.Harvester.ClusterRoleBindings = nil
+		}},
+		{CheckCredential, Fail, "RoleBinding guest-a-cloudprovider missing", func(s *clusterstate.Snapshot) { s.Harvester.RoleBindings = nil }},
+		{CheckCredential, Fail, "has no token", func(s *clusterstate.Snapshot) {
+			s.Harvester.TokenSecrets[0].Filled, s.Harvester.TokenSecrets[0].Auth = false, nil
+		}},
+		{CheckToken, Fail, "guest-a-token does not authenticate", func(s *clusterstate.Snapshot) {
+			s.Harvester.TokenSecrets[0].Auth = &clusterstate.Auth{Err: "Unauthorized", Rejected: true}
+		}},
+		{CheckLoadBalancers, Fail, "no IP addresses available", func(s *clusterstate.Snapshot) {
+			l := &s.Harvester.LoadBalancers[0]
+			l.Status.Address = ""
+			l.Status.Conditions = []lbapi.Condition{{Type: lbapi.ConditionReady, Status: "False", Message: "no IP addresses available in range set: 192.168.100.2-192.168.100.9"}}
+		}},
+		{CheckLoadBalancers, Warn, "kubernetes", func(s *clusterstate.Snapshot) {
+			s.Harvester.LoadBalancers = append(s.Harvester.LoadBalancers, loadBalancer("kubernetes-default-x-11111111", DefaultCCMCluster, "192.168.100.3"))
+		}},
+		{CheckIPPools, Fail, "pool-a 0 of 8 free", func(s *clusterstate.Snapshot) { s.Harvester.IPPools[0].Status.Available = 0 }},
+		{CheckIPPools, Fail, "no matched IPPool", func(s *clusterstate.Snapshot) { s.Harvester.IPPools = nil }},
+		{CheckIPPools, Warn, "no matched IPPool", func(s *clusterstate.Snapshot) {
+			s.Harvester.IPPools, s.Harvester.LoadBalancers = nil, nil
+			s.Guest.Services = nil
+		}},
+		{CheckLeftovers, Warn, "LoadBalancer default/guest-a-default-web-1a2b3c4d", func(s *clusterstate.Snapshot) {
+			s.Harvester.VMs, s.Harvester.VMIs, s.Guest = nil, nil, nil
+		}},
+		{CheckNodes, Fail, "taint node.cloudprovider.kubernetes.io/uninitialized", func(s *clusterstate.Snapshot) {
+			s.Guest.Nodes[0].Spec.Taints = []corev1.Taint{{Key: harvester.TaintUninitialized, Effect: corev1.TaintEffectNoSchedule}}
+		}},
+		{CheckNodes, Fail, "providerID unset", func(s *clusterstate.Snapshot) { s.Guest.Nodes[1].Spec.ProviderID = "" }},
+		{CheckZones, Fail, `guest-a-pool1-x1 (node "zone-b", host "zone-a")`, func(s *clusterstate.Snapshot) {
+			s.Guest.Nodes[0].Labels[harvester.ZoneKey] = "zone-b"
+		}},
+		{CheckCCMCluster, Fail, "--cluster-name=kubernetes (flag not set)", func(s *clusterstate.Snapshot) {
+			s.Guest.Deployments = []appsv1.Deployment{ccm("--cloud-config=/etc/kubernetes/cloud-config")}
+		}},
+		{CheckCCMCluster, Fail, "--cluster-name=other", func(s *clusterstate.Snapshot) {
+			s.Guest.Deployments = []appsv1.Deployment{ccm("--cluster-name", "other")}
+		}},
+		{CheckCCMCluster, Fail, "no harvester-cloud-provider", func(s *clusterstate.Snapshot) { s.Guest.Deployments = nil }},
+		{CheckGuestServices, Fail, `default/web: LoadBalancer guest-a-default-web-1a2b3c4d carries cluster "kubernetes"`, func(s *clusterstate.Snapshot) {
+			s.Harvester.LoadBalancers[0].Labels[harvester.LabelLBCluster] = DefaultCCMCluster
+		}},
+		{CheckGuestServices, Fail, "no Harvester LoadBalancer", func(s *clusterstate.Snapshot) { s.Harvester.LoadBalancers = nil }},
+	}
+	for _, c := range cases {
+		t.Run(c.check+"/"+c.seen, func(t *testing.T) {
+			s := healthy()
+			c.inject(s)
+			r := Run(s)
+			row := r.Row(c.check)
+			if row == nil {
+				t.Fatalf("no %s row in %+v", c.check, r)
+			}
+			if row.Status != c.want || !strings.Contains(row.Seen, c.seen) {
+				t.Errorf("%s = %s %q, want %s containing %q", c.check, row.Status, row.Seen, c.want, c.seen)
+			}
+			if row.Fix == "" {
+				t.Errorf("%s %s without a fix", c.check, row.Status)
+			}
+			if r.Failed() != (c.want == Fail) {
+				t.Errorf("Failed() = %v with %s %s", r.Failed(), c.check, c.want)
+			}
+		})
+	}
+}
+
+func TestRejectedAdminReportsOnlyCredentialRows(t *testing.T) {
+	s := healthy()
+	s.Admin = clusterstate.Auth{Source: "--kubeconfig", Err: "Unauthorized", Rejected: true}
+	r := Run(s)
+	if len(r) != 1 || r[0].Check != CheckKubeconfig || !strings.Contains(r[0].Fix, "5827") {
+		t.Errorf("report = %+v, want only the kubeconfig row with the 5827 advice", r)
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	s := healthy()
+	s.Harvester.IPPools[0].Status.Available = 0
+	r := Run(s)
+	var table, js bytes.Buffer
+	if err := r.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "ip-pools") || !strings.Contains(table.String(), "  fix: create an IPPool") {
+		t.Errorf("table:\n%s", table.String())
+	}
+	var got struct {
+		Failed bool  `json:"failed"`
+		Checks []Row `json:"checks"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !got.Failed || len(got.Checks) != len(r) || got.Checks[0].Check != CheckKubeconfig {
+		t.Errorf("json = %+v", got)
+	}
+}

@@ -1,0 +1,195 @@
+// Package gc finds what a deleted guest cluster left on Harvester (pure
+// Select over a clusterstate snapshot) and removes it (Delete, the thin
+// API layer). Only objects carrying the labels the node driver, the cloud
+// provider or harvester-bootstrap put on them are candidates; while VMs of
+// the cluster remain, only what no VM uses.
+package gc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// Candidate is one object gc would delete, and why.
+type Candidate struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	UID       string `json:"-"`
+	Reason    string `json:"reason"`
+}
+
+// Ref is "namespace/name", or the name of a cluster-scoped object.
+func (c Candidate) Ref() string {
+	if c.Namespace == "" {
+		return c.Name
+	}
+	return c.Namespace + "/" + c.Name
+}
+
+// Select lists the leftovers of h's cluster, in deletion order
+// (LoadBalancers, cloud-init Secrets, volumes, then the credential). It
+// refuses when a kind it decides by could not be listed.
+func Select(h *clusterstate.Harvester) ([]Candidate, error) {
+	var errs []error
+	for _, k := range []string{clusterstate.KindVM, clusterstate.KindPVC, clusterstate.KindSecret, clusterstate.KindLoadBalancer,
+		clusterstate.KindServiceAccount, clusterstate.KindRoleBinding, clusterstate.KindClusterRoleBinding} {
+		if e := h.Failed(k); e != "" {
+			errs = append(errs, errors.New(e))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("find leftovers: %w", err)
+	}
+	vmsLeft := len(h.ClusterVMs()) > 0
+	var out []Candidate
+	if !vmsLeft {
+		out = append(out, loadBalancers(h)...)
+	}
+	out = append(out, cloudInitSecrets(h)...)
+	out = append(out, volumes(h)...)
+	if !vmsLeft {
+		out = append(out, credentialObjects(h)...)
+	}
+	return out, nil
+}
+
+// driverOwned reports whether the node driver labelled the object for the
+// cluster (its guest-cluster and creator labels).
+func driverOwned(h *clusterstate.Harvester, m metav1.ObjectMeta) bool {
+	return m.DeletionTimestamp == nil && h.OfCluster(m.Labels) && m.Labels[harvester.LabelCreator] == harvester.CreatorValue
+}
+
+func candidate(kind string, m metav1.ObjectMeta, reason string) Candidate {
+	return Candidate{Kind: kind, Namespace: m.Namespace, Name: m.Name, UID: string(m.UID), Reason: reason}
+}
+
+func loadBalancers(h *clusterstate.Harvester) []Candidate {
+	var out []Candidate
+	for _, l := range h.LoadBalancers {
+		if l.DeletionTimestamp == nil && l.Labels[harvester.LabelLBCluster] == h.Cluster {
+			out = append(out, candidate(clusterstate.KindLoadBalancer, l.ObjectMeta,
+				"cloud provider's LoadBalancer for "+l.Labels[harvester.LabelLBServiceNamespace]+"/"+l.Labels[harvester.LabelLBServiceName]+"; no VM of the cluster remains"))
+		}
+	}
+	return out
+}
+
+// cloudInitSecrets are the driver's Secrets no VM refers to and whose VM
+// (harvesterhci.io/vmName) does not exist.
+func cloudInitSecrets(h *clusterstate.Harvester) []Candidate {
+	refs, vmNames := map[string]bool{}, map[string]bool{}
+	for _, vm := range h.VMs {
+		vmNames[harvester.LabelValue(vm.Name)] = true
+		for _, n := range secretRefs(vm) {
+			refs[n] = true
+		}
+	}
+	var out []Candidate
+	for _, s := range h.CloudInit {
+		if !driverOwned(h, s.ObjectMeta) || refs[s.Name] || vmNames[s.Labels[harvester.LabelVMName]] {
+			continue
+		}
+		out = append(out, candidate(clusterstate.KindSecret, s.ObjectMeta, "cloud-init of VM "+s.Labels[harvester.LabelVMName]+", which no longer exists"))
+	}
+	return out
+}
+
+// secretRefs are the cloud-init Secrets a VM refers to.
+func secretRefs(vm kubevirtv1.VirtualMachine) []string {
+	var out []string
+	if vm.Spec.Template == nil {
+		return nil
+	}
+	add := func(refs ...*corev1.LocalObjectReference) {
+		for _, r := range refs {
+			if r != nil {
+				out = append(out, r.Name)
+			}
+		}
+	}
+	for _, v := range vm.Spec.Template.Spec.Volumes {
+		if nc := v.CloudInitNoCloud; nc != nil {
+			add(nc.UserDataSecretRef, nc.NetworkDataSecretRef)
+		}
+		if cd := v.CloudInitConfigDrive; cd != nil {
+			add(cd.UserDataSecretRef, cd.NetworkDataSecretRef)
+		}
+	}
+	return out
+}
+
+// volumes are the driver's PVCs of the cluster no VM uses.
+func volumes(h *clusterstate.Harvester) []Candidate {
+	used := map[string]bool{}
+	for _, vm := range h.VMs {
+		for _, n := range claimNames(vm) {
+			used[n] = true
+		}
+	}
+	var out []Candidate
+	for _, p := range h.PVCs {
+		if driverOwned(h, p.ObjectMeta) && !used[p.Name] {
+			out = append(out, candidate(clusterstate.KindPVC, p.ObjectMeta, "volume of the cluster no VM uses"))
+		}
+	}
+	return out
+}
+
+// claimNames are the PVCs a VM uses: its volumes and the claims of its
+// volume claim templates.
+func claimNames(vm kubevirtv1.VirtualMachine) []string {
+	var out []string
+	if vm.Spec.Template != nil {
+		for _, v := range vm.Spec.Template.Spec.Volumes {
+			switch {
+			case v.PersistentVolumeClaim != nil:
+				out = append(out, v.PersistentVolumeClaim.ClaimName)
+			case v.DataVolume != nil:
+				out = append(out, v.DataVolume.Name)
+			}
+		}
+	}
+	var templates []corev1.PersistentVolumeClaim
+	if json.Unmarshal([]byte(vm.Annotations[harvester.AnnotationVolumeClaimTemplates]), &templates) == nil {
+		for _, t := range templates {
+			out = append(out, t.Name)
+		}
+	}
+	return out
+}
+
+// credentialObjects are what `kubeconfig` created for the cluster: the
+// bindings, token Secrets and ServiceAccounts carrying its labels.
+func credentialObjects(h *clusterstate.Harvester) []Candidate {
+	const reason = "harvester-bootstrap credential of the cluster; no VM of the cluster remains"
+	var out []Candidate
+	add := func(kind string, m metav1.ObjectMeta) {
+		if m.DeletionTimestamp == nil && credentials.IsOwned(m.Labels, h.Cluster) {
+			out = append(out, candidate(kind, m, reason))
+		}
+	}
+	for _, b := range h.ClusterRoleBindings {
+		add(clusterstate.KindClusterRoleBinding, b.ObjectMeta)
+	}
+	for _, b := range h.RoleBindings {
+		add(clusterstate.KindRoleBinding, b.ObjectMeta)
+	}
+	for _, t := range h.TokenSecrets {
+		if !t.Deleting && credentials.IsOwned(t.Labels, h.Cluster) {
+			out = append(out, Candidate{Kind: clusterstate.KindSecret, Namespace: t.Namespace, Name: t.Name, UID: t.UID, Reason: reason})
+		}
+	}
+	for _, sa := range h.ServiceAccounts {
+		add(clusterstate.KindServiceAccount, sa.ObjectMeta)
+	}
+	return out
+}

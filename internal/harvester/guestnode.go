@@ -1,0 +1,15 @@
+package harvester
+
+// How the cloud provider marks a guest node it has initialised.
+const (
+	// ProviderIDPrefix starts every guest node's providerID
+	// (harvester://<VM UID>).
+	ProviderIDPrefix = "harvester://"
+	// TaintUninitialized is the taint kubelet with --cloud-provider=external
+	// registers a node with; the cloud provider removes it.
+	TaintUninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
+	// CCMClusterNameFlag is the cloud provider's flag naming the guest
+	// cluster (its LoadBalancers' cluster label); without it the cluster is
+	// "kubernetes".
+	CCMClusterNameFlag = "--cluster-name"
+)
