@@ -42,7 +42,7 @@ func TestArtifactToStdoutAndFile(t *testing.T) {
 func TestSecretArtifactReplacesLooseFile(t *testing.T) {
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kc")
-	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+	if err := os.WriteFile(kc, []byte(testGuestKubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "manifests.yaml")
