@@ -62,28 +62,24 @@ func Build(in Input) ([]byte, error) {
 		name string
 		data []byte
 	}{{"user data", in.UserData}, {"cloud-config file", in.CloudConfig}} {
-		kind, body, isJinja := classify(p.data)
-		switch kind {
-		case kindEmpty:
-			continue
-		case kindRaw:
-			extra = append(extra, rawPart{contentType: rawContentType(p.data), data: p.data})
-			continue
-		}
-		node, err := parseMapping(body)
-		if err != nil && isJinja {
-			// A template whose jinja syntax is not YAML is passed on whole.
-			extra = append(extra, rawPart{contentType: "text/cloud-config", data: p.data})
-			continue
-		}
+		docs, err := documents(p.data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p.name, err)
 		}
-		if node == nil {
-			continue
+		for _, d := range docs {
+			name := p.name
+			if d.where != "" {
+				name += ": " + d.where
+			}
+			isJinja, raw, err := mergeDocument(merged, d)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			jinja = jinja || isJinja
+			if raw != nil {
+				extra = append(extra, *raw)
+			}
 		}
-		jinja = jinja || isJinja
-		mergeMapping(merged, node)
 	}
 	moveInstallScriptLast(merged)
 
@@ -105,6 +101,39 @@ func Build(in Input) ([]byte, error) {
 	}
 	parts := append([]rawPart{{contentType: "text/cloud-config", data: out.Bytes()}}, extra...)
 	return multipart(parts)
+}
+
+// mergeDocument merges a cloud-config document into merged, or returns the
+// part it is passed on as (nil: merged or empty). isJinja reports a merged
+// jinja template.
+func mergeDocument(merged *yaml.Node, d document) (isJinja bool, raw *rawPart, err error) {
+	merge, passType, err := handling(d)
+	if err != nil {
+		return false, nil, err
+	}
+	if !merge {
+		if passType == "" {
+			return false, nil, nil
+		}
+		return false, &rawPart{contentType: passType, data: d.data}, nil
+	}
+	kind, body, isJinja := classify(d.data)
+	switch kind {
+	case kindEmpty:
+		return false, nil, nil
+	case kindRaw: // declared text/cloud-config: it must parse as one
+		body = d.data
+	}
+	node, err := parseMapping(body)
+	if err != nil && isJinja {
+		// A template whose jinja syntax is not YAML is passed on whole.
+		return false, &rawPart{contentType: typeCloudConfig, data: d.data}, nil
+	}
+	if err != nil || node == nil {
+		return false, nil, err
+	}
+	mergeMapping(merged, node)
+	return isJinja, nil, nil
 }
 
 type partKind int
@@ -133,7 +162,7 @@ func classify(data []byte) (partKind, []byte, bool) {
 		strings.HasPrefix(trimmed, "#include"),
 		strings.HasPrefix(trimmed, "#cloud-boothook"),
 		strings.HasPrefix(trimmed, "#part-handler"),
-		strings.HasPrefix(trimmed, "Content-Type:"):
+		isMIME([]byte(trimmed)):
 		return kindRaw, nil, false
 	}
 	return kindCloudConfig, []byte(text), jinja
