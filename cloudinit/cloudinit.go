@@ -125,8 +125,9 @@ func mergeDocument(merged *yaml.Node, d document) (isJinja bool, raw *rawPart, e
 		body = d.data
 	}
 	node, err := parseMapping(body)
-	if err != nil && isJinja {
-		// A template whose jinja syntax is not YAML is passed on whole.
+	if isJinja && (err != nil || !templateIntact(body, node)) {
+		// A template whose jinja syntax is not YAML, or is YAML syntax
+		// (`a: {{ x }}` reads as a flow mapping), is passed on whole.
 		return false, &rawPart{contentType: typeCloudConfig, data: d.data}, nil
 	}
 	if err != nil || node == nil {
@@ -201,6 +202,10 @@ func parseMapping(body []byte) (*yaml.Node, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, errors.New("cloud-config must be a YAML mapping (key: value), or a #! script")
 	}
+	root, err := resolveAliases(root)
+	if err != nil {
+		return nil, fmt.Errorf("not usable cloud-config YAML: %w", err)
+	}
 	dropComments(root)
 	return root, nil
 }
@@ -212,4 +217,84 @@ func dropComments(n *yaml.Node) {
 	for _, c := range n.Content {
 		dropComments(c)
 	}
+}
+
+// maxResolvedNodes bounds the YAML nodes alias resolution may produce (a
+// few aliases of aliases can otherwise expand exponentially).
+const maxResolvedNodes = 1 << 16
+
+// resolveAliases replaces every alias in n by a copy of the node it refers
+// to and drops anchors: merged into other parts, an alias could otherwise
+// end up without (or before) its anchor. A recursive alias, or an
+// expansion beyond maxResolvedNodes, is an error.
+func resolveAliases(n *yaml.Node) (*yaml.Node, error) {
+	budget := maxResolvedNodes
+	var resolve func(n *yaml.Node, active map[*yaml.Node]bool) (*yaml.Node, error)
+	resolve = func(n *yaml.Node, active map[*yaml.Node]bool) (*yaml.Node, error) {
+		if budget--; budget < 0 {
+			return nil, fmt.Errorf("YAML aliases expand to more than %d nodes", maxResolvedNodes)
+		}
+		if n.Kind == yaml.AliasNode {
+			if n.Alias == nil || active[n.Alias] {
+				return nil, fmt.Errorf("line %d: alias *%s refers to itself", n.Line, n.Value)
+			}
+			return resolve(n.Alias, active)
+		}
+		if active[n] {
+			return nil, fmt.Errorf("line %d: a node contains itself through an alias", n.Line)
+		}
+		active[n] = true
+		defer delete(active, n)
+		c := *n
+		c.Anchor = ""
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, child := range n.Content {
+			r, err := resolve(child, active)
+			if err != nil {
+				return nil, err
+			}
+			c.Content[i] = r
+		}
+		return &c, nil
+	}
+	return resolve(n, map[*yaml.Node]bool{})
+}
+
+// jinjaDelimiters open jinja expressions, statements and comments.
+var jinjaDelimiters = []string{"{{", "{%", "{#"}
+
+// templateIntact reports whether every jinja delimiter of body sits inside
+// a YAML scalar of node, so re-encoding the tree keeps the template. A
+// delimiter YAML read as syntax, or one in a comment, makes it false.
+func templateIntact(body []byte, node *yaml.Node) bool {
+	if node == nil {
+		return !containsAny(string(body), jinjaDelimiters)
+	}
+	var scalars strings.Builder
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.ScalarNode {
+			scalars.WriteString(n.Value)
+			scalars.WriteByte(0)
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(node)
+	for _, d := range jinjaDelimiters {
+		if strings.Count(string(body), d) != strings.Count(scalars.String(), d) {
+			return false
+		}
+	}
+	return true
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
 }
