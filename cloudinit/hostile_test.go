@@ -8,7 +8,7 @@ import (
 )
 
 // Found by FuzzBuild: a jinja expression YAML reads as a flow mapping was
-// re-encoded as `{? {x: ”} : ”}`, destroying the template. Such a
+// re-encoded as a mapping with a mapping key, destroying the template. Such a
 // template is now passed on whole; one whose expressions sit in scalars is
 // still merged.
 func TestJinjaExpressionsSurvive(t *testing.T) {
