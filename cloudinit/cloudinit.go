@@ -133,7 +133,9 @@ func mergeDocument(merged *yaml.Node, d document) (isJinja bool, raw *rawPart, e
 	if err != nil || node == nil {
 		return false, nil, err
 	}
-	mergeMapping(merged, node)
+	if err := mergeMapping(merged, node, ""); err != nil {
+		return false, nil, err
+	}
 	return isJinja, nil, nil
 }
 
@@ -203,6 +205,9 @@ func parseMapping(body []byte) (*yaml.Node, error) {
 		return nil, errors.New("cloud-config must be a YAML mapping (key: value), or a #! script")
 	}
 	root, err := resolveAliases(root)
+	if err == nil {
+		err = checkKeys(root)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("not usable cloud-config YAML: %w", err)
 	}
@@ -297,4 +302,22 @@ func containsAny(s string, subs []string) bool {
 		}
 	}
 	return false
+}
+
+// checkKeys rejects mapping keys that are mappings or lists: cloud-init
+// (Python) cannot use them, and they do not survive a round trip.
+func checkKeys(n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Kind != yaml.ScalarNode {
+				return fmt.Errorf("line %d: a key must be a plain value, not a mapping or list", k.Line)
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if err := checkKeys(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

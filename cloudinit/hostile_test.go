@@ -59,3 +59,26 @@ func TestYAMLAliasesResolved(t *testing.T) {
 		}
 	}
 }
+
+// Found by FuzzBuild: `packages:` (null) in the user data replaced the
+// tool's package list, dropping qemu-guest-agent; a string where the tool
+// has a list replaced it too. A null never replaces a value now, and a
+// value of another kind is an error naming the key.
+func TestMergeKeepsTheToolsSettings(t *testing.T) {
+	got, err := Build(Input{User: "ubuntu", InstallQemuGuestAgent: true, UserData: []byte("#cloud-config\npackages:\nruncmd:\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(got), "- "+QemuGuestAgentPackage) || !strings.Contains(string(got), "qemu-guest-agent.service") {
+		t.Errorf("null values dropped the agent:\n%s", got)
+	}
+	for _, tc := range []struct{ data, want string }{
+		{"packages: htop\n", "user data: packages: is a single value, but an earlier part"},
+		{"runcmd: {a: b}\n", "user data: runcmd: is a mapping"},
+		{"{{}}\n", "user data: not usable cloud-config YAML: line 1: a key must be a plain value"},
+	} {
+		if _, err := Build(Input{User: "ubuntu", InstallQemuGuestAgent: true, UserData: []byte(tc.data)}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: want %q, got %v", tc.data, tc.want, err)
+		}
+	}
+}
