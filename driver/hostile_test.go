@@ -220,3 +220,19 @@ func TestNetworkDataV2Structure(t *testing.T) {
 		}
 	}
 }
+
+// A kubeconfig content whose user runs a program or reads a token file of
+// the host running the driver (Rancher's) is rejected before any call.
+func TestKubeconfigContentPluginsRejected(t *testing.T) {
+	for _, user := range []string{
+		"exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/sh\n      args: [-c, id]",
+		"tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token",
+		"auth-provider:\n      name: oidc\n      config: {idp-issuer-url: https://x}",
+	} {
+		kc := strings.Replace(testKubeconfig, "token: secret-token", user, 1)
+		err := validateErr(t, map[string]any{FlagKubeconfigContent: kc})
+		if err == nil || !strings.Contains(err.Error(), `--harvester-kubeconfig-content: user "u" may not use exec or auth-provider plugins or a tokenFile`) {
+			t.Errorf("user %q: got %v", user, err)
+		}
+	}
+}

@@ -44,8 +44,8 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 	}
 	if strings.TrimSpace(c.KubeconfigContent) == "" {
 		add(FlagKubeconfigContent, "is required (or %s): the kubeconfig of the Harvester cluster, plain or base64", envVar(FlagKubeconfigContent))
-	} else if _, err := clientcmd.RESTConfigFromKubeConfig([]byte(c.KubeconfigContent)); err != nil {
-		add(FlagKubeconfigContent, "is not a usable kubeconfig (plain YAML or base64 of it): %v", err)
+	} else if err := checkKubeconfigContent(c.KubeconfigContent); err != nil {
+		add(FlagKubeconfigContent, "%v", err)
 	}
 	if _, err := harvester.GuestClusterValue(c.ClusterName); err != nil {
 		add(FlagClusterName, "%v", err)
@@ -225,6 +225,27 @@ func validateNetworks(c Config, nics []NetworkInterface, parseErr error) []error
 		}
 	}
 	return errs
+}
+
+// checkKubeconfigContent checks that a kubeconfig is usable and
+// self-contained: no user may run an exec or auth-provider plugin or read
+// a tokenFile, which would run a program or send a file of the host running
+// the driver (Rancher's) to the kubeconfig's server. Files are not read.
+func checkKubeconfigContent(s string) error {
+	cfg, err := clientcmd.Load([]byte(s))
+	if err != nil {
+		return fmt.Errorf("is not a usable kubeconfig (plain YAML or base64 of it): %w", err)
+	}
+	for name, u := range cfg.AuthInfos {
+		if u != nil && (u.Exec != nil || u.AuthProvider != nil || u.TokenFile != "") {
+			return fmt.Errorf("user %q may not use exec or auth-provider plugins or a tokenFile: they would run a program or send a file "+
+				"of the host running the driver; give the token (or client certificate) in the kubeconfig itself", name)
+		}
+	}
+	if _, err := clientcmd.RESTConfigFromKubeConfig([]byte(s)); err != nil {
+		return fmt.Errorf("is not a usable kubeconfig (plain YAML or base64 of it): %w", err)
+	}
+	return nil
 }
 
 func strictJSON(s string, v any) error {
