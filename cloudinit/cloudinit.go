@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/harvester-kit/harvester-machine/internal/field"
 	"gopkg.in/yaml.v3"
 )
 
@@ -19,6 +20,12 @@ const (
 	QemuGuestAgentPackage = "qemu-guest-agent"
 	// InstallScriptDir is where rancher-machine writes the install script.
 	InstallScriptDir = "/usr/local/custom_script/"
+)
+
+// Input fields, as problems name them (a CLI renames them to its flags).
+const (
+	FieldUserData    = "user data"
+	FieldCloudConfig = "cloud-config file"
 )
 
 // Input holds the parts of a VM's user data. Every field is optional.
@@ -61,19 +68,18 @@ func Build(in Input) ([]byte, error) {
 	for _, p := range []struct {
 		name string
 		data []byte
-	}{{"user data", in.UserData}, {"cloud-config file", in.CloudConfig}} {
+	}{{FieldUserData, in.UserData}, {FieldCloudConfig, in.CloudConfig}} {
 		docs, err := documents(p.data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.name, err)
+			return nil, field.Problem(p.name, "%v", err)
 		}
 		for _, d := range docs {
-			name := p.name
-			if d.where != "" {
-				name += ": " + d.where
-			}
 			isJinja, raw, err := mergeDocument(merged, d)
+			if err != nil && d.where != "" {
+				return nil, field.Problem(p.name, "%s: %v", d.where, err)
+			}
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
+				return nil, field.Problem(p.name, "%v", err)
 			}
 			jinja = jinja || isJinja
 			if raw != nil {

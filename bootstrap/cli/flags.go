@@ -7,6 +7,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
 	"github.com/harvester-kit/harvester-machine/bootstrap/loadbalancer"
 	"github.com/harvester-kit/harvester-machine/bootstrap/nodedriver"
+	"github.com/harvester-kit/harvester-machine/cloudinit"
 )
 
 // Flag names of harvester-bootstrap (only this package knows them).
@@ -82,6 +83,8 @@ var fieldFlags = map[string]string{
 	loadbalancer.FieldScopeProject:   FlagScopeProject,
 	loadbalancer.FieldScopeCluster:   FlagScopeGuestCluster,
 	addons.FieldHostStorageClass:     FlagHostStorageClass,
+	cloudinit.FieldUserData:          FlagUserData,
+	cloudinit.FieldCloudConfig:       FlagInstallScript,
 	loadbalancer.FieldExisting:       FlagExisting,
 	nodedriver.FieldName:             FlagDriverName,
 	nodedriver.FieldURL:              FlagURL,

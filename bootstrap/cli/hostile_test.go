@@ -115,3 +115,28 @@ func TestHostileFlagValuesRejected(t *testing.T) {
 		t.Errorf("valid scope rejected: %s", stderr)
 	}
 }
+
+// `userdata` splits MIME user data as the driver does (same package): the
+// cloud-config part is merged, the script kept; an unsupported part is an
+// error naming --user-data and the part.
+func TestUserdataMIME(t *testing.T) {
+	mime := "Content-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/cloud-config\n\nruncmd: [echo merged]\n" +
+		"--B\nContent-Type: text/x-shellscript\n\n#!/bin/sh\necho kept\n--B--\n"
+	out, stderr, code := run(t, "userdata", "--user-data", writeTemp(t, "ud", mime))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"Content-Type: text/cloud-config", "- echo merged", "Content-Type: text/x-shellscript", "#!/bin/sh\necho kept", "qemu-guest-agent"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "text/plain") {
+		t.Errorf("MIME user data wrapped as text/plain:\n%s", out)
+	}
+	bad := "Content-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/cloud-config\n\na: 1\n--B\nContent-Type: text/html\n\n<p>\n--B--\n"
+	_, stderr, code = run(t, "userdata", "--user-data", writeTemp(t, "bad", bad))
+	if code == 0 || !strings.Contains(stderr, "--user-data: part 2: content type text/html is not supported") {
+		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+}
