@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/harvester-kit/harvester-machine/cloudinit"
+	"github.com/harvester-kit/harvester-machine/internal/field"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -19,21 +20,7 @@ import (
 // for a bounded time.
 
 // problems are the single problems of a SetConfigFromFlags error.
-func problems(err error) []error {
-	var out []error
-	var walk func(error)
-	walk = func(e error) {
-		if j, ok := e.(interface{ Unwrap() []error }); ok { //nolint:errorlint // the tree is walked by hand
-			for _, c := range j.Unwrap() {
-				walk(c)
-			}
-			return
-		}
-		out = append(out, e)
-	}
-	walk(errors.Unwrap(err))
-	return out
-}
+func problems(err error) []error { return field.Problems(errors.Unwrap(err)) }
 
 // fuzzFlag sets flag to value on an otherwise valid configuration and
 // checks the outcome.

@@ -105,14 +105,22 @@ func TestErrorsExitNonZeroNamingTheFlag(t *testing.T) {
 		{[]string{"no-such-command"}, ""},
 	}
 	for _, c := range cases {
-		_, stderr, code := run(t, c.args...)
-		if code == 0 {
-			t.Errorf("%v: exit 0", c.args)
-		}
-		if !strings.Contains(stderr, c.want) {
-			t.Errorf("%v: stderr lacks %q: %s", c.args, c.want, stderr)
-		}
+		assertFails(t, c.args, c.want)
 	}
+}
+
+// assertFails runs args, expects a non-zero exit and want on stderr, and
+// returns stderr.
+func assertFails(t *testing.T, args []string, want string) string {
+	t.Helper()
+	_, stderr, code := run(t, args...)
+	if code == 0 {
+		t.Errorf("%v: exit 0", args)
+	}
+	if !strings.Contains(stderr, want) {
+		t.Errorf("%v: stderr lacks %q: %s", args, want, stderr)
+	}
+	return stderr
 }
 
 func TestEveryCommandHasAnExample(t *testing.T) {

@@ -96,14 +96,7 @@ func TestHostileFlagValuesRejected(t *testing.T) {
 		{[]string{"affinity", "--cluster-name", "ünï", "--pool", "p"}, `--cluster-name "ünï"`},
 	}
 	for _, c := range cases {
-		_, stderr, code := run(t, c.args...)
-		if code == 0 {
-			t.Errorf("%v: exit 0", c.args)
-		}
-		if !strings.Contains(stderr, c.want) {
-			t.Errorf("%v: stderr lacks %q: %s", c.args, c.want, stderr)
-		}
-		if strings.Contains(stderr, "token: t") {
+		if stderr := assertFails(t, c.args, c.want); strings.Contains(stderr, "token: t") {
 			t.Errorf("%v: the kubeconfig's content is in the error", c.args)
 		}
 	}

@@ -1,7 +1,6 @@
 package credentials
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
@@ -45,20 +44,11 @@ func FuzzAccessNames(f *testing.F) {
 		a := Access{ClusterName: cluster, Namespace: namespace, ServiceAccount: sa}.WithDefaults()
 		err := a.Validate()
 		if err != nil {
-			var walk func(error)
-			walk = func(e error) {
-				if j, ok := e.(interface{ Unwrap() []error }); ok { //nolint:errorlint // the tree is walked by hand
-					for _, c := range j.Unwrap() {
-						walk(c)
-					}
-					return
-				}
-				var fe *field.Error
-				if !errors.As(e, &fe) || fe.Field == "" {
-					t.Fatalf("problem names no field: %v", e)
+			for _, f := range field.Fields(err) {
+				if f == "" {
+					t.Fatalf("problem names no field: %v", err)
 				}
 			}
-			walk(err)
 			return
 		}
 		for _, n := range []string{a.ServiceAccount, a.TokenSecretName()} {

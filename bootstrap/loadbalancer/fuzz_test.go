@@ -1,36 +1,12 @@
 package loadbalancer
 
 import (
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/harvester-kit/harvester-machine/internal/field"
 	"gopkg.in/yaml.v3"
 )
-
-// fieldsOf returns the field of every problem in err; a problem that is
-// not a field.Error yields "".
-func fieldsOf(err error) []string {
-	var out []string
-	var walk func(error)
-	walk = func(e error) {
-		if j, ok := e.(interface{ Unwrap() []error }); ok { //nolint:errorlint // the tree is walked by hand
-			for _, c := range j.Unwrap() {
-				walk(c)
-			}
-			return
-		}
-		var fe *field.Error
-		if errors.As(e, &fe) {
-			out = append(out, fe.Field)
-		} else {
-			out = append(out, "")
-		}
-	}
-	walk(err)
-	return out
-}
 
 // FuzzIPRanges: ranges are parsed into ordered, non-overlapping ranges or
 // rejected naming the range field; accepted ranges build an IPPool that
@@ -43,7 +19,7 @@ func FuzzIPRanges(f *testing.F) {
 	f.Fuzz(func(t *testing.T, a, b string) {
 		ranges, err := ParseIPRanges([]string{a, b}, nil)
 		if err != nil {
-			for _, fl := range fieldsOf(err) {
+			for _, fl := range field.Fields(err) {
 				if fl != FieldRange {
 					t.Fatalf("problem not naming the range field: %v", err)
 				}
@@ -60,7 +36,7 @@ func FuzzIPRanges(f *testing.F) {
 		}
 		out, err := BuildIPPool(PoolSpec{Name: "p", Ranges: ranges})
 		if err != nil {
-			for _, fl := range fieldsOf(err) {
+			for _, fl := range field.Fields(err) {
 				if fl != FieldRange {
 					t.Fatalf("problem not naming the range field: %v", err)
 				}
@@ -87,7 +63,7 @@ func FuzzPoolScope(f *testing.F) {
 	f.Fuzz(func(t *testing.T, project, namespace, cluster string) {
 		out, err := BuildIPPool(PoolSpec{Name: "p", Ranges: ranges, Project: project, Namespace: namespace, GuestCluster: cluster})
 		if err != nil {
-			for _, fl := range fieldsOf(err) {
+			for _, fl := range field.Fields(err) {
 				if fl != FieldScopeProject && fl != FieldScopeNamespace && fl != FieldScopeCluster {
 					t.Fatalf("problem not naming a scope field: %v", err)
 				}
