@@ -192,7 +192,7 @@ func hasKind(n *yaml.Node, k settingKind) bool {
 		}
 		for _, c := range n.Content {
 			// netplan also allows an address with options: {10.0.0.5/24: {lifetime: 0}}
-			if !(c.Kind == yaml.ScalarNode || (k == kindAddresses && c.Kind == yaml.MappingNode)) {
+			if c.Kind != yaml.ScalarNode && (k != kindAddresses || c.Kind != yaml.MappingNode) {
 				return false
 			}
 		}

@@ -48,7 +48,7 @@ func TestProblemsAndFields(t *testing.T) {
 	plain := errors.New("plain")
 	wrapped := fmt.Errorf("--flag: %w", Problem("inner", "x"))
 	err := errors.Join(Invalid("a", "v", "bad"), errors.Join(plain, wrapped), nil)
-	if got := Problems(err); len(got) != 3 || got[1] != plain || got[2] != wrapped {
+	if got := Problems(err); len(got) != 3 || got[1] != plain || got[2] != wrapped { //nolint:errorlint // identity is the point
 		t.Errorf("Problems = %v", got)
 	}
 	if got := Fields(err); len(got) != 3 || got[0] != "a" || got[1] != "" || got[2] != "inner" {
