@@ -236,3 +236,25 @@ func TestKubeconfigContentPluginsRejected(t *testing.T) {
 		}
 	}
 }
+
+// MIME user data (plain or base64) reaches cloud-init as its parts; a part
+// of an unknown type is rejected naming the flag and the part.
+func TestMIMEUserData(t *testing.T) {
+	mime := "Content-Type: multipart/mixed; boundary=B\nMIME-Version: 1.0\n\n--B\nContent-Type: text/cloud-config\n\nruncmd: [echo a]\n" +
+		"--B\nContent-Type: text/x-shellscript\n\n#!/bin/sh\necho b\n--B--\n"
+	for _, v := range []string{mime, b64(mime)} {
+		d := New()
+		d.MachineName = "c1-pool1-abcde"
+		if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagUserData: v}))); err != nil {
+			t.Fatalf("MIME user data rejected: %v", err)
+		}
+		if d.UserData != mime {
+			t.Errorf("user data not decoded: %q", d.UserData)
+		}
+	}
+	bad := strings.Replace(mime, "text/x-shellscript", "text/html", 1)
+	if err := validateErr(t, map[string]any{FlagUserData: bad}); err == nil ||
+		!strings.Contains(err.Error(), "--harvester-user-data: user data: part 2: content type text/html is not supported") {
+		t.Errorf("got %v", err)
+	}
+}
