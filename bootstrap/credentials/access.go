@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -47,7 +48,15 @@ func (a Access) Validate() error {
 			errs = append(errs, field.Invalid(f, v, "must be a DNS-1123 label (lower-case letters, digits, '-', at most 63 chars)"))
 		}
 	}
-	check(FieldClusterName, a.ClusterName)
+	// The cluster name labels every object (LabelCluster) unchanged: the
+	// guest-cluster rule of internal/harvester, then, as it names the
+	// default service account, a DNS-1123 label.
+	if _, err := harvester.GuestClusterValue(a.ClusterName); err != nil {
+		errs = append(errs, field.Invalid(FieldClusterName, a.ClusterName, "must be a DNS-1123 label (lower-case letters, digits, '-', at most 63 chars); "+
+			"it is not even a label value, which it must be to label the cluster's objects unchanged"))
+	} else {
+		check(FieldClusterName, a.ClusterName)
+	}
 	check(FieldNamespace, a.Namespace)
 	if a.ServiceAccount != "" {
 		if msgs := validation.IsDNS1123Subdomain(a.ServiceAccount); len(msgs) > 0 {
