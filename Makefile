@@ -9,7 +9,7 @@ E2E_PKGS := ./test/e2e/...
 UNIT_PKGS = $$($(GO) list ./... | grep -v /test/e2e/)
 GOTEST_FLAGS ?=
 
-.PHONY: help build tools test unit e2e bench lint demo release clean
+.PHONY: help build tools test unit e2e fuzz bench lint demo release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
@@ -29,6 +29,19 @@ unit: ## unit tests only
 
 e2e: build tools ## end-to-end tests against the simulated Harvester
 	$(GO) test $(GOTEST_FLAGS) -count=1 $(E2E_PKGS)
+
+# Every `func FuzzX(f *testing.F)` in a tracked test file is a fuzz target.
+FUZZTIME ?= 6s
+FUZZ_PARALLEL ?= 2
+FUZZ_DIRS = $$(git ls-files '*_test.go' | xargs grep -l '^func Fuzz' | xargs -n1 dirname | sort -u)
+
+fuzz: ## run every fuzz target for FUZZTIME each (6s; `go test` alone runs their seed corpora)
+	@set -e; for dir in $(FUZZ_DIRS); do \
+	  for t in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$dir/*_test.go); do \
+	    echo "fuzz ./$$dir $$t ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$t\$$" -fuzztime $(FUZZTIME) -parallel $(FUZZ_PARALLEL) ./$$dir; \
+	  done; \
+	done
 
 bench: build tools ## benchmarks (speed and memory targets)
 	$(GO) test -run '^$$' -bench . -benchmem ./...

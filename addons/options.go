@@ -88,6 +88,7 @@ const (
 	FieldImageRegistry     = "image registry"
 	FieldCCMVersion        = "cloud provider version"
 	FieldCSIVersion        = "CSI driver version"
+	FieldHostStorageClass  = "host storage class"
 )
 
 // Validate reports every problem with o at once.
@@ -114,6 +115,11 @@ func (o Options) Validate() error {
 	}
 	if msgs := validation.IsDNS1123Subdomain(o.CloudConfigSecret); len(msgs) > 0 {
 		errs = append(errs, field.Invalid(FieldCloudConfigSecret, o.CloudConfigSecret, "must be a DNS-1123 subdomain"))
+	}
+	if o.HostStorageClass != "" {
+		if msgs := validation.IsDNS1123Subdomain(o.HostStorageClass); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(FieldHostStorageClass, o.HostStorageClass, "must be the name of a Harvester StorageClass: a DNS-1123 subdomain (lower-case letters, digits, '-', '.', at most 253 characters)"))
+		}
 	}
 	if o.ImageRegistry != "" && !registryRe.MatchString(o.ImageRegistry) {
 		errs = append(errs, field.Invalid(FieldImageRegistry, o.ImageRegistry, "must be a host[:port][/path] without scheme or trailing slash, e.g. registry.example.com:5000/mirror"))

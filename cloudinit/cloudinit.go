@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/harvester-kit/harvester-machine/internal/field"
 	"gopkg.in/yaml.v3"
 )
 
@@ -19,6 +20,12 @@ const (
 	QemuGuestAgentPackage = "qemu-guest-agent"
 	// InstallScriptDir is where rancher-machine writes the install script.
 	InstallScriptDir = "/usr/local/custom_script/"
+)
+
+// Input fields, as problems name them (a CLI renames them to its flags).
+const (
+	FieldUserData    = "user data"
+	FieldCloudConfig = "cloud-config file"
 )
 
 // Input holds the parts of a VM's user data. Every field is optional.
@@ -61,29 +68,24 @@ func Build(in Input) ([]byte, error) {
 	for _, p := range []struct {
 		name string
 		data []byte
-	}{{"user data", in.UserData}, {"cloud-config file", in.CloudConfig}} {
-		kind, body, isJinja := classify(p.data)
-		switch kind {
-		case kindEmpty:
-			continue
-		case kindRaw:
-			extra = append(extra, rawPart{contentType: rawContentType(p.data), data: p.data})
-			continue
-		}
-		node, err := parseMapping(body)
-		if err != nil && isJinja {
-			// A template whose jinja syntax is not YAML is passed on whole.
-			extra = append(extra, rawPart{contentType: "text/cloud-config", data: p.data})
-			continue
-		}
+	}{{FieldUserData, in.UserData}, {FieldCloudConfig, in.CloudConfig}} {
+		docs, err := documents(p.data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p.name, err)
+			return nil, field.Problem(p.name, "%v", err)
 		}
-		if node == nil {
-			continue
+		for _, d := range docs {
+			isJinja, raw, err := mergeDocument(merged, d)
+			if err != nil && d.where != "" {
+				return nil, field.Problem(p.name, "%s: %v", d.where, err)
+			}
+			if err != nil {
+				return nil, field.Problem(p.name, "%v", err)
+			}
+			jinja = jinja || isJinja
+			if raw != nil {
+				extra = append(extra, *raw)
+			}
 		}
-		jinja = jinja || isJinja
-		mergeMapping(merged, node)
 	}
 	moveInstallScriptLast(merged)
 
@@ -105,6 +107,42 @@ func Build(in Input) ([]byte, error) {
 	}
 	parts := append([]rawPart{{contentType: "text/cloud-config", data: out.Bytes()}}, extra...)
 	return multipart(parts)
+}
+
+// mergeDocument merges a cloud-config document into merged, or returns the
+// part it is passed on as (nil: merged or empty). isJinja reports a merged
+// jinja template.
+func mergeDocument(merged *yaml.Node, d document) (isJinja bool, raw *rawPart, err error) {
+	merge, passType, err := handling(d)
+	if err != nil {
+		return false, nil, err
+	}
+	if !merge {
+		if passType == "" {
+			return false, nil, nil
+		}
+		return false, &rawPart{contentType: passType, data: d.data}, nil
+	}
+	kind, body, isJinja := classify(d.data)
+	switch kind {
+	case kindEmpty:
+		return false, nil, nil
+	case kindRaw: // declared text/cloud-config: it must parse as one
+		body = d.data
+	}
+	node, err := parseMapping(body)
+	if isJinja && (err != nil || !templateIntact(body, node)) {
+		// A template whose jinja syntax is not YAML, or is YAML syntax
+		// (`a: {{ x }}` reads as a flow mapping), is passed on whole.
+		return false, &rawPart{contentType: typeCloudConfig, data: d.data}, nil
+	}
+	if err != nil || node == nil {
+		return false, nil, err
+	}
+	if err := mergeMapping(merged, node, ""); err != nil {
+		return false, nil, err
+	}
+	return isJinja, nil, nil
 }
 
 type partKind int
@@ -133,7 +171,7 @@ func classify(data []byte) (partKind, []byte, bool) {
 		strings.HasPrefix(trimmed, "#include"),
 		strings.HasPrefix(trimmed, "#cloud-boothook"),
 		strings.HasPrefix(trimmed, "#part-handler"),
-		strings.HasPrefix(trimmed, "Content-Type:"):
+		isMIME([]byte(trimmed)):
 		return kindRaw, nil, false
 	}
 	return kindCloudConfig, []byte(text), jinja
@@ -172,6 +210,13 @@ func parseMapping(body []byte) (*yaml.Node, error) {
 	if root.Kind != yaml.MappingNode {
 		return nil, errors.New("cloud-config must be a YAML mapping (key: value), or a #! script")
 	}
+	root, err := resolveAliases(root)
+	if err == nil {
+		err = checkKeys(root)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("not usable cloud-config YAML: %w", err)
+	}
 	dropComments(root)
 	return root, nil
 }
@@ -183,4 +228,102 @@ func dropComments(n *yaml.Node) {
 	for _, c := range n.Content {
 		dropComments(c)
 	}
+}
+
+// maxResolvedNodes bounds the YAML nodes alias resolution may produce (a
+// few aliases of aliases can otherwise expand exponentially).
+const maxResolvedNodes = 1 << 16
+
+// resolveAliases replaces every alias in n by a copy of the node it refers
+// to and drops anchors: merged into other parts, an alias could otherwise
+// end up without (or before) its anchor. A recursive alias, or an
+// expansion beyond maxResolvedNodes, is an error.
+func resolveAliases(n *yaml.Node) (*yaml.Node, error) {
+	budget := maxResolvedNodes
+	var resolve func(n *yaml.Node, active map[*yaml.Node]bool) (*yaml.Node, error)
+	resolve = func(n *yaml.Node, active map[*yaml.Node]bool) (*yaml.Node, error) {
+		if budget--; budget < 0 {
+			return nil, fmt.Errorf("YAML aliases expand to more than %d nodes", maxResolvedNodes)
+		}
+		if n.Kind == yaml.AliasNode {
+			if n.Alias == nil || active[n.Alias] {
+				return nil, fmt.Errorf("line %d: alias *%s refers to itself", n.Line, n.Value)
+			}
+			return resolve(n.Alias, active)
+		}
+		if active[n] {
+			return nil, fmt.Errorf("line %d: a node contains itself through an alias", n.Line)
+		}
+		active[n] = true
+		defer delete(active, n)
+		c := *n
+		c.Anchor = ""
+		c.Content = make([]*yaml.Node, len(n.Content))
+		for i, child := range n.Content {
+			r, err := resolve(child, active)
+			if err != nil {
+				return nil, err
+			}
+			c.Content[i] = r
+		}
+		return &c, nil
+	}
+	return resolve(n, map[*yaml.Node]bool{})
+}
+
+// jinjaDelimiters open jinja expressions, statements and comments.
+var jinjaDelimiters = []string{"{{", "{%", "{#"}
+
+// templateIntact reports whether every jinja delimiter of body sits inside
+// a YAML scalar of node, so re-encoding the tree keeps the template. A
+// delimiter YAML read as syntax, or one in a comment, makes it false.
+func templateIntact(body []byte, node *yaml.Node) bool {
+	if node == nil {
+		return !containsAny(string(body), jinjaDelimiters)
+	}
+	var scalars strings.Builder
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		if n.Kind == yaml.ScalarNode {
+			scalars.WriteString(n.Value)
+			scalars.WriteByte(0)
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(node)
+	for _, d := range jinjaDelimiters {
+		if strings.Count(string(body), d) != strings.Count(scalars.String(), d) {
+			return false
+		}
+	}
+	return true
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkKeys rejects mapping keys that are mappings or lists: cloud-init
+// (Python) cannot use them, and they do not survive a round trip.
+func checkKeys(n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i < len(n.Content); i += 2 {
+			if k := n.Content[i]; k.Kind != yaml.ScalarNode {
+				return fmt.Errorf("line %d: a key must be a plain value, not a mapping or list", k.Line)
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if err := checkKeys(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

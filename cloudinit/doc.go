@@ -37,4 +37,19 @@
 // (`#!`), `#include` or `#cloud-boothook` — is not mangled: the result is
 // then a cloud-init multipart MIME document whose first part is the merged
 // cloud-config and whose further parts are those documents, unchanged.
+//
+// UserData and CloudConfig may themselves be MIME documents (multipart, as
+// `cloud-init devel make-mime` writes them, nested multiparts included, or a
+// single part with a Content-Type header). Their parts are handled as
+// cloud-init's part handlers would: text/cloud-config parts are merged like
+// any cloud-config (in document order, by the rules above); text/plain
+// parts and parts without a type are told apart by their first line; shell
+// scripts (text/x-shellscript and its per-boot/-instance/-once variants),
+// boothooks, part handlers, include lists, text/jinja2 and cloud-config
+// archives are passed on unchanged as their own parts, with their types.
+// Base64 and quoted-printable transfer encodings are decoded. Any other
+// type (text/html, compressed parts, ...) is an error naming the part
+// ("user data: part 2: content type application/x-gzip is not supported"),
+// so nothing cloud-init would ignore or misread is accepted silently.
+// Merge-Type headers are not read: lists are appended, as everywhere here.
 package cloudinit

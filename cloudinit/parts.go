@@ -79,8 +79,11 @@ func basePart(in Input) (*yaml.Node, error) {
 	return &n, nil
 }
 
-// mergeMapping merges src into dst (both mapping nodes).
-func mergeMapping(dst, src *yaml.Node) {
+// mergeMapping merges src into dst (both mapping nodes); path names dst
+// in errors. A null value never replaces an existing one (`packages:` must
+// not drop the agent); a value of another kind (a string where a list is)
+// is an error, as cloud-init could not use the merged result.
+func mergeMapping(dst, src *yaml.Node, path string) error {
 	for i := 0; i+1 < len(src.Content); i += 2 {
 		key, val := src.Content[i], src.Content[i+1]
 		j := indexOfKey(dst, key.Value)
@@ -89,9 +92,15 @@ func mergeMapping(dst, src *yaml.Node) {
 			continue
 		}
 		cur := dst.Content[j+1]
+		at := path + key.Value
 		switch {
+		case isNullNode(val):
+		case isNullNode(cur):
+			dst.Content[j+1] = val
 		case cur.Kind == yaml.MappingNode && val.Kind == yaml.MappingNode:
-			mergeMapping(cur, val)
+			if err := mergeMapping(cur, val, at+"."); err != nil {
+				return err
+			}
 		case cur.Kind == yaml.SequenceNode && val.Kind == yaml.SequenceNode:
 			if key.Value == "packages" {
 				cur.Content = appendUniquePackages(cur.Content, val.Content)
@@ -99,10 +108,26 @@ func mergeMapping(dst, src *yaml.Node) {
 				cur.Content = append(cur.Content, val.Content...)
 			}
 			cur.Style = 0
-		default:
+		case cur.Kind == yaml.ScalarNode && val.Kind == yaml.ScalarNode:
 			dst.Content[j+1] = val
+		default:
+			return fmt.Errorf("%s: is %s, but an earlier part (the login and agent settings, or the user data) makes it %s; give it as %s",
+				at, nodeKind(val), nodeKind(cur), nodeKind(cur))
 		}
 	}
+	return nil
+}
+
+func isNullNode(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	return "a single value"
 }
 
 func indexOfKey(m *yaml.Node, key string) int {

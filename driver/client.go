@@ -29,6 +29,9 @@ type harvesterAPI struct {
 }
 
 func newAPI(kubeconfig string, callTimeout time.Duration) (*harvesterAPI, error) {
+	if err := checkKubeconfigContent(kubeconfig); err != nil {
+		return nil, fmt.Errorf("--%s: %w", FlagKubeconfigContent, err)
+	}
 	cfg, err := kubeapi.ConfigFromKubeconfig([]byte(kubeconfig), "docker-machine-driver-harvester")
 	if err != nil {
 		return nil, fmt.Errorf("--%s is not a usable kubeconfig: %w", FlagKubeconfigContent, err)

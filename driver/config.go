@@ -60,7 +60,8 @@ type Config struct {
 
 // readConfig reads every flag into a Config (decoding base64 where the flag
 // allows it) and the SSH user and port into base. Reading the cloud-config
-// file is the only I/O; a failure is returned as a problem of that flag.
+// file and checking the SSH key files are the only I/O; a failure is
+// returned as a problem of that flag.
 func readConfig(opts drivers.DriverOptions, base *drivers.BaseDriver) (Config, []error) {
 	var problems []error
 	c := Config{
@@ -115,6 +116,7 @@ func readConfig(opts drivers.DriverOptions, base *drivers.BaseDriver) (Config, [
 		}
 		c.CloudConfig = string(b)
 	}
+	problems = append(problems, checkSSHKeyFiles(c)...)
 	base.SSHUser = opts.String(FlagSSHUser)
 	base.SSHPort = opts.Int(FlagSSHPort)
 	return c, problems

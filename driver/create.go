@@ -129,6 +129,9 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *
 	if err != nil {
 		return plan, nil, nil, fmt.Errorf("build cloud-init user data: %w", err)
 	}
+	if err := checkSecretSize(len(userData), len(d.NetworkData), secretParts(d.Config)); err != nil {
+		return plan, nil, nil, err
+	}
 	vm, err := BuildVM(plan)
 	if err != nil {
 		return plan, nil, nil, fmt.Errorf("build VM: %w", err)

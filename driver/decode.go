@@ -58,7 +58,7 @@ func isYAMLMapping(s string) bool {
 // isUserData reports whether s looks like cloud-init user data.
 func isUserData(s string) bool {
 	t := strings.TrimLeft(s, " \t\r\n\ufeff")
-	for _, p := range []string{"#cloud-config", "#!", "## template: jinja", "#include", "#cloud-boothook", "#part-handler", "Content-Type:"} {
+	for _, p := range []string{"#cloud-config", "#!", "## template: jinja", "#include", "#cloud-boothook", "#part-handler", "Content-Type:", "MIME-Version:"} {
 		if strings.HasPrefix(t, p) {
 			return true
 		}

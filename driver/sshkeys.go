@@ -1,24 +1,32 @@
 package driver
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	"github.com/rancher/machine/libmachine/ssh"
+	cryptossh "golang.org/x/crypto/ssh"
 )
 
 // prepareSSHKeys puts the machine's private key in the store (0600) and
 // returns the public keys to authorize: the key pair's public key, the .pub
-// beside --harvester-ssh-private-key-path, or a newly generated key.
+// beside --harvester-ssh-private-key-path, or a newly generated key. A
+// private key that does not belong to the key pair is refused before
+// anything is stored or created.
 func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterAPI, keyPair *ObjectRef) ([]string, error) {
 	keyPath := d.GetSSHKeyPath()
 	switch {
 	case keyPair != nil:
 		kp, err := api.getKeyPair(ctx, *keyPair)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkKeyPairMatches(d.SSHPrivateKeyPath, keyPair.String(), kp.Spec.PublicKey); err != nil {
 			return nil, err
 		}
 		if err := copyPrivateKey(d.SSHPrivateKeyPath, keyPath); err != nil {
@@ -56,4 +64,78 @@ func copyPrivateKey(src, dst string) error {
 		return fmt.Errorf("store SSH private key: %w", err)
 	}
 	return os.Chmod(dst, 0o600)
+}
+
+// checkSSHKeyFiles checks, when the flags are read (before any API call),
+// that --harvester-ssh-private-key-path is a readable private key and,
+// without a key pair, that <path>.pub exists, is a public key and belongs
+// to the private key. The key's content never appears in an error.
+func checkSSHKeyFiles(c Config) []error {
+	if c.SSHPrivateKeyPath == "" {
+		return nil
+	}
+	priv, err := privateKeyPublic(c.SSHPrivateKeyPath)
+	if err != nil {
+		return []error{err}
+	}
+	if c.KeyPairName != "" {
+		return nil
+	}
+	pubPath := c.SSHPrivateKeyPath + ".pub"
+	b, err := os.ReadFile(pubPath)
+	if err != nil {
+		return []error{fmt.Errorf("--%s: the public key %s is needed when no --%s is given (it is authorized on the VM): %w",
+			FlagSSHPrivateKeyPath, pubPath, FlagKeyPairName, err)}
+	}
+	pub, _, _, _, err := cryptossh.ParseAuthorizedKey(b)
+	if err != nil {
+		return []error{fmt.Errorf("--%s: %s is not an SSH public key (authorized_keys line): %w", FlagSSHPrivateKeyPath, pubPath, err)}
+	}
+	if priv != nil && !bytes.Equal(priv.Marshal(), pub.Marshal()) {
+		return []error{fmt.Errorf("--%s: %s (%s) is not the public key of the private key (%s)",
+			FlagSSHPrivateKeyPath, pubPath, cryptossh.FingerprintSHA256(pub), cryptossh.FingerprintSHA256(priv))}
+	}
+	return nil
+}
+
+// privateKeyPublic reads a private key file and returns its public key; nil
+// (and no error) for an encrypted key whose public key the file does not
+// carry.
+func privateKeyPublic(path string) (cryptossh.PublicKey, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: cannot read the private key: %w", FlagSSHPrivateKeyPath, err)
+	}
+	signer, err := cryptossh.ParsePrivateKey(b)
+	var missing *cryptossh.PassphraseMissingError
+	switch {
+	case err == nil:
+		return signer.PublicKey(), nil
+	case errors.As(err, &missing):
+		return missing.PublicKey, nil
+	default:
+		return nil, fmt.Errorf("--%s: %s is not an SSH private key (PEM or OpenSSH format): %w", FlagSSHPrivateKeyPath, path, err)
+	}
+}
+
+// checkKeyPairMatches checks that the private key at path belongs to the
+// key pair whose spec.publicKey is publicKey.
+func checkKeyPairMatches(path, keyPair, publicKey string) error {
+	want, _, _, _, err := cryptossh.ParseAuthorizedKey([]byte(publicKey))
+	if err != nil {
+		return fmt.Errorf("--%s: key pair %s has no valid public key (spec.publicKey): %w", FlagKeyPairName, keyPair, err)
+	}
+	got, err := privateKeyPublic(path)
+	if err != nil {
+		return err
+	}
+	if got == nil {
+		log.Warnf("--%s: the private key is encrypted and carries no public key; cannot check it against key pair %s", FlagSSHPrivateKeyPath, keyPair)
+		return nil
+	}
+	if !bytes.Equal(got.Marshal(), want.Marshal()) {
+		return fmt.Errorf("--%s: the private key (%s) does not belong to key pair %s (--%s, public key %s); nothing was created",
+			FlagSSHPrivateKeyPath, cryptossh.FingerprintSHA256(got), keyPair, FlagKeyPairName, cryptossh.FingerprintSHA256(want))
+	}
+	return nil
 }

@@ -9,10 +9,9 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/cloudinit"
-	"gopkg.in/yaml.v3"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 var (
@@ -44,8 +43,11 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 	}
 	if strings.TrimSpace(c.KubeconfigContent) == "" {
 		add(FlagKubeconfigContent, "is required (or %s): the kubeconfig of the Harvester cluster, plain or base64", envVar(FlagKubeconfigContent))
-	} else if _, err := clientcmd.RESTConfigFromKubeConfig([]byte(c.KubeconfigContent)); err != nil {
-		add(FlagKubeconfigContent, "is not a usable kubeconfig (plain YAML or base64 of it): %v", err)
+	} else if err := checkKubeconfigContent(c.KubeconfigContent); err != nil {
+		add(FlagKubeconfigContent, "%v", err)
+	}
+	if _, err := harvester.GuestClusterValue(c.ClusterName); err != nil {
+		add(FlagClusterName, "%v", err)
 	}
 	for _, m := range validation.IsDNS1123Label(c.VMNamespace) {
 		add(FlagVMNamespace, "%q is not a namespace name: %s", c.VMNamespace, m)
@@ -58,7 +60,7 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 	}
 	if c.ReservedMemoryMiB < -1 {
 		add(FlagReservedMemorySize, "must be -1 (unset) or a number of MiB >= 0, got %d", c.ReservedMemoryMiB)
-	} else if c.MemoryGiB >= 1 && c.ReservedMemoryMiB >= c.MemoryGiB*1024 {
+	} else if c.MemoryGiB >= 1 && c.MemoryGiB <= MaxMemoryGiB && c.ReservedMemoryMiB >= c.MemoryGiB*1024 {
 		add(FlagReservedMemorySize, "%d MiB must be less than --%s (%d GiB)", c.ReservedMemoryMiB, FlagMemorySize, c.MemoryGiB)
 	}
 	if c.DiskSizeGiB < 0 {
@@ -83,6 +85,7 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 		add(FlagAPITimeout, "must be at least 1 (seconds), got %d", c.APITimeoutSeconds)
 	}
 
+	errs = append(errs, validateSizes(c)...)
 	errs = append(errs, validateDisks(c, in.Disks, parseErrs.disks)...)
 	errs = append(errs, validateNetworks(c, in.NICs, parseErrs.nics)...)
 	errs = append(errs, validateCloudProvider(c)...)
@@ -109,6 +112,7 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 			add(FlagCloudConfig, "file %s: %v", c.CloudConfigPath, err)
 		}
 	}
+	errs = append(errs, validateSecretSize(c))
 	if c.EnableSecureBoot && !c.EnableEFI {
 		add(FlagEnableSecureBoot, "needs --%s", FlagEnableEFI)
 	}
@@ -159,6 +163,8 @@ func validateDisks(c Config, disks []Disk, parseErr error) []error {
 		}
 		if d.Size < 0 || (d.ImageName == "" && d.Size == 0) {
 			at("size must be a positive number of GiB (0 is allowed only for image disks), got %d", d.Size)
+		} else if d.Size > MaxDiskGiB {
+			at("size %d GiB is too large; the largest valid value is %d", d.Size, MaxDiskGiB)
 		}
 		if d.Bus != "" && !oneOf(d.Bus, validDiskBuses) {
 			at("bus %q is not valid; valid: %s", d.Bus, strings.Join(validDiskBuses, ", "))
@@ -218,28 +224,6 @@ func validateNetworks(c Config, nics []NetworkInterface, parseErr error) []error
 		}
 	}
 	return errs
-}
-
-// validateNetworkData accepts cloud-init network config version 1 (a
-// "config" list) or version 2, optionally wrapped in a "network" key.
-func validateNetworkData(s string) error {
-	var m map[string]any
-	if err := yaml.Unmarshal([]byte(s), &m); err != nil || m == nil {
-		return errors.New("must be cloud-init network config YAML (version 1 or 2), plain or base64")
-	}
-	if inner, ok := m["network"].(map[string]any); ok {
-		m = inner
-	}
-	switch v := fmt.Sprint(m["version"]); v {
-	case "1":
-		if _, ok := m["config"].([]any); !ok {
-			return errors.New(`version 1 network config needs a "config" list`)
-		}
-	case "2":
-	default:
-		return fmt.Errorf("version must be 1 or 2, got %q", v)
-	}
-	return nil
 }
 
 func strictJSON(s string, v any) error {

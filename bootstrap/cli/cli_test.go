@@ -44,7 +44,7 @@ func TestArtifactToStdoutAndFile(t *testing.T) {
 func TestSecretArtifactReplacesLooseFile(t *testing.T) {
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kc")
-	if err := os.WriteFile(kc, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+	if err := os.WriteFile(kc, []byte(testGuestKubeconfig), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "manifests.yaml")
@@ -107,14 +107,22 @@ func TestErrorsExitNonZeroNamingTheFlag(t *testing.T) {
 		{[]string{"no-such-command"}, ""},
 	}
 	for _, c := range cases {
-		_, stderr, code := run(t, c.args...)
-		if code == 0 {
-			t.Errorf("%v: exit 0", c.args)
-		}
-		if !strings.Contains(stderr, c.want) {
-			t.Errorf("%v: stderr lacks %q: %s", c.args, c.want, stderr)
-		}
+		assertFails(t, c.args, c.want)
 	}
+}
+
+// assertFails runs args, expects a non-zero exit and want on stderr, and
+// returns stderr.
+func assertFails(t *testing.T, args []string, want string) string {
+	t.Helper()
+	_, stderr, code := run(t, args...)
+	if code == 0 {
+		t.Errorf("%v: exit 0", args)
+	}
+	if !strings.Contains(stderr, want) {
+		t.Errorf("%v: stderr lacks %q: %s", args, want, stderr)
+	}
+	return stderr
 }
 
 func TestEveryCommandHasAnExample(t *testing.T) {

@@ -83,6 +83,9 @@ func guestKubeconfig(ctx context.Context, c *ucli.Context) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--%s: %w", FlagCloudConfig, err)
 		}
+		if err := credentials.CheckKubeconfig(b); err != nil {
+			return nil, fmt.Errorf("--%s %s: %w (give a kubeconfig made by `harvester-bootstrap kubeconfig`)", FlagCloudConfig, p, err)
+		}
 		return b, nil
 	}
 	return issueKubeconfig(ctx, c, false)

@@ -7,6 +7,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
 	"github.com/harvester-kit/harvester-machine/bootstrap/loadbalancer"
 	"github.com/harvester-kit/harvester-machine/bootstrap/nodedriver"
+	"github.com/harvester-kit/harvester-machine/cloudinit"
 )
 
 // Flag names of harvester-bootstrap (only this package knows them).
@@ -86,6 +87,11 @@ var fieldFlags = map[string]string{
 	loadbalancer.FieldPoolName:       FlagPoolName,
 	loadbalancer.FieldNetwork:        FlagNetwork,
 	loadbalancer.FieldScopeNamespace: FlagScopeNamespace,
+	loadbalancer.FieldScopeProject:   FlagScopeProject,
+	loadbalancer.FieldScopeCluster:   FlagScopeGuestCluster,
+	addons.FieldHostStorageClass:     FlagHostStorageClass,
+	cloudinit.FieldUserData:          FlagUserData,
+	cloudinit.FieldCloudConfig:       FlagInstallScript,
 	loadbalancer.FieldExisting:       FlagExisting,
 	nodedriver.FieldName:             FlagDriverName,
 	nodedriver.FieldURL:              FlagURL,

@@ -2,11 +2,14 @@ package credentials
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -45,18 +48,56 @@ func (a Access) Validate() error {
 			errs = append(errs, field.Invalid(f, v, "must be a DNS-1123 label (lower-case letters, digits, '-', at most 63 chars)"))
 		}
 	}
-	check(FieldClusterName, a.ClusterName)
+	// The cluster name labels every object (LabelCluster) unchanged: the
+	// guest-cluster rule of internal/harvester, then, as it names the
+	// default service account, a DNS-1123 label.
+	if _, err := harvester.GuestClusterValue(a.ClusterName); err != nil {
+		errs = append(errs, field.Invalid(FieldClusterName, a.ClusterName, "must be a DNS-1123 label (lower-case letters, digits, '-', at most 63 chars); "+
+			"it is not even a label value, which it must be to label the cluster's objects unchanged"))
+	} else {
+		check(FieldClusterName, a.ClusterName)
+	}
 	check(FieldNamespace, a.Namespace)
 	if a.ServiceAccount != "" {
 		if msgs := validation.IsDNS1123Subdomain(a.ServiceAccount); len(msgs) > 0 {
-			errs = append(errs, field.Invalid(FieldServiceAccount, a.ServiceAccount, "must be a DNS-1123 subdomain (lower-case letters, digits, '-', '.')"))
+			errs = append(errs, field.Invalid(FieldServiceAccount, a.ServiceAccount, "must be a DNS-1123 subdomain (lower-case letters, digits, '-', '.', at most %d characters)", MaxServiceAccountName))
+		} else if err := a.validateDerivedNames(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// MaxServiceAccountName is the longest service account name whose derived
+// names are valid: the token Secret <sa>-token must be a DNS-1123
+// subdomain of at most 253 characters.
+const MaxServiceAccountName = validation.DNS1123SubdomainMaxLength - len(tokenSecretSuffix)
+
+// validateDerivedNames checks the names of every object EnsureAccess
+// creates, so an invalid one fails before the first API call instead of
+// after the objects before it exist.
+func (a Access) validateDerivedNames() error {
+	var errs []error
+	for _, d := range []struct {
+		kind, name string
+		check      func(string) []string
+	}{
+		{"token Secret", a.TokenSecretName(), validation.IsDNS1123Subdomain},
+		{"RoleBinding", a.RoleBindingName(), path.IsValidPathSegmentName},
+		{"ClusterRoleBinding", a.ClusterRoleBindingName(), path.IsValidPathSegmentName},
+	} {
+		if msgs := d.check(d.name); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(FieldServiceAccount, a.ServiceAccount,
+				"at most %d characters: it names the %s %q, which is invalid (%s)", MaxServiceAccountName, d.kind, d.name, strings.Join(msgs, "; ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+const tokenSecretSuffix = "-token"
+
 // TokenSecretName is the kubernetes.io/service-account-token Secret.
-func (a Access) TokenSecretName() string { return a.ServiceAccount + "-token" }
+func (a Access) TokenSecretName() string { return a.ServiceAccount + tokenSecretSuffix }
 
 // RoleBindingName binds the cloud-provider role in the VM namespace.
 func (a Access) RoleBindingName() string { return a.ServiceAccount + "-cloudprovider" }

@@ -60,7 +60,11 @@ func checkOwned(kind, name string, labels map[string]string, cluster string, err
 
 // EnsureAccess creates or updates, idempotently (server-side apply), the
 // ServiceAccount, RoleBinding, ClusterRoleBinding and token Secret.
+// Every name is validated first: an invalid one makes no API call.
 func (h *Harvester) EnsureAccess(ctx context.Context, a Access) error {
+	if err := a.Validate(); err != nil {
+		return err
+	}
 	objs := BuildAccess(a)
 	core, rbac := h.Client.CoreV1(), h.Client.RbacV1()
 	opts := metav1.PatchOptions{FieldManager: addons.FieldManager, Force: ptr.To(true)}

@@ -48,6 +48,35 @@ func (c Credentials) Validate() error {
 	return errors.Join(errs...)
 }
 
+// CheckKubeconfig reports why kc cannot be a guest's Harvester kubeconfig:
+// it must parse as a kubeconfig whose current context names a cluster with
+// a server and a user that exist in it. The content never appears in the
+// error.
+func CheckKubeconfig(kc []byte) error {
+	cfg, err := clientcmd.Load(kc)
+	if err != nil {
+		return errors.New("not a kubeconfig (YAML with clusters, users and contexts)")
+	}
+	ctx, ok := cfg.Contexts[cfg.CurrentContext]
+	switch {
+	case cfg.CurrentContext == "":
+		return errors.New("not a usable kubeconfig: no current-context")
+	case !ok:
+		return fmt.Errorf("not a usable kubeconfig: current-context %q is not among its contexts", cfg.CurrentContext)
+	}
+	var problems []string
+	if c, ok := cfg.Clusters[ctx.Cluster]; !ok || c.Server == "" {
+		problems = append(problems, fmt.Sprintf("context %q names no cluster with a server (cluster %q)", cfg.CurrentContext, ctx.Cluster))
+	}
+	if _, ok := cfg.AuthInfos[ctx.AuthInfo]; !ok {
+		problems = append(problems, fmt.Sprintf("context %q names no user among its users (user %q)", cfg.CurrentContext, ctx.AuthInfo))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("not a usable kubeconfig: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
 // BuildKubeconfig renders a kubeconfig whose current context points at
 // the VM namespace.
 func BuildKubeconfig(c Credentials) ([]byte, error) {

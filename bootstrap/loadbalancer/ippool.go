@@ -23,6 +23,8 @@ const (
 	FieldPoolName       = "pool name"
 	FieldNetwork        = "network"
 	FieldScopeNamespace = "scope namespace"
+	FieldScopeProject   = "scope project"
+	FieldScopeCluster   = "scope guest cluster"
 	FieldExisting       = "existing pools"
 )
 
@@ -195,7 +197,41 @@ func (p PoolSpec) Validate() error {
 			errs = append(errs, field.Problem(FieldNetwork, "%v", err))
 		}
 	}
+	errs = append(errs, validateScope(p)...)
 	return errors.Join(errs...)
+}
+
+// validateScope checks the scope fields: each is empty (any), "*" (any)
+// or a name the LoadBalancer requirement could carry.
+func validateScope(p PoolSpec) []error {
+	var errs []error
+	if v := p.Project; v != "" && v != anyScope && !isProjectName(v) {
+		errs = append(errs, field.Invalid(FieldScopeProject, v, "must be %q or a Rancher project ID (p-xxxxx or <cluster-id>:p-xxxxx, DNS-1123 labels)", anyScope))
+	}
+	if v := p.Namespace; v != "" && v != anyScope && len(validation.IsDNS1123Label(v)) > 0 {
+		errs = append(errs, field.Invalid(FieldScopeNamespace, v, "must be %q or a namespace name (DNS-1123 label: lower-case letters, digits, '-', at most 63 characters)", anyScope))
+	}
+	if v := p.GuestCluster; v != "" && v != anyScope {
+		if _, err := harvester.GuestClusterValue(v); err != nil {
+			errs = append(errs, field.Invalid(FieldScopeCluster, v, "must be %q or a guest cluster name (a valid label value: at most 63 characters, letters, digits, '-', '_', '.')", anyScope))
+		}
+	}
+	return errs
+}
+
+// isProjectName reports whether v is a Rancher project ID: "p-xxxxx" or
+// "<cluster-id>:p-xxxxx".
+func isProjectName(v string) bool {
+	parts := strings.Split(v, ":")
+	if len(parts) > 2 {
+		return false
+	}
+	for _, part := range parts {
+		if len(validation.IsDNS1123Label(part)) > 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // BuildIPPool renders the IPPool YAML.

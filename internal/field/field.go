@@ -5,6 +5,7 @@
 package field
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -108,3 +109,36 @@ type renamed struct {
 
 func (r *renamed) Error() string { return r.msg }
 func (r *renamed) Unwrap() error { return r.err }
+
+// Problems lists the single problems of err: the leaves of its joined
+// errors (errors.Join), in order. A wrapped error counts as one problem
+// (its wrapping names the field).
+func Problems(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error }) //nolint:errorlint // the tree is walked by hand
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, Problems(e)...)
+	}
+	return out
+}
+
+// Fields lists the field of every problem of err; a problem that is no
+// field Error yields "".
+func Fields(err error) []string {
+	var out []string
+	for _, p := range Problems(err) {
+		var fe *Error
+		if errors.As(p, &fe) {
+			out = append(out, fe.Field)
+		} else {
+			out = append(out, "")
+		}
+	}
+	return out
+}

@@ -43,3 +43,18 @@ func TestRenameKeepsWrappersAndJoins(t *testing.T) {
 		t.Error("nil renamed")
 	}
 }
+
+func TestProblemsAndFields(t *testing.T) {
+	plain := errors.New("plain")
+	wrapped := fmt.Errorf("--flag: %w", Problem("inner", "x"))
+	err := errors.Join(Invalid("a", "v", "bad"), errors.Join(plain, wrapped), nil)
+	if got := Problems(err); len(got) != 3 || got[1] != plain || got[2] != wrapped { //nolint:errorlint // identity is the point
+		t.Errorf("Problems = %v", got)
+	}
+	if got := Fields(err); len(got) != 3 || got[0] != "a" || got[1] != "" || got[2] != "inner" {
+		t.Errorf("Fields = %q", got)
+	}
+	if Problems(nil) != nil {
+		t.Errorf("Problems(nil) not empty")
+	}
+}

@@ -147,3 +147,22 @@ func TestSplitNamespacedName(t *testing.T) {
 		}
 	}
 }
+
+// Cluster names are label values unchanged; names that are not are
+// rejected, never converted (ünï and n must not share VMs).
+func TestGuestClusterValue(t *testing.T) {
+	for _, ok := range []string{"", "c1", "Guest_A.1", strings.Repeat("a", 63), "c-m-7x2kq"} {
+		if v, err := GuestClusterValue(ok); err != nil || v != ok {
+			t.Errorf("GuestClusterValue(%q) = %q, %v; want it unchanged", ok, v, err)
+		}
+	}
+	for _, bad := range []string{"ünï", "-a", "a b", "a\nb", `a"b`, strings.Repeat("a", 64), strings.Repeat("x", 300)} {
+		_, err := GuestClusterValue(bad)
+		if err == nil || !strings.Contains(err.Error(), "not a valid label value") || !strings.Contains(err.Error(), "63") {
+			t.Errorf("GuestClusterValue(%q) = %v; want a label-value error naming the limit", bad, err)
+		}
+		if l := MachineLabels("default", "c1-pool1-x7k2p", bad); l[LabelGuestCluster] != "" || l[LabelNodePool] != "" {
+			t.Errorf("MachineLabels with cluster %q converted it: %v", bad, l)
+		}
+	}
+}

@@ -3,7 +3,10 @@ package harvester
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Labels Harvester and its cloud provider react to, set on a machine's VM,
@@ -69,8 +72,8 @@ func MachineLabels(namespace, machineName, clusterName string) map[string]string
 		LabelMachineSet: MachineSetValue(namespace, set),
 		LabelVMName:     LabelValue(machineName),
 	}
-	if clusterName != "" {
-		l[LabelGuestCluster] = LabelValue(clusterName)
+	if v, err := GuestClusterValue(clusterName); err == nil && v != "" {
+		l[LabelGuestCluster] = v
 		l[LabelNodePool] = LabelValue(pool)
 	}
 	for k, v := range l {
@@ -79,6 +82,21 @@ func MachineLabels(namespace, machineName, clusterName string) map[string]string
 		}
 	}
 	return l
+}
+
+// GuestClusterValue is the LabelGuestCluster value of a guest cluster: its
+// name, unchanged. A name that is not a valid label value is an error, never
+// converted: converting would let distinct names share a value (and so
+// each other's VMs and volumes). "" (no cluster) yields "".
+func GuestClusterValue(name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	if msgs := validation.IsValidLabelValue(name); len(msgs) > 0 {
+		return "", fmt.Errorf("%q is not a valid label value (it labels the cluster's VMs and volumes as %s): "+
+			"at most %d characters, letters, digits, '-', '_' and '.', starting and ending with a letter or digit", name, LabelGuestCluster, MaxLabelValue)
+	}
+	return name, nil
 }
 
 // machineSetOf is a machine name without its last dash-separated part.

@@ -3,7 +3,6 @@ package driver_test
 import (
 	"context"
 	"encoding/base64"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -41,11 +40,7 @@ func simFault(t *testing.T, args ...string) {
 // reported together, and nothing is created.
 func TestPreCreateReportsEveryProblem(t *testing.T) {
 	r := newRM(t, "e2e-pre")
-	dir := t.TempDir()
-	key := filepath.Join(dir, "k")
-	if err := os.WriteFile(key, []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := filepath.Join(sim.Dir, "sim-key") // a private key: the flags are valid, the objects are missing
 	out, err := r.create("e2e-pre-pool1-p0000", "--harvester-image-name=default/no-such-image",
 		"--harvester-network-name=default/no-such-net", "--harvester-key-pair-name=no-such-key", "--harvester-ssh-private-key-path="+key)
 	if err == nil {
