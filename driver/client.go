@@ -26,6 +26,14 @@ type harvesterAPI struct {
 	virt    kubevirt.Interface
 	dyn     dynamic.Interface
 	timeout time.Duration
+	server  string // the kubeconfig's server, for messages
+
+	// failFast (set during the pre-create check) makes the first
+	// connection-level failure, kept in unreachable, end every later call.
+	failFast    bool
+	unreachable *unreachableError
+
+	seen seen // what this process has read already (see cache.go)
 }
 
 func newAPI(kubeconfig string, callTimeout time.Duration) (*harvesterAPI, error) {
@@ -45,7 +53,7 @@ func newAPI(kubeconfig string, callTimeout time.Duration) (*harvesterAPI, error)
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	return &harvesterAPI{kube: kube, virt: virt, dyn: dyn, timeout: callTimeout}, nil
+	return &harvesterAPI{kube: kube, virt: virt, dyn: dyn, timeout: callTimeout, server: cfg.Host}, nil
 }
 
 // client returns the API of the current credentials.

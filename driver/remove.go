@@ -26,11 +26,34 @@ import (
 // deleted. A machine already gone is success, on the right cluster only.
 func (d *Driver) Remove() error {
 	ctx := context.Background()
-	api, err := d.session(ctx)
+	api, err := d.client()
 	if err != nil {
 		return fmt.Errorf("remove: %w", err)
 	}
+	if err := d.confirmByVM(ctx, api); err != nil {
+		return fmt.Errorf("remove: %w", err)
+	}
 	return d.removeMachine(ctx, api)
+}
+
+// confirmByVM confirms the cluster by the VM of the recorded UID when it
+// is there (a UID is never reused, on any cluster): one read that Remove
+// needs anyway. Otherwise the session confirms the cluster as for every
+// command.
+func (d *Driver) confirmByVM(ctx context.Context, api *harvesterAPI) error {
+	if !d.clusterConfirmed && d.VMUID != "" {
+		vm, err := absent(api.getVM(ctx, d.VMNamespace, d.MachineName))
+		if err != nil && isTerminal(err) {
+			return err
+		}
+		if vm != nil && string(vm.UID) == d.VMUID {
+			api.seen.rememberVM(vm)
+			d.clusterConfirmed = true
+			return nil
+		}
+	}
+	_, err := d.session(ctx)
+	return err
 }
 
 // removal is what removeMachine found to delete.
@@ -38,6 +61,30 @@ type removal struct {
 	vm     *kubevirtv1.VirtualMachine
 	claims map[string]types.UID
 	secret *corev1.Secret
+	// labelled are the claims found by the machine's label, as of
+	// resource version listedAt.
+	labelled map[string]bool
+	listedAt string
+	// secretWithVM: the cloud-init Secret is the one this machine created
+	// and made the VM's owner of (the VM has the recorded UID): deleting
+	// the VM in the foreground deletes it, so it is not read.
+	secretWithVM bool
+}
+
+// withVM reports whether the VM's foreground deletion takes everything
+// else with it: the Secret (owned by the VM) and the volumes (Harvester
+// deletes those the VM annotation names); the volumes carry the machine's
+// label, so one watch sees them go.
+func (r removal) withVM() bool {
+	if r.vm == nil || !r.secretWithVM {
+		return false
+	}
+	for c := range r.claims {
+		if !r.labelled[c] {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *Driver) removeMachine(parent context.Context, api *harvesterAPI) error {
@@ -47,6 +94,9 @@ func (d *Driver) removeMachine(parent context.Context, api *harvesterAPI) error 
 	if err != nil {
 		return fmt.Errorf("remove machine %s: %w", d.MachineName, err)
 	}
+	if r.withVM() {
+		return d.removeWithVM(ctx, api, r)
+	}
 	claims := sortedKeys(r.claims)
 	var targets []goneTarget
 	if r.vm != nil {
@@ -54,7 +104,7 @@ func (d *Driver) removeMachine(parent context.Context, api *harvesterAPI) error 
 			return err
 		}
 		log.Infof("%s: deleting VM %s/%s (UID %s)", d.MachineName, d.VMNamespace, r.vm.Name, r.vm.UID)
-		if err := api.deleteVM(ctx, d.VMNamespace, r.vm.Name, r.vm.UID); err != nil {
+		if err := api.deleteVM(ctx, d.VMNamespace, r.vm.Name, r.vm.UID, false); err != nil {
 			return err
 		}
 		targets = append(targets, goneTarget{kindVM, r.vm.Name, r.vm.UID}, goneTarget{kindVMI, r.vm.Name, ""})
@@ -87,8 +137,11 @@ func (r removal) describe() string {
 	if len(r.claims) > 0 {
 		parts = append(parts, "volumes "+strings.Join(sortedKeys(r.claims), ", "))
 	}
-	if r.secret != nil {
+	switch {
+	case r.secret != nil:
 		parts = append(parts, "Secret "+r.secret.Name)
+	case r.secretWithVM:
+		parts = append(parts, "Secret "+userDataSecretOf(r.vm))
 	}
 	if len(parts) == 0 {
 		return "nothing: none of the machine's objects exist any more"
@@ -103,8 +156,8 @@ func (d *Driver) findRemoval(ctx context.Context, api *harvesterAPI) (removal, e
 	if err != nil {
 		return removal{}, err
 	}
-	claims, err := d.claimsToRemove(ctx, api, vm)
-	if err != nil {
+	r := removal{vm: vm}
+	if r.claims, r.labelled, r.listedAt, err = d.claimsToRemove(ctx, api, vm); err != nil {
 		return removal{}, err
 	}
 	secretName := UserDataSecretName(d.MachineName)
@@ -112,20 +165,25 @@ func (d *Driver) findRemoval(ctx context.Context, api *harvesterAPI) (removal, e
 		if s := userDataSecretOf(vm); s != "" {
 			secretName = s
 		}
+		r.secretWithVM = d.VMUID != "" && string(vm.UID) == d.VMUID && secretName == UserDataSecretName(d.MachineName)
 	}
-	secret, err := d.ownSecret(ctx, api, secretName)
-	if err != nil {
-		return removal{}, err
+	if !r.secretWithVM {
+		if r.secret, err = d.ownSecret(ctx, api, secretName); err != nil {
+			return removal{}, err
+		}
 	}
-	return removal{vm: vm, claims: claims, secret: secret}, nil
+	return r, nil
 }
 
 // ownVM returns the machine's VM, nil when there is none, or an error
 // wrapping ErrNotOwned when the VM of that name is not the machine's.
 func (d *Driver) ownVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachine, error) {
-	vm, err := absent(api.getVM(ctx, d.VMNamespace, d.MachineName))
-	if err != nil || vm == nil {
-		return nil, err
+	vm := api.seen.freshVM(d.VMNamespace, d.MachineName)
+	if vm == nil {
+		var err error
+		if vm, err = absent(api.getVM(ctx, d.VMNamespace, d.MachineName)); err != nil || vm == nil {
+			return nil, err
+		}
 	}
 	if err := d.checkOwned("VM", d.MachineName, vm); err != nil {
 		return nil, err
@@ -150,23 +208,39 @@ func (d *Driver) ownSecret(ctx context.Context, api *harvesterAPI, name string) 
 // own non-hot-plug volumes, found by label and from the VM; a volume the
 // VM uses that the machine did not create is kept; with
 // removeAllPersistentVolumeClaims every volume of the guest cluster.
-func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (map[string]types.UID, error) {
-	out := map[string]types.UID{}
+// labelled are those found by label, as of resource version listedAt.
+func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (out map[string]types.UID, labelled map[string]bool, listedAt string, err error) {
+	out, labelled = map[string]types.UID{}, map[string]bool{}
 	owned, err := api.listPVCs(ctx, d.VMNamespace, d.ownerSelector(d.MachineName))
 	if err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
-	for _, p := range owned {
+	for _, p := range owned.Items {
 		if p.Labels[LabelHotplug] != "true" {
-			out[p.Name] = p.UID
+			out[p.Name], labelled[p.Name] = p.UID, true
 		}
 	}
 	if vm == nil {
-		return out, nil
+		return out, labelled, owned.ResourceVersion, nil
 	}
+	more, err := d.vmClaimsToRemove(ctx, api, vm, out)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	for name, uid := range more {
+		out[name] = uid
+	}
+	return out, labelled, owned.ResourceVersion, nil
+}
+
+// vmClaimsToRemove adds to the label-found claims those the VM uses that
+// are the machine's, and with removeAllPersistentVolumeClaims every
+// volume of the guest cluster.
+func (d *Driver) vmClaimsToRemove(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine, found map[string]types.UID) (map[string]types.UID, error) {
+	out := map[string]types.UID{}
 	templated := templateClaimNames(vm)
 	for _, name := range ClaimsToRemove(vm) {
-		if _, ok := out[name]; ok {
+		if _, ok := found[name]; ok {
 			continue
 		}
 		p, err := absent(api.getPVC(ctx, d.VMNamespace, name))
@@ -187,7 +261,7 @@ func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterAPI, vm *kube
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range all {
+		for _, p := range all.Items {
 			out[p.Name] = p.UID
 		}
 	}

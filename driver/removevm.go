@@ -1,0 +1,97 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/rancher/machine/libmachine/log"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+)
+
+// removeWithVM removes a machine whose VM takes everything with it (see
+// removal.withVM): it names the volumes in the VM's annotation
+// harvesterhci.io/removedPersistentVolumeClaims (one patch, only when it
+// differs), deletes the VM of the recorded UID in the foreground (the
+// garbage collector deletes the VMI and the Secret first; Harvester the
+// named volumes), deletes itself any of the machine's volumes the VM does
+// not use, and waits with one watch for the VM and one for the volumes.
+func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal) error {
+	ns, vm := d.VMNamespace, r.vm
+	claims := sortedKeys(r.claims)
+	rv := vm.ResourceVersion
+	if want := strings.Join(claims, ","); vm.Annotations[AnnotationRemovedPVCs] != want {
+		patched, err := api.patchVMAnnotations(ctx, ns, vm.Name, vm.UID, map[string]string{AnnotationRemovedPVCs: want})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			return fmt.Errorf("record the volumes to remove: %w", err)
+		default:
+			rv = patched.ResourceVersion
+		}
+	}
+	log.Infof("%s: deleting VM %s/%s (UID %s) with its instance, cloud-init Secret and volumes", d.MachineName, ns, vm.Name, vm.UID)
+	if err := api.deleteVM(ctx, ns, vm.Name, vm.UID, true); err != nil {
+		return err
+	}
+	used := map[string]bool{}
+	for _, c := range ClaimsToRemove(vm) {
+		used[c] = true
+	}
+	var errs []error
+	for _, c := range claims {
+		if !used[c] {
+			log.Infof("%s: deleting volume %s/%s", d.MachineName, ns, c)
+			errs = append(errs, api.deletePVC(ctx, ns, c, r.claims[c]))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := d.waitVMGone(ctx, api, vm, rv); err != nil {
+		return err
+	}
+	pvcs := kubeapi.KindOf[*corev1.PersistentVolumeClaimList](kindPVC, &corev1.PersistentVolumeClaim{}, api.kube.CoreV1().PersistentVolumeClaims(ns))
+	err := kubeapi.WaitGoneFrom(ctx, pvcs, d.ownerSelector(d.MachineName), r.listedAt, claims)
+	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
+		var targets []goneTarget
+		for _, c := range claims {
+			targets = append(targets, goneTarget{kindPVC, c, r.claims[c]})
+		}
+		err = d.waitRemoved(ctx, api, targets)
+	}
+	if err != nil {
+		return d.goneError(ctx, kindPVC+"s "+strings.Join(claims, ", "), err)
+	}
+	log.Infof("%s: removed %s", d.MachineName, r.describe())
+	return nil
+}
+
+// waitVMGone waits, watching from resource version rv, until the VM of
+// that UID is gone.
+func (d *Driver) waitVMGone(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine, rv string) error {
+	vms := kubeapi.KindOf[*kubevirtv1.VirtualMachineList](kindVM, &kubevirtv1.VirtualMachine{}, api.virt.KubevirtV1().VirtualMachines(d.VMNamespace))
+	_, err := kubeapi.WaitFrom(ctx, vms, vm.Name, rv, func(cur *kubevirtv1.VirtualMachine) (bool, error) {
+		return cur == nil || cur.UID != vm.UID, nil
+	})
+	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
+		err = d.waitRemoved(ctx, api, []goneTarget{{kindVM, vm.Name, vm.UID}})
+	}
+	if err != nil {
+		return d.goneError(ctx, kindVM+" "+vm.Name, err)
+	}
+	return nil
+}
+
+// goneError explains a wait for deletion that did not end.
+func (d *Driver) goneError(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("timed out after %s waiting for %s in %s to be deleted", d.waitTimeout(), what, d.VMNamespace)
+	}
+	return apiError("watch "+what, err)
+}
