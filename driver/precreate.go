@@ -21,9 +21,9 @@ func requiredPermissions() []permission {
 			out = append(out, permission{verb: v, group: group, resource: resource, clusterScoped: cluster})
 		}
 	}
-	add("kubevirt.io", "virtualmachines", false, "get", "list", "watch", "create", "update", "delete")
+	add("kubevirt.io", "virtualmachines", false, "get", "list", "watch", "create", "update", "patch", "delete")
 	add("kubevirt.io", "virtualmachineinstances", false, "get", "list", "watch", "delete")
-	add("", "secrets", false, "get", "list", "watch", "create", "update", "delete")
+	add("", "secrets", false, "get", "list", "watch", "create", "patch", "delete")
 	add("", "persistentvolumeclaims", false, "get", "list", "watch", "delete")
 	add("harvesterhci.io", "virtualmachineimages", false, "get")
 	add("harvesterhci.io", "keypairs", false, "get")
