@@ -4,7 +4,6 @@ import (
 	"sync"
 	"time"
 
-	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -20,40 +19,40 @@ const seenFresh = 30 * time.Second
 // them.
 type seen struct {
 	mu       sync.Mutex // the VM watch of a wait updates vm
-	images   map[string]*harvesterv1.VirtualMachineImage
-	keyPairs map[string]*harvesterv1.KeyPair
+	images   map[string]*hvImage
+	keyPairs map[string]*hvKeyPair
 	vm       *kubevirtv1.VirtualMachine
 	vmAt     time.Time
 	vmi      *kubevirtv1.VirtualMachineInstance
 	vmiAt    time.Time
 }
 
-func (s *seen) image(ref string) *harvesterv1.VirtualMachineImage {
+func (s *seen) image(ref string) *hvImage {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.images[ref]
 }
 
-func (s *seen) keyPair(ref string) *harvesterv1.KeyPair {
+func (s *seen) keyPair(ref string) *hvKeyPair {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.keyPairs[ref]
 }
 
-func (s *seen) rememberImage(ref string, img *harvesterv1.VirtualMachineImage) {
+func (s *seen) rememberImage(ref string, img *hvImage) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.images == nil {
-		s.images = map[string]*harvesterv1.VirtualMachineImage{}
+		s.images = map[string]*hvImage{}
 	}
 	s.images[ref] = img
 }
 
-func (s *seen) rememberKeyPair(ref string, kp *harvesterv1.KeyPair) {
+func (s *seen) rememberKeyPair(ref string, kp *hvKeyPair) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keyPairs == nil {
-		s.keyPairs = map[string]*harvesterv1.KeyPair{}
+		s.keyPairs = map[string]*hvKeyPair{}
 	}
 	s.keyPairs[ref] = kp
 }

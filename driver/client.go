@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -73,7 +72,7 @@ func (d *Driver) client() (*harvesterAPI, error) {
 	return api, nil
 }
 
-func settingValue(s *harvesterv1.Setting) string {
+func settingValue(s *hvSetting) string {
 	if s.Value != "" {
 		return s.Value
 	}
@@ -81,9 +80,9 @@ func settingValue(s *harvesterv1.Setting) string {
 }
 
 // conditionTrue reports whether a Harvester condition is True.
-func conditionTrue(conds []harvesterv1.Condition, t string) (bool, string) {
+func conditionTrue(conds []hvCondition, t string) (bool, string) {
 	for _, c := range conds {
-		if string(c.Type) == t {
+		if c.Type == t {
 			return c.Status == "True", c.Message
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -297,16 +296,16 @@ func getDynamic[T any](ctx context.Context, a *harvesterAPI, op string, gvr sche
 
 // serverVersion returns Harvester's Setting server-version: its value is
 // the version, its UID identifies the cluster.
-func (a *harvesterAPI) serverVersion(ctx context.Context) (*harvesterv1.Setting, error) {
-	return getDynamic[harvesterv1.Setting](ctx, a, "read Harvester setting "+serverVerID, gvrSetting, "", serverVerID)
+func (a *harvesterAPI) serverVersion(ctx context.Context) (*hvSetting, error) {
+	return getDynamic[hvSetting](ctx, a, "read Harvester setting "+serverVerID, gvrSetting, "", serverVerID)
 }
 
 // getImage reads an image once per process (see seen).
-func (a *harvesterAPI) getImage(ctx context.Context, r ObjectRef) (*harvesterv1.VirtualMachineImage, error) {
+func (a *harvesterAPI) getImage(ctx context.Context, r ObjectRef) (*hvImage, error) {
 	if img := a.seen.image(r.String()); img != nil {
 		return img, nil
 	}
-	img, err := getDynamic[harvesterv1.VirtualMachineImage](ctx, a, "get image "+r.String(), gvrImage, r.Namespace, r.Name)
+	img, err := getDynamic[hvImage](ctx, a, "get image "+r.String(), gvrImage, r.Namespace, r.Name)
 	if err == nil {
 		a.seen.rememberImage(r.String(), img)
 	}
@@ -314,11 +313,11 @@ func (a *harvesterAPI) getImage(ctx context.Context, r ObjectRef) (*harvesterv1.
 }
 
 // getKeyPair reads a key pair once per process (see seen).
-func (a *harvesterAPI) getKeyPair(ctx context.Context, r ObjectRef) (*harvesterv1.KeyPair, error) {
+func (a *harvesterAPI) getKeyPair(ctx context.Context, r ObjectRef) (*hvKeyPair, error) {
 	if kp := a.seen.keyPair(r.String()); kp != nil {
 		return kp, nil
 	}
-	kp, err := getDynamic[harvesterv1.KeyPair](ctx, a, "get key pair "+r.String(), gvrKeyPair, r.Namespace, r.Name)
+	kp, err := getDynamic[hvKeyPair](ctx, a, "get key pair "+r.String(), gvrKeyPair, r.Namespace, r.Name)
 	if err == nil {
 		a.seen.rememberKeyPair(r.String(), kp)
 	}
