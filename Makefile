@@ -30,7 +30,8 @@ unit: ## unit tests only
 e2e: build tools ## end-to-end tests against the simulated Harvester
 	$(GO) test $(GOTEST_FLAGS) -count=1 $(E2E_PKGS)
 
-bench: build tools ## benchmarks (speed and memory targets)
+bench: build tools ## benchmarks: the driver's cost per machine against the simulator (table; docs/benchmarks.md), then the Go benchmarks
+	$(GO) run ./test/bench/harvester-bench
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 lint: ## go vet, gofmt and golangci-lint (pinned in test/tools/lint, built into bin/ once)
