@@ -91,7 +91,8 @@ func statusKB(path, key string) int {
 
 // startupToRPC starts the plugin as rancher-machine does (the plugin
 // token in its environment), reads the address it prints and times until
-// its RPC server answers GetVersion; then closes it over RPC.
+// its RPC server (net/rpc over HTTP, as the plugin serves it) answers
+// GetVersion; then closes it over RPC.
 func startupToRPC(ctx context.Context, bin string) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -111,7 +112,7 @@ func startupToRPC(ctx context.Context, bin string) (time.Duration, error) {
 		_ = cmd.Process.Kill()
 		return 0, fmt.Errorf("%s printed no address", bin)
 	}
-	client, err := rpc.Dial("tcp", strings.TrimSpace(sc.Text()))
+	client, err := rpc.DialHTTP("tcp", strings.TrimSpace(sc.Text()))
 	if err != nil {
 		_ = cmd.Process.Kill()
 		return 0, fmt.Errorf("dial the plugin: %w", err)
