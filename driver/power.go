@@ -44,7 +44,7 @@ func (d *Driver) GetState() (state.State, error) {
 	if err != nil {
 		return state.Error, err
 	}
-	vm, err := d.ownVM(ctx, api)
+	vm, err := d.currentVM(ctx, api)
 	if err != nil {
 		return state.Error, err
 	}

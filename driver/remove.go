@@ -30,30 +30,31 @@ func (d *Driver) Remove() error {
 	if err != nil {
 		return fmt.Errorf("remove: %w", err)
 	}
-	if err := d.confirmByVM(ctx, api); err != nil {
+	vm, err := d.confirmByVM(ctx, api)
+	if err != nil {
 		return fmt.Errorf("remove: %w", err)
 	}
-	return d.removeMachine(ctx, api)
+	return d.removeMachineOf(ctx, api, vm)
 }
 
 // confirmByVM confirms the cluster by the VM of the recorded UID when it
 // is there (a UID is never reused, on any cluster): one read that Remove
 // needs anyway. Otherwise the session confirms the cluster as for every
 // command.
-func (d *Driver) confirmByVM(ctx context.Context, api *harvesterAPI) error {
+// It returns that VM when it read it (nil otherwise).
+func (d *Driver) confirmByVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachine, error) {
 	if !d.clusterConfirmed && d.VMUID != "" {
 		vm, err := absent(api.getVM(ctx, d.VMNamespace, d.MachineName))
 		if err != nil && isTerminal(err) {
-			return err
+			return nil, err
 		}
 		if vm != nil && string(vm.UID) == d.VMUID {
-			api.seen.rememberVM(vm)
 			d.clusterConfirmed = true
-			return nil
+			return vm, nil
 		}
 	}
 	_, err := d.session(ctx)
-	return err
+	return nil, err
 }
 
 // removal is what removeMachine found to delete.
@@ -75,8 +76,11 @@ type removal struct {
 // else with it: the Secret (owned by the VM) and the volumes (Harvester
 // deletes those the VM annotation names); the volumes carry the machine's
 // label, so one watch sees them go.
+//
+// A VM someone else is already deleting does not: Harvester may have
+// handled its annotation already.
 func (r removal) withVM() bool {
-	if r.vm == nil || !r.secretWithVM {
+	if r.vm == nil || r.vm.DeletionTimestamp != nil || !r.secretWithVM {
 		return false
 	}
 	for c := range r.claims {
@@ -88,9 +92,15 @@ func (r removal) withVM() bool {
 }
 
 func (d *Driver) removeMachine(parent context.Context, api *harvesterAPI) error {
+	return d.removeMachineOf(parent, api, nil)
+}
+
+// removeMachineOf removes the machine; vm, when not nil, is its VM as
+// just read.
+func (d *Driver) removeMachineOf(parent context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) error {
 	ctx, cancel := context.WithTimeout(parent, d.waitTimeout())
 	defer cancel()
-	r, err := d.findRemoval(ctx, api)
+	r, err := d.findRemoval(ctx, api, vm)
 	if err != nil {
 		return fmt.Errorf("remove machine %s: %w", d.MachineName, err)
 	}
@@ -151,8 +161,14 @@ func (r removal) describe() string {
 
 // findRemoval finds the machine's objects and checks, before anything is
 // deleted, that each one of the machine's names is the machine's own.
-func (d *Driver) findRemoval(ctx context.Context, api *harvesterAPI) (removal, error) {
-	vm, err := d.ownVM(ctx, api)
+// vm, when not nil, is the VM as just read.
+func (d *Driver) findRemoval(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (removal, error) {
+	var err error
+	if vm != nil {
+		vm, err = d.checkOwnVM(vm)
+	} else {
+		vm, err = d.ownVM(ctx, api)
+	}
 	if err != nil {
 		return removal{}, err
 	}
@@ -178,13 +194,23 @@ func (d *Driver) findRemoval(ctx context.Context, api *harvesterAPI) (removal, e
 // ownVM returns the machine's VM, nil when there is none, or an error
 // wrapping ErrNotOwned when the VM of that name is not the machine's.
 func (d *Driver) ownVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachine, error) {
-	vm := api.seen.freshVM(d.VMNamespace, d.MachineName)
-	if vm == nil {
-		var err error
-		if vm, err = absent(api.getVM(ctx, d.VMNamespace, d.MachineName)); err != nil || vm == nil {
-			return nil, err
-		}
+	vm, err := absent(api.getVM(ctx, d.VMNamespace, d.MachineName))
+	if err != nil || vm == nil {
+		return nil, err
 	}
+	return d.checkOwnVM(vm)
+}
+
+// currentVM is the machine's VM as this process last saw it, when fresh
+// (Create just made it and watched it), else as read now (see ownVM).
+func (d *Driver) currentVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachine, error) {
+	if vm := api.seen.freshVM(d.VMNamespace, d.MachineName); vm != nil {
+		return d.checkOwnVM(vm)
+	}
+	return d.ownVM(ctx, api)
+}
+
+func (d *Driver) checkOwnVM(vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 	if err := d.checkOwned("VM", d.MachineName, vm); err != nil {
 		return nil, err
 	}

@@ -28,12 +28,14 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal)
 	if want := strings.Join(claims, ","); vm.Annotations[AnnotationRemovedPVCs] != want {
 		patched, err := api.patchVMAnnotations(ctx, ns, vm.Name, vm.UID, map[string]string{AnnotationRemovedPVCs: want})
 		switch {
-		case apierrors.IsNotFound(err):
+		case apierrors.IsNotFound(err), err == nil && patched.DeletionTimestamp != nil:
+			// Deleted meanwhile by someone else, maybe before Harvester
+			// saw the annotation: find and delete what is left one by one.
+			return d.removeMachineOf(ctx, api, nil)
 		case err != nil:
 			return fmt.Errorf("record the volumes to remove: %w", err)
-		default:
-			rv = patched.ResourceVersion
 		}
+		rv = patched.ResourceVersion
 	}
 	log.Infof("%s: deleting VM %s/%s (UID %s) with its instance, cloud-init Secret and volumes", d.MachineName, ns, vm.Name, vm.UID)
 	if err := api.deleteVM(ctx, ns, vm.Name, vm.UID, true); err != nil {
