@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image/color"
 	"io"
@@ -58,7 +59,7 @@ type Result struct {
 }
 
 // Run runs the benchmark against a fresh simulator.
-func Run(ctx context.Context, o Options) (*Result, error) {
+func Run(ctx context.Context, o Options) (_ *Result, err error) {
 	begin := time.Now()
 	dir, err := os.MkdirTemp("", "harvester-bench-")
 	if err != nil {
@@ -74,7 +75,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer sim.Stop()
+	defer func() { err = errors.Join(err, sim.Stop()) }()
 	cfg, err := sim.RESTConfig()
 	if err != nil {
 		return nil, err
