@@ -4,6 +4,9 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -18,80 +21,92 @@ const seenFresh = 30 * time.Second
 // VMI while fresh. Every change the driver makes to the VM or VMI forgets
 // them.
 type seen struct {
-	mu       sync.Mutex // the VM watch of a wait updates vm
-	images   map[string]*hvImage
-	keyPairs map[string]*hvKeyPair
-	vm       *kubevirtv1.VirtualMachine
-	vmAt     time.Time
-	vmi      *kubevirtv1.VirtualMachineInstance
-	vmiAt    time.Time
+	mu      sync.Mutex     // the VM watch of a wait updates vm
+	objects map[string]any // read once per process: "get image ns/name", "get key pair ns/name"
+	vm, vmi sighting
 }
 
-func (s *seen) image(ref string) *hvImage {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.images[ref]
-}
-
-func (s *seen) keyPair(ref string) *hvKeyPair {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.keyPairs[ref]
-}
-
-func (s *seen) rememberImage(ref string, img *hvImage) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.images == nil {
-		s.images = map[string]*hvImage{}
+// sighting is an object the process saw, and when.
+type sighting struct {
+	obj interface {
+		metav1.Object
+		runtime.Object
 	}
-	s.images[ref] = img
+	at time.Time
 }
 
-func (s *seen) rememberKeyPair(ref string, kp *hvKeyPair) {
+// fresh is a copy of the object when it is namespace/name and was seen
+// within seenFresh, else nil.
+func (g sighting) fresh(ns, name string) runtime.Object {
+	if g.obj == nil || g.obj.GetNamespace() != ns || g.obj.GetName() != name || time.Since(g.at) > seenFresh {
+		return nil
+	}
+	return g.obj.DeepCopyObject()
+}
+
+func (s *seen) object(key string) any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.keyPairs == nil {
-		s.keyPairs = map[string]*hvKeyPair{}
+	return s.objects[key]
+}
+
+func (s *seen) rememberObject(key string, v any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.objects == nil {
+		s.objects = map[string]any{}
 	}
-	s.keyPairs[ref] = kp
+	s.objects[key] = v
+}
+
+// readOnce returns what read returns, reading only the first time key is
+// asked for in this process.
+func readOnce[T any](s *seen, key string, read func() (*T, error)) (*T, error) {
+	if v, ok := s.object(key).(*T); ok {
+		return v, nil
+	}
+	v, err := read()
+	if err == nil {
+		s.rememberObject(key, v)
+	}
+	return v, err
 }
 
 func (s *seen) rememberVM(vm *kubevirtv1.VirtualMachine) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.vm, s.vmAt = vm.DeepCopy(), time.Now()
+	s.vm = sighting{vm.DeepCopy(), time.Now()}
 }
 
+// rememberVMI keeps vmi (nil: forget it).
 func (s *seen) rememberVMI(vmi *kubevirtv1.VirtualMachineInstance) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.vmi, s.vmiAt = vmi.DeepCopy(), time.Now()
+	s.vmi = sighting{}
+	if vmi != nil {
+		s.vmi = sighting{vmi.DeepCopy(), time.Now()}
+	}
 }
 
 // freshVM is the VM seen within seenFresh, or nil.
 func (s *seen) freshVM(ns, name string) *kubevirtv1.VirtualMachine {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.vm == nil || s.vm.Namespace != ns || s.vm.Name != name || time.Since(s.vmAt) > seenFresh {
-		return nil
-	}
-	return s.vm.DeepCopy()
+	vm, _ := s.vm.fresh(ns, name).(*kubevirtv1.VirtualMachine)
+	return vm
 }
 
 // freshVMI is the VMI seen within seenFresh, or nil.
 func (s *seen) freshVMI(ns, name string) *kubevirtv1.VirtualMachineInstance {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.vmi == nil || s.vmi.Namespace != ns || s.vmi.Name != name || time.Since(s.vmiAt) > seenFresh {
-		return nil
-	}
-	return s.vmi.DeepCopy()
+	vmi, _ := s.vmi.fresh(ns, name).(*kubevirtv1.VirtualMachineInstance)
+	return vmi
 }
 
 // forgetMachine drops the VM and VMI: the driver is changing them.
 func (s *seen) forgetMachine() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.vm, s.vmi = nil, nil
+	s.vm, s.vmi = sighting{}, sighting{}
 }

@@ -302,26 +302,14 @@ func (a *harvesterAPI) serverVersion(ctx context.Context) (*hvSetting, error) {
 
 // getImage reads an image once per process (see seen).
 func (a *harvesterAPI) getImage(ctx context.Context, r ObjectRef) (*hvImage, error) {
-	if img := a.seen.image(r.String()); img != nil {
-		return img, nil
-	}
-	img, err := getDynamic[hvImage](ctx, a, "get image "+r.String(), gvrImage, r.Namespace, r.Name)
-	if err == nil {
-		a.seen.rememberImage(r.String(), img)
-	}
-	return img, err
+	op := "get image " + r.String()
+	return readOnce(&a.seen, op, func() (*hvImage, error) { return getDynamic[hvImage](ctx, a, op, gvrImage, r.Namespace, r.Name) })
 }
 
 // getKeyPair reads a key pair once per process (see seen).
 func (a *harvesterAPI) getKeyPair(ctx context.Context, r ObjectRef) (*hvKeyPair, error) {
-	if kp := a.seen.keyPair(r.String()); kp != nil {
-		return kp, nil
-	}
-	kp, err := getDynamic[hvKeyPair](ctx, a, "get key pair "+r.String(), gvrKeyPair, r.Namespace, r.Name)
-	if err == nil {
-		a.seen.rememberKeyPair(r.String(), kp)
-	}
-	return kp, err
+	op := "get key pair " + r.String()
+	return readOnce(&a.seen, op, func() (*hvKeyPair, error) { return getDynamic[hvKeyPair](ctx, a, op, gvrKeyPair, r.Namespace, r.Name) })
 }
 
 // getNetwork checks that the network attachment definition exists.
