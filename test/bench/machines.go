@@ -25,6 +25,8 @@ type machineRun struct {
 	returned               time.Time // the driver's "running, address" line: Create returns right after
 	addressAt              time.Time // the simulator's annotation address-reported-at
 	rmStart, rmEnd         time.Time
+	cpu                    time.Duration // user + system CPU of rancher-machine create and its driver plugins
+	timeline               []string      // the create's output, each line with its time since the start
 	err                    error
 }
 
@@ -76,10 +78,11 @@ func createPool(ctx context.Context, sim *simtest.Sim, dir, cluster string, n in
 			defer wg.Done()
 			marker := m.name + ": running, address "
 			m.createStart = time.Now()
-			m.err = runLines(ctx, ms, ms.CreateArgs(m.name), func(at time.Time, line string) {
+			m.cpu, m.err = runLines(ctx, ms, ms.CreateArgs(m.name), func(at time.Time, line string) {
 				if strings.Contains(line, marker) {
 					m.returned = at
 				}
+				m.timeline = append(m.timeline, fmt.Sprintf("%6.0f ms  %s", float64(at.Sub(m.createStart))/float64(time.Millisecond), line))
 			})
 			m.createEnd = time.Now()
 			if m.err == nil && m.returned.IsZero() {
@@ -104,7 +107,7 @@ func removePool(ctx context.Context, sim *simtest.Sim, dir, cluster string, p *p
 		go func() {
 			defer wg.Done()
 			m.rmStart = time.Now()
-			m.err = runLines(ctx, ms, ms.RemoveArgs(m.name), func(time.Time, string) {})
+			_, m.err = runLines(ctx, ms, ms.RemoveArgs(m.name), func(time.Time, string) {})
 			m.rmEnd = time.Now()
 		}()
 	}
@@ -122,8 +125,10 @@ func (p *pool) err() error {
 }
 
 // runLines runs rancher-machine and hands each output line to onLine with
-// the time it was read; the output is kept for the error.
-func runLines(ctx context.Context, ms *simtest.Machines, args []string, onLine func(time.Time, string)) error {
+// the time it was read; the output is kept for the error. It returns the
+// CPU time (user and system) of rancher-machine and the children it waited
+// for (the driver plugins).
+func runLines(ctx context.Context, ms *simtest.Machines, args []string, onLine func(time.Time, string)) (time.Duration, error) {
 	cmd := ms.Command(ctx, args...)
 	r, w := io.Pipe()
 	cmd.Stdout, cmd.Stderr = w, w
@@ -141,7 +146,7 @@ func runLines(ctx context.Context, ms *simtest.Machines, args []string, onLine f
 	w.Close()
 	<-done
 	if err != nil {
-		return fmt.Errorf("rancher-machine %s: %w\n%s", strings.Join(args, " "), err, out.String())
+		return 0, fmt.Errorf("rancher-machine %s: %w\n%s", strings.Join(args, " "), err, out.String())
 	}
-	return nil
+	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
 }

@@ -98,6 +98,7 @@ func (r *Result) Table() Table {
 		} else {
 			t.Add(poolLabel(n)+": create wall time, whole pool", value)
 		}
+		t.Add(poolLabel(n)+": CPU per create (rancher-machine and driver, user+system) p50/p95/max", Dist(Summarize(durations(ms, func(m *machineRun) time.Duration { return m.cpu }))))
 		t.Add(poolLabel(n)+": remove time per machine p50/p95/max", Dist(Summarize(durations(ms, (*machineRun).removing))))
 		t.Add(poolLabel(n)+": remove wall time, whole pool", Ms(r.poolWall(n, rmStart, rmEnd).P50))
 	}
@@ -164,6 +165,11 @@ func (r *Result) Generated(plotFile string) string {
 	fmt.Fprintf(&b, "\n![create overhead (ms, y) against pool size (x): p50 blue, p95 orange, max red](%s)\n\n", plotFile)
 	b.WriteString("API requests per machine, by verb and resource (kube-apiserver audit log):\n\n")
 	b.WriteString(r.Breakdown())
+	if len(r.Pools) > 0 && len(r.Pools[0].machines) > 0 {
+		b.WriteString("\nTimeline of the first single create (time since `rancher-machine create` started, as its output was read):\n\n```\n")
+		b.WriteString(strings.Join(r.Pools[0].machines[0].timeline, "\n"))
+		b.WriteString("\n```\n")
+	}
 	if missed := r.Table().Missed(); len(missed) > 0 {
 		fmt.Fprintf(&b, "\nTargets missed in this run: %s (see below for why and the fix).\n", strings.Join(missed, "; "))
 	}

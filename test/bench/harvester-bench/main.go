@@ -37,12 +37,15 @@ func run() error {
 	flag.DurationVar(&o.BootDelay, "boot-delay", 200*time.Millisecond, "simulator: Scheduled to Running")
 	flag.DurationVar(&o.IPDelay, "ip-delay", 200*time.Millisecond, "simulator: Running to address reported")
 	flag.IntVar(&o.SingleRuns, "single", 5, "machines created one after another (the pool of 1)")
-	flag.StringVar(&pools, "pools", "10,50", "sizes of the pools created concurrently, comma-separated")
+	flag.StringVar(&pools, "pools", "10,50", "sizes of the pools created concurrently, comma-separated (empty: none)")
 	flag.IntVar(&o.StartupRuns, "startup-runs", 10, "driver start-ups timed")
 	flag.StringVar(&o.DocPath, "doc", filepath.Join(root, "docs", "benchmarks.md"), "document to write the results into (its generated part)")
 	flag.StringVar(&o.PlotPath, "plot", filepath.Join(root, "docs", "benchmarks-overhead.png"), "PNG plot of create overhead against pool size")
 	flag.Parse()
 	for _, f := range strings.Split(pools, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil || n < 1 {
 			return fmt.Errorf("--pools: %q is not a list of pool sizes (e.g. 10,50)", pools)
