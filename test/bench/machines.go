@@ -25,7 +25,7 @@ type machineRun struct {
 	returned               time.Time // the driver's "running, address" line: Create returns right after
 	addressAt              time.Time // the simulator's annotation address-reported-at
 	rmStart, rmEnd         time.Time
-	cpu                    time.Duration // user + system CPU of rancher-machine create and its driver plugins
+	cpu                    time.Duration // user + system CPU of rancher-machine create (its own)
 	timeline               []string      // the create's output, each line with its time since the start
 	err                    error
 }
@@ -127,7 +127,7 @@ func (p *pool) err() error {
 // runLines runs rancher-machine and hands each output line to onLine with
 // the time it was read; the output is kept for the error. It returns the
 // CPU time (user and system) of rancher-machine and the children it waited
-// for (the driver plugins).
+// for.
 func runLines(ctx context.Context, ms *simtest.Machines, args []string, onLine func(time.Time, string)) (time.Duration, error) {
 	cmd := ms.Command(ctx, args...)
 	r, w := io.Pipe()

@@ -19,16 +19,21 @@ import (
 const driverBinary = "docker-machine-driver-harvester"
 
 // rssSampler records the largest peak resident size (VmHWM) of any driver
-// process seen while it runs.
+// process seen while it runs, and the CPU time each one used (as last
+// seen: up to one interval of a process's CPU may be missed).
 type rssSampler struct {
 	mu     sync.Mutex
 	peakKB int
+	ticks  map[string]int // pid -> utime+stime in clock ticks
 	stop   chan struct{}
 	done   chan struct{}
 }
 
+// clockTicks is USER_HZ, the unit of /proc/PID/stat times (100 on Linux).
+const clockTicks = 100
+
 func sampleDriverRSS(every time.Duration) *rssSampler {
-	s := &rssSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	s := &rssSampler{ticks: map[string]int{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		t := time.NewTicker(every)
@@ -55,21 +60,47 @@ func (s *rssSampler) sample() {
 		if err != nil || filepath.Base(exe) != driverBinary {
 			continue
 		}
-		if kb := statusKB(filepath.Join("/proc", e.Name(), "status"), "VmHWM:"); kb > 0 {
-			s.mu.Lock()
-			s.peakKB = max(s.peakKB, kb)
-			s.mu.Unlock()
-		}
+		kb := statusKB(filepath.Join("/proc", e.Name(), "status"), "VmHWM:")
+		ticks := cpuTicks(filepath.Join("/proc", e.Name(), "stat"))
+		s.mu.Lock()
+		s.peakKB = max(s.peakKB, kb)
+		s.ticks[e.Name()] = max(s.ticks[e.Name()], ticks)
+		s.mu.Unlock()
 	}
 }
 
-// Stop ends sampling and returns the peak in MiB.
-func (s *rssSampler) Stop() float64 {
+// Stop ends sampling and returns the peak in MiB and the CPU time of all
+// driver processes seen.
+func (s *rssSampler) Stop() (float64, time.Duration) {
 	close(s.stop)
 	<-s.done
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return float64(s.peakKB) / 1024
+	total := 0
+	for _, t := range s.ticks {
+		total += t
+	}
+	return float64(s.peakKB) / 1024, time.Duration(total) * time.Second / clockTicks
+}
+
+// cpuTicks is utime + stime of /proc/PID/stat (fields 14 and 15; the
+// command name in field 2 may hold spaces, so count after its ')').
+func cpuTicks(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(data)[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.Atoi(f[11])
+	st, _ := strconv.Atoi(f[12])
+	return u + st
 }
 
 // statusKB reads one "Key: N kB" line of /proc/PID/status.

@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"image/png"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +142,20 @@ func TestPlotPNG(t *testing.T) {
 	}
 	if niceStep(130*time.Millisecond) != 200*time.Millisecond || niceStep(3*time.Millisecond) != 5*time.Millisecond {
 		t.Error("niceStep")
+	}
+}
+
+func TestCPUTicks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stat")
+	// pid (comm with ") spaces") state ppid ... utime=7 stime=5 at fields 14 and 15
+	stat := "4242 (docker-machine- x) y) S 1 4242 4242 0 -1 4194560 900 0 0 0 7 5 0 0 20 0 9 0 100 0 0\n"
+	if err := os.WriteFile(path, []byte(stat), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := cpuTicks(path); got != 12 {
+		t.Errorf("cpuTicks = %d, want 12", got)
+	}
+	if got := cpuTicks(filepath.Join(t.TempDir(), "missing")); got != 0 {
+		t.Errorf("missing file: %d", got)
 	}
 }

@@ -98,7 +98,7 @@ func (r *Result) Table() Table {
 		} else {
 			t.Add(poolLabel(n)+": create wall time, whole pool", value)
 		}
-		t.Add(poolLabel(n)+": CPU per create (rancher-machine and driver, user+system) p50/p95/max", Dist(Summarize(durations(ms, func(m *machineRun) time.Duration { return m.cpu }))))
+		t.Add(poolLabel(n)+": rancher-machine CPU per create (user+system) p50/p95/max", Dist(Summarize(durations(ms, func(m *machineRun) time.Duration { return m.cpu }))))
 		t.Add(poolLabel(n)+": remove time per machine p50/p95/max", Dist(Summarize(durations(ms, (*machineRun).removing))))
 		t.Add(poolLabel(n)+": remove wall time, whole pool", Ms(r.poolWall(n, rmStart, rmEnd).P50))
 	}
@@ -113,6 +113,9 @@ func (r *Result) Table() Table {
 		}
 	}
 	t.Check("driver start-up to answering RPC p50/p95/max", Dist(r.Startup), "p50 <= "+Ms(targetStartup), r.Startup.P50 <= targetStartup)
+	if r.Opts.SingleRuns > 0 {
+		t.Add("driver CPU per machine, create and remove (user+system, sampled)", Ms(r.DriverCPU/time.Duration(r.Opts.SingleRuns)))
+	}
 	t.Check("driver peak RSS during create and remove", fmt.Sprintf("%.1f MiB", r.PeakRSSMiB), fmt.Sprintf("<= %d MiB", targetPeakRSSMiB), r.PeakRSSMiB <= targetPeakRSSMiB)
 	t.Check("driver binary, stripped (-s -w)", fmt.Sprintf("%.1f MiB", r.StrippedMiB), fmt.Sprintf("<= %d MiB", targetStrippedMiB), r.StrippedMiB <= targetStrippedMiB)
 	t.Add("harvester-bootstrap kubeconfig: end to end / API requests", fmt.Sprintf("%s / %d", Ms(r.KubeconfigDur), r.KubeconfigReq.Total()))

@@ -52,6 +52,7 @@ type Result struct {
 	RemoveReqs    map[int]Requests
 	Startup       Summary
 	PeakRSSMiB    float64
+	DriverCPU     time.Duration // CPU of the driver processes of the single machines (create and remove)
 	StrippedMiB   float64
 	KubeconfigDur time.Duration
 	KubeconfigReq Requests
@@ -94,7 +95,7 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 	sizes = append(sizes, o.Pools...)
 	for i, n := range sizes {
 		if i == o.SingleRuns {
-			r.PeakRSSMiB = rss.Stop() // peak of single creates and removes
+			r.PeakRSSMiB, r.DriverCPU = rss.Stop() // of single creates and removes
 		}
 		p, err := r.runPool(ctx, sim, virt, log, dir, fmt.Sprintf("b%d-%d", n, i), n)
 		if err != nil {
@@ -103,7 +104,7 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 		r.Pools = append(r.Pools, p)
 	}
 	if o.SingleRuns == len(sizes) {
-		r.PeakRSSMiB = rss.Stop()
+		r.PeakRSSMiB, r.DriverCPU = rss.Stop()
 	}
 	if err := r.measureProcess(ctx, dir); err != nil {
 		return nil, err
