@@ -67,13 +67,12 @@ type removal struct {
 	labelled map[string]bool
 	listedAt string
 	// secretWithVM: the cloud-init Secret is the one this machine created
-	// and made the VM's owner of (the VM has the recorded UID): deleting
-	// the VM in the foreground deletes it, so it is not read.
+	// and made the VM its owner (the VM has the recorded UID): the garbage
+	// collector deletes it with the VM, so it is not read.
 	secretWithVM bool
 }
 
-// withVM reports whether the VM's foreground deletion takes everything
-// else with it: the Secret (owned by the VM) and the volumes (Harvester
+// withVM reports whether the VM's deletion takes everything else with it: the Secret (owned by the VM) and the volumes (Harvester
 // deletes those the VM annotation names); the volumes carry the machine's
 // label, so one watch sees them go.
 //
@@ -114,7 +113,7 @@ func (d *Driver) removeMachineOf(parent context.Context, api *harvesterAPI, vm *
 			return err
 		}
 		log.Infof("%s: deleting VM %s/%s (UID %s)", d.MachineName, d.VMNamespace, r.vm.Name, r.vm.UID)
-		if err := api.deleteVM(ctx, d.VMNamespace, r.vm.Name, r.vm.UID, false); err != nil {
+		if err := api.deleteVM(ctx, d.VMNamespace, r.vm.Name, r.vm.UID); err != nil {
 			return err
 		}
 		targets = append(targets, goneTarget{kindVM, r.vm.Name, r.vm.UID}, goneTarget{kindVMI, r.vm.Name, ""})

@@ -17,10 +17,12 @@ import (
 // removeWithVM removes a machine whose VM takes everything with it (see
 // removal.withVM): it names the volumes in the VM's annotation
 // harvesterhci.io/removedPersistentVolumeClaims (one patch, only when it
-// differs), deletes the VM of the recorded UID in the foreground (the
-// garbage collector deletes the VMI and the Secret first; Harvester the
-// named volumes), deletes itself any of the machine's volumes the VM does
-// not use, and waits with one watch for the VM and one for the volumes.
+// differs), deletes the VM of the recorded UID (Harvester deletes the named
+// volumes, the garbage collector the VM instance and the Secret the VM
+// owns once the VM is gone), deletes itself any of the machine's volumes
+// the VM does not use, and waits with one watch until the Secret is gone
+// (so the VM is) and one until the volumes are (a volume is released only
+// once no VM instance uses it).
 func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal) error {
 	ns, vm := d.VMNamespace, r.vm
 	claims := sortedKeys(r.claims)
@@ -38,7 +40,7 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal)
 		rv = patched.ResourceVersion
 	}
 	log.Infof("%s: deleting VM %s/%s (UID %s) with its instance, cloud-init Secret and volumes", d.MachineName, ns, vm.Name, vm.UID)
-	if err := api.deleteVM(ctx, ns, vm.Name, vm.UID, true); err != nil {
+	if err := api.deleteVM(ctx, ns, vm.Name, vm.UID); err != nil {
 		return err
 	}
 	used := map[string]bool{}
@@ -55,7 +57,7 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := d.waitVMGone(ctx, api, vm, rv); err != nil {
+	if err := d.waitSecretGone(ctx, api, vm, rv); err != nil {
 		return err
 	}
 	pvcs := kubeapi.KindOf[*corev1.PersistentVolumeClaimList](kindPVC, &corev1.PersistentVolumeClaim{}, api.kube.CoreV1().PersistentVolumeClaims(ns))
@@ -74,18 +76,20 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal)
 	return nil
 }
 
-// waitVMGone waits, watching from resource version rv, until the VM of
-// that UID is gone.
-func (d *Driver) waitVMGone(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine, rv string) error {
-	vms := kubeapi.KindOf[*kubevirtv1.VirtualMachineList](kindVM, &kubevirtv1.VirtualMachine{}, api.virt.KubevirtV1().VirtualMachines(d.VMNamespace))
-	_, err := kubeapi.WaitFrom(ctx, vms, vm.Name, rv, func(cur *kubevirtv1.VirtualMachine) (bool, error) {
-		return cur == nil || cur.UID != vm.UID, nil
+// waitSecretGone waits, watching from resource version rv, until the
+// cloud-init Secret the VM owns is gone: the garbage collector deletes it
+// once the VM itself is gone, so this waits for both.
+func (d *Driver) waitSecretGone(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine, rv string) error {
+	name := userDataSecretOf(vm)
+	secrets := kubeapi.KindOf[*corev1.SecretList](kindSecret, &corev1.Secret{}, api.kube.CoreV1().Secrets(d.VMNamespace))
+	_, err := kubeapi.WaitFrom(ctx, secrets, name, rv, func(cur *corev1.Secret) (bool, error) {
+		return cur == nil, nil
 	})
 	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
-		err = d.waitRemoved(ctx, api, []goneTarget{{kindVM, vm.Name, vm.UID}})
+		err = d.waitRemoved(ctx, api, []goneTarget{{kindVM, vm.Name, vm.UID}, {kindSecret, name, ""}})
 	}
 	if err != nil {
-		return d.goneError(ctx, kindVM+" "+vm.Name, err)
+		return d.goneError(ctx, "VM "+vm.Name+" and Secret "+name, err)
 	}
 	return nil
 }

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -142,14 +141,9 @@ func metaPatch(uid types.UID, fields map[string]any) ([]byte, error) {
 	return b, nil
 }
 
-// deleteVM deletes the VM of that UID; with foreground set the VM stays
-// (being deleted) until the garbage collector has deleted its VMI.
-func (a *harvesterAPI) deleteVM(ctx context.Context, ns, name string, uid types.UID, foreground bool) error {
+func (a *harvesterAPI) deleteVM(ctx context.Context, ns, name string, uid types.UID) error {
 	a.seen.forgetMachine()
 	return remove(ctx, a, "delete VM "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
-		if foreground {
-			o.PropagationPolicy = ptr.To(metav1.DeletePropagationForeground)
-		}
 		return a.virt.KubevirtV1().VirtualMachines(ns).Delete(c, name, o)
 	})
 }

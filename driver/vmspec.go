@@ -188,14 +188,12 @@ func BuildUserDataSecret(p VMPlan, userData, networkData []byte) *corev1.Secret 
 	return s
 }
 
-// VMOwnerReference makes a VM the controller owner of another object,
-// blocking the VM's foreground deletion until the object is gone (so
-// waiting for the VM waits for it too).
+// VMOwnerReference makes a VM the controller owner of another object.
 func VMOwnerReference(vm *kubevirtv1.VirtualMachine) metav1.OwnerReference {
 	yes := true
 	return metav1.OwnerReference{
 		APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine",
-		Name: vm.Name, UID: vm.UID, Controller: &yes, BlockOwnerDeletion: &yes,
+		Name: vm.Name, UID: vm.UID, Controller: &yes,
 	}
 }
 
