@@ -43,7 +43,8 @@ fuzz: ## run every fuzz target for FUZZTIME each (6s; `go test` alone runs their
 	  done; \
 	done
 
-bench: build tools ## benchmarks (speed and memory targets)
+bench: build tools ## benchmarks: the driver's cost per machine against the simulator (table; docs/benchmarks.md), then the Go benchmarks
+	$(GO) run ./test/bench/harvester-bench
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 lint: ## go vet, gofmt and golangci-lint (pinned in test/tools/lint, built into bin/ once)

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -26,6 +25,14 @@ type harvesterAPI struct {
 	virt    kubevirt.Interface
 	dyn     dynamic.Interface
 	timeout time.Duration
+	server  string // the kubeconfig's server, for messages
+
+	// failFast (set during the pre-create check) makes the first
+	// connection-level failure, kept in unreachable, end every later call.
+	failFast    bool
+	unreachable *unreachableError
+
+	seen seen // what this process has read already (see cache.go)
 }
 
 func newAPI(kubeconfig string, callTimeout time.Duration) (*harvesterAPI, error) {
@@ -48,7 +55,7 @@ func newAPI(kubeconfig string, callTimeout time.Duration) (*harvesterAPI, error)
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	return &harvesterAPI{kube: kube, virt: virt, dyn: dyn, timeout: callTimeout}, nil
+	return &harvesterAPI{kube: kube, virt: virt, dyn: dyn, timeout: callTimeout, server: cfg.Host}, nil
 }
 
 // client returns the API of the current credentials.
@@ -68,7 +75,7 @@ func (d *Driver) client() (*harvesterAPI, error) {
 	return api, nil
 }
 
-func settingValue(s *harvesterv1.Setting) string {
+func settingValue(s *hvSetting) string {
 	if s.Value != "" {
 		return s.Value
 	}
@@ -76,9 +83,9 @@ func settingValue(s *harvesterv1.Setting) string {
 }
 
 // conditionTrue reports whether a Harvester condition is True.
-func conditionTrue(conds []harvesterv1.Condition, t string) (bool, string) {
+func conditionTrue(conds []hvCondition, t string) (bool, string) {
 	for _, c := range conds {
-		if string(c.Type) == t {
+		if c.Type == t {
 			return c.Status == "True", c.Message
 		}
 	}

@@ -29,30 +29,40 @@ func (d *Driver) session(ctx context.Context) (*harvesterAPI, error) {
 }
 
 // recordCluster records the identity of the credential's cluster (at
-// pre-create) and returns the problems found: no Harvester, no namespace,
-// or nothing readable to identify the cluster by.
+// pre-create), the Setting server-version's UID, and returns the problems
+// found: no Harvester, or a credential that is rejected.
 func (d *Driver) recordCluster(ctx context.Context, api *harvesterAPI) []error {
-	var problems []error
 	setting, err := api.serverVersion(ctx)
 	switch {
 	case err == nil:
 		d.ClusterUID = string(setting.UID)
 		log.Infof("Harvester %s, namespace %s", settingValue(setting), d.VMNamespace)
-	case errors.Is(err, ErrCredentialsRejected):
+	case isTerminal(err):
 		return []error{err}
 	case apierrors.IsForbidden(err):
 		log.Warnf("cannot read the Harvester setting server-version (forbidden); the cluster is identified by namespace %s", d.VMNamespace)
 	default:
-		problems = append(problems, fmt.Errorf("%w (is this a Harvester cluster?)", err))
+		return []error{fmt.Errorf("%w (is this a Harvester cluster?)", err)}
 	}
-	ns, err := api.getNamespace(ctx, d.VMNamespace)
-	switch {
-	case err == nil:
-		d.NamespaceUID = string(ns.UID)
-	case apierrors.IsForbidden(err):
-		log.Warnf("cannot read namespace %s (forbidden); skipping that check", d.VMNamespace)
-	default:
-		problems = append(problems, notFoundOr(err, fmt.Sprintf("--%s: namespace %q does not exist", FlagVMNamespace, d.VMNamespace)))
+	return nil
+}
+
+// checkNamespace reads the VM namespace, and records its UID, when the
+// namespace must identify the cluster (the setting was not readable) or is
+// not known to exist yet (nsSeen: an object in it was read). It completes
+// the cluster's record: the session is confirmed once either UID is known.
+func (d *Driver) checkNamespace(ctx context.Context, api *harvesterAPI, nsSeen bool) []error {
+	var problems []error
+	if d.ClusterUID == "" || !nsSeen {
+		ns, err := api.getNamespace(ctx, d.VMNamespace)
+		switch {
+		case err == nil:
+			d.NamespaceUID = string(ns.UID)
+		case apierrors.IsForbidden(err):
+			log.Warnf("cannot read namespace %s (forbidden); skipping that check", d.VMNamespace)
+		default:
+			problems = append(problems, notFoundOr(err, fmt.Sprintf("--%s: namespace %q does not exist", FlagVMNamespace, d.VMNamespace)))
+		}
 	}
 	if d.ClusterUID == "" && d.NamespaceUID == "" && len(problems) == 0 {
 		problems = append(problems, fmt.Errorf("cannot record which Harvester cluster the machine is created on: "+

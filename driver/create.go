@@ -9,6 +9,7 @@ import (
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/cloudinit"
@@ -19,7 +20,8 @@ import (
 const cleanupTimeout = 5 * time.Minute
 
 // Create creates the machine's cloud-init Secret and VM, both labelled with
-// the machine's ID, records the VM's UID and waits until the VM runs and has
+// the machine's ID, makes the VM the Secret's owner (so the Secret goes
+// with the VM), records the VM's UID and waits until the VM runs and has
 // an address. If any step fails, what this create made is removed again;
 // an object of the same name made by anyone else is never touched.
 func (d *Driver) Create() (err error) {
@@ -38,7 +40,8 @@ func (d *Driver) Create() (err error) {
 	if err != nil {
 		return err
 	}
-	if err := d.createSecret(ctx, api, secret); err != nil {
+	madeSecret, err := d.createSecret(ctx, api, secret)
+	if err != nil {
 		return err
 	}
 	undo.add(func(c context.Context) error { return d.removeOwnSecret(c, api, secret.Name) })
@@ -51,16 +54,14 @@ func (d *Driver) Create() (err error) {
 	d.VMUID = string(created.UID)
 	undo.add(func(c context.Context) error { return d.removeMachine(c, api) })
 
-	if err := d.adoptSecret(ctx, api, secret.Name, created); err != nil {
+	if err := api.setSecretOwners(ctx, d.VMNamespace, secret.Name, madeSecret.UID, []metav1.OwnerReference{VMOwnerReference(created)}); err != nil {
 		return err
 	}
-	if err := d.waitVMI(ctx, api, "to run and report an address", runningWithAddress); err != nil {
-		return err
-	}
-	ip, err := d.GetIP()
+	vmi, err := d.waitVMI(ctx, api, created.ResourceVersion, "to run and report an address", runningWithAddress)
 	if err != nil {
 		return err
 	}
+	ip, _ := SelectAddress(vmi.Status.Interfaces)
 	d.IPAddress = ip
 	log.Infof("%s: running, address %s", d.MachineName, ip)
 	return nil
@@ -139,13 +140,13 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *
 	return plan, BuildUserDataSecret(plan, userData, []byte(d.NetworkData)), vm, nil
 }
 
-func (d *Driver) createSecret(ctx context.Context, api *harvesterAPI, secret *corev1.Secret) error {
+func (d *Driver) createSecret(ctx context.Context, api *harvesterAPI, secret *corev1.Secret) (*corev1.Secret, error) {
 	log.Infof("%s: creating cloud-init Secret %s/%s", d.MachineName, d.VMNamespace, secret.Name)
-	_, err := api.createSecret(ctx, secret)
+	made, err := api.createSecret(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create Secret: a Secret named %s already exists in namespace %s (another machine of this name?); nothing was created", secret.Name, d.VMNamespace)
+		return nil, fmt.Errorf("create Secret: a Secret named %s already exists in namespace %s (another machine of this name?); nothing was created", secret.Name, d.VMNamespace)
 	}
-	return err
+	return made, err
 }
 
 func (d *Driver) createVM(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
@@ -153,19 +154,10 @@ func (d *Driver) createVM(ctx context.Context, api *harvesterAPI, vm *kubevirtv1
 	if apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create VM: a VM named %s already exists in namespace %s", vm.Name, d.VMNamespace)
 	}
+	if err == nil {
+		api.seen.rememberVM(created)
+	}
 	return created, err
-}
-
-// adoptSecret makes the VM the owner of the cloud-init Secret, so the
-// Secret goes away with the VM even if the driver is not asked to remove it.
-func (d *Driver) adoptSecret(ctx context.Context, api *harvesterAPI, name string, vm *kubevirtv1.VirtualMachine) error {
-	return api.updateSecret(ctx, d.VMNamespace, name, "set the owner", func(s *corev1.Secret) (bool, error) {
-		if err := d.checkOwned("Secret", d.MachineName, s); err != nil {
-			return false, err
-		}
-		s.OwnerReferences = append(s.OwnerReferences, VMOwnerReference(vm))
-		return true, nil
-	})
 }
 
 // removeOwnSecret deletes the cloud-init Secret if it is the machine's and

@@ -70,8 +70,8 @@ func TestCreateRollsBack(t *testing.T) {
 	}{
 		{"VM create fails", func(f fakeHarvester) { fail(f.virt, "create", "virtualmachines", internal("boom")) },
 			"create VM " + testNS + "/" + testMachine + ": Internal error occurred: boom"},
-		{"adopting the Secret fails after the VM is made", func(f fakeHarvester) { fail(f.kube, "update", "secrets", internal("boom")) },
-			"set the owner (update Secret " + testNS + "/" + UserDataSecretName(testMachine) + "): Internal error occurred: boom"},
+		{"adopting the Secret fails after the VM is made", func(f fakeHarvester) { fail(f.kube, "patch", "secrets", internal("boom")) },
+			"set the owner of Secret " + testNS + "/" + UserDataSecretName(testMachine) + ": Internal error occurred: boom"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,7 +129,7 @@ func TestUnauthorizedGivesOneCredentialError(t *testing.T) {
 		{"create, Secret create", (*Driver).Create, func(f fakeHarvester) { fail(f.kube, "create", "secrets", unauthorized) }, false},
 		{"pre-create check, first call", (*Driver).PreCreateCheck, everywhere, false},
 		{"pre-create check, permission reviews", (*Driver).PreCreateCheck, func(f fakeHarvester) {
-			fail(f.kube, "create", "selfsubjectaccessreviews", unauthorized)
+			fail(f.kube, "create", "selfsubjectrulesreviews", unauthorized)
 		}, false},
 		{"remove, first call", (*Driver).Remove, everywhere, true},
 		{"remove, VM delete", (*Driver).Remove, func(f fakeHarvester) { fail(f.virt, "delete", "virtualmachines", unauthorized) }, true},

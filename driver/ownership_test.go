@@ -254,7 +254,7 @@ func TestRemoveFindsDisksByLabel(t *testing.T) {
 		fakePVC("someone-elses", ownedBy("other")),
 		fakeSecret(ownedBy(testMachineID)),
 	}, nil)
-	r, err := d.findRemoval(context.Background(), d.api)
+	r, err := d.findRemoval(context.Background(), d.api, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,7 +272,7 @@ func TestRemoveKeepsForeignVolumeOfOwnVM(t *testing.T) {
 	vm := fakeVM(testMachineID, "uid-1")
 	vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "users-data"
 	d, _ := newFakeDriver(t, testCluster, []runtime.Object{fakePVC("users-data", nil)}, []runtime.Object{vm})
-	r, err := d.findRemoval(context.Background(), d.api)
+	r, err := d.findRemoval(context.Background(), d.api, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

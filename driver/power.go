@@ -26,6 +26,15 @@ func (d *Driver) getVMI(ctx context.Context, api *harvesterAPI) (*kubevirtv1.Vir
 	return vmi, nil
 }
 
+// currentVMI is the machine's VMI as this process last saw it, when
+// fresh (Create's wait just saw it), else as read now.
+func (d *Driver) currentVMI(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachineInstance, error) {
+	if vmi := api.seen.freshVMI(d.VMNamespace, d.MachineName); vmi != nil {
+		return vmi, nil
+	}
+	return d.getVMI(ctx, api)
+}
+
 // GetState maps the VMI to a machine state (no VMI: Stopped). A missing VM
 // is an error that says "not found"; a VM of the machine's name that is not
 // the machine's is an error that says so.
@@ -35,14 +44,14 @@ func (d *Driver) GetState() (state.State, error) {
 	if err != nil {
 		return state.Error, err
 	}
-	vm, err := d.ownVM(ctx, api)
+	vm, err := d.currentVM(ctx, api)
 	if err != nil {
 		return state.Error, err
 	}
 	if vm == nil {
 		return state.None, fmt.Errorf("VM %s/%s not found", d.VMNamespace, d.MachineName)
 	}
-	vmi, err := d.getVMI(ctx, api)
+	vmi, err := d.currentVMI(ctx, api)
 	if err != nil {
 		return state.Error, err
 	}
@@ -69,7 +78,7 @@ func (d *Driver) vmiAddress(what string, selectAddr func([]kubevirtv1.VirtualMac
 	if err != nil {
 		return "", err
 	}
-	vmi, err := d.getVMI(ctx, api)
+	vmi, err := d.currentVMI(ctx, api)
 	if err != nil {
 		return "", err
 	}
@@ -114,7 +123,8 @@ func (d *Driver) Start() error {
 	if _, err := d.setRunStrategy(ctx, api, kubevirtv1.RunStrategyRerunOnFailure); err != nil {
 		return err
 	}
-	return d.waitVMI(ctx, api, "to run and report an address", runningWithAddress)
+	_, err = d.waitVMI(ctx, api, "", "to run and report an address", runningWithAddress)
+	return err
 }
 
 // Stop halts the VM (run strategy Halted) and waits until its VMI is gone.
@@ -128,7 +138,8 @@ func (d *Driver) Stop() error {
 	if _, err := d.setRunStrategy(ctx, api, kubevirtv1.RunStrategyHalted); err != nil {
 		return err
 	}
-	return d.waitVMI(ctx, api, "to stop", noVMI)
+	_, err = d.waitVMI(ctx, api, "", "to stop", noVMI)
+	return err
 }
 
 // Kill halts the VM and deletes its VMI without grace period, then waits
@@ -153,7 +164,8 @@ func (d *Driver) Kill() error {
 			return err
 		}
 	}
-	return d.waitVMI(ctx, api, "to be killed", noVMI)
+	_, err = d.waitVMI(ctx, api, "", "to be killed", noVMI)
+	return err
 }
 
 // Restart deletes the running VMI and waits until a new one (new UID) runs
@@ -187,7 +199,8 @@ func (d *Driver) Restart() (err error) {
 	if err := api.deleteVMI(ctx, d.VMNamespace, d.MachineName, vmi.UID, nil); err != nil {
 		return err
 	}
-	return d.waitVMI(ctx, api, "to run again with a new instance", newRunningVMI(string(vmi.UID)))
+	_, err = d.waitVMI(ctx, api, "", "to run again with a new instance", newRunningVMI(string(vmi.UID)))
+	return err
 }
 
 // restoreRunStrategy puts back the run strategy a restart found (the

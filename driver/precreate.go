@@ -7,16 +7,8 @@ import (
 	"os"
 
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
-	authv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
-
-// permission is one verb on one resource the driver uses.
-type permission struct {
-	verb, group, resource string
-	name                  string // one object only (for example bind on one ClusterRole)
-	clusterScoped         bool
-}
 
 // requiredPermissions lists every verb the driver uses. Reads used only for
 // checks and diagnostics (the server-version setting, namespaces, storage
@@ -29,9 +21,9 @@ func requiredPermissions() []permission {
 			out = append(out, permission{verb: v, group: group, resource: resource, clusterScoped: cluster})
 		}
 	}
-	add("kubevirt.io", "virtualmachines", false, "get", "list", "watch", "create", "update", "delete")
+	add("kubevirt.io", "virtualmachines", false, "get", "list", "watch", "create", "update", "patch", "delete")
 	add("kubevirt.io", "virtualmachineinstances", false, "get", "list", "watch", "delete")
-	add("", "secrets", false, "get", "list", "watch", "create", "update", "delete")
+	add("", "secrets", false, "get", "list", "watch", "create", "patch", "delete")
 	add("", "persistentvolumeclaims", false, "get", "list", "watch", "delete")
 	add("harvesterhci.io", "virtualmachineimages", false, "get")
 	add("harvesterhci.io", "keypairs", false, "get")
@@ -43,7 +35,8 @@ func requiredPermissions() []permission {
 // once: server version, namespace, images (existing and Imported), storage
 // classes, networks, key pair (validated), permissions, and that no VM,
 // disk volume or cloud-init Secret of the machine's names exists. It
-// records the cluster's identity in the machine's state.
+// records the cluster's identity in the machine's state. When Harvester
+// cannot be reached at all, it stops at the first call with that one error.
 func (d *Driver) PreCreateCheck() error {
 	api, err := d.client()
 	if err != nil {
@@ -53,14 +46,24 @@ func (d *Driver) PreCreateCheck() error {
 	if err != nil {
 		return joinProblems("pre-create check failed", []error{err})
 	}
-	ctx := context.Background()
+	api.failFast = true
+	defer func() { api.failFast, api.unreachable = false, nil }()
+	problems := d.preCreateProblems(context.Background(), api, in)
+	if api.unreachable != nil {
+		return fmt.Errorf("pre-create check failed: %w", api.unreachable)
+	}
+	return joinProblems("pre-create check failed", dedupeCredentialErrors(problems))
+}
+
+func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterAPI, in Inputs) []error {
 	problems := d.recordCluster(ctx, api)
-	if len(problems) == 1 && errors.Is(problems[0], ErrCredentialsRejected) {
-		return problems[0]
+	if len(problems) == 1 && isTerminal(problems[0]) {
+		return problems
 	}
 	problems = append(problems, d.checkPermissions(ctx, api)...)
-	storageClasses, errs := d.checkImages(ctx, api, in)
+	storageClasses, nsSeen, errs := d.checkImages(ctx, api, in)
 	problems = append(problems, errs...)
+	problems = append(problems, d.checkNamespace(ctx, api, nsSeen)...)
 	problems = append(problems, d.checkStorageClasses(ctx, api, storageClasses)...)
 	problems = append(problems, d.checkNetworks(ctx, api, in)...)
 	problems = append(problems, d.checkKeyPair(ctx, api)...)
@@ -73,16 +76,17 @@ func (d *Driver) PreCreateCheck() error {
 	for i := range in.Disks {
 		claims[i] = DiskClaimName(d.MachineName, i)
 	}
-	problems = append(problems, d.checkNameFree(ctx, api, claims)...)
-	return joinProblems("pre-create check failed", dedupeCredentialErrors(problems))
+	return append(problems, d.checkNameFree(ctx, api, claims)...)
 }
 
 // checkImages checks that every image exists, is imported and has a
-// storage class, and returns the storage classes the disks use (name ->
-// who uses it).
-func (d *Driver) checkImages(ctx context.Context, api *harvesterAPI, in Inputs) (map[string]string, []error) {
-	var problems []error
-	storageClasses := map[string]string{}
+// storage class. It returns the storage classes to check (name -> who
+// uses it): those --disk-info names; an imported image's class is the one
+// Harvester made for the image before marking it imported, so reading the
+// image proves it. nsSeen: an image was read in the VM namespace, which
+// proves that the namespace exists.
+func (d *Driver) checkImages(ctx context.Context, api *harvesterAPI, in Inputs) (storageClasses map[string]string, nsSeen bool, problems []error) {
+	storageClasses = map[string]string{}
 	refs, err := in.ImageRefs(d.VMNamespace)
 	if err != nil {
 		problems = append(problems, err)
@@ -93,12 +97,11 @@ func (d *Driver) checkImages(ctx context.Context, api *harvesterAPI, in Inputs) 
 			problems = append(problems, notFoundOr(err, fmt.Sprintf("image %s does not exist (see --%s / --%s)", ref, FlagImageName, FlagDiskInfo)))
 			continue
 		}
+		nsSeen = nsSeen || ref.Namespace == d.VMNamespace
 		if ok, msg := conditionTrue(img.Status.Conditions, "Imported"); !ok {
 			problems = append(problems, fmt.Errorf("image %s is not imported yet (condition Imported is not True%s)", ref, suffix(msg)))
 		} else if img.Status.StorageClassName == "" {
 			problems = append(problems, fmt.Errorf("image %s has no storage class in its status", ref))
-		} else {
-			storageClasses[img.Status.StorageClassName] = "image " + ref.String()
 		}
 	}
 	if d.DiskInfo != "" {
@@ -108,7 +111,7 @@ func (d *Driver) checkImages(ctx context.Context, api *harvesterAPI, in Inputs) 
 			}
 		}
 	}
-	return storageClasses, problems
+	return storageClasses, nsSeen, problems
 }
 
 // checkStorageClasses checks that the storage classes exist (skipped with a
@@ -185,38 +188,6 @@ func (d *Driver) checkNameFree(ctx context.Context, api *harvesterAPI, claims []
 				"choose another machine name or remove it", o.kind, o.name, ns))
 		case !apierrors.IsNotFound(o.err):
 			problems = append(problems, fmt.Errorf("check that the %s name %s is free: %w", o.kind, o.name, o.err))
-		}
-	}
-	return problems
-}
-
-// checkPermissions asks the API server, with SelfSubjectAccessReviews,
-// whether the credential may do every verb the driver uses.
-func (d *Driver) checkPermissions(ctx context.Context, api *harvesterAPI) []error {
-	var problems []error
-	perms := requiredPermissions()
-	if d.CloudProvider != "" {
-		perms = append(perms, cloudProviderPermissions()...)
-	}
-	for _, p := range perms {
-		attrs := authv1.ResourceAttributes{Verb: p.verb, Group: p.group, Resource: p.resource, Name: p.name}
-		where := "cluster-wide"
-		if !p.clusterScoped {
-			attrs.Namespace, where = d.VMNamespace, "in namespace "+d.VMNamespace
-		}
-		resource := p.resource
-		if p.group != "" {
-			resource += "." + p.group
-		}
-		if p.name != "" {
-			resource += " " + p.name
-		}
-		ok, err := api.allowed(ctx, attrs, p.verb+" "+resource)
-		switch {
-		case err != nil:
-			problems = append(problems, err)
-		case !ok:
-			problems = append(problems, fmt.Errorf("the credential may not %s %s %s", p.verb, resource, where))
 		}
 	}
 	return problems

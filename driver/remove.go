@@ -26,11 +26,35 @@ import (
 // deleted. A machine already gone is success, on the right cluster only.
 func (d *Driver) Remove() error {
 	ctx := context.Background()
-	api, err := d.session(ctx)
+	api, err := d.client()
 	if err != nil {
 		return fmt.Errorf("remove: %w", err)
 	}
-	return d.removeMachine(ctx, api)
+	vm, err := d.confirmByVM(ctx, api)
+	if err != nil {
+		return fmt.Errorf("remove: %w", err)
+	}
+	return d.removeMachineOf(ctx, api, vm)
+}
+
+// confirmByVM confirms the cluster by the VM of the recorded UID when it
+// is there (a UID is never reused, on any cluster): one read that Remove
+// needs anyway. Otherwise the session confirms the cluster as for every
+// command.
+// It returns that VM when it read it (nil otherwise).
+func (d *Driver) confirmByVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachine, error) {
+	if !d.clusterConfirmed && d.VMUID != "" {
+		vm, err := absent(api.getVM(ctx, d.VMNamespace, d.MachineName))
+		if err != nil && isTerminal(err) {
+			return nil, err
+		}
+		if vm != nil && string(vm.UID) == d.VMUID {
+			d.clusterConfirmed = true
+			return vm, nil
+		}
+	}
+	_, err := d.session(ctx)
+	return nil, err
 }
 
 // removal is what removeMachine found to delete.
@@ -38,14 +62,49 @@ type removal struct {
 	vm     *kubevirtv1.VirtualMachine
 	claims map[string]types.UID
 	secret *corev1.Secret
+	// labelled are the claims found by the machine's label, as of
+	// resource version listedAt.
+	labelled map[string]bool
+	listedAt string
+	// secretWithVM: the cloud-init Secret is the one this machine created
+	// and made the VM its owner (the VM has the recorded UID): the garbage
+	// collector deletes it with the VM, so it is not read.
+	secretWithVM bool
+}
+
+// withVM reports whether the VM's deletion takes everything else with it: the Secret (owned by the VM) and the volumes (Harvester
+// deletes those the VM annotation names); the volumes carry the machine's
+// label, so one watch sees them go.
+//
+// A VM someone else is already deleting does not: Harvester may have
+// handled its annotation already.
+func (r removal) withVM() bool {
+	if r.vm == nil || r.vm.DeletionTimestamp != nil || !r.secretWithVM {
+		return false
+	}
+	for c := range r.claims {
+		if !r.labelled[c] {
+			return false
+		}
+	}
+	return true
 }
 
 func (d *Driver) removeMachine(parent context.Context, api *harvesterAPI) error {
+	return d.removeMachineOf(parent, api, nil)
+}
+
+// removeMachineOf removes the machine; vm, when not nil, is its VM as
+// just read.
+func (d *Driver) removeMachineOf(parent context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) error {
 	ctx, cancel := context.WithTimeout(parent, d.waitTimeout())
 	defer cancel()
-	r, err := d.findRemoval(ctx, api)
+	r, err := d.findRemoval(ctx, api, vm)
 	if err != nil {
 		return fmt.Errorf("remove machine %s: %w", d.MachineName, err)
+	}
+	if r.withVM() {
+		return d.removeWithVM(ctx, api, r)
 	}
 	claims := sortedKeys(r.claims)
 	var targets []goneTarget
@@ -87,8 +146,11 @@ func (r removal) describe() string {
 	if len(r.claims) > 0 {
 		parts = append(parts, "volumes "+strings.Join(sortedKeys(r.claims), ", "))
 	}
-	if r.secret != nil {
+	switch {
+	case r.secret != nil:
 		parts = append(parts, "Secret "+r.secret.Name)
+	case r.secretWithVM:
+		parts = append(parts, "Secret "+userDataSecretOf(r.vm))
 	}
 	if len(parts) == 0 {
 		return "nothing: none of the machine's objects exist any more"
@@ -98,13 +160,19 @@ func (r removal) describe() string {
 
 // findRemoval finds the machine's objects and checks, before anything is
 // deleted, that each one of the machine's names is the machine's own.
-func (d *Driver) findRemoval(ctx context.Context, api *harvesterAPI) (removal, error) {
-	vm, err := d.ownVM(ctx, api)
+// vm, when not nil, is the VM as just read.
+func (d *Driver) findRemoval(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (removal, error) {
+	var err error
+	if vm != nil {
+		vm, err = d.checkOwnVM(vm)
+	} else {
+		vm, err = d.ownVM(ctx, api)
+	}
 	if err != nil {
 		return removal{}, err
 	}
-	claims, err := d.claimsToRemove(ctx, api, vm)
-	if err != nil {
+	r := removal{vm: vm}
+	if r.claims, r.labelled, r.listedAt, err = d.claimsToRemove(ctx, api, vm); err != nil {
 		return removal{}, err
 	}
 	secretName := UserDataSecretName(d.MachineName)
@@ -112,12 +180,14 @@ func (d *Driver) findRemoval(ctx context.Context, api *harvesterAPI) (removal, e
 		if s := userDataSecretOf(vm); s != "" {
 			secretName = s
 		}
+		r.secretWithVM = d.VMUID != "" && string(vm.UID) == d.VMUID && secretName == UserDataSecretName(d.MachineName)
 	}
-	secret, err := d.ownSecret(ctx, api, secretName)
-	if err != nil {
-		return removal{}, err
+	if !r.secretWithVM {
+		if r.secret, err = d.ownSecret(ctx, api, secretName); err != nil {
+			return removal{}, err
+		}
 	}
-	return removal{vm: vm, claims: claims, secret: secret}, nil
+	return r, nil
 }
 
 // ownVM returns the machine's VM, nil when there is none, or an error
@@ -127,6 +197,19 @@ func (d *Driver) ownVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.Virt
 	if err != nil || vm == nil {
 		return nil, err
 	}
+	return d.checkOwnVM(vm)
+}
+
+// currentVM is the machine's VM as this process last saw it, when fresh
+// (Create just made it and watched it), else as read now (see ownVM).
+func (d *Driver) currentVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachine, error) {
+	if vm := api.seen.freshVM(d.VMNamespace, d.MachineName); vm != nil {
+		return d.checkOwnVM(vm)
+	}
+	return d.ownVM(ctx, api)
+}
+
+func (d *Driver) checkOwnVM(vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 	if err := d.checkOwned("VM", d.MachineName, vm); err != nil {
 		return nil, err
 	}
@@ -150,23 +233,39 @@ func (d *Driver) ownSecret(ctx context.Context, api *harvesterAPI, name string) 
 // own non-hot-plug volumes, found by label and from the VM; a volume the
 // VM uses that the machine did not create is kept; with
 // removeAllPersistentVolumeClaims every volume of the guest cluster.
-func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (map[string]types.UID, error) {
-	out := map[string]types.UID{}
+// labelled are those found by label, as of resource version listedAt.
+func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (out map[string]types.UID, labelled map[string]bool, listedAt string, err error) {
+	out, labelled = map[string]types.UID{}, map[string]bool{}
 	owned, err := api.listPVCs(ctx, d.VMNamespace, d.ownerSelector(d.MachineName))
 	if err != nil {
-		return nil, err
+		return nil, nil, "", err
 	}
-	for _, p := range owned {
+	for _, p := range owned.Items {
 		if p.Labels[LabelHotplug] != "true" {
-			out[p.Name] = p.UID
+			out[p.Name], labelled[p.Name] = p.UID, true
 		}
 	}
 	if vm == nil {
-		return out, nil
+		return out, labelled, owned.ResourceVersion, nil
 	}
+	more, err := d.vmClaimsToRemove(ctx, api, vm, out)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	for name, uid := range more {
+		out[name] = uid
+	}
+	return out, labelled, owned.ResourceVersion, nil
+}
+
+// vmClaimsToRemove adds to the label-found claims those the VM uses that
+// are the machine's, and with removeAllPersistentVolumeClaims every
+// volume of the guest cluster.
+func (d *Driver) vmClaimsToRemove(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine, found map[string]types.UID) (map[string]types.UID, error) {
+	out := map[string]types.UID{}
 	templated := templateClaimNames(vm)
 	for _, name := range ClaimsToRemove(vm) {
-		if _, ok := out[name]; ok {
+		if _, ok := found[name]; ok {
 			continue
 		}
 		p, err := absent(api.getPVC(ctx, d.VMNamespace, name))
@@ -187,7 +286,7 @@ func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterAPI, vm *kube
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range all {
+		for _, p := range all.Items {
 			out[p.Name] = p.UID
 		}
 	}

@@ -2,9 +2,9 @@ package driver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
-	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -26,11 +26,19 @@ import (
 // apierrors.IsNotFound, or use absent); deletes count NotFound as done.
 
 // do runs one API call with the per-call deadline and names its error.
+// In fail-fast mode (pre-create), once a call failed at the connection
+// level every later call returns that failure without trying.
 func do[T any](ctx context.Context, a *harvesterAPI, op string, fn func(context.Context) (T, error)) (T, error) {
+	if a.unreachable != nil {
+		var zero T
+		return zero, a.unreachable
+	}
 	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	v, err := fn(ctx)
-	return v, apiError(op, err)
+	err = apiError(op, err)
+	a.noteUnreachable(err)
+	return v, err
 }
 
 // absent turns a NotFound of a get into (nil, nil).
@@ -101,10 +109,40 @@ func (a *harvesterAPI) updateVM(ctx context.Context, ns, name, purpose string, m
 	put := func(c context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 		return vms.Update(c, vm, metav1.UpdateOptions{})
 	}
+	a.seen.forgetMachine()
 	return update(ctx, a, purpose+" (update VM "+ref(ns, name)+")", get, mutate, put)
 }
 
+// patchVMAnnotations sets annotations on the VM of that UID with one merge
+// patch (the UID in the patch makes it fail on any other VM of the name)
+// and returns the patched VM.
+func (a *harvesterAPI) patchVMAnnotations(ctx context.Context, ns, name string, uid types.UID, annotations map[string]string) (*kubevirtv1.VirtualMachine, error) {
+	a.seen.forgetMachine()
+	patch, err := metaPatch(uid, map[string]any{"annotations": annotations})
+	if err != nil {
+		return nil, err
+	}
+	return do(ctx, a, "annotate VM "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
+		return a.virt.KubevirtV1().VirtualMachines(ns).Patch(c, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	})
+}
+
+// metaPatch is a JSON merge patch of metadata fields that applies only to
+// the object of that UID.
+func metaPatch(uid types.UID, fields map[string]any) ([]byte, error) {
+	meta := map[string]any{"uid": uid}
+	for k, v := range fields {
+		meta[k] = v
+	}
+	b, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return nil, fmt.Errorf("encode patch: %w", err)
+	}
+	return b, nil
+}
+
 func (a *harvesterAPI) deleteVM(ctx context.Context, ns, name string, uid types.UID) error {
+	a.seen.forgetMachine()
 	return remove(ctx, a, "delete VM "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
 		return a.virt.KubevirtV1().VirtualMachines(ns).Delete(c, name, o)
 	})
@@ -120,6 +158,7 @@ func (a *harvesterAPI) getVMI(ctx context.Context, ns, name string) (*kubevirtv1
 
 // deleteVMI deletes the VMI of that UID (grace nil: the default period).
 func (a *harvesterAPI) deleteVMI(ctx context.Context, ns, name string, uid types.UID, grace *int64) error {
+	a.seen.forgetMachine()
 	return remove(ctx, a, "delete VMI "+ref(ns, name), uid, grace, func(c context.Context, o metav1.DeleteOptions) error {
 		return a.virt.KubevirtV1().VirtualMachineInstances(ns).Delete(c, name, o)
 	})
@@ -139,15 +178,17 @@ func (a *harvesterAPI) createSecret(ctx context.Context, s *corev1.Secret) (*cor
 	})
 }
 
-// updateSecret changes the Secret with mutate (retrying on conflicts);
-// purpose names the change in the error.
-func (a *harvesterAPI) updateSecret(ctx context.Context, ns, name, purpose string, mutate func(*corev1.Secret) (bool, error)) error {
-	secrets := a.kube.CoreV1().Secrets(ns)
-	get := func(c context.Context) (*corev1.Secret, error) { return secrets.Get(c, name, metav1.GetOptions{}) }
-	put := func(c context.Context, s *corev1.Secret) (*corev1.Secret, error) {
-		return secrets.Update(c, s, metav1.UpdateOptions{})
+// setSecretOwners sets the owner references of the Secret of that UID
+// with one merge patch (any other Secret of the name is not changed).
+func (a *harvesterAPI) setSecretOwners(ctx context.Context, ns, name string, uid types.UID, owners []metav1.OwnerReference) error {
+	patch, err := metaPatch(uid, map[string]any{"ownerReferences": owners})
+	if err != nil {
+		return err
 	}
-	return update(ctx, a, purpose+" (update Secret "+ref(ns, name)+")", get, mutate, put)
+	_, err = do(ctx, a, "set the owner of Secret "+ref(ns, name), func(c context.Context) (*corev1.Secret, error) {
+		return a.kube.CoreV1().Secrets(ns).Patch(c, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	})
+	return err
 }
 
 func (a *harvesterAPI) deleteSecret(ctx context.Context, ns, name string, uid types.UID) error {
@@ -164,14 +205,10 @@ func (a *harvesterAPI) getPVC(ctx context.Context, ns, name string) (*corev1.Per
 	})
 }
 
-func (a *harvesterAPI) listPVCs(ctx context.Context, ns, selector string) ([]corev1.PersistentVolumeClaim, error) {
-	list, err := do(ctx, a, "list volumes in "+ns+" labelled "+selector, func(c context.Context) (*corev1.PersistentVolumeClaimList, error) {
+func (a *harvesterAPI) listPVCs(ctx context.Context, ns, selector string) (*corev1.PersistentVolumeClaimList, error) {
+	return do(ctx, a, "list volumes in "+ns+" labelled "+selector, func(c context.Context) (*corev1.PersistentVolumeClaimList, error) {
 		return a.kube.CoreV1().PersistentVolumeClaims(ns).List(c, metav1.ListOptions{LabelSelector: selector})
 	})
-	if err != nil {
-		return nil, err
-	}
-	return list.Items, nil
 }
 
 func (a *harvesterAPI) deletePVC(ctx context.Context, ns, name string, uid types.UID) error {
@@ -192,6 +229,19 @@ func (a *harvesterAPI) getStorageClass(ctx context.Context, name string) (*stora
 	return do(ctx, a, "get storage class "+name, func(c context.Context) (*storagev1.StorageClass, error) {
 		return a.kube.StorageV1().StorageClasses().Get(c, name, metav1.GetOptions{})
 	})
+}
+
+// rulesReview asks with a SelfSubjectRulesReview what the credential may
+// do in namespace ns.
+func (a *harvesterAPI) rulesReview(ctx context.Context, ns string) (*authv1.SubjectRulesReviewStatus, error) {
+	review := &authv1.SelfSubjectRulesReview{Spec: authv1.SelfSubjectRulesReviewSpec{Namespace: ns}}
+	res, err := do(ctx, a, "review the credential's permissions in namespace "+ns, func(c context.Context) (*authv1.SelfSubjectRulesReview, error) {
+		return a.kube.AuthorizationV1().SelfSubjectRulesReviews().Create(c, review, metav1.CreateOptions{})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &res.Status, nil
 }
 
 // allowed asks with a SelfSubjectAccessReview whether the credential may do
@@ -240,16 +290,20 @@ func getDynamic[T any](ctx context.Context, a *harvesterAPI, op string, gvr sche
 
 // serverVersion returns Harvester's Setting server-version: its value is
 // the version, its UID identifies the cluster.
-func (a *harvesterAPI) serverVersion(ctx context.Context) (*harvesterv1.Setting, error) {
-	return getDynamic[harvesterv1.Setting](ctx, a, "read Harvester setting "+serverVerID, gvrSetting, "", serverVerID)
+func (a *harvesterAPI) serverVersion(ctx context.Context) (*hvSetting, error) {
+	return getDynamic[hvSetting](ctx, a, "read Harvester setting "+serverVerID, gvrSetting, "", serverVerID)
 }
 
-func (a *harvesterAPI) getImage(ctx context.Context, r ObjectRef) (*harvesterv1.VirtualMachineImage, error) {
-	return getDynamic[harvesterv1.VirtualMachineImage](ctx, a, "get image "+r.String(), gvrImage, r.Namespace, r.Name)
+// getImage reads an image once per process (see seen).
+func (a *harvesterAPI) getImage(ctx context.Context, r ObjectRef) (*hvImage, error) {
+	op := "get image " + r.String()
+	return readOnce(&a.seen, op, func() (*hvImage, error) { return getDynamic[hvImage](ctx, a, op, gvrImage, r.Namespace, r.Name) })
 }
 
-func (a *harvesterAPI) getKeyPair(ctx context.Context, r ObjectRef) (*harvesterv1.KeyPair, error) {
-	return getDynamic[harvesterv1.KeyPair](ctx, a, "get key pair "+r.String(), gvrKeyPair, r.Namespace, r.Name)
+// getKeyPair reads a key pair once per process (see seen).
+func (a *harvesterAPI) getKeyPair(ctx context.Context, r ObjectRef) (*hvKeyPair, error) {
+	op := "get key pair " + r.String()
+	return readOnce(&a.seen, op, func() (*hvKeyPair, error) { return getDynamic[hvKeyPair](ctx, a, op, gvrKeyPair, r.Namespace, r.Name) })
 }
 
 // getNetwork checks that the network attachment definition exists.

@@ -28,22 +28,50 @@ func (d *Driver) waitTimeout() time.Duration {
 	return time.Duration(d.WaitTimeoutSeconds) * time.Second
 }
 
-// waitVMI watches the machine's VMI until goal is met, logging progress.
-// On timeout it reports what was last seen.
-// The wait ends at once, with ErrVMDeleted, when the machine's VM is deleted.
-func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, what string, goal vmiGoal) error {
+// waitVMI watches the machine's VMI until goal is met, logging progress,
+// and returns the VMI that met it (the process remembers it: GetIP and
+// GetState answer from it). With fromRV (the resource version of the
+// VM's creation) it watches only the changes since, in one request;
+// otherwise (or when that watch cannot go on) it lists and watches. On
+// timeout it reports what was last seen. The wait ends at once, with
+// ErrVMDeleted, when the machine's VM is deleted.
+func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, fromRV, what string, goal vmiGoal) (*kubevirtv1.VirtualMachineInstance, error) {
 	timed, cancelTimeout := context.WithTimeout(parent, d.waitTimeout())
 	defer cancelTimeout()
-	ctx, stop := d.whileVMExists(timed, api)
+	ctx, stop := d.whileVMExists(timed, api, fromRV)
 	defer stop()
 	ns, name := d.VMNamespace, d.MachineName
 	vmis := kubeapi.KindOf[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, api.virt.KubevirtV1().VirtualMachineInstances(ns))
-	lw := kubeapi.NamedListWatch(vmis, name, api.timeout)
 	p := &progress{machine: name}
-	check := func(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	check := func(vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
 		p.observe(vmi)
-		return goal(vmi)
+		return goal(vmi), nil
 	}
+	var met *kubevirtv1.VirtualMachineInstance
+	err := kubeapi.ErrWatchEnded
+	if fromRV != "" {
+		met, err = kubeapi.WaitFrom(ctx, vmis, name, fromRV, check)
+	}
+	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
+		met, err = d.listAndWatchVMI(ctx, api, vmis, p, goal)
+	}
+	if err == nil {
+		api.seen.rememberVMI(met)
+		return met, nil
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrVMDeleted) {
+		return nil, fmt.Errorf("VM %s/%s: %w while waiting for it %s; last seen: %s", ns, name, cause, what, describeVMI(p.last))
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
+		return nil, d.timeoutError(parent, api, what, p.last)
+	}
+	return nil, apiError("watch VMI "+ns+"/"+name, err)
+}
+
+// listAndWatchVMI waits for goal from the VMI's current state on.
+func (d *Driver) listAndWatchVMI(ctx context.Context, api *harvesterAPI, vmis kubeapi.Kind, p *progress, goal vmiGoal) (*kubevirtv1.VirtualMachineInstance, error) {
+	ns, name := d.VMNamespace, d.MachineName
+	var met *kubevirtv1.VirtualMachineInstance
 	// The precondition sees the informer's store, which may be newer than
 	// the events still queued: it checks the goal without logging, so the
 	// progress lines follow the events in order.
@@ -56,29 +84,22 @@ func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, what string,
 		if exists {
 			vmi = obj.(*kubevirtv1.VirtualMachineInstance)
 		}
-		p.last = vmi
+		p.last, met = vmi, vmi
 		return goal(vmi), nil
 	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &kubevirtv1.VirtualMachineInstance{}, precondition, func(ev watch.Event) (bool, error) {
+	_, err := watchtools.UntilWithSync(ctx, kubeapi.NamedListWatch(vmis, name, api.timeout), &kubevirtv1.VirtualMachineInstance{}, precondition, func(ev watch.Event) (bool, error) {
 		vmi, ok := ev.Object.(*kubevirtv1.VirtualMachineInstance)
 		if !ok {
 			return false, nil
 		}
 		if ev.Type == watch.Deleted {
-			return check(nil), nil
+			vmi = nil
 		}
-		return check(vmi), nil
+		p.observe(vmi)
+		met = vmi
+		return goal(vmi), nil
 	})
-	if err == nil {
-		return nil
-	}
-	if cause := context.Cause(ctx); errors.Is(cause, ErrVMDeleted) {
-		return fmt.Errorf("VM %s/%s: %w while waiting for it %s; last seen: %s", ns, name, cause, what, describeVMI(p.last))
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
-		return d.timeoutError(parent, api, what, p.last)
-	}
-	return apiError("watch VMI "+ns+"/"+name, err)
+	return met, err
 }
 
 // ErrVMDeleted is the cause of a wait that ended because the machine's VM
@@ -87,14 +108,27 @@ var ErrVMDeleted = errors.New("the VM was deleted by someone else")
 
 // whileVMExists returns a context that is cancelled with cause ErrVMDeleted
 // as soon as a watch sees the machine's VM (of the recorded UID, if any)
-// deleted, being deleted or replaced.
-func (d *Driver) whileVMExists(parent context.Context, api *harvesterAPI) (context.Context, context.CancelFunc) {
+// deleted, being deleted or replaced. With fromRV it watches the changes
+// after that resource version only (one request); the VMs it sees are
+// remembered for GetState.
+func (d *Driver) whileVMExists(parent context.Context, api *harvesterAPI, fromRV string) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	vms := kubeapi.KindOf[*kubevirtv1.VirtualMachineList](kindVM, &kubevirtv1.VirtualMachine{}, api.virt.KubevirtV1().VirtualMachines(d.VMNamespace))
+	gone := func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+		if vm != nil && vm.DeletionTimestamp == nil && (d.VMUID == "" || string(vm.UID) == d.VMUID) {
+			api.seen.rememberVM(vm)
+			return false, nil
+		}
+		return true, nil
+	}
 	go func() {
-		_, err := kubeapi.Wait(ctx, vms, d.VMNamespace, d.MachineName, api.timeout, func(vm *kubevirtv1.VirtualMachine) (bool, error) {
-			return vm == nil || vm.DeletionTimestamp != nil || (d.VMUID != "" && string(vm.UID) != d.VMUID), nil
-		})
+		err := kubeapi.ErrWatchEnded
+		if fromRV != "" {
+			_, err = kubeapi.WaitFrom(ctx, vms, d.MachineName, fromRV, gone)
+		}
+		if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
+			_, err = kubeapi.Wait(ctx, vms, d.VMNamespace, d.MachineName, api.timeout, gone)
+		}
 		if err == nil {
 			cancel(ErrVMDeleted)
 		}

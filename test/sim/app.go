@@ -31,6 +31,7 @@ const (
 	flagVerbose       = "verbose"
 	flagDelay         = "delay"
 	flagGuestClusters = "guest-clusters"
+	flagAuditLog      = "audit-log"
 )
 
 const appDescription = `Runs a simulated Harvester in the foreground: a real etcd, kube-apiserver and
@@ -61,6 +62,7 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagBootDelay, Value: 500 * time.Millisecond, Usage: "time from Scheduled to Running"},
 			&cli.DurationFlag{Name: flagIPDelay, Value: 500 * time.Millisecond, Usage: "time from Running until the guest agent reports an address"},
 			&cli.BoolFlag{Name: flagGuestClusters, Usage: "play the guest clusters: a kube-apiserver per guest cluster a VM is labelled with (DIR/guests/<cluster>/kubeconfig), running VMs join as Nodes, their K3s/RKE2 auto-deploy manifests are applied"},
+			&cli.StringFlag{Name: flagAuditLog, Usage: "write kube-apiserver's audit log (every request at level Metadata, JSON lines) to this file; off when empty"},
 			&cli.BoolFlag{Name: flagVerbose, Usage: "log each start-up step with its timing"},
 			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
 		},
@@ -78,13 +80,21 @@ func runAction(c *cli.Context) error {
 		}
 		binDir = filepath.Dir(exe)
 	}
+	auditLog := c.String(flagAuditLog)
+	if auditLog != "" {
+		abs, err := filepath.Abs(auditLog)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", flagAuditLog, err)
+		}
+		auditLog = abs
+	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return Run(ctx, Options{
 		StateDir: c.String(flagStateDir), BinDir: binDir,
 		Hosts: c.Int(flagHosts), Zones: c.Int(flagZones),
 		ScheduleDelay: c.Duration(flagScheduleDelay), BootDelay: c.Duration(flagBootDelay), IPDelay: c.Duration(flagIPDelay),
-		StartTimeout: c.Duration(flagStartTimeout), GuestClusters: c.Bool(flagGuestClusters),
+		StartTimeout: c.Duration(flagStartTimeout), GuestClusters: c.Bool(flagGuestClusters), AuditLog: auditLog,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
 	})
 }

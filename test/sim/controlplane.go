@@ -26,6 +26,8 @@ type controlPlane struct {
 	kcmPort     int
 
 	etcd, apiserver, kcm *process
+	// auditArgs turn on kube-apiserver's audit log (none: off).
+	auditArgs []string
 }
 
 func (c *controlPlane) path(parts ...string) string {
@@ -35,7 +37,9 @@ func (c *controlPlane) path(parts ...string) string {
 // URL is the kube-apiserver's address.
 func (c *controlPlane) URL() string { return "https://" + hostPort(c.apiPort) }
 
-func newControlPlane(binDir, dir string) (*controlPlane, error) {
+// newControlPlane prepares the control plane's files; auditLog, when set,
+// is where kube-apiserver logs every request.
+func newControlPlane(binDir, dir, auditLog string) (*controlPlane, error) {
 	ports, err := freePorts(4)
 	if err != nil {
 		return nil, err
@@ -61,6 +65,9 @@ func newControlPlane(binDir, dir string) (*controlPlane, error) {
 		}
 	}
 	if err := c.writeKubeconfig(c.path("kubeconfig")); err != nil {
+		return nil, err
+	}
+	if c.auditArgs, err = c.writeAuditPolicy(auditLog); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -136,7 +143,7 @@ func (c *controlPlane) apiServerArgs(port int, extra ...string) []string {
 
 func (c *controlPlane) startAPIServer(ctx context.Context) error {
 	var err error
-	c.apiserver, err = startProcess(c.binDir, c.path("logs"), "kube-apiserver", c.apiServerArgs(c.apiPort)...)
+	c.apiserver, err = startProcess(c.binDir, c.path("logs"), "kube-apiserver", c.apiServerArgs(c.apiPort, c.auditArgs...)...)
 	if err != nil {
 		return err
 	}

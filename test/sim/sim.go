@@ -48,7 +48,10 @@ type Options struct {
 	// GuestClusters starts a control plane for each guest cluster a VM is
 	// labelled with, and lets running VMs join it as Nodes.
 	GuestClusters bool
-	Log           *slog.Logger
+	// AuditLog, when set, is the file kube-apiserver logs every request
+	// to (audit level Metadata, JSON lines), for counting API requests.
+	AuditLog string
+	Log      *slog.Logger
 }
 
 // Validate returns every problem with the options at once.
@@ -92,7 +95,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		os.Remove(filepath.Join(o.StateDir, PIDFile))
 	}()
 
-	cp, err := newControlPlane(o.BinDir, o.StateDir)
+	cp, err := newControlPlane(o.BinDir, o.StateDir, o.AuditLog)
 	if err != nil {
 		return err
 	}

@@ -48,10 +48,21 @@ func (s *Sim) NewMachines(dir, cluster string) (*Machines, error) {
 	return m, nil
 }
 
-// Run runs rancher-machine with args and returns its combined output.
-func (m *Machines) Run(ctx context.Context, args ...string) (string, error) {
+// Setenv adds environment variables ("KEY=value") to every later command,
+// as Rancher passes the driver's settings (HARVESTER_IMAGE_NAME, ...).
+func (m *Machines) Setenv(kv ...string) { m.env = append(m.env, kv...) }
+
+// Command is rancher-machine with args in the machines' environment, not
+// started.
+func (m *Machines) Command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, m.bin, args...)
 	cmd.Env = m.env
+	return cmd
+}
+
+// Run runs rancher-machine with args and returns its combined output.
+func (m *Machines) Run(ctx context.Context, args ...string) (string, error) {
+	cmd := m.Command(ctx, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -63,11 +74,23 @@ func (m *Machines) Run(ctx context.Context, args ...string) (string, error) {
 // Create creates machine name as Rancher does: the driver flags in the
 // given order, --harvester-cluster-name last.
 func (m *Machines) Create(ctx context.Context, name string, flags ...string) (string, error) {
+	return m.Run(ctx, m.CreateArgs(name, flags...)...)
+}
+
+// CreateArgs are the arguments of `rancher-machine create` as Rancher gives
+// them: the driver flags in the given order, --harvester-cluster-name last.
+func (m *Machines) CreateArgs(name string, flags ...string) []string {
 	args := append([]string{"create", "--driver=harvester", "--custom-install-script=" + m.script}, flags...)
-	return m.Run(ctx, append(args, "--harvester-cluster-name="+m.Cluster, name)...)
+	return append(args, "--harvester-cluster-name="+m.Cluster, name)
+}
+
+// RemoveArgs are the arguments of `rancher-machine rm` as Rancher's
+// delete job gives them.
+func (m *Machines) RemoveArgs(names ...string) []string {
+	return append([]string{"rm", "-y", "--update-config"}, names...)
 }
 
 // Remove removes machines as Rancher's delete job does.
 func (m *Machines) Remove(ctx context.Context, names ...string) (string, error) {
-	return m.Run(ctx, append([]string{"rm", "-y", "--update-config"}, names...)...)
+	return m.Run(ctx, m.RemoveArgs(names...)...)
 }

@@ -1,0 +1,112 @@
+package driver
+
+import (
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+// seenFresh is how long a VM or VMI the process saw (created, or in a
+// watch) answers GetState and GetIP without another read: rancher-machine
+// asks both right after Create returns.
+const seenFresh = 30 * time.Second
+
+// seen is what one process (one rancher-machine command) has read, so that
+// nothing is read twice: images and key pairs for the whole process (the
+// pre-create check reads them, Create uses them), the machine's VM and
+// VMI while fresh. Every change the driver makes to the VM or VMI forgets
+// them.
+type seen struct {
+	mu      sync.Mutex     // the VM watch of a wait updates vm
+	objects map[string]any // read once per process: "get image ns/name", "get key pair ns/name"
+	vm, vmi sighting
+}
+
+// sighting is an object the process saw, and when.
+type sighting struct {
+	obj interface {
+		metav1.Object
+		runtime.Object
+	}
+	at time.Time
+}
+
+// fresh is a copy of the object when it is namespace/name and was seen
+// within seenFresh, else nil.
+func (g sighting) fresh(ns, name string) runtime.Object {
+	if g.obj == nil || g.obj.GetNamespace() != ns || g.obj.GetName() != name || time.Since(g.at) > seenFresh {
+		return nil
+	}
+	return g.obj.DeepCopyObject()
+}
+
+func (s *seen) object(key string) any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.objects[key]
+}
+
+func (s *seen) rememberObject(key string, v any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.objects == nil {
+		s.objects = map[string]any{}
+	}
+	s.objects[key] = v
+}
+
+// readOnce returns what read returns, reading only the first time key is
+// asked for in this process.
+func readOnce[T any](s *seen, key string, read func() (*T, error)) (*T, error) {
+	if v, ok := s.object(key).(*T); ok {
+		return v, nil
+	}
+	v, err := read()
+	if err == nil {
+		s.rememberObject(key, v)
+	}
+	return v, err
+}
+
+func (s *seen) rememberVM(vm *kubevirtv1.VirtualMachine) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.vm = sighting{vm.DeepCopy(), time.Now()}
+}
+
+// rememberVMI keeps vmi (nil: forget it).
+func (s *seen) rememberVMI(vmi *kubevirtv1.VirtualMachineInstance) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.vmi = sighting{}
+	if vmi != nil {
+		s.vmi = sighting{vmi.DeepCopy(), time.Now()}
+	}
+}
+
+// freshVM is the VM seen within seenFresh, or nil.
+func (s *seen) freshVM(ns, name string) *kubevirtv1.VirtualMachine {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vm, _ := s.vm.fresh(ns, name).(*kubevirtv1.VirtualMachine)
+	return vm
+}
+
+// freshVMI is the VMI seen within seenFresh, or nil.
+func (s *seen) freshVMI(ns, name string) *kubevirtv1.VirtualMachineInstance {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vmi, _ := s.vmi.fresh(ns, name).(*kubevirtv1.VirtualMachineInstance)
+	return vmi
+}
+
+// forgetMachine drops the VM and VMI: the driver is changing them.
+func (s *seen) forgetMachine() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.vm, s.vmi = sighting{}, sighting{}
+}

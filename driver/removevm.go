@@ -1,0 +1,103 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+)
+
+// removeWithVM removes a machine whose VM takes everything with it (see
+// removal.withVM): it names the volumes in the VM's annotation
+// harvesterhci.io/removedPersistentVolumeClaims (one patch, only when it
+// differs), deletes the VM of the recorded UID (Harvester deletes the named
+// volumes, the garbage collector the VM instance and the Secret the VM
+// owns once the VM is gone), deletes itself any of the machine's volumes
+// the VM does not use, and waits with one watch until the Secret is gone
+// (so the VM is) and one until the volumes are (a volume is released only
+// once no VM instance uses it).
+func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal) error {
+	ns, vm := d.VMNamespace, r.vm
+	claims := sortedKeys(r.claims)
+	rv := vm.ResourceVersion
+	if want := strings.Join(claims, ","); vm.Annotations[AnnotationRemovedPVCs] != want {
+		patched, err := api.patchVMAnnotations(ctx, ns, vm.Name, vm.UID, map[string]string{AnnotationRemovedPVCs: want})
+		switch {
+		case apierrors.IsNotFound(err), err == nil && patched.DeletionTimestamp != nil:
+			// Deleted meanwhile by someone else, maybe before Harvester
+			// saw the annotation: find and delete what is left one by one.
+			return d.removeMachineOf(ctx, api, nil)
+		case err != nil:
+			return fmt.Errorf("record the volumes to remove: %w", err)
+		}
+		rv = patched.ResourceVersion
+	}
+	log.Infof("%s: deleting VM %s/%s (UID %s) with its instance, cloud-init Secret and volumes", d.MachineName, ns, vm.Name, vm.UID)
+	if err := api.deleteVM(ctx, ns, vm.Name, vm.UID); err != nil {
+		return err
+	}
+	used := map[string]bool{}
+	for _, c := range ClaimsToRemove(vm) {
+		used[c] = true
+	}
+	var errs []error
+	for _, c := range claims {
+		if !used[c] {
+			log.Infof("%s: deleting volume %s/%s", d.MachineName, ns, c)
+			errs = append(errs, api.deletePVC(ctx, ns, c, r.claims[c]))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := d.waitSecretGone(ctx, api, vm, rv); err != nil {
+		return err
+	}
+	pvcs := kubeapi.KindOf[*corev1.PersistentVolumeClaimList](kindPVC, &corev1.PersistentVolumeClaim{}, api.kube.CoreV1().PersistentVolumeClaims(ns))
+	err := kubeapi.WaitGoneFrom(ctx, pvcs, d.ownerSelector(d.MachineName), r.listedAt, claims)
+	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
+		var targets []goneTarget
+		for _, c := range claims {
+			targets = append(targets, goneTarget{kindPVC, c, r.claims[c]})
+		}
+		err = d.waitRemoved(ctx, api, targets)
+	}
+	if err != nil {
+		return d.goneError(ctx, kindPVC+"s "+strings.Join(claims, ", "), err)
+	}
+	log.Infof("%s: removed %s", d.MachineName, r.describe())
+	return nil
+}
+
+// waitSecretGone waits, watching from resource version rv, until the
+// cloud-init Secret the VM owns is gone: the garbage collector deletes it
+// once the VM itself is gone, so this waits for both.
+func (d *Driver) waitSecretGone(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine, rv string) error {
+	name := userDataSecretOf(vm)
+	secrets := kubeapi.KindOf[*corev1.SecretList](kindSecret, &corev1.Secret{}, api.kube.CoreV1().Secrets(d.VMNamespace))
+	_, err := kubeapi.WaitFrom(ctx, secrets, name, rv, func(cur *corev1.Secret) (bool, error) {
+		return cur == nil, nil
+	})
+	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
+		err = d.waitRemoved(ctx, api, []goneTarget{{kindVM, vm.Name, vm.UID}, {kindSecret, name, ""}})
+	}
+	if err != nil {
+		return d.goneError(ctx, "VM "+vm.Name+" and Secret "+name, err)
+	}
+	return nil
+}
+
+// goneError explains a wait for deletion that did not end.
+func (d *Driver) goneError(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("timed out after %s waiting for %s in %s to be deleted", d.waitTimeout(), what, d.VMNamespace)
+	}
+	return apiError("watch "+what, err)
+}

@@ -1,0 +1,153 @@
+package driver
+
+import (
+	"strings"
+	"testing"
+
+	authv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func rule(verbs, groups, resources, names []string) authv1.ResourceRule {
+	return authv1.ResourceRule{Verbs: verbs, APIGroups: groups, Resources: resources, ResourceNames: names}
+}
+
+func list(s ...string) []string { return s }
+
+func TestRulesAllow(t *testing.T) {
+	getVM := permission{verb: "get", group: "kubevirt.io", resource: "virtualmachines"}
+	createSecret := permission{verb: "create", resource: "secrets"}
+	bindRole := permission{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "harvesterhci.io:cloudprovider"}
+	vmStatus := permission{verb: "update", group: "kubevirt.io", resource: "virtualmachines", subresource: "status"}
+	cases := []struct {
+		name  string
+		rules []authv1.ResourceRule
+		p     permission
+		want  bool
+	}{
+		{"exact", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("virtualmachines"), nil)}, getVM, true},
+		{"other verb", []authv1.ResourceRule{rule(list("list"), list("kubevirt.io"), list("virtualmachines"), nil)}, getVM, false},
+		{"other group", []authv1.ResourceRule{rule(list("get"), list(""), list("virtualmachines"), nil)}, getVM, false},
+		{"core group is the empty string", []authv1.ResourceRule{rule(list("create"), list(""), list("secrets"), nil)}, createSecret, true},
+		{"other resource", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("virtualmachineinstances"), nil)}, getVM, false},
+		{"no rules", nil, getVM, false},
+		{"verb wildcard", []authv1.ResourceRule{rule(list("*"), list("kubevirt.io"), list("virtualmachines"), nil)}, getVM, true},
+		{"group wildcard", []authv1.ResourceRule{rule(list("get"), list("*"), list("virtualmachines"), nil)}, getVM, true},
+		{"resource wildcard", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("*"), nil)}, getVM, true},
+		{"cluster admin", []authv1.ResourceRule{rule(list("*"), list("*"), list("*"), nil)}, bindRole, true},
+		{"spread over rules is not one grant", []authv1.ResourceRule{
+			rule(list("get"), list("other.io"), list("virtualmachines"), nil),
+			rule(list("list"), list("kubevirt.io"), list("virtualmachines"), nil),
+		}, getVM, false},
+		{"second rule grants", []authv1.ResourceRule{
+			rule(list("list"), list("kubevirt.io"), list("virtualmachines"), nil),
+			rule(list("get", "watch"), list("kubevirt.io"), list("virtualmachines"), nil),
+		}, getVM, true},
+		{"resourceNames grant the named object", []authv1.ResourceRule{rule(list("bind"), list("rbac.authorization.k8s.io"), list("clusterroles"), list("harvesterhci.io:cloudprovider"))}, bindRole, true},
+		{"resourceNames of another object", []authv1.ResourceRule{rule(list("bind"), list("rbac.authorization.k8s.io"), list("clusterroles"), list("admin"))}, bindRole, false},
+		{"resourceNames never grant a request without a name", []authv1.ResourceRule{rule(list("create"), list(""), list("secrets"), list("c1-cloudinit"))}, createSecret, false},
+		{"a resource rule does not grant its subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("virtualmachines"), nil)}, vmStatus, false},
+		{"resource/subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("virtualmachines/status"), nil)}, vmStatus, true},
+		{"*/subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("*/status"), nil)}, vmStatus, true},
+		{"*/other subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("*/scale"), nil)}, vmStatus, false},
+		{"a subresource rule does not grant the resource", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("virtualmachines/status"), nil)}, getVM, false},
+		{"*/subresource does not grant the resource", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("*/status"), nil)}, getVM, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := rulesAllow(c.rules, c.p); got != c.want {
+				t.Errorf("rulesAllow(%s) = %v, want %v", c.p, got, c.want)
+			}
+		})
+	}
+}
+
+func TestJudge(t *testing.T) {
+	getVM := permission{verb: "get", group: "kubevirt.io", resource: "virtualmachines"}
+	deleteVM := permission{verb: "delete", group: "kubevirt.io", resource: "virtualmachines"}
+	crb := permission{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", clusterScoped: true}
+	perms := []permission{getVM, deleteVM, crb}
+	grants := []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("virtualmachines"), nil), rule(list("*"), list("*"), list("clusterrolebindings"), nil)}
+	cases := []struct {
+		name   string
+		review *authv1.SubjectRulesReviewStatus
+		want   []permissionVerdict
+	}{
+		{"complete rules decide; cluster-scoped is asked again", &authv1.SubjectRulesReviewStatus{ResourceRules: grants}, []permissionVerdict{allowed, denied, askAgain}},
+		{"incomplete: what is not granted is asked again", &authv1.SubjectRulesReviewStatus{ResourceRules: grants, Incomplete: true}, []permissionVerdict{allowed, askAgain, askAgain}},
+		{"no review: everything is asked", nil, []permissionVerdict{askAgain, askAgain, askAgain}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := judge(c.review, perms)
+			for i := range perms {
+				if got[i] != c.want[i] {
+					t.Errorf("%s: %d, want %d", perms[i], got[i], c.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestCheckPermissionsAsksOnce: complete rules answer every permission
+// with the one review; incomplete rules fall back to an access review for
+// each permission the rules do not grant, and only for those.
+func TestCheckPermissionsAsksOnce(t *testing.T) {
+	all := rule(list("*"), list("*"), list("*"), nil)
+	noSecrets := []authv1.ResourceRule{
+		rule(list("*"), list("kubevirt.io", "harvesterhci.io", "k8s.cni.cncf.io"), list("*"), nil),
+		rule(list("*"), list(""), list("persistentvolumeclaims"), nil),
+	}
+	cases := []struct {
+		name        string
+		rules       []authv1.ResourceRule
+		incomplete  bool
+		accessAllow bool
+		wantReviews int
+		wantDenied  []string
+	}{
+		{"admin", []authv1.ResourceRule{all}, false, false, 0, nil},
+		{"no secrets, complete", noSecrets, false, true, 0, list("get secrets", "list secrets", "watch secrets", "create secrets", "patch secrets", "delete secrets")},
+		{"no secrets, incomplete, access reviews allow", noSecrets, true, true, 6, nil},
+		{"no secrets, incomplete, access reviews deny", noSecrets, true, false, 6, list("list secrets", "watch secrets")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d, f := newFakeDriver(t, testCluster, nil, nil)
+			rulesReviews, accessReviews := 0, 0
+			f.kube.PrependReactor("create", "selfsubjectrulesreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				rulesReviews++
+				r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectRulesReview).DeepCopy()
+				if r.Spec.Namespace != testNS {
+					t.Errorf("rules review of namespace %q", r.Spec.Namespace)
+				}
+				r.Status = authv1.SubjectRulesReviewStatus{ResourceRules: c.rules, Incomplete: c.incomplete}
+				return true, r, nil
+			})
+			f.kube.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				accessReviews++
+				r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview).DeepCopy()
+				r.Status.Allowed = c.accessAllow || r.Spec.ResourceAttributes.Verb != "list" && r.Spec.ResourceAttributes.Verb != "watch"
+				return true, r, nil
+			})
+			got := d.checkPermissions(t.Context(), d.api)
+			if rulesReviews != 1 || accessReviews != c.wantReviews {
+				t.Errorf("%d rules reviews and %d access reviews, want 1 and %d", rulesReviews, accessReviews, c.wantReviews)
+			}
+			var msgs []string
+			for _, e := range got {
+				msgs = append(msgs, e.Error())
+			}
+			joined := strings.Join(msgs, "\n")
+			if len(got) != len(c.wantDenied) {
+				t.Fatalf("problems:\n%s\nwant %d", joined, len(c.wantDenied))
+			}
+			for _, w := range c.wantDenied {
+				if !strings.Contains(joined, "the credential may not "+w+" in namespace "+testNS) {
+					t.Errorf("no problem for %q in:\n%s", w, joined)
+				}
+			}
+		})
+	}
+}

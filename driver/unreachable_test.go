@@ -1,0 +1,110 @@
+package driver
+
+import (
+	"errors"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// kubeconfigFor is testKubeconfig pointing at addr.
+func kubeconfigFor(addr string) string {
+	return strings.Replace(testKubeconfig, "127.0.0.1:6443", addr, 1)
+}
+
+// silentServer accepts connections and never answers; it returns its
+// address.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c) // held open, never read or answered
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		<-done
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+// closedPort is an address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+// TestPreCreateStopsAtFirstConnectionFailure: against a server that never
+// answers (or refuses connections) the pre-create check gives one error
+// saying what failed, after one call's timeout, not one per check.
+func TestPreCreateStopsAtFirstConnectionFailure(t *testing.T) {
+	cases := []struct {
+		name string
+		addr func(*testing.T) string
+		want string
+	}{
+		{"accepts but never answers", silentServer, "no answer within 1s (--" + FlagAPITimeout + ")"},
+		{"refuses connections", closedPort, "connection refused"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			addr := c.addr(t)
+			d := New()
+			d.Config = baseConfig()
+			d.MachineName = testMachine
+			d.KubeconfigContent = kubeconfigFor(addr)
+			d.APITimeoutSeconds = 1
+			start := time.Now()
+			err := d.PreCreateCheck()
+			took := time.Since(start)
+			if !errors.Is(err, ErrUnreachable) {
+				t.Fatalf("got %v, want ErrUnreachable", err)
+			}
+			msg := err.Error()
+			for _, want := range []string{"cannot reach the Harvester API server at https://" + addr, c.want, "read Harvester setting server-version"} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error lacks %q: %v", want, msg)
+				}
+			}
+			if n := strings.Count(msg, "\n"); n > 0 {
+				t.Errorf("%d lines, want one error: %v", n+1, msg)
+			}
+			if took > 10*time.Second {
+				t.Errorf("took %s: the check went on after the first failure", took)
+			}
+		})
+	}
+}
+
+func TestConnectionFailureIgnoresAnswers(t *testing.T) {
+	if _, ok := connectionFailure(internal("boom"), "1s"); ok {
+		t.Error("an API answer counted as a connection failure")
+	}
+	if _, ok := connectionFailure(nil, "1s"); ok {
+		t.Error("nil counted")
+	}
+	if why, ok := connectionFailure(&net.DNSError{Err: "no such host", Name: "harvester.invalid", IsNotFound: true}, "1s"); !ok || !strings.Contains(why, "DNS") {
+		t.Errorf("DNS: %q %v", why, ok)
+	}
+}

@@ -1,0 +1,70 @@
+// Command harvester-bench is `make bench`: it measures the driver against
+// the simulated Harvester (test/bench), prints the table and writes
+// docs/benchmarks.md and its plot.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/harvester-kit/harvester-machine/test/bench"
+	"github.com/harvester-kit/harvester-machine/test/simtest"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "harvester-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	root, err := simtest.RepoRoot()
+	if err != nil {
+		return err
+	}
+	o := bench.Options{Root: root, Log: os.Stderr}
+	var pools string
+	flag.DurationVar(&o.ScheduleDelay, "schedule-delay", 100*time.Millisecond, "simulator: VMI Pending to Scheduled")
+	flag.DurationVar(&o.BootDelay, "boot-delay", 200*time.Millisecond, "simulator: Scheduled to Running")
+	flag.DurationVar(&o.IPDelay, "ip-delay", 200*time.Millisecond, "simulator: Running to address reported")
+	flag.IntVar(&o.SingleRuns, "single", 5, "machines created one after another (the pool of 1)")
+	flag.StringVar(&pools, "pools", "10,50", "sizes of the pools created concurrently, comma-separated (empty: none)")
+	flag.IntVar(&o.StartupRuns, "startup-runs", 10, "driver start-ups timed")
+	flag.StringVar(&o.DocPath, "doc", filepath.Join(root, "docs", "benchmarks.md"), "document to write the results into (its generated part)")
+	flag.StringVar(&o.PlotPath, "plot", filepath.Join(root, "docs", "benchmarks-overhead.png"), "PNG plot of create overhead against pool size")
+	flag.Parse()
+	for _, f := range strings.Split(pools, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return fmt.Errorf("--pools: %q is not a list of pool sizes (e.g. 10,50)", pools)
+		}
+		o.Pools = append(o.Pools, n)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Minute)
+	defer cancel()
+	r, err := bench.Run(ctx, o)
+	if err != nil {
+		return err
+	}
+	t := r.Table()
+	fmt.Print(t.Markdown())
+	fmt.Print("\nAPI requests per machine:\n" + r.Breakdown())
+	if missed := t.Missed(); len(missed) > 0 {
+		fmt.Printf("\nTARGETS MISSED: %s (docs/benchmarks.md says why and what would fix it)\n", strings.Join(missed, "; "))
+	}
+	return r.WriteDoc(o.DocPath, o.PlotPath)
+}
