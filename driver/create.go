@@ -17,6 +17,9 @@ import (
 // cleanupTimeout bounds the rollback of a failed create.
 const cleanupTimeout = 5 * time.Minute
 
+// errNameTaken: a create failed because an object of that name exists.
+var errNameTaken = errors.New("the name is taken")
+
 // Create creates the machine's cloud-init Secret and VM, both labelled with
 // the machine's ID, records the VM's UID and waits until the VM runs and has
 // an address. If any step fails, what this create made is removed again;
@@ -37,18 +40,26 @@ func (d *Driver) Create() (err error) {
 	if err != nil {
 		return err
 	}
-	if err := d.createSecret(ctx, api, secret); err != nil {
+	// A create whose answer was lost (a timeout while the API server was
+	// frozen, a connection cut) may still have been applied: its undo is
+	// registered unless the name was taken by another object.
+	err = d.createSecret(ctx, api, secret)
+	if !errors.Is(err, errNameTaken) {
+		undo.add(func(c context.Context) error { return d.removeOwnSecret(c, api, secret.Name) })
+	}
+	if err != nil {
 		return err
 	}
-	undo.add(func(c context.Context) error { return d.removeOwnSecret(c, api, secret.Name) })
 
 	log.Infof("%s: creating VM %s/%s (%d CPU, %d GiB, %d disk(s), %d NIC(s))", d.MachineName, d.VMNamespace, vm.Name, plan.CPU, plan.MemoryGiB, len(plan.Disks), len(plan.NICs))
 	created, err := d.createVM(ctx, api, vm)
+	if !errors.Is(err, errNameTaken) {
+		undo.add(func(c context.Context) error { return d.removeMachine(c, api) })
+	}
 	if err != nil {
 		return err
 	}
 	d.VMUID = string(created.UID)
-	undo.add(func(c context.Context) error { return d.removeMachine(c, api) })
 
 	if err := d.adoptSecret(ctx, api, secret.Name, created); err != nil {
 		return err
@@ -139,7 +150,7 @@ func (d *Driver) createSecret(ctx context.Context, api *harvesterAPI, secret *co
 	log.Infof("%s: creating cloud-init Secret %s/%s", d.MachineName, d.VMNamespace, secret.Name)
 	_, err := api.createSecret(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create Secret: a Secret named %s already exists in namespace %s (another machine of this name?); nothing was created", secret.Name, d.VMNamespace)
+		return fmt.Errorf("create Secret: a Secret named %s already exists in namespace %s (another machine of this name?); nothing was created: %w", secret.Name, d.VMNamespace, errNameTaken)
 	}
 	return err
 }
@@ -147,7 +158,7 @@ func (d *Driver) createSecret(ctx context.Context, api *harvesterAPI, secret *co
 func (d *Driver) createVM(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 	created, err := api.createVM(ctx, vm)
 	if apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("create VM: a VM named %s already exists in namespace %s", vm.Name, d.VMNamespace)
+		return nil, fmt.Errorf("create VM: a VM named %s already exists in namespace %s: %w", vm.Name, d.VMNamespace, errNameTaken)
 	}
 	return created, err
 }

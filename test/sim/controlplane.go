@@ -26,6 +26,8 @@ type controlPlane struct {
 	kcmPort     int
 
 	etcd, apiserver, kcm *process
+	// frozen continues a kube-apiserver stopped by freeze-apiserver.
+	frozen *time.Timer
 }
 
 func (c *controlPlane) path(parts ...string) string {
@@ -162,6 +164,7 @@ func (c *controlPlane) waitAPIServer(ctx context.Context) error {
 // restartAPIServer stops kube-apiserver and starts it again on the same port,
 // as a fault for reliability tests.
 func (c *controlPlane) restartAPIServer(ctx context.Context) error {
+	c.thaw()
 	c.apiserver.stop(10 * time.Second)
 	return c.startAPIServer(ctx)
 }
@@ -190,6 +193,7 @@ func (c *controlPlane) startControllerManager(ctx context.Context) error {
 }
 
 func (c *controlPlane) stop() {
+	c.thaw()
 	c.kcm.stop(5 * time.Second)
 	c.apiserver.stop(10 * time.Second)
 	c.etcd.stop(10 * time.Second)
