@@ -83,8 +83,12 @@ func TestCreateRollsBackWhenVMCreateFails(t *testing.T) {
 	if err == nil {
 		t.Fatalf("create succeeded despite the fault:\n%s", out)
 	}
-	if !strings.Contains(out, "create VM") {
-		t.Errorf("error does not say the VM create failed:\n%s", out)
+	// The Secret existed when the VM was refused; the error names the
+	// admission rejection; newRM's cleanup checks no Secret, VM or PVC is left.
+	for _, want := range []string{"creating cloud-init Secret", "create VM", "harvester-sim fault: creates of virtualmachines.kubevirt.io are rejected", "removing what it created"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
 
@@ -102,6 +106,7 @@ func TestTimeoutSaysWhatWasSeen(t *testing.T) {
 	if !strings.Contains(out, "timed out") || !strings.Contains(out, "Scheduling") {
 		t.Errorf("timeout error does not say what was last seen:\n%s", out)
 	}
+	r.mustRun("rm", "-y", "--update-config", name)
 }
 
 // TestNoIPHintsAtGuestAgent: without the agent no address appears, and the
