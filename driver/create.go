@@ -114,7 +114,10 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *
 	for _, ref := range refs {
 		img, err := api.getImage(ctx, ref)
 		if err != nil {
-			return VMPlan{}, nil, nil, err
+			return VMPlan{}, nil, nil, notFoundOr(err, fmt.Sprintf("image %s does not exist; nothing was created", ref))
+		}
+		if ok, msg := conditionTrue(img.Status.Conditions, "Imported"); !ok {
+			return VMPlan{}, nil, nil, fmt.Errorf("image %s is not imported (condition Imported is not True%s); nothing was created", ref, suffix(msg))
 		}
 		images[ref.String()] = ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
 	}
@@ -123,6 +126,13 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *
 		return plan, nil, nil, fmt.Errorf("plan VM: %w", err)
 	}
 	plan = plan.OwnedBy(d.MachineID)
+	// The networks may have gone since the pre-create check; KubeVirt would
+	// only fail to start the VM.
+	for _, nic := range plan.NICs {
+		if err := api.getNetwork(ctx, nic.Network); err != nil {
+			return plan, nil, nil, notFoundOr(err, fmt.Sprintf("network %s does not exist; nothing was created", nic.Network))
+		}
+	}
 	keys, err := d.prepareSSHKeys(ctx, api, plan.KeyPair)
 	if err != nil {
 		return plan, nil, nil, err

@@ -30,8 +30,17 @@ func newCreateDriver(t *testing.T) (*Driver, fakeHarvester) {
 	img.SetKind("VirtualMachineImage")
 	img.SetNamespace(testNS)
 	img.SetName("ubuntu-22.04")
-	img.Object["status"] = map[string]any{"storageClassName": "longhorn-ubuntu", "virtualSize": int64(1 << 30)}
+	img.Object["status"] = map[string]any{"storageClassName": "longhorn-ubuntu", "virtualSize": int64(1 << 30),
+		"conditions": []any{map[string]any{"type": "Imported", "status": "True"}}}
 	if err := f.dyn.Tracker().Add(img); err != nil {
+		t.Fatal(err)
+	}
+	nad := &unstructured.Unstructured{}
+	nad.SetAPIVersion("k8s.cni.cncf.io/v1")
+	nad.SetKind("NetworkAttachmentDefinition")
+	nad.SetNamespace(testNS)
+	nad.SetName("vlan1")
+	if err := f.dyn.Tracker().Create(gvrNetwork, nad, testNS); err != nil {
 		t.Fatal(err)
 	}
 	return d, f

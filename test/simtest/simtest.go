@@ -160,3 +160,17 @@ func (s *Sim) Stop() error {
 
 // PID is the simulator process's id.
 func (s *Sim) PID() int { return s.cmd.Process.Pid }
+
+// Fault runs `bin/harvester-sim fault ARGS...` against this simulator; it
+// returns once the fault is in effect (test/sim/fault).
+func (s *Sim) Fault(ctx context.Context, args ...string) error {
+	bin, err := Bin("harvester-sim")
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, bin, append([]string{"fault", "--state-dir", s.Dir}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("harvester-sim fault %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
