@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -173,4 +174,36 @@ func (s *Sim) Fault(ctx context.Context, args ...string) error {
 		return fmt.Errorf("harvester-sim fault %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return nil
+}
+
+// APIServerAway makes kube-apiserver go away with `fault restart-apiserver`
+// or `fault freeze-apiserver DURATION` (args) and returns once it is away: the
+// old process gone (a restart; the new one starts serving some seconds
+// later) or stopped (a freeze). The channel reports the fault command's end.
+func (s *Sim) APIServerAway(ctx context.Context, args ...string) (<-chan error, error) {
+	done := make(chan error, 1)
+	if len(args) == 0 || args[0] != "restart-apiserver" {
+		done <- s.Fault(ctx, args...) // a freeze returns once the process is stopped
+		return done, nil
+	}
+	data, err := os.ReadFile(filepath.Join(s.Dir, "apiserver.pid"))
+	if err != nil {
+		return nil, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return nil, fmt.Errorf("apiserver.pid: %w", err)
+	}
+	go func() { done <- s.Fault(ctx, args...) }()
+	// A process has no watch: poll until the old kube-apiserver has exited.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for syscall.Kill(pid, 0) == nil {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("kube-apiserver %d did not stop: %w", pid, ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return done, nil
 }

@@ -64,53 +64,96 @@ func vmiKind() kubeapi.Kind {
 	return kubeapi.KindOf[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, virt.KubevirtV1().VirtualMachineInstances(namespace))
 }
 
+// The two moments an API server fault hits a command: "calls": the
+// server is away when the command starts (its calls meet refused
+// connections, or no answer, and are retried within their deadline);
+// "waits": it goes away once the command has made its first change (its
+// watches break and resume).
+var faultMoments = []string{"calls", "waits"}
+
+// away makes kube-apiserver go away (restart or freeze) and returns once it
+// is; the channel reports the fault command's end.
+func away(t *testing.T, args []string) <-chan error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	done, err := sim.APIServerAway(ctx, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return done
+}
+
 // TestAPIServerFaultDuringCreate: kube-apiserver restarted, or frozen for
-// 6 s, right after the create made the cloud-init Secret (while it creates
-// the VM and waits for it): the driver's calls are retried within their
-// deadline and its watches resume, so the create completes; rm cleans up.
+// 6 s, as the create starts or right after it made the cloud-init Secret
+// (while it creates the VM and waits for it): the create completes; rm
+// cleans up.
 func TestAPIServerFaultDuringCreate(t *testing.T) {
 	for i, f := range apiServerFaults {
-		t.Run(f.name, func(t *testing.T) {
-			cluster := fmt.Sprintf("e2e-apicr%d", i)
-			name := cluster + "-pool1-a0000"
-			r := newRM(t, cluster)
-			done := background(func() (string, error) { return r.create(name, imageAndNet...) })
-			waitObject(t, secretKind(), name+"-cloudinit", func(s *corev1.Secret) bool { return s != nil })
-			simFault(t, f.args...)
-			res := <-done
-			if res.err != nil {
-				t.Fatalf("create did not survive the kube-apiserver %s: %v\n%s", f.name, res.err, res.out)
-			}
-			if s := status(t, r, name); s != "Running" {
-				t.Errorf("status after the create: %q, want Running", s)
-			}
-			r.mustRun("rm", "-y", "--update-config", name)
-		})
+		for _, moment := range faultMoments {
+			t.Run(f.name+"/"+moment, func(t *testing.T) {
+				cluster := fmt.Sprintf("e2e-apicr%d%c", i, moment[0])
+				name := cluster + "-pool1-a0000"
+				r := newRM(t, cluster)
+				var faulted <-chan error
+				if moment == "calls" {
+					faulted = away(t, f.args)
+				}
+				done := background(func() (string, error) { return r.create(name, imageAndNet...) })
+				if moment == "waits" {
+					waitObject(t, secretKind(), name+"-cloudinit", func(s *corev1.Secret) bool { return s != nil })
+					faulted = away(t, f.args)
+				}
+				res := <-done
+				if err := <-faulted; err != nil {
+					t.Fatal(err)
+				}
+				if res.err != nil {
+					t.Fatalf("create did not survive the kube-apiserver %s: %v\n%s", f.name, res.err, res.out)
+				}
+				if s := status(t, r, name); s != "Running" {
+					t.Errorf("status after the create: %q, want Running", s)
+				}
+				r.mustRun("rm", "-y", "--update-config", name)
+			})
+		}
 	}
 }
 
-// TestAPIServerFaultDuringRemove: the same faults right after rm made its
-// first change (the VM's removedPersistentVolumeClaims annotation): the
-// removal completes and leaves nothing.
+// TestAPIServerFaultDuringRemove: the same faults as rm starts, or right
+// after it made its first change (the VM's removedPersistentVolumeClaims
+// annotation): the removal completes and leaves nothing.
 func TestAPIServerFaultDuringRemove(t *testing.T) {
 	for i, f := range apiServerFaults {
-		t.Run(f.name, func(t *testing.T) {
-			cluster := fmt.Sprintf("e2e-apirm%d", i)
-			name := cluster + "-pool1-a0000"
-			r := newRM(t, cluster)
-			r.mustCreate(name, imageAndNet...)
-			done := background(func() (string, error) { return r.run("rm", "-y", "--update-config", name) })
-			waitObject(t, vmKind(), name, func(vm *kubevirtv1.VirtualMachine) bool {
-				return vm == nil || vm.Annotations["harvesterhci.io/removedPersistentVolumeClaims"] != ""
+		for _, moment := range faultMoments {
+			t.Run(f.name+"/"+moment, func(t *testing.T) {
+				cluster := fmt.Sprintf("e2e-apirm%d%c", i, moment[0])
+				name := cluster + "-pool1-a0000"
+				r := newRM(t, cluster)
+				r.mustCreate(name, imageAndNet...)
+				var faulted <-chan error
+				if moment == "calls" {
+					faulted = away(t, f.args)
+				}
+				done := background(func() (string, error) { return r.run("rm", "-y", "--update-config", name) })
+				if moment == "waits" {
+					waitObject(t, vmKind(), name, func(vm *kubevirtv1.VirtualMachine) bool {
+						return vm == nil || vm.Annotations["harvesterhci.io/removedPersistentVolumeClaims"] != ""
+					})
+					faulted = away(t, f.args)
+				}
+				res := <-done
+				if err := <-faulted; err != nil {
+					t.Fatal(err)
+				}
+				if res.err != nil {
+					t.Fatalf("rm did not survive the kube-apiserver %s: %v\n%s", f.name, res.err, res.out)
+				}
+				if ls := r.stdout("ls", "-q"); ls != "" {
+					t.Errorf("rancher-machine still lists %q", ls)
+				}
 			})
-			simFault(t, f.args...)
-			if res := <-done; res.err != nil {
-				t.Fatalf("rm did not survive the kube-apiserver %s: %v\n%s", f.name, res.err, res.out)
-			}
-			if ls := r.stdout("ls", "-q"); ls != "" {
-				t.Errorf("rancher-machine still lists %q", ls)
-			}
-		})
+		}
 	}
 }
 
