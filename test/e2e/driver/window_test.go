@@ -84,7 +84,8 @@ func TestChangedBetweenPreCreateAndCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	imported := func(u *unstructured.Unstructured) bool { return condition(u, "Imported") == "True" }
 	validated := func(u *unstructured.Unstructured) bool { return condition(u, "validated") == "True" }
 	cases := []struct {
@@ -96,27 +97,27 @@ func TestChangedBetweenPreCreateAndCreate(t *testing.T) {
 			if err := dyn.Resource(imageGVR).Namespace(namespace).Delete(ctx, "e2e-window-img", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitGone(t, dyn, imageGVR, "e2e-window-img")
+			waitGone(ctx, t, dyn, imageGVR, "e2e-window-img")
 		}, "image default/e2e-window-img does not exist; nothing was created"},
 		{"image not imported", func(t *testing.T) {
 			patch := []byte(`{"metadata":{"annotations":{"sim.harvesterhci.io/import":"fail"}}}`)
 			if _, err := dyn.Resource(imageGVR).Namespace(namespace).Patch(ctx, "e2e-window-img", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitCond(t, dyn, imageGVR, "e2e-window-img", func(u *unstructured.Unstructured) bool { return condition(u, "Imported") == "False" })
+			waitCond(ctx, t, dyn, imageGVR, "e2e-window-img", func(u *unstructured.Unstructured) bool { return condition(u, "Imported") == "False" })
 		}, "image default/e2e-window-img is not imported (condition Imported is not True: simulated import failure"},
 		{"network deleted", func(t *testing.T) {
 			if err := dyn.Resource(networkGVR).Namespace(namespace).Delete(ctx, "e2e-window-net", metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitGone(t, dyn, networkGVR, "e2e-window-net")
+			waitGone(ctx, t, dyn, networkGVR, "e2e-window-net")
 		}, "network default/e2e-window-net does not exist; nothing was created"},
 		{"key pair not validated", func(t *testing.T) {
 			patch := []byte(`{"spec":{"publicKey":"not a key"}}`)
 			if _, err := dyn.Resource(keyPairGVR).Namespace(namespace).Patch(ctx, "e2e-window-key", "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			waitCond(t, dyn, keyPairGVR, "e2e-window-key", func(u *unstructured.Unstructured) bool { return condition(u, "validated") == "False" })
+			waitCond(ctx, t, dyn, keyPairGVR, "e2e-window-key", func(u *unstructured.Unstructured) bool { return condition(u, "validated") == "False" })
 		}, "--harvester-key-pair-name: key pair default/e2e-window-key is not validated"},
 	}
 	for _, c := range cases {
@@ -166,15 +167,13 @@ func newInProcessDriver(t *testing.T, name string, values flagValues) *driver.Dr
 	return d
 }
 
-func waitGone(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, name string) {
+func waitGone(ctx context.Context, t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, name string) {
 	t.Helper()
-	waitCond(t, dyn, gvr, name, simtest.Gone)
+	waitCond(ctx, t, dyn, gvr, name, simtest.Gone)
 }
 
-func waitCond(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, name string, cond func(*unstructured.Unstructured) bool) {
+func waitCond(ctx context.Context, t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, name string, cond func(*unstructured.Unstructured) bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	if err := simtest.WaitObject(ctx, dyn, gvr, namespace, name, cond); err != nil {
 		t.Fatal(err)
 	}
