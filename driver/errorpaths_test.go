@@ -81,6 +81,12 @@ func TestCreateRollsBack(t *testing.T) {
 			"create VM " + testNS + "/" + testMachine + ": Internal error occurred: boom"},
 		{"adopting the Secret fails after the VM is made", func(f fakeHarvester) { fail(f.kube, "update", "secrets", internal("boom")) },
 			"set the owner (update Secret " + testNS + "/" + UserDataSecretName(testMachine) + "): Internal error occurred: boom"},
+		{"the VM create is applied but its answer lost", func(f fakeHarvester) {
+			f.virt.PrependReactor("create", "virtualmachines", appliedButLost(f.virt.Tracker()))
+		}, "create VM " + testNS + "/" + testMachine + ": " + context.DeadlineExceeded.Error()},
+		{"the Secret create is applied but its answer lost", func(f fakeHarvester) {
+			f.kube.PrependReactor("create", "secrets", appliedButLost(f.kube.Tracker()))
+		}, "create Secret " + testNS + "/" + UserDataSecretName(testMachine) + ": " + context.DeadlineExceeded.Error()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -95,6 +101,18 @@ func TestCreateRollsBack(t *testing.T) {
 			}
 			assertGone(t, f)
 		})
+	}
+}
+
+// appliedButLost stores the created object and then answers as a call
+// whose deadline ran out (the API server frozen, the connection cut).
+func appliedButLost(tracker k8stesting.ObjectTracker) k8stesting.ReactionFunc {
+	return func(a k8stesting.Action) (bool, runtime.Object, error) {
+		create := a.(k8stesting.CreateAction)
+		if err := tracker.Create(a.GetResource(), create.GetObject(), a.GetNamespace()); err != nil {
+			return true, nil, err
+		}
+		return true, nil, context.DeadlineExceeded
 	}
 }
 
