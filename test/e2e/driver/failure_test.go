@@ -103,8 +103,11 @@ func TestTimeoutSaysWhatWasSeen(t *testing.T) {
 	if err == nil {
 		t.Fatalf("create succeeded:\n%s", out)
 	}
-	if !strings.Contains(out, "timed out") || !strings.Contains(out, "Scheduling") {
-		t.Errorf("timeout error does not say what was last seen:\n%s", out)
+	// The cause: the phase, the condition and the scheduler's event.
+	for _, want := range []string{"timed out after 5s", "last seen: phase Scheduling", "conditions: PodScheduled=False", "held in Scheduling by the simulator fault", "FailedScheduling"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("timeout error lacks %q:\n%s", want, out)
+		}
 	}
 	r.mustRun("rm", "-y", "--update-config", name)
 }
