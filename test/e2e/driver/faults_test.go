@@ -96,6 +96,7 @@ func TestAPIServerFaultDuringCreate(t *testing.T) {
 				name := cluster + "-pool1-a0000"
 				r := newRM(t, cluster)
 				var faulted <-chan error
+				start := time.Now()
 				if moment == "calls" {
 					faulted = away(t, f.args)
 				}
@@ -105,9 +106,11 @@ func TestAPIServerFaultDuringCreate(t *testing.T) {
 					faulted = away(t, f.args)
 				}
 				res := <-done
+				took := time.Since(start)
 				if err := <-faulted; err != nil {
 					t.Fatal(err)
 				}
+				t.Logf("create took %s; the fault command ended %s after it started", took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 				if res.err != nil {
 					t.Fatalf("create did not survive the kube-apiserver %s: %v\n%s", f.name, res.err, res.out)
 				}
@@ -132,6 +135,7 @@ func TestAPIServerFaultDuringRemove(t *testing.T) {
 				r := newRM(t, cluster)
 				r.mustCreate(name, imageAndNet...)
 				var faulted <-chan error
+				start := time.Now()
 				if moment == "calls" {
 					faulted = away(t, f.args)
 				}
@@ -143,9 +147,11 @@ func TestAPIServerFaultDuringRemove(t *testing.T) {
 					faulted = away(t, f.args)
 				}
 				res := <-done
+				took := time.Since(start)
 				if err := <-faulted; err != nil {
 					t.Fatal(err)
 				}
+				t.Logf("rm took %s; the fault command ended %s after it started", took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 				if res.err != nil {
 					t.Fatalf("rm did not survive the kube-apiserver %s: %v\n%s", f.name, res.err, res.out)
 				}
