@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -30,10 +31,9 @@ func waitPVCGone(t *testing.T, name string) {
 // is in effect (test/sim/fault).
 func simFault(t *testing.T, args ...string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := sim.Fault(ctx, args...); err != nil {
-		t.Fatal(err)
+	out, err := exec.Command(filepath.Join(binDir, "harvester-sim"), append([]string{"fault", "--state-dir", sim.Dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("harvester-sim fault %v: %v\n%s", args, err, out)
 	}
 }
 
