@@ -19,6 +19,9 @@ import (
 // cleanupTimeout bounds the rollback of a failed create.
 const cleanupTimeout = 5 * time.Minute
 
+// errNameTaken: a create failed because an object of that name exists.
+var errNameTaken = errors.New("the name is taken")
+
 // Create creates the machine's cloud-init Secret and VM, both labelled with
 // the machine's ID, makes the VM the Secret's owner (so the Secret goes
 // with the VM), records the VM's UID and waits until the VM runs and has
@@ -40,19 +43,26 @@ func (d *Driver) Create() (err error) {
 	if err != nil {
 		return err
 	}
+	// A create whose answer was lost (a timeout while the API server was
+	// frozen, a connection cut) may still have been applied: its undo is
+	// registered unless the name was taken by another object.
 	madeSecret, err := d.createSecret(ctx, api, secret)
+	if !errors.Is(err, errNameTaken) {
+		undo.add(func(c context.Context) error { return d.removeOwnSecret(c, api, secret.Name) })
+	}
 	if err != nil {
 		return err
 	}
-	undo.add(func(c context.Context) error { return d.removeOwnSecret(c, api, secret.Name) })
 
 	log.Infof("%s: creating VM %s/%s (%d CPU, %d GiB, %d disk(s), %d NIC(s)) with %s", d.MachineName, d.VMNamespace, vm.Name, plan.CPU, plan.MemoryGiB, len(plan.Disks), len(plan.NICs), version.String(BinaryName))
 	created, err := d.createVM(ctx, api, vm)
+	if !errors.Is(err, errNameTaken) {
+		undo.add(func(c context.Context) error { return d.removeMachine(c, api) })
+	}
 	if err != nil {
 		return err
 	}
 	d.VMUID = string(created.UID)
-	undo.add(func(c context.Context) error { return d.removeMachine(c, api) })
 
 	if err := api.setSecretOwners(ctx, d.VMNamespace, secret.Name, madeSecret.UID, []metav1.OwnerReference{VMOwnerReference(created)}); err != nil {
 		return err
@@ -105,7 +115,10 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *
 	for _, ref := range refs {
 		img, err := api.getImage(ctx, ref)
 		if err != nil {
-			return VMPlan{}, nil, nil, err
+			return VMPlan{}, nil, nil, notFoundOr(err, fmt.Sprintf("image %s does not exist; nothing was created", ref))
+		}
+		if ok, msg := conditionTrue(img.Status.Conditions, "Imported"); !ok {
+			return VMPlan{}, nil, nil, fmt.Errorf("image %s is not imported (condition Imported is not True%s); nothing was created", ref, suffix(msg))
 		}
 		images[ref.String()] = ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
 	}
@@ -114,6 +127,13 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *
 		return plan, nil, nil, fmt.Errorf("plan VM: %w", err)
 	}
 	plan = plan.OwnedBy(d.MachineID)
+	// The networks may have gone since the pre-create check; KubeVirt would
+	// only fail to start the VM.
+	for _, nic := range plan.NICs {
+		if err := api.getNetwork(ctx, nic.Network); err != nil {
+			return plan, nil, nil, notFoundOr(err, fmt.Sprintf("network %s does not exist; nothing was created", nic.Network))
+		}
+	}
 	keys, err := d.prepareSSHKeys(ctx, api, plan.KeyPair)
 	if err != nil {
 		return plan, nil, nil, err
@@ -144,7 +164,7 @@ func (d *Driver) createSecret(ctx context.Context, api *harvesterAPI, secret *co
 	log.Infof("%s: creating cloud-init Secret %s/%s", d.MachineName, d.VMNamespace, secret.Name)
 	made, err := api.createSecret(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("create Secret: a Secret named %s already exists in namespace %s (another machine of this name?); nothing was created", secret.Name, d.VMNamespace)
+		return nil, fmt.Errorf("create Secret: a Secret named %s already exists in namespace %s (another machine of this name?); nothing was created: %w", secret.Name, d.VMNamespace, errNameTaken)
 	}
 	return made, err
 }
@@ -152,7 +172,7 @@ func (d *Driver) createSecret(ctx context.Context, api *harvesterAPI, secret *co
 func (d *Driver) createVM(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 	created, err := api.createVM(ctx, vm)
 	if apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("create VM: a VM named %s already exists in namespace %s", vm.Name, d.VMNamespace)
+		return nil, fmt.Errorf("create VM: a VM named %s already exists in namespace %s: %w", vm.Name, d.VMNamespace, errNameTaken)
 	}
 	if err == nil {
 		api.seen.rememberVM(created)

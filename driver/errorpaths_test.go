@@ -30,8 +30,17 @@ func newCreateDriver(t *testing.T) (*Driver, fakeHarvester) {
 	img.SetKind("VirtualMachineImage")
 	img.SetNamespace(testNS)
 	img.SetName("ubuntu-22.04")
-	img.Object["status"] = map[string]any{"storageClassName": "longhorn-ubuntu", "virtualSize": int64(1 << 30)}
+	img.Object["status"] = map[string]any{"storageClassName": "longhorn-ubuntu", "virtualSize": int64(1 << 30),
+		"conditions": []any{map[string]any{"type": "Imported", "status": "True"}}}
 	if err := f.dyn.Tracker().Add(img); err != nil {
+		t.Fatal(err)
+	}
+	nad := &unstructured.Unstructured{}
+	nad.SetAPIVersion("k8s.cni.cncf.io/v1")
+	nad.SetKind("NetworkAttachmentDefinition")
+	nad.SetNamespace(testNS)
+	nad.SetName("vlan1")
+	if err := f.dyn.Tracker().Create(gvrNetwork, nad, testNS); err != nil {
 		t.Fatal(err)
 	}
 	return d, f
@@ -72,6 +81,12 @@ func TestCreateRollsBack(t *testing.T) {
 			"create VM " + testNS + "/" + testMachine + ": Internal error occurred: boom"},
 		{"adopting the Secret fails after the VM is made", func(f fakeHarvester) { fail(f.kube, "patch", "secrets", internal("boom")) },
 			"set the owner of Secret " + testNS + "/" + UserDataSecretName(testMachine) + ": Internal error occurred: boom"},
+		{"the VM create is applied but its answer lost", func(f fakeHarvester) {
+			f.virt.PrependReactor("create", "virtualmachines", appliedButLost(f.virt.Tracker()))
+		}, "create VM " + testNS + "/" + testMachine + ": " + context.DeadlineExceeded.Error()},
+		{"the Secret create is applied but its answer lost", func(f fakeHarvester) {
+			f.kube.PrependReactor("create", "secrets", appliedButLost(f.kube.Tracker()))
+		}, "create Secret " + testNS + "/" + UserDataSecretName(testMachine) + ": " + context.DeadlineExceeded.Error()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,6 +101,18 @@ func TestCreateRollsBack(t *testing.T) {
 			}
 			assertGone(t, f)
 		})
+	}
+}
+
+// appliedButLost stores the created object and then answers as a call
+// whose deadline ran out (the API server frozen, the connection cut).
+func appliedButLost(tracker k8stesting.ObjectTracker) k8stesting.ReactionFunc {
+	return func(a k8stesting.Action) (bool, runtime.Object, error) {
+		create := a.(k8stesting.CreateAction)
+		if err := tracker.Create(a.GetResource(), create.GetObject(), a.GetNamespace()); err != nil {
+			return true, nil, err
+		}
+		return true, nil, context.DeadlineExceeded
 	}
 }
 

@@ -24,7 +24,10 @@ func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterAPI, keyPair 
 	case keyPair != nil:
 		kp, err := api.getKeyPair(ctx, *keyPair)
 		if err != nil {
-			return nil, err
+			return nil, notFoundOr(err, fmt.Sprintf("--%s: key pair %s does not exist; nothing was created", FlagKeyPairName, keyPair))
+		}
+		if ok, msg := conditionTrue(kp.Status.Conditions, "validated"); !ok {
+			return nil, fmt.Errorf("--%s: key pair %s is not validated%s; nothing was created", FlagKeyPairName, keyPair, suffix(msg))
 		}
 		if err := checkKeyPairMatches(d.SSHPrivateKeyPath, keyPair.String(), kp.Spec.PublicKey); err != nil {
 			return nil, err

@@ -39,9 +39,12 @@ func ConfigFromFile(path, userAgent string) (*rest.Config, error) {
 	return tune(cfg, userAgent), nil
 }
 
+// tune sets the project's rate limits and user agent, and retries transient
+// failures within each call's deadline (WithRetries).
 func tune(cfg *rest.Config, userAgent string) *rest.Config {
 	cfg.QPS, cfg.Burst = QPS, Burst
 	cfg.UserAgent = userAgent
+	cfg.Wrap(WithRetries)
 	return cfg
 }
 

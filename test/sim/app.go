@@ -238,6 +238,23 @@ func faultCommand() *cli.Command {
 				},
 			},
 			{
+				Name: fault.FreezeAPIServer, Usage: "stop kube-apiserver (SIGSTOP) and continue it (SIGCONT) after DURATION; returns once it is stopped",
+				ArgsUsage: "DURATION (e.g. 5s)",
+				Action: func(c *cli.Context) error {
+					arg, err := one(c, fault.FreezeAPIServer)
+					if err != nil {
+						return err
+					}
+					d, err := time.ParseDuration(arg)
+					if err != nil {
+						return fmt.Errorf("%s: DURATION %q: %w (e.g. 5s)", fault.FreezeAPIServer, arg, err)
+					}
+					ctx, cancel := context.WithTimeout(c.Context, time.Minute)
+					defer cancel()
+					return FreezeAPIServer(ctx, c.String(flagStateDir), d)
+				},
+			},
+			{
 				Name: fault.ClearAll, Usage: "remove every fault; returns once creates are accepted again",
 				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, _ *cli.Context) error {
 					return fault.Clear(ctx, kube, dyn)

@@ -28,6 +28,8 @@ type controlPlane struct {
 	etcd, apiserver, kcm *process
 	// auditArgs turn on kube-apiserver's audit log (none: off).
 	auditArgs []string
+	// frozen continues a kube-apiserver stopped by freeze-apiserver.
+	frozen *time.Timer
 }
 
 func (c *controlPlane) path(parts ...string) string {
@@ -169,6 +171,7 @@ func (c *controlPlane) waitAPIServer(ctx context.Context) error {
 // restartAPIServer stops kube-apiserver and starts it again on the same port,
 // as a fault for reliability tests.
 func (c *controlPlane) restartAPIServer(ctx context.Context) error {
+	c.thaw()
 	c.apiserver.stop(10 * time.Second)
 	return c.startAPIServer(ctx)
 }
@@ -197,6 +200,7 @@ func (c *controlPlane) startControllerManager(ctx context.Context) error {
 }
 
 func (c *controlPlane) stop() {
+	c.thaw()
 	c.kcm.stop(5 * time.Second)
 	c.apiserver.stop(10 * time.Second)
 	c.etcd.stop(10 * time.Second)

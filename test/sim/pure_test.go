@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +128,33 @@ func TestLBRows(t *testing.T) {
 	got := strings.Join(lbRows([]unstructured.Unstructured{l})[0], "|")
 	if got != "default|lb1|g|p|10.0.0.9|-|False (no running backend servers)" {
 		t.Fatalf("row = %s", got)
+	}
+}
+
+func TestReadFreezeRequest(t *testing.T) {
+	cases := map[string]struct {
+		content string
+		token   string
+		d       time.Duration
+		wantErr bool
+	}{
+		"valid":        {"abc 5s\n", "abc", 5 * time.Second, false},
+		"no duration":  {"abc\n", "", 0, true},
+		"bad duration": {"abc soon\n", "", 0, true},
+		"zero":         {"abc 0s\n", "", 0, true},
+		"too long":     {"abc 11m\n", "", 0, true},
+	}
+	for name, c := range cases {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, freezeRequestFile), []byte(c.content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		token, d, err := readFreezeRequest(dir)
+		if (err != nil) != c.wantErr || token != c.token || d != c.d {
+			t.Errorf("%s: got %q %s %v", name, token, d, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, freezeRequestFile)); !os.IsNotExist(err) {
+			t.Errorf("%s: the request was not consumed", name)
+		}
 	}
 }

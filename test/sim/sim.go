@@ -77,7 +77,7 @@ func (o Options) Validate() error {
 // Run starts the simulated Harvester, writes the kubeconfig and the ready
 // file, and serves until ctx ends or a component dies. Every run starts clean:
 // the state directory's previous cluster data is removed first. SIGUSR1
-// restarts kube-apiserver (a fault for reliability tests).
+// restarts kube-apiserver and SIGUSR2 freezes it (faults for reliability tests).
 func Run(ctx context.Context, o Options) (err error) {
 	if err := o.Validate(); err != nil {
 		return err
@@ -157,14 +157,28 @@ func Run(ctx context.Context, o Options) (err error) {
 	return serve(ctx, cp, log)
 }
 
-// serve waits for the end, restarting kube-apiserver on SIGUSR1, and fails
-// when a component dies on its own.
+// serve waits for the end, restarting kube-apiserver on SIGUSR1 and
+// freezing it on SIGUSR2 (see FreezeAPIServer), and fails when a component
+// dies on its own.
 func serve(ctx context.Context, cp *controlPlane, log *slog.Logger) error {
 	restart := make(chan os.Signal, 1)
 	signal.Notify(restart, syscall.SIGUSR1)
 	defer signal.Stop(restart)
+	freeze := make(chan os.Signal, 1)
+	signal.Notify(freeze, syscall.SIGUSR2)
+	defer signal.Stop(freeze)
 	for {
 		select {
+		case <-freeze:
+			token, d, err := readFreezeRequest(cp.dir)
+			if err == nil {
+				err = cp.freezeAPIServer(token, d)
+			}
+			if err != nil {
+				log.Error("fault: freeze kube-apiserver", "err", err)
+				continue
+			}
+			log.Info("fault: kube-apiserver frozen (SIGSTOP)", "for", d)
 		case <-ctx.Done():
 			log.Info("stopping simulated Harvester")
 			return nil
@@ -230,7 +244,7 @@ func prepareStateDir(dir string) error {
 			return fmt.Errorf("--state-dir %s: a simulator (pid %d) is already running there: stop it or pick another directory", dir, pid)
 		}
 	}
-	for _, name := range []string{"etcd", "pki", "logs", GuestsDir, KubeconfigFile, ReadyFile, APIServerPIDFile, SSHKeyFile, SSHKeyFile + ".pub"} {
+	for _, name := range []string{"etcd", "pki", "logs", GuestsDir, KubeconfigFile, ReadyFile, APIServerPIDFile, freezeRequestFile, freezeAnswerFile, SSHKeyFile, SSHKeyFile + ".pub"} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("clean state dir: %w", err)
 		}

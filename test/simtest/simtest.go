@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -160,3 +161,49 @@ func (s *Sim) Stop() error {
 
 // PID is the simulator process's id.
 func (s *Sim) PID() int { return s.cmd.Process.Pid }
+
+// Fault runs `bin/harvester-sim fault ARGS...` against this simulator; it
+// returns once the fault is in effect (test/sim/fault).
+func (s *Sim) Fault(ctx context.Context, args ...string) error {
+	bin, err := Bin("harvester-sim")
+	if err != nil {
+		return err
+	}
+	out, err := exec.CommandContext(ctx, bin, append([]string{"fault", "--state-dir", s.Dir}, args...)...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("harvester-sim fault %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// APIServerAway makes kube-apiserver go away with `fault restart-apiserver`
+// or `fault freeze-apiserver DURATION` (args) and returns once it is away: the
+// old process gone (a restart; the new one starts serving some seconds
+// later) or stopped (a freeze). The channel reports the fault command's end.
+func (s *Sim) APIServerAway(ctx context.Context, args ...string) (<-chan error, error) {
+	done := make(chan error, 1)
+	if len(args) == 0 || args[0] != "restart-apiserver" {
+		done <- s.Fault(ctx, args...) // a freeze returns once the process is stopped
+		return done, nil
+	}
+	data, err := os.ReadFile(filepath.Join(s.Dir, "apiserver.pid"))
+	if err != nil {
+		return nil, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return nil, fmt.Errorf("apiserver.pid: %w", err)
+	}
+	go func() { done <- s.Fault(ctx, args...) }()
+	// A process has no watch: poll until the old kube-apiserver has exited.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for syscall.Kill(pid, 0) == nil {
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("kube-apiserver %d did not stop: %w", pid, ctx.Err())
+		case <-tick.C:
+		}
+	}
+	return done, nil
+}

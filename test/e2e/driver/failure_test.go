@@ -78,8 +78,12 @@ func TestCreateRollsBackWhenVMCreateFails(t *testing.T) {
 	if err == nil {
 		t.Fatalf("create succeeded despite the fault:\n%s", out)
 	}
-	if !strings.Contains(out, "create VM") {
-		t.Errorf("error does not say the VM create failed:\n%s", out)
+	// The Secret existed when the VM was refused; the error names the
+	// admission rejection; newRM's cleanup checks no Secret, VM or PVC is left.
+	for _, want := range []string{"creating cloud-init Secret", "create VM", "harvester-sim fault: creates of virtualmachines.kubevirt.io are rejected", "removing what it created"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
 	}
 }
 
@@ -94,9 +98,13 @@ func TestTimeoutSaysWhatWasSeen(t *testing.T) {
 	if err == nil {
 		t.Fatalf("create succeeded:\n%s", out)
 	}
-	if !strings.Contains(out, "timed out") || !strings.Contains(out, "Scheduling") {
-		t.Errorf("timeout error does not say what was last seen:\n%s", out)
+	// The cause: the phase, the condition and the scheduler's event.
+	for _, want := range []string{"timed out after 5s", "last seen: phase Scheduling", "conditions: PodScheduled=False", "held in Scheduling by the simulator fault", "FailedScheduling"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("timeout error lacks %q:\n%s", want, out)
+		}
 	}
+	r.mustRun("rm", "-y", "--update-config", name)
 }
 
 // TestNoIPHintsAtGuestAgent: without the agent no address appears, and the

@@ -149,6 +149,12 @@ func (r *rm) mustRun(args ...string) string {
 // create runs `create` the way Rancher does, plus extra driver flags.
 func (r *rm) create(name string, extra ...string) (string, error) {
 	r.t.Helper()
+	return r.createEnv(nil, name, extra...)
+}
+
+// createEnv is create with extra environment variables.
+func (r *rm) createEnv(env []string, name string, extra ...string) (string, error) {
+	r.t.Helper()
 	args := []string{"create", "-d", "harvester",
 		"--custom-install-script=" + r.script,
 		"--harvester-cluster-name=" + r.cluster,
@@ -156,7 +162,7 @@ func (r *rm) create(name string, extra ...string) (string, error) {
 		"--harvester-wait-timeout=120",
 	}
 	args = append(args, extra...)
-	return r.run(append(args, name)...)
+	return r.runEnv(env, append(args, name)...)
 }
 
 func (r *rm) mustCreate(name string, extra ...string) string {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -136,5 +137,29 @@ func TestFaultRestartAPIServer(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("VM created after the restart never ran: %v", err)
+	}
+}
+
+// freeze-apiserver returns once kube-apiserver is stopped: calls hang (a
+// short deadline expires) until the simulator continues it after DURATION.
+func TestFaultFreezeAPIServer(t *testing.T) {
+	for _, bad := range []string{"0s", "-1s", "11m", "soon"} {
+		if out, err := simCLI(t, "fault", "--state-dir", simulator.Dir, "freeze-apiserver", bad); err == nil || !strings.Contains(out, "DURATION") {
+			t.Errorf("freeze-apiserver %s: %v %s, want a DURATION error", bad, err, out)
+		}
+	}
+	start := time.Now()
+	faultCLI(t, "freeze-apiserver", "4s")
+	short, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := kube.CoreV1().Namespaces().Get(short, "default", metav1.GetOptions{}); err == nil {
+		t.Fatal("a call while kube-apiserver is frozen was answered")
+	}
+	ctx := testContext(t)
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		t.Fatalf("kube-apiserver not continued after the freeze: %v", err)
+	}
+	if waited := time.Since(start); waited < 3*time.Second {
+		t.Errorf("answered %s after the freeze began, before its 4s were over", waited)
 	}
 }

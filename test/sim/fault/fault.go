@@ -31,6 +31,7 @@ const (
 	ExhaustPool      = "exhaust-pool"
 	DelayAllocation  = "delay-allocation"
 	RestartAPIServer = "restart-apiserver"
+	FreezeAPIServer  = "freeze-apiserver"
 	ClearAll         = "clear"
 )
 
