@@ -16,8 +16,8 @@ import (
 const seenFresh = 30 * time.Second
 
 // seen is what one process (one rancher-machine command) has read, so that
-// nothing is read twice: images and key pairs for the whole process (the
-// pre-create check reads them, Create uses them), the machine's VM and
+// nothing is read twice: images and key pairs until Create (which reads
+// them again: they may have changed since the pre-create check), the machine's VM and
 // VMI while fresh. Every change the driver makes to the VM or VMI forgets
 // them.
 type seen struct {
@@ -42,6 +42,15 @@ func (g sighting) fresh(ns, name string) runtime.Object {
 		return nil
 	}
 	return g.obj.DeepCopyObject()
+}
+
+// forgetReads drops the images and key pairs read so far: Create reads
+// them again, because they may have changed since the pre-create check
+// (an image deleted or no longer imported, a key pair no longer validated).
+func (s *seen) forgetReads() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.objects = nil
 }
 
 func (s *seen) object(key string) any {

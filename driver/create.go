@@ -39,6 +39,7 @@ func (d *Driver) Create() (err error) {
 	var undo rollback
 	defer func() { err = undo.run(d.MachineName, err) }()
 
+	api.seen.forgetReads()
 	plan, secret, vm, err := d.buildMachine(ctx, api)
 	if err != nil {
 		return err
