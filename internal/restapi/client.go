@@ -153,8 +153,5 @@ type serviceAccounts struct {
 func (s serviceAccounts) CreateToken(ctx context.Context, name string, req *authnv1.TokenRequest, o metav1.CreateOptions) (*authnv1.TokenRequest, error) {
 	out := &authnv1.TokenRequest{}
 	err := s.req("POST").Name(name).SubResource("token").VersionedParams(&o, parameterCodec).Body(req).Do(ctx).Into(out)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out, err
 }

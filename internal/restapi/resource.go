@@ -50,13 +50,12 @@ func (r *resource[T, L]) req(verb string) *rest.Request {
 	return r.client.Verb(verb).NamespaceIfScoped(r.ns, r.ns != "").Resource(r.plural)
 }
 
+// into decodes res into a new object. Like client-go's typed clients, it
+// returns that (empty) object with the error too, never nil.
 func (r *resource[T, L]) into(res rest.Result) (T, error) {
 	obj := r.newObj()
-	if err := res.Into(obj); err != nil {
-		var zero T
-		return zero, err
-	}
-	return obj, nil
+	err := res.Into(obj)
+	return obj, err
 }
 
 func (r *resource[T, L]) Get(ctx context.Context, name string, o metav1.GetOptions) (T, error) {
@@ -66,11 +65,7 @@ func (r *resource[T, L]) Get(ctx context.Context, name string, o metav1.GetOptio
 func (r *resource[T, L]) List(ctx context.Context, o metav1.ListOptions) (L, error) {
 	list := r.newList()
 	err := r.req("GET").VersionedParams(&o, parameterCodec).Timeout(timeoutOf(o)).Do(ctx).Into(list)
-	if err != nil {
-		var zero L
-		return zero, err
-	}
-	return list, nil
+	return list, err
 }
 
 func (r *resource[T, L]) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -85,8 +80,7 @@ func (r *resource[T, L]) Create(ctx context.Context, obj T, o metav1.CreateOptio
 func (r *resource[T, L]) Update(ctx context.Context, obj T, o metav1.UpdateOptions) (T, error) {
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		var zero T
-		return zero, fmt.Errorf("update %s: %w", r.plural, err)
+		return r.newObj(), fmt.Errorf("update %s: %w", r.plural, err)
 	}
 	return r.into(r.req("PUT").Name(m.GetName()).VersionedParams(&o, parameterCodec).Body(obj).Do(ctx))
 }

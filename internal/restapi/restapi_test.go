@@ -105,11 +105,18 @@ func TestGetDecodesTypedObjects(t *testing.T) {
 	if err != nil || sc.Provisioner != "p" {
 		t.Fatalf("get StorageClass = %+v, %v", sc, err)
 	}
-	if _, err := c.Namespaces().Get(ctxT(t), "missing", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	ns, err := c.Namespaces().Get(ctxT(t), "missing", metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
 		t.Fatalf("get of a missing namespace: %v, want NotFound", err)
+	}
+	if ns == nil || ns.GetLabels() != nil {
+		t.Errorf("get of a missing namespace returned %v, want an empty object (as client-go's clients do)", ns)
 	}
 	if got := s.last(t).path; got != "/api/v1/namespaces/missing" {
 		t.Errorf("namespace path %q", got)
+	}
+	if l, err := c.Events("missing").List(ctxT(t), metav1.ListOptions{}); !apierrors.IsNotFound(err) || l == nil {
+		t.Errorf("list in a missing namespace = %v, %v; want an empty list and NotFound", l, err)
 	}
 }
 
