@@ -5,10 +5,9 @@ import (
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	"github.com/harvester-kit/harvester-machine/internal/restapi"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"kubevirt.io/client-go/kubevirt"
 )
 
 var (
@@ -21,8 +20,7 @@ var (
 
 // harvesterAPI is the thin layer of clients the driver talks through.
 type harvesterAPI struct {
-	kube    kubernetes.Interface
-	virt    kubevirt.Interface
+	kube    restapi.Interface // typed kinds (Kubernetes and KubeVirt)
 	dyn     dynamic.Interface
 	timeout time.Duration
 	server  string // the kubeconfig's server, for messages
@@ -43,19 +41,15 @@ func newAPI(kubeconfig string, callTimeout time.Duration) (*harvesterAPI, error)
 	if err != nil {
 		return nil, fmt.Errorf("--%s is not a usable kubeconfig: %w", FlagKubeconfigContent, err)
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, err := restapi.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
-	}
-	virt, err := kubevirt.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubevirt client: %w", err)
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	return &harvesterAPI{kube: kube, virt: virt, dyn: dyn, timeout: callTimeout, server: cfg.Host}, nil
+	return &harvesterAPI{kube: kube, dyn: dyn, timeout: callTimeout, server: cfg.Host}, nil
 }
 
 // client returns the API of the current credentials.

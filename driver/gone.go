@@ -34,13 +34,12 @@ type goneTarget struct {
 // waitRemoved waits, with watches, until every target is gone.
 func (d *Driver) waitRemoved(ctx context.Context, api *harvesterAPI, targets []goneTarget) error {
 	ns := d.VMNamespace
-	v := api.virt.KubevirtV1()
-	core := api.kube.CoreV1()
+	k := api.kube
 	kinds := map[string]kubeapi.Kind{
-		kindVM:     kubeapi.KindOf[*kubevirtv1.VirtualMachineList](kindVM, &kubevirtv1.VirtualMachine{}, v.VirtualMachines(ns)),
-		kindVMI:    kubeapi.KindOf[*kubevirtv1.VirtualMachineInstanceList](kindVMI, &kubevirtv1.VirtualMachineInstance{}, v.VirtualMachineInstances(ns)),
-		kindPVC:    kubeapi.KindOf[*corev1.PersistentVolumeClaimList](kindPVC, &corev1.PersistentVolumeClaim{}, core.PersistentVolumeClaims(ns)),
-		kindSecret: kubeapi.KindOf[*corev1.SecretList](kindSecret, &corev1.Secret{}, core.Secrets(ns)),
+		kindVM:     kubeapi.KindOf[*kubevirtv1.VirtualMachineList](kindVM, &kubevirtv1.VirtualMachine{}, k.VirtualMachines(ns)),
+		kindVMI:    kubeapi.KindOf[*kubevirtv1.VirtualMachineInstanceList](kindVMI, &kubevirtv1.VirtualMachineInstance{}, k.VirtualMachineInstances(ns)),
+		kindPVC:    kubeapi.KindOf[*corev1.PersistentVolumeClaimList](kindPVC, &corev1.PersistentVolumeClaim{}, k.PersistentVolumeClaims(ns)),
+		kindSecret: kubeapi.KindOf[*corev1.SecretList](kindSecret, &corev1.Secret{}, k.Secrets(ns)),
 	}
 	for _, t := range targets {
 		if err := d.waitGone(ctx, api, kinds[t.kind], t.name, t.uid); err != nil {

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 
 	"context"
 	"errors"
@@ -69,7 +70,7 @@ func newFakeDriver(t *testing.T, settingUID string, kubeObjs, virtObjs []runtime
 	d.MachineName, d.VMNamespace = testMachine, testNS
 	d.WaitTimeoutSeconds = 5
 	d.Ownership = Ownership{MachineID: testMachineID, ClusterUID: testCluster, NamespaceUID: testNSUID}
-	d.api = &harvesterAPI{kube: f.kube, virt: f.virt, dyn: f.dyn, timeout: 5 * time.Second}
+	d.api = &harvesterAPI{kube: restapifake.Clients{Kube: f.kube, Virt: f.virt}, dyn: f.dyn, timeout: 5 * time.Second}
 	return d, f
 }
 

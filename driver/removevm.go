@@ -60,7 +60,7 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal)
 	if err := d.waitSecretGone(ctx, api, vm, rv); err != nil {
 		return err
 	}
-	pvcs := kubeapi.KindOf[*corev1.PersistentVolumeClaimList](kindPVC, &corev1.PersistentVolumeClaim{}, api.kube.CoreV1().PersistentVolumeClaims(ns))
+	pvcs := kubeapi.KindOf[*corev1.PersistentVolumeClaimList](kindPVC, &corev1.PersistentVolumeClaim{}, api.kube.PersistentVolumeClaims(ns))
 	err := kubeapi.WaitGoneFrom(ctx, pvcs, d.ownerSelector(d.MachineName), r.listedAt, claims)
 	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
 		var targets []goneTarget
@@ -81,7 +81,7 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal)
 // once the VM itself is gone, so this waits for both.
 func (d *Driver) waitSecretGone(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine, rv string) error {
 	name := userDataSecretOf(vm)
-	secrets := kubeapi.KindOf[*corev1.SecretList](kindSecret, &corev1.Secret{}, api.kube.CoreV1().Secrets(d.VMNamespace))
+	secrets := kubeapi.KindOf[*corev1.SecretList](kindSecret, &corev1.Secret{}, api.kube.Secrets(d.VMNamespace))
 	_, err := kubeapi.WaitFrom(ctx, secrets, name, rv, func(cur *corev1.Secret) (bool, error) {
 		return cur == nil, nil
 	})

@@ -89,20 +89,20 @@ func remove(ctx context.Context, a *harvesterAPI, op string, uid types.UID, grac
 
 func (a *harvesterAPI) getVM(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachine, error) {
 	return do(ctx, a, "get VM "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
-		return a.virt.KubevirtV1().VirtualMachines(ns).Get(c, name, metav1.GetOptions{})
+		return a.kube.VirtualMachines(ns).Get(c, name, metav1.GetOptions{})
 	})
 }
 
 func (a *harvesterAPI) createVM(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 	return do(ctx, a, "create VM "+ref(vm.Namespace, vm.Name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
-		return a.virt.KubevirtV1().VirtualMachines(vm.Namespace).Create(c, vm, metav1.CreateOptions{})
+		return a.kube.VirtualMachines(vm.Namespace).Create(c, vm, metav1.CreateOptions{})
 	})
 }
 
 // updateVM changes the VM with mutate (retrying on conflicts); purpose
 // names the change in the error.
 func (a *harvesterAPI) updateVM(ctx context.Context, ns, name, purpose string, mutate func(*kubevirtv1.VirtualMachine) (bool, error)) error {
-	vms := a.virt.KubevirtV1().VirtualMachines(ns)
+	vms := a.kube.VirtualMachines(ns)
 	get := func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
 		return vms.Get(c, name, metav1.GetOptions{})
 	}
@@ -123,7 +123,7 @@ func (a *harvesterAPI) patchVMAnnotations(ctx context.Context, ns, name string, 
 		return nil, err
 	}
 	return do(ctx, a, "annotate VM "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
-		return a.virt.KubevirtV1().VirtualMachines(ns).Patch(c, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return a.kube.VirtualMachines(ns).Patch(c, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	})
 }
 
@@ -144,7 +144,7 @@ func metaPatch(uid types.UID, fields map[string]any) ([]byte, error) {
 func (a *harvesterAPI) deleteVM(ctx context.Context, ns, name string, uid types.UID) error {
 	a.seen.forgetMachine()
 	return remove(ctx, a, "delete VM "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
-		return a.virt.KubevirtV1().VirtualMachines(ns).Delete(c, name, o)
+		return a.kube.VirtualMachines(ns).Delete(c, name, o)
 	})
 }
 
@@ -152,7 +152,7 @@ func (a *harvesterAPI) deleteVM(ctx context.Context, ns, name string, uid types.
 
 func (a *harvesterAPI) getVMI(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachineInstance, error) {
 	return do(ctx, a, "get VMI "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachineInstance, error) {
-		return a.virt.KubevirtV1().VirtualMachineInstances(ns).Get(c, name, metav1.GetOptions{})
+		return a.kube.VirtualMachineInstances(ns).Get(c, name, metav1.GetOptions{})
 	})
 }
 
@@ -160,7 +160,7 @@ func (a *harvesterAPI) getVMI(ctx context.Context, ns, name string) (*kubevirtv1
 func (a *harvesterAPI) deleteVMI(ctx context.Context, ns, name string, uid types.UID, grace *int64) error {
 	a.seen.forgetMachine()
 	return remove(ctx, a, "delete VMI "+ref(ns, name), uid, grace, func(c context.Context, o metav1.DeleteOptions) error {
-		return a.virt.KubevirtV1().VirtualMachineInstances(ns).Delete(c, name, o)
+		return a.kube.VirtualMachineInstances(ns).Delete(c, name, o)
 	})
 }
 
@@ -168,13 +168,13 @@ func (a *harvesterAPI) deleteVMI(ctx context.Context, ns, name string, uid types
 
 func (a *harvesterAPI) getSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	return do(ctx, a, "get Secret "+ref(ns, name), func(c context.Context) (*corev1.Secret, error) {
-		return a.kube.CoreV1().Secrets(ns).Get(c, name, metav1.GetOptions{})
+		return a.kube.Secrets(ns).Get(c, name, metav1.GetOptions{})
 	})
 }
 
 func (a *harvesterAPI) createSecret(ctx context.Context, s *corev1.Secret) (*corev1.Secret, error) {
 	return do(ctx, a, "create Secret "+ref(s.Namespace, s.Name), func(c context.Context) (*corev1.Secret, error) {
-		return a.kube.CoreV1().Secrets(s.Namespace).Create(c, s, metav1.CreateOptions{})
+		return a.kube.Secrets(s.Namespace).Create(c, s, metav1.CreateOptions{})
 	})
 }
 
@@ -186,14 +186,14 @@ func (a *harvesterAPI) setSecretOwners(ctx context.Context, ns, name string, uid
 		return err
 	}
 	_, err = do(ctx, a, "set the owner of Secret "+ref(ns, name), func(c context.Context) (*corev1.Secret, error) {
-		return a.kube.CoreV1().Secrets(ns).Patch(c, name, types.MergePatchType, patch, metav1.PatchOptions{})
+		return a.kube.Secrets(ns).Patch(c, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	})
 	return err
 }
 
 func (a *harvesterAPI) deleteSecret(ctx context.Context, ns, name string, uid types.UID) error {
 	return remove(ctx, a, "delete Secret "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
-		return a.kube.CoreV1().Secrets(ns).Delete(c, name, o)
+		return a.kube.Secrets(ns).Delete(c, name, o)
 	})
 }
 
@@ -201,19 +201,19 @@ func (a *harvesterAPI) deleteSecret(ctx context.Context, ns, name string, uid ty
 
 func (a *harvesterAPI) getPVC(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
 	return do(ctx, a, "get volume "+ref(ns, name), func(c context.Context) (*corev1.PersistentVolumeClaim, error) {
-		return a.kube.CoreV1().PersistentVolumeClaims(ns).Get(c, name, metav1.GetOptions{})
+		return a.kube.PersistentVolumeClaims(ns).Get(c, name, metav1.GetOptions{})
 	})
 }
 
 func (a *harvesterAPI) listPVCs(ctx context.Context, ns, selector string) (*corev1.PersistentVolumeClaimList, error) {
 	return do(ctx, a, "list volumes in "+ns+" labelled "+selector, func(c context.Context) (*corev1.PersistentVolumeClaimList, error) {
-		return a.kube.CoreV1().PersistentVolumeClaims(ns).List(c, metav1.ListOptions{LabelSelector: selector})
+		return a.kube.PersistentVolumeClaims(ns).List(c, metav1.ListOptions{LabelSelector: selector})
 	})
 }
 
 func (a *harvesterAPI) deletePVC(ctx context.Context, ns, name string, uid types.UID) error {
 	return remove(ctx, a, "delete volume "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
-		return a.kube.CoreV1().PersistentVolumeClaims(ns).Delete(c, name, o)
+		return a.kube.PersistentVolumeClaims(ns).Delete(c, name, o)
 	})
 }
 
@@ -221,13 +221,13 @@ func (a *harvesterAPI) deletePVC(ctx context.Context, ns, name string, uid types
 
 func (a *harvesterAPI) getNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
 	return do(ctx, a, "get namespace "+name, func(c context.Context) (*corev1.Namespace, error) {
-		return a.kube.CoreV1().Namespaces().Get(c, name, metav1.GetOptions{})
+		return a.kube.Namespaces().Get(c, name, metav1.GetOptions{})
 	})
 }
 
 func (a *harvesterAPI) getStorageClass(ctx context.Context, name string) (*storagev1.StorageClass, error) {
 	return do(ctx, a, "get storage class "+name, func(c context.Context) (*storagev1.StorageClass, error) {
-		return a.kube.StorageV1().StorageClasses().Get(c, name, metav1.GetOptions{})
+		return a.kube.StorageClasses().Get(c, name, metav1.GetOptions{})
 	})
 }
 
@@ -236,7 +236,7 @@ func (a *harvesterAPI) getStorageClass(ctx context.Context, name string) (*stora
 func (a *harvesterAPI) rulesReview(ctx context.Context, ns string) (*authv1.SubjectRulesReviewStatus, error) {
 	review := &authv1.SelfSubjectRulesReview{Spec: authv1.SelfSubjectRulesReviewSpec{Namespace: ns}}
 	res, err := do(ctx, a, "review the credential's permissions in namespace "+ns, func(c context.Context) (*authv1.SelfSubjectRulesReview, error) {
-		return a.kube.AuthorizationV1().SelfSubjectRulesReviews().Create(c, review, metav1.CreateOptions{})
+		return a.kube.SelfSubjectRulesReviews().Create(c, review, metav1.CreateOptions{})
 	})
 	if err != nil {
 		return nil, err
@@ -249,7 +249,7 @@ func (a *harvesterAPI) rulesReview(ctx context.Context, ns string) (*authv1.Subj
 func (a *harvesterAPI) allowed(ctx context.Context, attrs authv1.ResourceAttributes, what string) (bool, error) {
 	review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}
 	res, err := do(ctx, a, "check permission "+what, func(c context.Context) (*authv1.SelfSubjectAccessReview, error) {
-		return a.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(c, review, metav1.CreateOptions{})
+		return a.kube.SelfSubjectAccessReviews().Create(c, review, metav1.CreateOptions{})
 	})
 	return err == nil && res.Status.Allowed, err
 }
@@ -257,7 +257,7 @@ func (a *harvesterAPI) allowed(ctx context.Context, attrs authv1.ResourceAttribu
 // listEvents lists the events about objects called involved.
 func (a *harvesterAPI) listEvents(ctx context.Context, ns, involved string) ([]corev1.Event, error) {
 	list, err := do(ctx, a, "list events of "+ref(ns, involved), func(c context.Context) (*corev1.EventList, error) {
-		return a.kube.CoreV1().Events(ns).List(c, metav1.ListOptions{
+		return a.kube.Events(ns).List(c, metav1.ListOptions{
 			FieldSelector: fields.OneTermEqualSelector("involvedObject.name", involved).String(),
 		})
 	})

@@ -41,7 +41,7 @@ func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, fromRV, what
 	ctx, stop := d.whileVMExists(timed, api, fromRV)
 	defer stop()
 	ns, name := d.VMNamespace, d.MachineName
-	vmis := kubeapi.KindOf[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, api.virt.KubevirtV1().VirtualMachineInstances(ns))
+	vmis := kubeapi.KindOf[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, api.kube.VirtualMachineInstances(ns))
 	p := &progress{machine: name}
 	check := func(vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
 		p.observe(vmi)
@@ -113,7 +113,7 @@ var ErrVMDeleted = errors.New("the VM was deleted by someone else")
 // remembered for GetState.
 func (d *Driver) whileVMExists(parent context.Context, api *harvesterAPI, fromRV string) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	vms := kubeapi.KindOf[*kubevirtv1.VirtualMachineList](kindVM, &kubevirtv1.VirtualMachine{}, api.virt.KubevirtV1().VirtualMachines(d.VMNamespace))
+	vms := kubeapi.KindOf[*kubevirtv1.VirtualMachineList](kindVM, &kubevirtv1.VirtualMachine{}, api.kube.VirtualMachines(d.VMNamespace))
 	gone := func(vm *kubevirtv1.VirtualMachine) (bool, error) {
 		if vm != nil && vm.DeletionTimestamp == nil && (d.VMUID == "" || string(vm.UID) == d.VMUID) {
 			api.seen.rememberVM(vm)

@@ -11,6 +11,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/addons"
 	"github.com/harvester-kit/harvester-machine/internal/field"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	"github.com/harvester-kit/harvester-machine/internal/restapi"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -18,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
@@ -26,14 +26,14 @@ import (
 
 // Harvester is the thin API layer over the Harvester cluster.
 type Harvester struct {
-	Client kubernetes.Interface
+	Client restapi.Interface
 	Config *rest.Config
 	Log    *slog.Logger
 }
 
 // NewHarvester connects to the cluster described by cfg.
 func NewHarvester(cfg *rest.Config, log *slog.Logger) (*Harvester, error) {
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := restapi.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Harvester: %w", err)
 	}
@@ -66,23 +66,22 @@ func (h *Harvester) EnsureAccess(ctx context.Context, a Access) error {
 		return err
 	}
 	objs := BuildAccess(a)
-	core, rbac := h.Client.CoreV1(), h.Client.RbacV1()
 	opts := metav1.PatchOptions{FieldManager: addons.FieldManager, Force: ptr.To(true)}
 	ns := a.Namespace
 
-	sa, err := core.ServiceAccounts(ns).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
+	sa, err := h.Client.ServiceAccounts(ns).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
 	if err := checkOwned("ServiceAccount", ns+"/"+a.ServiceAccount, sa.GetLabels(), a.ClusterName, err); err != nil {
 		return err
 	}
-	rb, err := rbac.RoleBindings(ns).Get(ctx, a.RoleBindingName(), metav1.GetOptions{})
+	rb, err := h.Client.RoleBindings(ns).Get(ctx, a.RoleBindingName(), metav1.GetOptions{})
 	if err := checkOwned("RoleBinding", ns+"/"+a.RoleBindingName(), rb.GetLabels(), a.ClusterName, err); err != nil {
 		return err
 	}
-	crb, err := rbac.ClusterRoleBindings().Get(ctx, a.ClusterRoleBindingName(), metav1.GetOptions{})
+	crb, err := h.Client.ClusterRoleBindings().Get(ctx, a.ClusterRoleBindingName(), metav1.GetOptions{})
 	if err := checkOwned("ClusterRoleBinding", a.ClusterRoleBindingName(), crb.GetLabels(), a.ClusterName, err); err != nil {
 		return err
 	}
-	sec, err := core.Secrets(ns).Get(ctx, a.TokenSecretName(), metav1.GetOptions{})
+	sec, err := h.Client.Secrets(ns).Get(ctx, a.TokenSecretName(), metav1.GetOptions{})
 	if err := checkOwned("Secret", ns+"/"+a.TokenSecretName(), sec.GetLabels(), a.ClusterName, err); err != nil {
 		return err
 	}
@@ -93,19 +92,19 @@ func (h *Harvester) EnsureAccess(ctx context.Context, a Access) error {
 		do   func([]byte) error
 	}{
 		{"ServiceAccount " + a.ServiceAccount, objs.ServiceAccount, func(b []byte) error {
-			_, err := core.ServiceAccounts(ns).Patch(ctx, a.ServiceAccount, types.ApplyPatchType, b, opts)
+			_, err := h.Client.ServiceAccounts(ns).Patch(ctx, a.ServiceAccount, types.ApplyPatchType, b, opts)
 			return err
 		}},
 		{"RoleBinding " + a.RoleBindingName(), objs.RoleBinding, func(b []byte) error {
-			_, err := rbac.RoleBindings(ns).Patch(ctx, a.RoleBindingName(), types.ApplyPatchType, b, opts)
+			_, err := h.Client.RoleBindings(ns).Patch(ctx, a.RoleBindingName(), types.ApplyPatchType, b, opts)
 			return err
 		}},
 		{"ClusterRoleBinding " + a.ClusterRoleBindingName(), objs.ClusterRoleBinding, func(b []byte) error {
-			_, err := rbac.ClusterRoleBindings().Patch(ctx, a.ClusterRoleBindingName(), types.ApplyPatchType, b, opts)
+			_, err := h.Client.ClusterRoleBindings().Patch(ctx, a.ClusterRoleBindingName(), types.ApplyPatchType, b, opts)
 			return err
 		}},
 		{"Secret " + a.TokenSecretName(), objs.TokenSecret, func(b []byte) error {
-			_, err := core.Secrets(ns).Patch(ctx, a.TokenSecretName(), types.ApplyPatchType, b, opts)
+			_, err := h.Client.Secrets(ns).Patch(ctx, a.TokenSecretName(), types.ApplyPatchType, b, opts)
 			return err
 		}},
 	}
@@ -126,7 +125,7 @@ func (h *Harvester) EnsureAccess(ctx context.Context, a Access) error {
 // Secret and returns it.
 func (h *Harvester) TokenSecret(ctx context.Context, a Access) (*corev1.Secret, error) {
 	name := a.TokenSecretName()
-	secrets := kubeapi.KindOf[*corev1.SecretList]("Secret", &corev1.Secret{}, h.Client.CoreV1().Secrets(a.Namespace))
+	secrets := kubeapi.KindOf[*corev1.SecretList]("Secret", &corev1.Secret{}, h.Client.Secrets(a.Namespace))
 	h.Log.Info("waiting for the service-account token", "secret", a.Namespace+"/"+name)
 	s, err := kubeapi.Wait(ctx, secrets, a.Namespace, name, 0, func(s *corev1.Secret) (bool, error) {
 		if s == nil {
@@ -150,7 +149,7 @@ func (h *Harvester) RequestToken(ctx context.Context, a Access, secret *corev1.S
 		ExpirationSeconds: ptr.To(int64(ttl / time.Second)),
 		BoundObjectRef:    &authnv1.BoundObjectReference{Kind: "Secret", APIVersion: "v1", Name: secret.Name, UID: secret.UID},
 	}}
-	res, err := h.Client.CoreV1().ServiceAccounts(a.Namespace).CreateToken(ctx, a.ServiceAccount, req, metav1.CreateOptions{})
+	res, err := h.Client.ServiceAccounts(a.Namespace).CreateToken(ctx, a.ServiceAccount, req, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("request token for %s/%s: %w", a.Namespace, a.ServiceAccount, err)
 	}
@@ -164,16 +163,15 @@ func (h *Harvester) RequestToken(ctx context.Context, a Access, secret *corev1.S
 // yields a different token; every token issued before (Secret or
 // TokenRequest) stops working. The bindings, referring by name, stay.
 func (h *Harvester) Rotate(ctx context.Context, a Access) error {
-	core := h.Client.CoreV1()
 	name := a.TokenSecretName()
-	sec, err := core.Secrets(a.Namespace).Get(ctx, name, metav1.GetOptions{})
+	sec, err := h.Client.Secrets(a.Namespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("rotate: secret %s/%s does not exist; run `kubeconfig` first", a.Namespace, name)
 	}
 	if err := checkOwned("Secret", a.Namespace+"/"+name, sec.GetLabels(), a.ClusterName, err); err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
-	sa, err := core.ServiceAccounts(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
+	sa, err := h.Client.ServiceAccounts(a.Namespace).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("rotate: service account %s/%s does not exist; run `kubeconfig` first", a.Namespace, a.ServiceAccount)
 	}
@@ -181,12 +179,12 @@ func (h *Harvester) Rotate(ctx context.Context, a Access) error {
 		return fmt.Errorf("rotate: %w", err)
 	}
 	if err := h.deleteAndWait(ctx, "secrets", a.Namespace, name, sec.UID, func() error {
-		return core.Secrets(a.Namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &sec.UID}})
+		return h.Client.Secrets(a.Namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &sec.UID}})
 	}); err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
 	if err := h.deleteAndWait(ctx, "serviceaccounts", a.Namespace, a.ServiceAccount, sa.UID, func() error {
-		return core.ServiceAccounts(a.Namespace).Delete(ctx, a.ServiceAccount, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &sa.UID}})
+		return h.Client.ServiceAccounts(a.Namespace).Delete(ctx, a.ServiceAccount, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &sa.UID}})
 	}); err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
@@ -199,17 +197,16 @@ func (h *Harvester) deleteAndWait(ctx context.Context, resource, ns, name string
 	if err := del(); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete %s %s/%s: %w", resource, ns, name, err)
 	}
-	core, rbac := h.Client.CoreV1(), h.Client.RbacV1()
 	var k kubeapi.Kind
 	switch resource {
 	case "secrets":
-		k = kubeapi.KindOf[*corev1.SecretList]("Secret", &corev1.Secret{}, core.Secrets(ns))
+		k = kubeapi.KindOf[*corev1.SecretList]("Secret", &corev1.Secret{}, h.Client.Secrets(ns))
 	case "serviceaccounts":
-		k = kubeapi.KindOf[*corev1.ServiceAccountList]("ServiceAccount", &corev1.ServiceAccount{}, core.ServiceAccounts(ns))
+		k = kubeapi.KindOf[*corev1.ServiceAccountList]("ServiceAccount", &corev1.ServiceAccount{}, h.Client.ServiceAccounts(ns))
 	case "rolebindings":
-		k = kubeapi.KindOf[*rbacv1.RoleBindingList]("RoleBinding", &rbacv1.RoleBinding{}, rbac.RoleBindings(ns))
+		k = kubeapi.KindOf[*rbacv1.RoleBindingList]("RoleBinding", &rbacv1.RoleBinding{}, h.Client.RoleBindings(ns))
 	default:
-		k = kubeapi.KindOf[*rbacv1.ClusterRoleBindingList]("ClusterRoleBinding", &rbacv1.ClusterRoleBinding{}, rbac.ClusterRoleBindings())
+		k = kubeapi.KindOf[*rbacv1.ClusterRoleBindingList]("ClusterRoleBinding", &rbacv1.ClusterRoleBinding{}, h.Client.ClusterRoleBindings())
 	}
 	_, err := kubeapi.Wait(ctx, k, ns, name, 0, func(obj runtime.Object) (bool, error) {
 		m, ok := obj.(metav1.Object)
@@ -259,7 +256,6 @@ type revokeVictim struct {
 // revokeVictims gets the four objects of a by name and keeps those that
 // are this tool's for a; the others are returned as errors.
 func (h *Harvester) revokeVictims(ctx context.Context, a Access) ([]revokeVictim, []error) {
-	core, rbac := h.Client.CoreV1(), h.Client.RbacV1()
 	ns := a.Namespace
 	var victims []revokeVictim
 	var errs []error
@@ -280,21 +276,21 @@ func (h *Harvester) revokeVictims(ctx context.Context, a Access) ([]revokeVictim
 	precondition := func(uid types.UID) metav1.DeleteOptions {
 		return metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
 	}
-	crb, err := rbac.ClusterRoleBindings().Get(ctx, a.ClusterRoleBindingName(), metav1.GetOptions{})
+	crb, err := h.Client.ClusterRoleBindings().Get(ctx, a.ClusterRoleBindingName(), metav1.GetOptions{})
 	consider("ClusterRoleBinding", "clusterrolebindings", "", a.ClusterRoleBindingName(), crb, err == nil && bindsOnly(crb.Subjects, a), err, func(uid types.UID) error {
-		return rbac.ClusterRoleBindings().Delete(ctx, a.ClusterRoleBindingName(), precondition(uid))
+		return h.Client.ClusterRoleBindings().Delete(ctx, a.ClusterRoleBindingName(), precondition(uid))
 	})
-	rb, err := rbac.RoleBindings(ns).Get(ctx, a.RoleBindingName(), metav1.GetOptions{})
+	rb, err := h.Client.RoleBindings(ns).Get(ctx, a.RoleBindingName(), metav1.GetOptions{})
 	consider("RoleBinding", "rolebindings", ns, a.RoleBindingName(), rb, err == nil && bindsOnly(rb.Subjects, a), err, func(uid types.UID) error {
-		return rbac.RoleBindings(ns).Delete(ctx, a.RoleBindingName(), precondition(uid))
+		return h.Client.RoleBindings(ns).Delete(ctx, a.RoleBindingName(), precondition(uid))
 	})
-	sec, err := core.Secrets(ns).Get(ctx, a.TokenSecretName(), metav1.GetOptions{})
+	sec, err := h.Client.Secrets(ns).Get(ctx, a.TokenSecretName(), metav1.GetOptions{})
 	consider("Secret", "secrets", ns, a.TokenSecretName(), sec, err == nil && sec.Annotations[corev1.ServiceAccountNameKey] == a.ServiceAccount, err, func(uid types.UID) error {
-		return core.Secrets(ns).Delete(ctx, a.TokenSecretName(), precondition(uid))
+		return h.Client.Secrets(ns).Delete(ctx, a.TokenSecretName(), precondition(uid))
 	})
-	sa, err := core.ServiceAccounts(ns).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
+	sa, err := h.Client.ServiceAccounts(ns).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
 	consider("ServiceAccount", "serviceaccounts", ns, a.ServiceAccount, sa, true, err, func(uid types.UID) error {
-		return core.ServiceAccounts(ns).Delete(ctx, a.ServiceAccount, precondition(uid))
+		return h.Client.ServiceAccounts(ns).Delete(ctx, a.ServiceAccount, precondition(uid))
 	})
 	return victims, errs
 }

@@ -2,6 +2,7 @@ package credentials
 
 import (
 	"context"
+	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 	"io"
 	"log/slog"
 	"strings"
@@ -17,7 +18,7 @@ func TestDerivedNamesValidatedBeforeAnyCall(t *testing.T) {
 	long := strings.Repeat("s", 250)
 	a := Access{ClusterName: "guest", Namespace: "default", ServiceAccount: long}
 	cs := fake.NewSimpleClientset()
-	h := &Harvester{Client: cs, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	h := &Harvester{Client: restapifake.Clients{Kube: cs}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	err := h.EnsureAccess(context.Background(), a)
 	if err == nil {
 		t.Fatal("EnsureAccess accepted a 250-character service account")

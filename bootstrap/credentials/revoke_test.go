@@ -2,6 +2,7 @@ package credentials
 
 import (
 	"context"
+	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 	"sort"
 	"strings"
 	"testing"
@@ -24,7 +25,7 @@ func TestRevokeVictimsOnlyTheServiceAccount(t *testing.T) {
 	a := Access{ClusterName: "guest", Namespace: "default", ServiceAccount: "guest-ccm"}
 	other := Access{ClusterName: "guest", Namespace: "default", ServiceAccount: "guest-csi"}
 	objs := append(accessObjects(a), accessObjects(other)...)
-	h := &Harvester{Client: fake.NewSimpleClientset(objs...)}
+	h := &Harvester{Client: restapifake.Clients{Kube: fake.NewSimpleClientset(objs...)}}
 	victims, errs := h.revokeVictims(context.Background(), a)
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -45,7 +46,7 @@ func TestRevokeVictimsRefusesForeign(t *testing.T) {
 	objs := accessObjects(a)
 	objs[0].(*corev1.ServiceAccount).Labels = nil                                  // made by hand
 	objs[3].(*corev1.Secret).Annotations[corev1.ServiceAccountNameKey] = "someone" // another SA's token
-	h := &Harvester{Client: fake.NewSimpleClientset(objs...)}
+	h := &Harvester{Client: restapifake.Clients{Kube: fake.NewSimpleClientset(objs...)}}
 	victims, errs := h.revokeVictims(context.Background(), a)
 	if len(victims) != 2 || len(errs) != 2 {
 		t.Fatalf("victims %v errs %v", victims, errs)

@@ -1,0 +1,71 @@
+// Package restapifake serves a restapi.Interface from client-go's and
+// KubeVirt's fake clientsets, for unit tests of logic and error branches.
+package restapifake
+
+import (
+	"github.com/harvester-kit/harvester-machine/internal/restapi"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/client-go/kubernetes"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
+)
+
+// Clients is a restapi.Interface over Kube and Virt (either may be nil
+// when the test calls none of its kinds).
+type Clients struct {
+	Kube kubernetes.Interface
+	Virt kubevirt.Interface
+}
+
+var _ restapi.Interface = Clients{}
+
+func (c Clients) Secrets(ns string) restapi.Resource[*corev1.Secret, *corev1.SecretList] {
+	return c.Kube.CoreV1().Secrets(ns)
+}
+
+func (c Clients) PersistentVolumeClaims(ns string) restapi.Resource[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList] {
+	return c.Kube.CoreV1().PersistentVolumeClaims(ns)
+}
+
+func (c Clients) Events(ns string) restapi.Resource[*corev1.Event, *corev1.EventList] {
+	return c.Kube.CoreV1().Events(ns)
+}
+
+func (c Clients) ServiceAccounts(ns string) restapi.ServiceAccounts {
+	return c.Kube.CoreV1().ServiceAccounts(ns)
+}
+
+func (c Clients) Namespaces() restapi.Resource[*corev1.Namespace, *corev1.NamespaceList] {
+	return c.Kube.CoreV1().Namespaces()
+}
+
+func (c Clients) StorageClasses() restapi.Resource[*storagev1.StorageClass, *storagev1.StorageClassList] {
+	return c.Kube.StorageV1().StorageClasses()
+}
+
+func (c Clients) RoleBindings(ns string) restapi.Resource[*rbacv1.RoleBinding, *rbacv1.RoleBindingList] {
+	return c.Kube.RbacV1().RoleBindings(ns)
+}
+
+func (c Clients) ClusterRoleBindings() restapi.Resource[*rbacv1.ClusterRoleBinding, *rbacv1.ClusterRoleBindingList] {
+	return c.Kube.RbacV1().ClusterRoleBindings()
+}
+
+func (c Clients) SelfSubjectRulesReviews() restapi.Creator[*authzv1.SelfSubjectRulesReview] {
+	return c.Kube.AuthorizationV1().SelfSubjectRulesReviews()
+}
+
+func (c Clients) SelfSubjectAccessReviews() restapi.Creator[*authzv1.SelfSubjectAccessReview] {
+	return c.Kube.AuthorizationV1().SelfSubjectAccessReviews()
+}
+
+func (c Clients) VirtualMachines(ns string) restapi.Resource[*kubevirtv1.VirtualMachine, *kubevirtv1.VirtualMachineList] {
+	return c.Virt.KubevirtV1().VirtualMachines(ns)
+}
+
+func (c Clients) VirtualMachineInstances(ns string) restapi.Resource[*kubevirtv1.VirtualMachineInstance, *kubevirtv1.VirtualMachineInstanceList] {
+	return c.Virt.KubevirtV1().VirtualMachineInstances(ns)
+}
