@@ -165,7 +165,7 @@ func (d *Driver) createSecret(ctx context.Context, api *harvesterAPI, secret *co
 	log.Infof("%s: creating cloud-init Secret %s/%s", d.MachineName, d.VMNamespace, secret.Name)
 	made, err := api.createSecret(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("create Secret: a Secret named %s already exists in namespace %s (another machine of this name?); nothing was created: %w", secret.Name, d.VMNamespace, errNameTaken)
+		return nil, fmt.Errorf("create Secret: a cloud-init Secret named %s already exists in namespace %s (left from an earlier machine of this name, or another's); choose another machine name or remove it; nothing was created: %w", secret.Name, d.VMNamespace, errNameTaken)
 	}
 	return made, err
 }
@@ -173,7 +173,7 @@ func (d *Driver) createSecret(ctx context.Context, api *harvesterAPI, secret *co
 func (d *Driver) createVM(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 	created, err := api.createVM(ctx, vm)
 	if apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("create VM: a VM named %s already exists in namespace %s: %w", vm.Name, d.VMNamespace, errNameTaken)
+		return nil, fmt.Errorf("create VM: a VM named %s already exists in namespace %s (another machine's, or left from an earlier one); choose another machine name or remove it: %w", vm.Name, d.VMNamespace, errNameTaken)
 	}
 	if err == nil {
 		api.seen.rememberVM(created)

@@ -104,6 +104,44 @@ func TestCreateRollsBack(t *testing.T) {
 	}
 }
 
+// TestCreateNameTaken: a cloud-init Secret or VM of the machine's name made
+// by someone else fails Create naming it; the other's object stays and
+// nothing of this machine is left.
+func TestCreateNameTaken(t *testing.T) {
+	t.Run("Secret", func(t *testing.T) {
+		d, f := newCreateDriver(t)
+		if err := f.kube.Tracker().Add(fakeSecret(nil)); err != nil {
+			t.Fatal(err)
+		}
+		err := d.Create()
+		if err == nil || !strings.Contains(err.Error(), "a cloud-init Secret named "+UserDataSecretName(testMachine)+" already exists") {
+			t.Fatalf("got %v", err)
+		}
+		if _, err := f.kube.CoreV1().Secrets(testNS).Get(context.Background(), UserDataSecretName(testMachine), metav1.GetOptions{}); err != nil {
+			t.Errorf("the other's Secret: %v", err)
+		}
+		if _, err := f.virt.KubevirtV1().VirtualMachines(testNS).Get(context.Background(), testMachine, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("VM made (get: %v)", err)
+		}
+	})
+	t.Run("VM", func(t *testing.T) {
+		d, f := newCreateDriver(t)
+		if err := f.virt.Tracker().Add(fakeVM("someone-else", "uid-other")); err != nil {
+			t.Fatal(err)
+		}
+		err := d.Create()
+		if err == nil || !strings.Contains(err.Error(), "a VM named "+testMachine+" already exists") || strings.Contains(err.Error(), "cleanup") {
+			t.Fatalf("got %v", err)
+		}
+		if _, err := f.virt.KubevirtV1().VirtualMachines(testNS).Get(context.Background(), testMachine, metav1.GetOptions{}); err != nil {
+			t.Errorf("the other's VM: %v", err)
+		}
+		if _, err := f.kube.CoreV1().Secrets(testNS).Get(context.Background(), UserDataSecretName(testMachine), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("cloud-init Secret left behind (get: %v)", err)
+		}
+	})
+}
+
 // appliedButLost stores the created object and then answers as a call
 // whose deadline ran out (the API server frozen, the connection cut).
 func appliedButLost(tracker k8stesting.ObjectTracker) k8stesting.ReactionFunc {

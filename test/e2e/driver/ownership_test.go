@@ -242,7 +242,7 @@ func TestOwnershipHandDeletedVMLeavesNoDisk(t *testing.T) {
 
 	again := newRM(t, "e2e-gone")
 	out, err := again.create(name, imageAndNet...)
-	mustFail(t, out, err, "a volume (PVC) named "+name+"-disk-0 already exists", "a cloud-init Secret named "+name+"-cloudinit already exists")
+	mustFail(t, out, err, "a volume (PVC) named "+name+"-disk-0 already exists")
 
 	out = r.mustRun("rm", "-y", "--update-config", name)
 	if !strings.Contains(out, "removed volumes "+name+"-disk-0; Secret "+name+"-cloudinit") {
