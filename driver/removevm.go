@@ -21,8 +21,8 @@ import (
 // volumes, the garbage collector the VM instance and the Secret the VM
 // owns once the VM is gone), deletes itself any of the machine's volumes
 // the VM does not use, and waits with one watch until the Secret is gone
-// (so the VM is) and one until the volumes are (a volume is released only
-// once no VM instance uses it).
+// (so the VM is), one until the volumes are, and until the VM instance is
+// (one list when it already is gone, and a watch when not).
 func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal) error {
 	ns, vm := d.VMNamespace, r.vm
 	claims := sortedKeys(r.claims)
@@ -71,6 +71,12 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal)
 	}
 	if err != nil {
 		return d.goneError(ctx, kindPVC+"s "+strings.Join(claims, ", "), err)
+	}
+	// The garbage collector deletes the VM instance once the VM is gone,
+	// in no fixed order with the Secret: make sure it is gone too (one
+	// read when it already is).
+	if err := d.waitRemoved(ctx, api, []goneTarget{{kindVMI, vm.Name, ""}}); err != nil {
+		return err
 	}
 	log.Infof("%s: removed %s", d.MachineName, r.describe())
 	return nil

@@ -88,6 +88,9 @@ func (s *sim) reconcileVM(ctx context.Context, key string) (time.Duration, error
 		if err != nil {
 			return 0, err
 		}
+		if created == nil { // the cached VM is gone or being deleted
+			return 0, nil
+		}
 		in.VMI = created
 		s.event.emit(u, corev1.EventTypeNormal, "SuccessfulCreate",
 			"Started the virtual machine by creating the new virtual machine instance "+name)
@@ -124,7 +127,8 @@ func (s *sim) vmiOf(ns, name string) *kubevirtv1.VirtualMachineInstance {
 }
 
 // createVMI creates the VMI from the VM template: same name, template
-// labels and annotations, controller owner reference to the VM.
+// labels and annotations, controller owner reference to the VM. It
+// returns nil, nil when the VM is no longer live on the API server.
 func (s *sim) createVMI(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachineInstance, error) {
 	vmi := &kubevirtv1.VirtualMachineInstance{
 		TypeMeta: metav1.TypeMeta{APIVersion: kubevirtv1.SchemeGroupVersion.String(), Kind: "VirtualMachineInstance"},
@@ -138,6 +142,19 @@ func (s *sim) createVMI(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*ku
 			}},
 		},
 		Spec: *vm.Spec.Template.Spec.DeepCopy(),
+	}
+	// The VM informer may lag behind the VMI informer: a VMI that the
+	// garbage collector just deleted because its VM is gone would be made
+	// again for a VM that only the cache still holds. Like KubeVirt, create
+	// only for a VM that is live on the API server.
+	live, err := s.dyn.Resource(gvrVM).Namespace(vm.Namespace).Get(ctx, vm.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read vm %s/%s before creating its vmi: %w", vm.Namespace, vm.Name, err)
+	case live.GetUID() != vm.UID || live.GetDeletionTimestamp() != nil:
+		return nil, nil
 	}
 	m, err := toUnstructured(vmi)
 	if err != nil {
