@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/harvester-kit/harvester-machine/test/sim/lb"
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
 // poolInUsePolicy names the admission policy that plays Harvester's
@@ -27,7 +27,7 @@ func buildPoolInUsePolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
 				RuleWithOperations: admissionv1.RuleWithOperations{
 					Operations: []admissionv1.OperationType{admissionv1.Delete},
-					Rule:       admissionv1.Rule{APIGroups: []string{lb.Group}, APIVersions: []string{"*"}, Resources: []string{"ippools"}},
+					Rule:       admissionv1.Rule{APIGroups: []string{lbapi.Group}, APIVersions: []string{"*"}, Resources: []string{"ippools"}},
 				},
 			}}},
 			Validations: []admissionv1.Validation{{

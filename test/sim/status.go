@@ -15,14 +15,14 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/harvester-kit/harvester-machine/test/sim/lb"
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
 var (
 	vmGVR   = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
 	vmiGVR  = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
-	lbGVR   = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "loadbalancers"}
-	poolGVR = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "ippools"}
+	lbGVR   = schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "loadbalancers"}
+	poolGVR = schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "ippools"}
 )
 
 // vmRow is one line of `harvester-sim status`.
@@ -154,7 +154,7 @@ func lbRows(lbs []unstructured.Unstructured) [][]string {
 				}
 			}
 		}
-		rows = append(rows, []string{l.GetNamespace(), l.GetName(), orDash(l.GetAnnotations()[lb.AnnCluster]),
+		rows = append(rows, []string{l.GetNamespace(), l.GetName(), orDash(l.GetAnnotations()[lbapi.AnnCluster]),
 			orDash(nested(&l, "status", "allocatedAddress", "ipPool")), orDash(nested(&l, "status", "allocatedAddress", "ip")),
 			orDash(nested(&l, "status", "address")), ready})
 	}

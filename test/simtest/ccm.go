@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
-	"github.com/harvester-kit/harvester-machine/test/sim/lb"
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
 // Labels the cloud provider puts on the LoadBalancers it creates.
@@ -45,43 +45,43 @@ func CCMLoadBalancerName(cluster, svcNamespace, svcName, svcUID string) string {
 // CCMLoadBalancer is the LoadBalancer the cloud provider creates in
 // namespace (its cloud-config's) for a Service of type LoadBalancer with no
 // cloudprovider.harvesterhci.io annotations: ipam pool, workloadType cluster.
-func CCMLoadBalancer(cluster, namespace, svcNamespace, svcName, svcUID string) *lb.LoadBalancer {
-	return &lb.LoadBalancer{
-		TypeMeta: metav1.TypeMeta{APIVersion: lb.Group + "/" + lb.Version, Kind: "LoadBalancer"},
+func CCMLoadBalancer(cluster, namespace, svcNamespace, svcName, svcUID string) *lbapi.LoadBalancer {
+	return &lbapi.LoadBalancer{
+		TypeMeta: metav1.TypeMeta{APIVersion: lbapi.Group + "/" + lbapi.Version, Kind: "LoadBalancer"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: CCMLoadBalancerName(cluster, svcNamespace, svcName, svcUID), Namespace: namespace,
 			Labels: map[string]string{
 				LabelCCMCluster: cluster, LabelCCMServiceNamespace: svcNamespace, LabelCCMServiceName: svcName,
 			},
-			Annotations: map[string]string{lb.AnnCluster: cluster},
+			Annotations: map[string]string{lbapi.AnnCluster: cluster},
 		},
-		Spec: lb.LoadBalancerSpec{IPAM: lb.IPAMPool, WorkloadType: lb.WorkloadCluster},
+		Spec: lbapi.LoadBalancerSpec{IPAM: lbapi.IPAMPool, WorkloadType: lbapi.WorkloadCluster},
 	}
 }
 
-var gvrLoadBalancer = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "loadbalancers"}
+var gvrLoadBalancer = schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "loadbalancers"}
 
 // CCMCreate does what the cloud provider does for a new LoadBalancer
 // Service, with its Harvester credential: it creates l, waits until
 // Harvester allocated an address (polling, as the CCM does) and writes that
 // address into status.address (the object has no status subresource).
-func CCMCreate(ctx context.Context, harvester dynamic.Interface, l *lb.LoadBalancer) (lb.AllocatedAddress, error) {
+func CCMCreate(ctx context.Context, harvester dynamic.Interface, l *lbapi.LoadBalancer) (lbapi.AllocatedAddress, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(l)
 	if err != nil {
-		return lb.AllocatedAddress{}, err
+		return lbapi.AllocatedAddress{}, err
 	}
 	delete(m, "status")
 	lbs := harvester.Resource(gvrLoadBalancer).Namespace(l.Namespace)
 	if _, err := lbs.Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{}); err != nil {
-		return lb.AllocatedAddress{}, fmt.Errorf("create LoadBalancer %s/%s: %w", l.Namespace, l.Name, err)
+		return lbapi.AllocatedAddress{}, fmt.Errorf("create LoadBalancer %s/%s: %w", l.Namespace, l.Name, err)
 	}
-	var got lb.LoadBalancer
+	var got lbapi.LoadBalancer
 	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		u, err := lbs.Get(ctx, l.Name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
-		got = lb.LoadBalancer{}
+		got = lbapi.LoadBalancer{}
 		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &got) != nil || got.Status.AllocatedAddress.IP == "" {
 			return false, nil
 		}

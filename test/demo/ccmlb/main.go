@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/addons"
-	"github.com/harvester-kit/harvester-machine/test/sim/lb"
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
@@ -84,7 +84,7 @@ func pool(remove bool, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	pools := dyn.Resource(schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "ippools"})
+	pools := dyn.Resource(schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "ippools"})
 	if remove {
 		if err := pools.Delete(ctx, u.GetName(), metav1.DeleteOptions{}); err != nil {
 			return fmt.Errorf("delete IPPool %s: %w", u.GetName(), err)

@@ -22,8 +22,8 @@ import (
 	"github.com/harvester-kit/harvester-machine/addons"
 	"github.com/harvester-kit/harvester-machine/bootstrap/doctor"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 	"github.com/harvester-kit/harvester-machine/test/sim/fault"
-	"github.com/harvester-kit/harvester-machine/test/sim/lb"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
@@ -139,7 +139,7 @@ func setCreatorLabel(t *testing.T, name, value string) {
 
 // createLBNoWait creates a LoadBalancer as the cloud provider does,
 // without waiting for an address.
-func createLBNoWait(t *testing.T, l *lb.LoadBalancer) {
+func createLBNoWait(t *testing.T, l *lbapi.LoadBalancer) {
 	t.Helper()
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(l)
 	if err != nil {

@@ -26,8 +26,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/addons"
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 	"github.com/harvester-kit/harvester-machine/test/sim/guests"
-	"github.com/harvester-kit/harvester-machine/test/sim/lb"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
@@ -39,7 +39,7 @@ const (
 var (
 	gvrVM   = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
 	gvrVMI  = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
-	gvrPool = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "ippools"}
+	gvrPool = schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "ippools"}
 )
 
 func testContext(t *testing.T) context.Context {
@@ -289,11 +289,11 @@ func harvesterAs(t *testing.T, cloudConfig []byte) (dynamic.Interface, string) {
 // deleted after the test.
 func createPoolFor(t *testing.T, name, cluster, subnet string) {
 	t.Helper()
-	p := &lb.IPPool{
-		TypeMeta:   metav1.TypeMeta{APIVersion: lb.Group + "/" + lb.Version, Kind: "IPPool"},
+	p := &lbapi.IPPool{
+		TypeMeta:   metav1.TypeMeta{APIVersion: lbapi.Group + "/" + lbapi.Version, Kind: "IPPool"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: lb.IPPoolSpec{Ranges: []lb.Range{{Subnet: subnet}},
-			Selector: lb.Selector{Scope: []lb.Scope{{Project: lb.All, Namespace: lb.All, GuestCluster: cluster}}}},
+		Spec: lbapi.IPPoolSpec{Ranges: []lbapi.Range{{Subnet: subnet}},
+			Selector: lbapi.Selector{Scope: []lbapi.Scope{{Project: lbapi.All, Namespace: lbapi.All, GuestCluster: cluster}}}},
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p)
 	if err != nil {
@@ -306,13 +306,13 @@ func createPoolFor(t *testing.T, name, cluster, subnet string) {
 	t.Cleanup(func() { _ = env.dyn.Resource(gvrPool).Delete(context.Background(), name, metav1.DeleteOptions{}) })
 }
 
-func getPool(t *testing.T, ctx context.Context, name string) *lb.IPPool {
+func getPool(t *testing.T, ctx context.Context, name string) *lbapi.IPPool {
 	t.Helper()
 	u, err := env.dyn.Resource(gvrPool).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p lb.IPPool
+	var p lbapi.IPPool
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
 		t.Fatal(err)
 	}

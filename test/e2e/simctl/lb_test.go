@@ -15,72 +15,72 @@ import (
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/test/sim/lb"
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
 var (
-	gvrLB   = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "loadbalancers"}
-	gvrPool = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "ippools"}
+	gvrLB   = schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "loadbalancers"}
+	gvrPool = schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "ippools"}
 )
 
 // createPool creates a cluster-scoped IPPool, deleted after the test.
-func createPool(t *testing.T, name string, sel lb.Selector, ranges ...lb.Range) {
+func createPool(t *testing.T, name string, sel lbapi.Selector, ranges ...lbapi.Range) {
 	t.Helper()
-	createObject(t, gvrPool, &lb.IPPool{
-		TypeMeta:   metav1.TypeMeta{APIVersion: lb.Group + "/" + lb.Version, Kind: "IPPool"},
+	createObject(t, gvrPool, &lbapi.IPPool{
+		TypeMeta:   metav1.TypeMeta{APIVersion: lbapi.Group + "/" + lbapi.Version, Kind: "IPPool"},
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       lb.IPPoolSpec{Ranges: ranges, Selector: sel},
+		Spec:       lbapi.IPPoolSpec{Ranges: ranges, Selector: sel},
 	})
 	t.Cleanup(func() { _ = env.dyn.Resource(gvrPool).Delete(context.Background(), name, metav1.DeleteOptions{}) })
 }
 
-func clusterScope(cluster string) lb.Selector {
-	return lb.Selector{Scope: []lb.Scope{{Project: lb.All, Namespace: lb.All, GuestCluster: cluster}}}
+func clusterScope(cluster string) lbapi.Selector {
+	return lbapi.Selector{Scope: []lbapi.Scope{{Project: lbapi.All, Namespace: lbapi.All, GuestCluster: cluster}}}
 }
 
-func createLB(t *testing.T, ns, name string, ann map[string]string, spec lb.LoadBalancerSpec) {
+func createLB(t *testing.T, ns, name string, ann map[string]string, spec lbapi.LoadBalancerSpec) {
 	t.Helper()
-	createObject(t, gvrLB, &lb.LoadBalancer{
-		TypeMeta:   metav1.TypeMeta{APIVersion: lb.Group + "/" + lb.Version, Kind: "LoadBalancer"},
+	createObject(t, gvrLB, &lbapi.LoadBalancer{
+		TypeMeta:   metav1.TypeMeta{APIVersion: lbapi.Group + "/" + lbapi.Version, Kind: "LoadBalancer"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: ann},
 		Spec:       spec,
 	})
 }
 
-func waitLB(t *testing.T, ns, name, what string, cond func(*lb.LoadBalancer) bool) *lb.LoadBalancer {
+func waitLB(t *testing.T, ns, name, what string, cond func(*lbapi.LoadBalancer) bool) *lbapi.LoadBalancer {
 	t.Helper()
 	return waitFor(t, gvrLB, ns, name, what, cond)
 }
 
-func waitPool(t *testing.T, name, what string, cond func(*lb.IPPool) bool) *lb.IPPool {
+func waitPool(t *testing.T, name, what string, cond func(*lbapi.IPPool) bool) *lbapi.IPPool {
 	t.Helper()
 	return waitFor(t, gvrPool, "", name, what, cond)
 }
 
-func readyCond(l *lb.LoadBalancer) *lb.Condition {
+func readyCond(l *lbapi.LoadBalancer) *lbapi.Condition {
 	for i := range l.Status.Conditions {
-		if l.Status.Conditions[i].Type == lb.ConditionReady {
+		if l.Status.Conditions[i].Type == lbapi.ConditionReady {
 			return &l.Status.Conditions[i]
 		}
 	}
 	return nil
 }
 
-func lbReady(l *lb.LoadBalancer) bool {
+func lbReady(l *lbapi.LoadBalancer) bool {
 	c := readyCond(l)
 	return l != nil && c != nil && c.Status == "True"
 }
 
-func lbNotReadyWith(msg string) func(*lb.LoadBalancer) bool {
-	return func(l *lb.LoadBalancer) bool {
+func lbNotReadyWith(msg string) func(*lbapi.LoadBalancer) bool {
+	return func(l *lbapi.LoadBalancer) bool {
 		c := readyCond(l)
 		return l != nil && c != nil && c.Status == "False" && c.Message == msg
 	}
 }
 
-func clusterLB(cluster string) (map[string]string, lb.LoadBalancerSpec) {
-	return map[string]string{lb.AnnCluster: cluster}, lb.LoadBalancerSpec{WorkloadType: lb.WorkloadCluster, IPAM: lb.IPAMPool}
+func clusterLB(cluster string) (map[string]string, lbapi.LoadBalancerSpec) {
+	return map[string]string{lbapi.AnnCluster: cluster}, lbapi.LoadBalancerSpec{WorkloadType: lbapi.WorkloadCluster, IPAM: lbapi.IPAMPool}
 }
 
 // simFault runs `harvester-sim fault ARGS...` against the test simulator.
@@ -99,36 +99,36 @@ func simFault(t *testing.T, args ...string) {
 func TestLoadBalancerGetsAddressFromItsClustersPool(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
-	createPool(t, "t-scope-a", clusterScope("scope-a"), lb.Range{Subnet: "10.201.1.0/24", RangeStart: "10.201.1.10", RangeEnd: "10.201.1.20"})
-	createPool(t, "t-scope-b", clusterScope("scope-b"), lb.Range{Subnet: "10.201.2.0/24"})
+	createPool(t, "t-scope-a", clusterScope("scope-a"), lbapi.Range{Subnet: "10.201.1.0/24", RangeStart: "10.201.1.10", RangeEnd: "10.201.1.20"})
+	createPool(t, "t-scope-b", clusterScope("scope-b"), lbapi.Range{Subnet: "10.201.2.0/24"})
 	ann, spec := clusterLB("scope-a")
 	createLB(t, ns, "web", ann, spec)
 
 	l := waitLB(t, ns, "web", "Ready", lbReady)
-	want := lb.AllocatedAddress{IPPool: "t-scope-a", IP: "10.201.1.10", Mask: "255.255.255.0", Gateway: "10.201.1.1"}
+	want := lbapi.AllocatedAddress{IPPool: "t-scope-a", IP: "10.201.1.10", Mask: "255.255.255.0", Gateway: "10.201.1.1"}
 	if l.Status.AllocatedAddress != want {
 		t.Fatalf("allocatedAddress = %+v, want %+v", l.Status.AllocatedAddress, want)
 	}
-	if !slices.Contains(l.Finalizers, lb.Finalizer) {
-		t.Fatalf("finalizers = %v, want %s", l.Finalizers, lb.Finalizer)
+	if !slices.Contains(l.Finalizers, lbapi.Finalizer) {
+		t.Fatalf("finalizers = %v, want %s", l.Finalizers, lbapi.Finalizer)
 	}
 	if l.Status.Address != "" {
 		t.Fatalf("workloadType cluster: status.address %q is the cloud provider's to write", l.Status.Address)
 	}
 	owner := ns + "/web"
-	p := waitPool(t, "t-scope-a", "allocation recorded", func(p *lb.IPPool) bool {
+	p := waitPool(t, "t-scope-a", "allocation recorded", func(p *lbapi.IPPool) bool {
 		return p != nil && p.Status.Allocated["10.201.1.10"] == owner
 	})
 	if p.Status.Total != 11 || p.Status.Available != 10 || p.Status.LastAllocated != "10.201.1.10" {
 		t.Fatalf("pool status = %+v, want total 11, available 10, lastAllocated 10.201.1.10", p.Status)
 	}
-	if b := waitPool(t, "t-scope-b", "counted", func(p *lb.IPPool) bool { return p != nil && p.Status.Total > 0 }); len(b.Status.Allocated) != 0 {
+	if b := waitPool(t, "t-scope-b", "counted", func(p *lbapi.IPPool) bool { return p != nil && p.Status.Total > 0 }); len(b.Status.Allocated) != 0 {
 		t.Fatalf("the other cluster's pool handed out an address: %+v", b.Status)
 	}
 
 	deleteObject(t, gvrLB, ns, "web")
-	waitLB(t, ns, "web", "deleted", func(l *lb.LoadBalancer) bool { return l == nil })
-	p = waitPool(t, "t-scope-a", "address released", func(p *lb.IPPool) bool { return p != nil && len(p.Status.Allocated) == 0 })
+	waitLB(t, ns, "web", "deleted", func(l *lbapi.LoadBalancer) bool { return l == nil })
+	p = waitPool(t, "t-scope-a", "address released", func(p *lbapi.IPPool) bool { return p != nil && len(p.Status.Allocated) == 0 })
 	if p.Status.AllocatedHistory["10.201.1.10"] != owner || p.Status.Available != 11 {
 		t.Fatalf("released pool status = %+v, want the address in allocatedHistory and 11 available", p.Status)
 	}
@@ -150,15 +150,15 @@ func TestLoadBalancerGetsAddressFromItsClustersPool(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		_ = unstructured.SetNestedField(u.Object, lb.IPAMDHCP, "spec", "ipam")
+		_ = unstructured.SetNestedField(u.Object, lbapi.IPAMDHCP, "spec", "ipam")
 		_, err = env.dyn.Resource(gvrLB).Namespace(ns).Update(testContext(t), u, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitLB(t, ns, "web", "DHCP address", func(l *lb.LoadBalancer) bool { return l != nil && l.Status.AllocatedAddress.IP == lb.DHCPAddress })
-	waitPool(t, "t-scope-a", "the pool address released", func(p *lb.IPPool) bool {
+	waitLB(t, ns, "web", "DHCP address", func(l *lbapi.LoadBalancer) bool { return l != nil && l.Status.AllocatedAddress.IP == lbapi.DHCPAddress })
+	waitPool(t, "t-scope-a", "the pool address released", func(p *lbapi.IPPool) bool {
 		return p != nil && p.Status.Allocated["10.201.1.10"] == "" && p.Status.AllocatedHistory["10.201.1.10"] == owner
 	})
 }
@@ -166,24 +166,24 @@ func TestLoadBalancerGetsAddressFromItsClustersPool(t *testing.T) {
 func TestLoadBalancerPriorityAndNetwork(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
-	low := lb.Selector{Priority: 1, Network: "default/vlan-prio", Scope: []lb.Scope{{Project: lb.All, Namespace: ns, GuestCluster: lb.All}}}
+	low := lbapi.Selector{Priority: 1, Network: "default/vlan-prio", Scope: []lbapi.Scope{{Project: lbapi.All, Namespace: ns, GuestCluster: lbapi.All}}}
 	high := low
 	high.Priority = 5
-	createPool(t, "t-prio-low", low, lb.Range{Subnet: "10.202.1.0/24"})
-	createPool(t, "t-prio-high", high, lb.Range{Subnet: "10.202.2.0/24"})
-	createLB(t, ns, "prio", map[string]string{lb.AnnNetwork: "default/vlan-prio"}, lb.LoadBalancerSpec{WorkloadType: lb.WorkloadCluster, IPAM: lb.IPAMPool})
+	createPool(t, "t-prio-low", low, lbapi.Range{Subnet: "10.202.1.0/24"})
+	createPool(t, "t-prio-high", high, lbapi.Range{Subnet: "10.202.2.0/24"})
+	createLB(t, ns, "prio", map[string]string{lbapi.AnnNetwork: "default/vlan-prio"}, lbapi.LoadBalancerSpec{WorkloadType: lbapi.WorkloadCluster, IPAM: lbapi.IPAMPool})
 	if got := waitLB(t, ns, "prio", "Ready", lbReady).Status.AllocatedAddress.IPPool; got != "t-prio-high" {
 		t.Fatalf("pool = %s, want the higher priority t-prio-high", got)
 	}
-	createLB(t, ns, "named", nil, lb.LoadBalancerSpec{WorkloadType: lb.WorkloadCluster, IPAM: lb.IPAMPool, IPPool: "t-prio-low"})
+	createLB(t, ns, "named", nil, lbapi.LoadBalancerSpec{WorkloadType: lbapi.WorkloadCluster, IPAM: lbapi.IPAMPool, IPPool: "t-prio-low"})
 	if got := waitLB(t, ns, "named", "Ready", lbReady).Status.AllocatedAddress; got.IPPool != "t-prio-low" || got.IP != "10.202.1.2" {
 		t.Fatalf("named pool: allocatedAddress = %+v, want 10.202.1.2 of t-prio-low", got)
 	}
-	createLB(t, ns, "missing", nil, lb.LoadBalancerSpec{WorkloadType: lb.WorkloadCluster, IPAM: lb.IPAMPool, IPPool: "t-no-such-pool"})
+	createLB(t, ns, "missing", nil, lbapi.LoadBalancerSpec{WorkloadType: lbapi.WorkloadCluster, IPAM: lbapi.IPAMPool, IPPool: "t-no-such-pool"})
 	waitLB(t, ns, "missing", "Ready False", lbNotReadyWith("fail to get allocator t-no-such-pool"))
-	createLB(t, ns, "dhcp", nil, lb.LoadBalancerSpec{WorkloadType: lb.WorkloadCluster, IPAM: lb.IPAMDHCP})
-	if got := waitLB(t, ns, "dhcp", "Ready", lbReady).Status.AllocatedAddress.IP; got != lb.DHCPAddress {
-		t.Fatalf("ipam dhcp: ip = %q, want %s", got, lb.DHCPAddress)
+	createLB(t, ns, "dhcp", nil, lbapi.LoadBalancerSpec{WorkloadType: lbapi.WorkloadCluster, IPAM: lbapi.IPAMDHCP})
+	if got := waitLB(t, ns, "dhcp", "Ready", lbReady).Status.AllocatedAddress.IP; got != lbapi.DHCPAddress {
+		t.Fatalf("ipam dhcp: ip = %q, want %s", got, lbapi.DHCPAddress)
 	}
 }
 
@@ -195,21 +195,21 @@ func TestLoadBalancerGlobalPool(t *testing.T) {
 	createLB(t, ns, "lonely", ann, spec)
 	waitLB(t, ns, "lonely", "Ready False", lbNotReadyWith(
 		"no matched IPPool with requirement {Network: Project: Namespace:"+ns+" Cluster:cluster-without-pool}"))
-	createPool(t, "t-global", lb.Selector{Scope: []lb.Scope{{Project: lb.All, Namespace: lb.All, GuestCluster: lb.All}}}, lb.Range{Subnet: "10.203.0.0/24"})
+	createPool(t, "t-global", lbapi.Selector{Scope: []lbapi.Scope{{Project: lbapi.All, Namespace: lbapi.All, GuestCluster: lbapi.All}}}, lbapi.Range{Subnet: "10.203.0.0/24"})
 	if got := waitLB(t, ns, "lonely", "Ready", lbReady).Status.AllocatedAddress.IPPool; got != "t-global" {
 		t.Fatalf("pool = %s, want the global pool", got)
 	}
-	if p := waitPool(t, "t-global", "labelled global", func(p *lb.IPPool) bool { return p != nil && p.Labels[lb.LabelGlobalPool] == "true" }); p == nil {
+	if p := waitPool(t, "t-global", "labelled global", func(p *lbapi.IPPool) bool { return p != nil && p.Labels[lbapi.LabelGlobalPool] == "true" }); p == nil {
 		t.Fatal("global pool vanished")
 	}
 	deleteObject(t, gvrLB, ns, "lonely")
-	waitLB(t, ns, "lonely", "deleted", func(l *lb.LoadBalancer) bool { return l == nil })
+	waitLB(t, ns, "lonely", "deleted", func(l *lbapi.LoadBalancer) bool { return l == nil })
 }
 
 func TestLoadBalancerExhaustedPool(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
-	createPool(t, "t-tiny", clusterScope("tiny"), lb.Range{Subnet: "10.204.0.5/32"})
+	createPool(t, "t-tiny", clusterScope("tiny"), lbapi.Range{Subnet: "10.204.0.5/32"})
 	ann, spec := clusterLB("tiny")
 	createLB(t, ns, "first", ann, spec)
 	if got := waitLB(t, ns, "first", "Ready", lbReady).Status.AllocatedAddress; got.IP != "10.204.0.5" || got.Gateway != "" {
@@ -226,8 +226,8 @@ func TestLoadBalancerExhaustedPool(t *testing.T) {
 func TestLoadBalancerFaults(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
-	createPool(t, "t-fault-pool", clusterScope("faulty"), lb.Range{Subnet: "10.205.0.0/24"})
-	waitPool(t, "t-fault-pool", "counted", func(p *lb.IPPool) bool { return p != nil && p.Status.Total == 253 })
+	createPool(t, "t-fault-pool", clusterScope("faulty"), lbapi.Range{Subnet: "10.205.0.0/24"})
+	waitPool(t, "t-fault-pool", "counted", func(p *lbapi.IPPool) bool { return p != nil && p.Status.Total == 253 })
 
 	simFault(t, "exhaust-pool", "t-fault-*")
 	u, err := env.dyn.Resource(gvrPool).Get(testContext(t), "t-fault-pool", metav1.GetOptions{})
@@ -260,10 +260,10 @@ func TestLoadBalancerFaults(t *testing.T) {
 func TestLoadBalancerVMWorkload(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
-	createPool(t, "t-vmlb", lb.Selector{Scope: []lb.Scope{{Project: lb.All, Namespace: ns, GuestCluster: lb.All}}}, lb.Range{Subnet: "10.206.0.0/24"})
-	createLB(t, ns, "vmlb", nil, lb.LoadBalancerSpec{
-		IPAM: lb.IPAMPool, BackendServerSelector: map[string][]string{"app": {"web"}},
-		Listeners: []lb.Listener{{Name: "http", Port: 80, Protocol: "TCP", BackendPort: 8080}},
+	createPool(t, "t-vmlb", lbapi.Selector{Scope: []lbapi.Scope{{Project: lbapi.All, Namespace: ns, GuestCluster: lbapi.All}}}, lbapi.Range{Subnet: "10.206.0.0/24"})
+	createLB(t, ns, "vmlb", nil, lbapi.LoadBalancerSpec{
+		IPAM: lbapi.IPAMPool, BackendServerSelector: map[string][]string{"app": {"web"}},
+		Listeners: []lbapi.Listener{{Name: "http", Port: 80, Protocol: "TCP", BackendPort: 8080}},
 	})
 	l := waitLB(t, ns, "vmlb", "no backends", lbNotReadyWith("no running backend servers"))
 	if l.Status.AllocatedAddress.IP == "" {
@@ -287,7 +287,7 @@ func TestLoadBalancerSchema(t *testing.T) {
 	ns := testNamespace(t)
 	ctx := testContext(t)
 	u := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": lb.Group + "/" + lb.Version, "kind": "LoadBalancer",
+		"apiVersion": lbapi.Group + "/" + lbapi.Version, "kind": "LoadBalancer",
 		"metadata": map[string]any{"name": "schema", "namespace": ns},
 		"spec":     map[string]any{"ipam": "dhcp", "workloadType": "cluster", "notAField": "x"},
 	}}
@@ -313,17 +313,17 @@ func TestLoadBalancerSchema(t *testing.T) {
 func TestIPPoolInUseCannotBeDeleted(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
-	createPool(t, "t-in-use", clusterScope("in-use"), lb.Range{Subnet: "10.207.0.0/24"})
+	createPool(t, "t-in-use", clusterScope("in-use"), lbapi.Range{Subnet: "10.207.0.0/24"})
 	ann, spec := clusterLB("in-use")
 	createLB(t, ns, "holder", ann, spec)
 	waitLB(t, ns, "holder", "Ready", lbReady)
-	waitPool(t, "t-in-use", "allocation recorded", func(p *lb.IPPool) bool { return p != nil && len(p.Status.Allocated) == 1 })
+	waitPool(t, "t-in-use", "allocation recorded", func(p *lbapi.IPPool) bool { return p != nil && len(p.Status.Allocated) == 1 })
 	err := env.dyn.Resource(gvrPool).Delete(testContext(t), "t-in-use", metav1.DeleteOptions{})
 	if err == nil || !strings.Contains(err.Error(), "IPPool t-in-use cannot be deleted: it has 1 allocated address(es)") {
 		t.Fatalf("delete of a pool in use: err = %v, want it refused", err)
 	}
 	deleteObject(t, gvrLB, ns, "holder")
-	waitPool(t, "t-in-use", "released", func(p *lb.IPPool) bool { return p != nil && len(p.Status.Allocated) == 0 })
+	waitPool(t, "t-in-use", "released", func(p *lbapi.IPPool) bool { return p != nil && len(p.Status.Allocated) == 0 })
 	if err := env.dyn.Resource(gvrPool).Delete(testContext(t), "t-in-use", metav1.DeleteOptions{}); err != nil {
 		t.Fatalf("delete of a pool no longer in use: %v", err)
 	}

@@ -18,13 +18,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 	"github.com/harvester-kit/harvester-machine/test/sim/fault"
 	"github.com/harvester-kit/harvester-machine/test/sim/lb"
 )
 
 var (
-	gvrLB   = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "loadbalancers"}
-	gvrPool = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "ippools"}
+	gvrLB   = schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "loadbalancers"}
+	gvrPool = schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "ippools"}
 )
 
 // Harvester retries a LoadBalancer that found no address every second.
@@ -49,16 +50,16 @@ func (s *sim) reconcileLoadBalancer(ctx context.Context, key string) (time.Durat
 	if u == nil {
 		return 0, nil
 	}
-	var l lb.LoadBalancer
+	var l lbapi.LoadBalancer
 	if err := fromUnstructured(u, &l); err != nil {
 		return 0, fmt.Errorf("decode LoadBalancer %s: %w", key, err)
 	}
 	if l.DeletionTimestamp != nil {
 		return 0, s.finalizeLoadBalancer(ctx, &l)
 	}
-	if !hasString(l.Finalizers, lb.Finalizer) {
+	if !hasString(l.Finalizers, lbapi.Finalizer) {
 		_, err := s.updateMeta(ctx, gvrLB, ns, name, func(u *unstructured.Unstructured) bool {
-			u.SetFinalizers(append(u.GetFinalizers(), lb.Finalizer))
+			u.SetFinalizers(append(u.GetFinalizers(), lbapi.Finalizer))
 			return true
 		})
 		return 0, err
@@ -83,15 +84,15 @@ func (s *sim) reconcileLoadBalancer(ctx context.Context, key string) (time.Durat
 }
 
 // loadBalancerStatus is the status Harvester would give l now.
-func (s *sim) loadBalancerStatus(ctx context.Context, l *lb.LoadBalancer, f fault.Patterns) (lb.LoadBalancerStatus, time.Duration, error) {
+func (s *sim) loadBalancerStatus(ctx context.Context, l *lbapi.LoadBalancer, f fault.Patterns) (lbapi.LoadBalancerStatus, time.Duration, error) {
 	st := l.Status.Clone()
 	now := time.Now()
-	if l.Spec.IPAM == lb.IPAMDHCP {
+	if l.Spec.IPAM == lbapi.IPAMDHCP {
 		// An address from a pool (ipam was pool before) goes back.
 		if err := s.releaseAddresses(ctx, l.Namespace+"/"+l.Name); err != nil {
 			return st, 0, err
 		}
-		st.AllocatedAddress = lb.AllocatedAddress{IP: lb.DHCPAddress}
+		st.AllocatedAddress = lbapi.AllocatedAddress{IP: lbapi.DHCPAddress}
 	} else {
 		addr, err := s.allocate(ctx, l, f)
 		if err != nil {
@@ -99,37 +100,37 @@ func (s *sim) loadBalancerStatus(ctx context.Context, l *lb.LoadBalancer, f faul
 			if errors.As(err, &apiErr) {
 				return st, 0, err
 			}
-			st.AllocatedAddress = lb.AllocatedAddress{}
-			st.Conditions = setCondition(st.Conditions, lb.ConditionReady, corev1.ConditionFalse, err.Error(), now)
+			st.AllocatedAddress = lbapi.AllocatedAddress{}
+			st.Conditions = setCondition(st.Conditions, lbapi.ConditionReady, corev1.ConditionFalse, err.Error(), now)
 			return st, lbRetry, nil
 		}
 		st.AllocatedAddress = addr
 	}
-	if l.Spec.WorkloadType == lb.WorkloadCluster {
+	if l.Spec.WorkloadType == lbapi.WorkloadCluster {
 		// The guest's cloud provider writes status.address.
-		st.Conditions = setCondition(st.Conditions, lb.ConditionReady, corev1.ConditionTrue, "", now)
+		st.Conditions = setCondition(st.Conditions, lbapi.ConditionReady, corev1.ConditionTrue, "", now)
 		return st, 0, nil
 	}
 	st.Address = st.AllocatedAddress.IP
 	st.BackendServers = s.backendServers(l)
 	if len(st.BackendServers) == 0 {
-		st.Conditions = setCondition(st.Conditions, lb.ConditionReady, corev1.ConditionFalse, "no running backend servers", now)
+		st.Conditions = setCondition(st.Conditions, lbapi.ConditionReady, corev1.ConditionFalse, "no running backend servers", now)
 		return st, 0, nil
 	}
-	st.Conditions = setCondition(st.Conditions, lb.ConditionReady, corev1.ConditionTrue, "", now)
+	st.Conditions = setCondition(st.Conditions, lbapi.ConditionReady, corev1.ConditionTrue, "", now)
 	return st, 0, nil
 }
 
 // allocate finds the pool for l and an address in it, recording the
 // allocation in the pool's status first. Errors that are not API errors
 // are Harvester's messages for the Ready condition.
-func (s *sim) allocate(ctx context.Context, l *lb.LoadBalancer, f fault.Patterns) (lb.AllocatedAddress, error) {
+func (s *sim) allocate(ctx context.Context, l *lbapi.LoadBalancer, f fault.Patterns) (lbapi.AllocatedAddress, error) {
 	owner := l.Namespace + "/" + l.Name
 	pools, err := s.cachedPools()
 	if err != nil {
-		return lb.AllocatedAddress{}, err
+		return lbapi.AllocatedAddress{}, err
 	}
-	var chosen *lb.IPPool
+	var chosen *lbapi.IPPool
 	for i := range pools {
 		if pools[i].Status.Allocated != nil && containsValue(pools[i].Status.Allocated, owner) {
 			chosen = &pools[i]
@@ -144,15 +145,15 @@ func (s *sim) allocate(ctx context.Context, l *lb.LoadBalancer, f fault.Patterns
 			}
 		}
 		if chosen == nil {
-			return lb.AllocatedAddress{}, lb.NoAllocatorError(l.Spec.IPPool)
+			return lbapi.AllocatedAddress{}, lb.NoAllocatorError(l.Spec.IPPool)
 		}
 	default:
-		if chosen, err = lb.SelectPool(pools, lb.RequirementOf(l)); err != nil {
-			return lb.AllocatedAddress{}, err
+		if chosen, err = lbapi.SelectPool(pools, lbapi.RequirementOf(l)); err != nil {
+			return lbapi.AllocatedAddress{}, err
 		}
 	}
-	var addr lb.AllocatedAddress
-	err = s.updatePoolStatus(ctx, chosen.Name, func(p *lb.IPPool) error {
+	var addr lbapi.AllocatedAddress
+	err = s.updatePoolStatus(ctx, chosen.Name, func(p *lbapi.IPPool) error {
 		var err error
 		addr, err = lb.Allocate(p, owner, f.MatchName(fault.ExhaustPool, p.Name) != "")
 		return err
@@ -162,15 +163,15 @@ func (s *sim) allocate(ctx context.Context, l *lb.LoadBalancer, f fault.Patterns
 
 // finalizeLoadBalancer returns l's address into its pool's history, then
 // lets the object go.
-func (s *sim) finalizeLoadBalancer(ctx context.Context, l *lb.LoadBalancer) error {
-	if !hasString(l.Finalizers, lb.Finalizer) {
+func (s *sim) finalizeLoadBalancer(ctx context.Context, l *lbapi.LoadBalancer) error {
+	if !hasString(l.Finalizers, lbapi.Finalizer) {
 		return nil
 	}
 	if err := s.releaseAddresses(ctx, l.Namespace+"/"+l.Name); err != nil {
 		return err
 	}
 	_, err := s.updateMeta(ctx, gvrLB, l.Namespace, l.Name, func(u *unstructured.Unstructured) bool {
-		u.SetFinalizers(without(u.GetFinalizers(), lb.Finalizer))
+		u.SetFinalizers(without(u.GetFinalizers(), lbapi.Finalizer))
 		return true
 	})
 	if apierrors.IsNotFound(errors.Unwrap(err)) {
@@ -190,7 +191,7 @@ func (s *sim) releaseAddresses(ctx context.Context, owner string) error {
 		if !containsValue(p.Status.Allocated, owner) {
 			continue
 		}
-		err := s.updatePoolStatus(ctx, p.Name, func(p *lb.IPPool) error {
+		err := s.updatePoolStatus(ctx, p.Name, func(p *lbapi.IPPool) error {
 			lb.Release(p, owner)
 			return nil
 		})
@@ -211,24 +212,24 @@ func (s *sim) reconcilePool(ctx context.Context, name string) error {
 	if !ok || u.GetDeletionTimestamp() != nil {
 		return nil
 	}
-	var p lb.IPPool
+	var p lbapi.IPPool
 	if err := fromUnstructured(u, &p); err != nil {
 		return fmt.Errorf("decode IPPool %s: %w", name, err)
 	}
-	if lb.IsGlobal(&p) && p.Labels[lb.LabelGlobalPool] != "true" {
+	if lbapi.IsGlobal(&p) && p.Labels[lbapi.LabelGlobalPool] != "true" {
 		_, err := s.updateMeta(ctx, gvrPool, "", name, func(u *unstructured.Unstructured) bool {
 			l := u.GetLabels()
 			if l == nil {
 				l = map[string]string{}
 			}
-			l[lb.LabelGlobalPool] = "true"
+			l[lbapi.LabelGlobalPool] = "true"
 			u.SetLabels(l)
 			return true
 		})
 		return err
 	}
 	exhausted := s.faults().MatchName(fault.ExhaustPool, name) != ""
-	err = s.updatePoolStatus(ctx, name, func(p *lb.IPPool) error { return lb.Counts(p, exhausted) })
+	err = s.updatePoolStatus(ctx, name, func(p *lbapi.IPPool) error { return lb.Counts(p, exhausted) })
 	if err != nil && !isAPIError(err) {
 		if s.state.once("ippool/"+name, "problem", err.Error()) {
 			s.log.Warn("IPPool cannot be counted", "pool", name, "err", err)
@@ -247,12 +248,12 @@ func isAPIError(err error) bool {
 
 // updatePoolStatus reads the pool live, applies change and writes the
 // status when it changed; a conflict returns as an error so the key is retried.
-func (s *sim) updatePoolStatus(ctx context.Context, name string, change func(*lb.IPPool) error) error {
+func (s *sim) updatePoolStatus(ctx context.Context, name string, change func(*lbapi.IPPool) error) error {
 	cur, err := s.dyn.Resource(gvrPool).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("get IPPool %s: %w", name, err)
 	}
-	var p lb.IPPool
+	var p lbapi.IPPool
 	if err := fromUnstructured(cur, &p); err != nil {
 		return fmt.Errorf("decode IPPool %s: %w", name, err)
 	}
@@ -276,7 +277,7 @@ func (s *sim) updatePoolStatus(ctx context.Context, name string, change func(*lb
 
 // writeLoadBalancer writes status with the whole object: Harvester's
 // LoadBalancer has no status subresource.
-func (s *sim) writeLoadBalancer(ctx context.Context, u *unstructured.Unstructured, old, status lb.LoadBalancerStatus) error {
+func (s *sim) writeLoadBalancer(ctx context.Context, u *unstructured.Unstructured, old, status lbapi.LoadBalancerStatus) error {
 	if equality.Semantic.DeepEqual(old, status) {
 		return nil
 	}
@@ -294,7 +295,7 @@ func (s *sim) writeLoadBalancer(ctx context.Context, u *unstructured.Unstructure
 
 // backendServers lists the addresses of the running VMIs in l's namespace
 // that its backendServerSelector selects, sorted.
-func (s *sim) backendServers(l *lb.LoadBalancer) []string {
+func (s *sim) backendServers(l *lbapi.LoadBalancer) []string {
 	list, _ := s.vmis.ByNamespace(l.Namespace).List(labels.Everything())
 	var out []string
 	for _, o := range list {
@@ -319,18 +320,18 @@ func (s *sim) backendServers(l *lb.LoadBalancer) []string {
 	return out
 }
 
-func (s *sim) cachedPools() ([]lb.IPPool, error) {
+func (s *sim) cachedPools() ([]lbapi.IPPool, error) {
 	list, err := s.pools.List(labels.Everything())
 	if err != nil {
 		return nil, err
 	}
-	out := make([]lb.IPPool, 0, len(list))
+	out := make([]lbapi.IPPool, 0, len(list))
 	for _, o := range list {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
 			continue
 		}
-		var p lb.IPPool
+		var p lbapi.IPPool
 		if err := fromUnstructured(u, &p); err != nil {
 			continue
 		}
@@ -374,9 +375,9 @@ func containsValue(m map[string]string, v string) bool {
 
 // setCondition sets condition typ, keeping its timestamps when neither
 // status nor message changed.
-func setCondition(conds []lb.Condition, typ string, status corev1.ConditionStatus, message string, now time.Time) []lb.Condition {
+func setCondition(conds []lbapi.Condition, typ string, status corev1.ConditionStatus, message string, now time.Time) []lbapi.Condition {
 	stamp := now.UTC().Format(time.RFC3339)
-	out := make([]lb.Condition, 0, len(conds)+1)
+	out := make([]lbapi.Condition, 0, len(conds)+1)
 	found := false
 	for _, c := range conds {
 		if c.Type != typ {
@@ -394,7 +395,7 @@ func setCondition(conds []lb.Condition, typ string, status corev1.ConditionStatu
 		out = append(out, c)
 	}
 	if !found {
-		out = append(out, lb.Condition{Type: typ, Status: string(status), Message: message, LastUpdateTime: stamp, LastTransitionTime: stamp})
+		out = append(out, lbapi.Condition{Type: typ, Status: string(status), Message: message, LastUpdateTime: stamp, LastTransitionTime: stamp})
 	}
 	return out
 }

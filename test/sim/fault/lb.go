@@ -17,10 +17,10 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 
-	"github.com/harvester-kit/harvester-machine/test/sim/lb"
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
-var poolGVR = schema.GroupVersionResource{Group: lb.Group, Version: lb.Version, Resource: "ippools"}
+var poolGVR = schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "ippools"}
 
 // SetExhaustPool makes the IPPools whose names match pattern (a glob) hand out
 // no address (or, with remove, ends that); it returns once the matching

@@ -5,53 +5,55 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
-func pool(name string, ranges []Range, sel Selector) IPPool {
-	return IPPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: IPPoolSpec{Ranges: ranges, Selector: sel}}
+func pool(name string, ranges []lbapi.Range, sel lbapi.Selector) lbapi.IPPool {
+	return lbapi.IPPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: lbapi.IPPoolSpec{Ranges: ranges, Selector: sel}}
 }
 
 func TestAllocate(t *testing.T) {
 	tests := []struct {
 		name      string
-		ranges    []Range
-		status    IPPoolStatus
+		ranges    []lbapi.Range
+		status    lbapi.IPPoolStatus
 		owner     string
 		exhausted bool
-		want      AllocatedAddress
+		want      lbapi.AllocatedAddress
 		err       string
 	}{
-		{"defaults skip network and gateway", []Range{{Subnet: "192.168.1.0/24"}}, IPPoolStatus{}, "ns/a",
-			false, AllocatedAddress{IPPool: "p", IP: "192.168.1.2", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
-		{"round robin after lastAllocated", []Range{{Subnet: "192.168.1.0/24"}}, IPPoolStatus{LastAllocated: "192.168.1.7"}, "ns/a",
-			false, AllocatedAddress{IPPool: "p", IP: "192.168.1.8", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
-		{"wraps and skips allocated", []Range{{Subnet: "10.0.0.0/29", RangeStart: "10.0.0.4", RangeEnd: "10.0.0.6"}},
-			IPPoolStatus{LastAllocated: "10.0.0.6", Allocated: map[string]string{"10.0.0.4": "ns/x"}}, "ns/a",
-			false, AllocatedAddress{IPPool: "p", IP: "10.0.0.5", Mask: "255.255.255.248", Gateway: "10.0.0.1"}, ""},
-		{"explicit gateway inside range is skipped", []Range{{Subnet: "10.0.0.0/24", RangeStart: "10.0.0.10", RangeEnd: "10.0.0.12", Gateway: "10.0.0.10"}},
-			IPPoolStatus{}, "ns/a", false, AllocatedAddress{IPPool: "p", IP: "10.0.0.11", Mask: "255.255.255.0", Gateway: "10.0.0.10"}, ""},
-		{"second range", []Range{{Subnet: "10.0.0.0/30"}, {Subnet: "10.0.1.0/30"}},
-			IPPoolStatus{Allocated: map[string]string{"10.0.0.2": "ns/x"}}, "ns/a",
-			false, AllocatedAddress{IPPool: "p", IP: "10.0.1.2", Mask: "255.255.255.252", Gateway: "10.0.1.1"}, ""},
-		{"/32 is one address", []Range{{Subnet: "10.9.9.9/32"}}, IPPoolStatus{}, "ns/a",
-			false, AllocatedAddress{IPPool: "p", IP: "10.9.9.9", Mask: "255.255.255.255"}, ""},
-		{"history reused", []Range{{Subnet: "192.168.1.0/24"}},
-			IPPoolStatus{LastAllocated: "192.168.1.50", AllocatedHistory: map[string]string{"192.168.1.20": "ns/a", "192.168.1.30": "ns/b"}}, "ns/a",
-			false, AllocatedAddress{IPPool: "p", IP: "192.168.1.20", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
-		{"history address taken meanwhile", []Range{{Subnet: "192.168.1.0/24"}},
-			IPPoolStatus{Allocated: map[string]string{"192.168.1.20": "ns/b"}, AllocatedHistory: map[string]string{"192.168.1.20": "ns/a"}}, "ns/a",
-			false, AllocatedAddress{IPPool: "p", IP: "192.168.1.2", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
-		{"already held", []Range{{Subnet: "192.168.1.0/24"}}, IPPoolStatus{Allocated: map[string]string{"192.168.1.9": "ns/a"}}, "ns/a",
-			true, AllocatedAddress{IPPool: "p", IP: "192.168.1.9", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
-		{"exhausted", []Range{{Subnet: "10.0.0.0/30"}}, IPPoolStatus{Allocated: map[string]string{"10.0.0.2": "ns/x"}}, "ns/a",
-			false, AllocatedAddress{}, "no IP addresses available in range set: 10.0.0.1-10.0.0.2"},
-		{"exhausted by fault", []Range{{Subnet: "10.0.0.0/24", RangeStart: "10.0.0.10", RangeEnd: "10.0.0.20"}}, IPPoolStatus{}, "ns/a",
-			true, AllocatedAddress{}, "no IP addresses available in range set: 10.0.0.10-10.0.0.20"},
-		{"bad subnet", []Range{{Subnet: "nope"}}, IPPoolStatus{}, "ns/a", false, AllocatedAddress{}, `spec.ranges[0]: subnet "nope"`},
+		{"defaults skip network and gateway", []lbapi.Range{{Subnet: "192.168.1.0/24"}}, lbapi.IPPoolStatus{}, "ns/a",
+			false, lbapi.AllocatedAddress{IPPool: "p", IP: "192.168.1.2", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
+		{"round robin after lastAllocated", []lbapi.Range{{Subnet: "192.168.1.0/24"}}, lbapi.IPPoolStatus{LastAllocated: "192.168.1.7"}, "ns/a",
+			false, lbapi.AllocatedAddress{IPPool: "p", IP: "192.168.1.8", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
+		{"wraps and skips allocated", []lbapi.Range{{Subnet: "10.0.0.0/29", RangeStart: "10.0.0.4", RangeEnd: "10.0.0.6"}},
+			lbapi.IPPoolStatus{LastAllocated: "10.0.0.6", Allocated: map[string]string{"10.0.0.4": "ns/x"}}, "ns/a",
+			false, lbapi.AllocatedAddress{IPPool: "p", IP: "10.0.0.5", Mask: "255.255.255.248", Gateway: "10.0.0.1"}, ""},
+		{"explicit gateway inside range is skipped", []lbapi.Range{{Subnet: "10.0.0.0/24", RangeStart: "10.0.0.10", RangeEnd: "10.0.0.12", Gateway: "10.0.0.10"}},
+			lbapi.IPPoolStatus{}, "ns/a", false, lbapi.AllocatedAddress{IPPool: "p", IP: "10.0.0.11", Mask: "255.255.255.0", Gateway: "10.0.0.10"}, ""},
+		{"second range", []lbapi.Range{{Subnet: "10.0.0.0/30"}, {Subnet: "10.0.1.0/30"}},
+			lbapi.IPPoolStatus{Allocated: map[string]string{"10.0.0.2": "ns/x"}}, "ns/a",
+			false, lbapi.AllocatedAddress{IPPool: "p", IP: "10.0.1.2", Mask: "255.255.255.252", Gateway: "10.0.1.1"}, ""},
+		{"/32 is one address", []lbapi.Range{{Subnet: "10.9.9.9/32"}}, lbapi.IPPoolStatus{}, "ns/a",
+			false, lbapi.AllocatedAddress{IPPool: "p", IP: "10.9.9.9", Mask: "255.255.255.255"}, ""},
+		{"history reused", []lbapi.Range{{Subnet: "192.168.1.0/24"}},
+			lbapi.IPPoolStatus{LastAllocated: "192.168.1.50", AllocatedHistory: map[string]string{"192.168.1.20": "ns/a", "192.168.1.30": "ns/b"}}, "ns/a",
+			false, lbapi.AllocatedAddress{IPPool: "p", IP: "192.168.1.20", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
+		{"history address taken meanwhile", []lbapi.Range{{Subnet: "192.168.1.0/24"}},
+			lbapi.IPPoolStatus{Allocated: map[string]string{"192.168.1.20": "ns/b"}, AllocatedHistory: map[string]string{"192.168.1.20": "ns/a"}}, "ns/a",
+			false, lbapi.AllocatedAddress{IPPool: "p", IP: "192.168.1.2", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
+		{"already held", []lbapi.Range{{Subnet: "192.168.1.0/24"}}, lbapi.IPPoolStatus{Allocated: map[string]string{"192.168.1.9": "ns/a"}}, "ns/a",
+			true, lbapi.AllocatedAddress{IPPool: "p", IP: "192.168.1.9", Mask: "255.255.255.0", Gateway: "192.168.1.1"}, ""},
+		{"exhausted", []lbapi.Range{{Subnet: "10.0.0.0/30"}}, lbapi.IPPoolStatus{Allocated: map[string]string{"10.0.0.2": "ns/x"}}, "ns/a",
+			false, lbapi.AllocatedAddress{}, "no IP addresses available in range set: 10.0.0.1-10.0.0.2"},
+		{"exhausted by fault", []lbapi.Range{{Subnet: "10.0.0.0/24", RangeStart: "10.0.0.10", RangeEnd: "10.0.0.20"}}, lbapi.IPPoolStatus{}, "ns/a",
+			true, lbapi.AllocatedAddress{}, "no IP addresses available in range set: 10.0.0.10-10.0.0.20"},
+		{"bad subnet", []lbapi.Range{{Subnet: "nope"}}, lbapi.IPPoolStatus{}, "ns/a", false, lbapi.AllocatedAddress{}, `spec.ranges[0]: subnet "nope"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := pool("p", tc.ranges, Selector{})
+			p := pool("p", tc.ranges, lbapi.Selector{})
 			p.Status = tc.status
 			got, err := Allocate(&p, tc.owner, tc.exhausted)
 			if tc.err != "" {
@@ -74,7 +76,7 @@ func TestAllocate(t *testing.T) {
 }
 
 func TestCountsAndRelease(t *testing.T) {
-	p := pool("p", []Range{{Subnet: "10.0.0.0/29"}, {Subnet: "10.0.1.5/32"}}, Selector{})
+	p := pool("p", []lbapi.Range{{Subnet: "10.0.0.0/29"}, {Subnet: "10.0.1.5/32"}}, lbapi.Selector{})
 	if err := Counts(&p, false); err != nil || p.Status.Total != 6 || p.Status.Available != 6 {
 		t.Fatalf("counts: %+v %v (want 5 of the /29 without network, gateway, broadcast... plus the /32)", p.Status, err)
 	}

@@ -1,3 +1,8 @@
+// Package lb is the pure part of the simulated Harvester load balancer
+// controller: IP pool address allocation and backend selection. The
+// LoadBalancer and IPPool types and the pool-matching rule are Harvester's
+// API, shared with harvester-bootstrap in internal/lbapi. The controller
+// that does the API calls lives in test/sim/controllers.
 package lb
 
 import (
@@ -7,6 +12,8 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
 // addrRange is a parsed pool range with Harvester's defaults applied.
@@ -24,7 +31,7 @@ func (r addrRange) contains(a netip.Addr) bool {
 
 // parseRange applies the defaults: start = network+1, end = broadcast-1,
 // gateway = network+1 (never handed out); a /32 is its one address.
-func parseRange(r Range) (addrRange, error) {
+func parseRange(r lbapi.Range) (addrRange, error) {
 	p, err := netip.ParsePrefix(strings.TrimSpace(r.Subnet))
 	if err != nil || !p.Addr().Is4() {
 		return addrRange{}, fmt.Errorf("subnet %q: not an IPv4 CIDR like 192.168.0.0/24", r.Subnet)
@@ -62,16 +69,16 @@ func bounds(p netip.Prefix) (network, broadcast netip.Addr) {
 	return p.Addr(), netip.AddrFrom4(b)
 }
 
-func parseRanges(p *IPPool) ([]addrRange, error) {
+func parseRanges(p *lbapi.IPPool) ([]addrRange, error) {
 	if len(p.Spec.Ranges) == 0 {
-		return nil, fmt.Errorf("IPPool %s has no ranges", p.Name)
+		return nil, fmt.Errorf("lbapi.IPPool %s has no ranges", p.Name)
 	}
 	out := make([]addrRange, 0, len(p.Spec.Ranges))
 	var errs []error
 	for i, r := range p.Spec.Ranges {
 		ar, err := parseRange(r)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("IPPool %s: spec.ranges[%d]: %w", p.Name, i, err))
+			errs = append(errs, fmt.Errorf("lbapi.IPPool %s: spec.ranges[%d]: %w", p.Name, i, err))
 			continue
 		}
 		out = append(out, ar)
@@ -112,7 +119,7 @@ func addresses(rs []addrRange, after netip.Addr, fn func(netip.Addr) bool) {
 
 // Counts sets the pool's total and available from its ranges and
 // allocations (available 0 when exhausted is true, a simulator fault).
-func Counts(p *IPPool, exhausted bool) error {
+func Counts(p *lbapi.IPPool, exhausted bool) error {
 	rs, err := parseRanges(p)
 	if err != nil {
 		return err
@@ -132,21 +139,21 @@ func noAddressError(rs []addrRange) error {
 	return fmt.Errorf("no IP addresses available in range set: %s", rangeSet(rs))
 }
 
-// Allocate gives owner ("namespace/name" of the LoadBalancer) an address
+// Allocate gives owner ("namespace/name" of the lbapi.LoadBalancer) an address
 // of pool p, updating p's status: the address owner already holds, else
 // the one it held before (allocatedHistory), else round robin from
 // lastAllocated+1. exhausted (a simulator fault) makes the pool behave as
 // if no address were free.
-func Allocate(p *IPPool, owner string, exhausted bool) (AllocatedAddress, error) {
+func Allocate(p *lbapi.IPPool, owner string, exhausted bool) (lbapi.AllocatedAddress, error) {
 	rs, err := parseRanges(p)
 	if err != nil {
-		return AllocatedAddress{}, err
+		return lbapi.AllocatedAddress{}, err
 	}
 	if ip := heldBy(p.Status.Allocated, owner); ip != "" {
 		return addressOf(p.Name, rs, ip)
 	}
 	if exhausted {
-		return AllocatedAddress{}, noAddressError(rs)
+		return lbapi.AllocatedAddress{}, noAddressError(rs)
 	}
 	var chosen netip.Addr
 	if ip := heldBy(p.Status.AllocatedHistory, owner); ip != "" {
@@ -165,7 +172,7 @@ func Allocate(p *IPPool, owner string, exhausted bool) (AllocatedAddress, error)
 		})
 	}
 	if !chosen.IsValid() {
-		return AllocatedAddress{}, noAddressError(rs)
+		return lbapi.AllocatedAddress{}, noAddressError(rs)
 	}
 	ip := chosen.String()
 	if p.Status.Allocated == nil {
@@ -175,14 +182,14 @@ func Allocate(p *IPPool, owner string, exhausted bool) (AllocatedAddress, error)
 	delete(p.Status.AllocatedHistory, ip)
 	p.Status.LastAllocated = ip
 	if err := Counts(p, false); err != nil {
-		return AllocatedAddress{}, err
+		return lbapi.AllocatedAddress{}, err
 	}
 	return addressOf(p.Name, rs, ip)
 }
 
 // Release returns owner's address of p into allocatedHistory; it reports
 // whether p changed.
-func Release(p *IPPool, owner string) bool {
+func Release(p *lbapi.IPPool, owner string) bool {
 	ip := heldBy(p.Status.Allocated, owner)
 	if ip == "" {
 		return false
@@ -221,20 +228,20 @@ func inRanges(rs []addrRange, a netip.Addr) bool {
 	return false
 }
 
-func addressOf(pool string, rs []addrRange, ip string) (AllocatedAddress, error) {
+func addressOf(pool string, rs []addrRange, ip string) (lbapi.AllocatedAddress, error) {
 	a, err := netip.ParseAddr(ip)
 	if err != nil {
-		return AllocatedAddress{}, fmt.Errorf("IPPool %s: allocated address %q: %w", pool, ip, err)
+		return lbapi.AllocatedAddress{}, fmt.Errorf("lbapi.IPPool %s: allocated address %q: %w", pool, ip, err)
 	}
 	for _, r := range rs {
 		if !r.subnet.Contains(a) {
 			continue
 		}
-		out := AllocatedAddress{IPPool: pool, IP: ip, Mask: net.IP(net.CIDRMask(r.subnet.Bits(), 32)).String()}
+		out := lbapi.AllocatedAddress{IPPool: pool, IP: ip, Mask: net.IP(net.CIDRMask(r.subnet.Bits(), 32)).String()}
 		if r.gateway.IsValid() {
 			out.Gateway = r.gateway.String()
 		}
 		return out, nil
 	}
-	return AllocatedAddress{}, fmt.Errorf("IPPool %s: allocated address %s is in none of its ranges", pool, ip)
+	return lbapi.AllocatedAddress{}, fmt.Errorf("lbapi.IPPool %s: allocated address %s is in none of its ranges", pool, ip)
 }
