@@ -64,7 +64,7 @@ func CheckLoadBalancer(serviceType string, ann map[string]string) (LBCheck, erro
 	sort.Strings(keys)
 	for _, k := range keys {
 		if strings.HasPrefix(k, AnnotationPrefix) && !slices.Contains(knownAnnotations, k) {
-			errs = append(errs, fmt.Errorf("annotation %s: unknown; known: %s", k, strings.Join(knownAnnotations, ", ")))
+			errs = append(errs, fmt.Errorf("annotation %s: unknown; known: %s", printable(k), strings.Join(knownAnnotations, ", ")))
 		}
 	}
 
@@ -130,4 +130,13 @@ func CheckLoadBalancer(serviceType string, ann map[string]string) (LBCheck, erro
 		}
 	}
 	return res, errors.Join(errs...)
+}
+
+// printable is key as typed, or quoted with escapes when it holds
+// characters (a newline, say) that would break the one-line message.
+func printable(key string) string {
+	if q := strconv.Quote(key); q[1:len(q)-1] != key {
+		return q
+	}
+	return key
 }
