@@ -29,6 +29,10 @@ func Validate(c Config, machineName, sshUser string, sshPort int) error {
 }
 
 // validate is Validate that also returns the parsed JSON flags.
+// validationKey stands for the machine's SSH key when user data is merged
+// at validation (the key itself is made or read later).
+const validationKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIValidationOnly validation"
+
 func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error) {
 	in, parseErrs := parseInputs(c)
 	var errs []error
@@ -102,14 +106,29 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 			add(FlagNetworkData, "%v", err)
 		}
 	}
+	userDataOK, cloudConfigOK := true, true
 	if c.UserData != "" {
 		if _, err := cloudinit.Build(cloudinit.Input{UserData: []byte(c.UserData)}); err != nil {
+			userDataOK = false
 			add(FlagUserData, "%v (plain or base64 of #cloud-config YAML or a #! script)", err)
 		}
 	}
 	if c.CloudConfig != "" {
 		if _, err := cloudinit.Build(cloudinit.Input{CloudConfig: []byte(c.CloudConfig)}); err != nil {
+			cloudConfigOK = false
 			add(FlagCloudConfig, "file %s: %v", c.CloudConfigPath, err)
+		}
+	}
+	if (c.UserData != "" || c.CloudConfig != "") && userDataOK && cloudConfigOK {
+		// Each is fine alone; they must also merge with what the driver
+		// adds (login, SSH key, qemu-guest-agent), as Create merges them.
+		if _, err := cloudinit.Build(cloudinit.Input{User: sshUser, SSHAuthorizedKeys: []string{validationKey}, Password: c.SSHPassword,
+			InstallQemuGuestAgent: !c.SkipQemuGuestAgent, UserData: []byte(c.UserData), CloudConfig: []byte(c.CloudConfig)}); err != nil {
+			flag := FlagUserData
+			if c.UserData == "" {
+				flag = FlagCloudConfig
+			}
+			add(flag, "%v", err)
 		}
 	}
 	errs = append(errs, validateSecretSize(c))
