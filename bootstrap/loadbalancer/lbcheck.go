@@ -13,6 +13,8 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
 // Service annotations read by the Harvester cloud provider.
@@ -26,8 +28,8 @@ const (
 	AnnHealthCheckFailure     = AnnotationPrefix + "healthcheck-failure-threshold"
 	AnnHealthCheckPeriod      = AnnotationPrefix + "healthcheck-periodseconds"
 	AnnHealthCheckTimeout     = AnnotationPrefix + "healthcheck-timeoutseconds"
-	IPAMPool                  = "pool"
-	IPAMDHCP                  = "dhcp"
+	IPAMPool                  = lbapi.IPAMPool // the values of AnnIPAM are Harvester's ipam modes
+	IPAMDHCP                  = lbapi.IPAMDHCP
 	healthCheckIgnoredWarning = "current Harvester cloud providers ignore the healthcheck-* annotations; they only apply to old releases (Harvester v1.0/v1.1)"
 )
 
