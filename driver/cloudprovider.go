@@ -16,11 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/harvester-kit/harvester-machine/internal/guestconfig"
+	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
 
-	"github.com/harvester-kit/harvester-machine/addons"
-	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
-	"github.com/harvester-kit/harvester-machine/cloudinit"
+	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 )
 
 // rancherProxyPath marks a Rancher proxy URL of a downstream cluster
@@ -38,7 +38,7 @@ func validateCloudProvider(c Config) []error {
 		return nil
 	}
 	var errs []error
-	if _, err := guestconfig.ParseDistribution(c.CloudProvider); err != nil {
+	if _, err := nodefiles.ParseDistribution(c.CloudProvider); err != nil {
 		errs = append(errs, fmt.Errorf("--%s: %q is not a distribution; valid: %s (or empty: off)",
 			FlagCloudProvider, c.CloudProvider, distributionNames()))
 	}
@@ -57,8 +57,8 @@ func validateCloudProvider(c Config) []error {
 }
 
 func distributionNames() string {
-	names := make([]string, len(guestconfig.Distributions))
-	for i, d := range guestconfig.Distributions {
+	names := make([]string, len(nodefiles.Distributions))
+	for i, d := range nodefiles.Distributions {
 		names[i] = string(d)
 	}
 	return strings.Join(names, ", ")
@@ -146,7 +146,7 @@ func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterAPI) ([]c
 	if d.CloudProvider == "" {
 		return nil, nil
 	}
-	dist, err := guestconfig.ParseDistribution(d.CloudProvider)
+	dist, err := nodefiles.ParseDistribution(d.CloudProvider)
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", FlagCloudProvider, err)
 	}
@@ -167,7 +167,7 @@ func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterAPI) ([]c
 	if err != nil {
 		return nil, apiError("make the cloud-provider credential of cluster "+d.ClusterName, err)
 	}
-	files, err := guestconfig.NodeWriteFiles(dist, d.ClusterName, kubeconfig, addons.DefaultOptions(d.ClusterName))
+	files, err := nodefiles.NodeWriteFiles(dist, d.ClusterName, kubeconfig, addons.DefaultOptions(d.ClusterName))
 	if err != nil {
 		return nil, fmt.Errorf("--%s %s: %w", FlagCloudProvider, dist, err)
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/cloudinit"
+	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/internal/field"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"

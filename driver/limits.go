@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/cloudinit"
+	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 )
 
 // Largest sizes whose quantities (bytes) still fit in an int64, the range

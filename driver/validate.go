@@ -10,7 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/harvester-kit/harvester-machine/cloudinit"
+	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 

@@ -1,9 +1,9 @@
 package cli
 
 import (
-	"github.com/harvester-kit/harvester-machine/addons"
 	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
-	"github.com/harvester-kit/harvester-machine/bootstrap/nodefiles"
+	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime"
 )

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/harvester-kit/harvester-machine/addons"
 	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
+	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/apimachinery/pkg/runtime"

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
-	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	ucli "github.com/urfave/cli/v2"
 )

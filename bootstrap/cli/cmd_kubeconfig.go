@@ -7,8 +7,8 @@ import (
 	"os"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
-	"github.com/harvester-kit/harvester-machine/bootstrap/nodefiles"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
+	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	ucli "github.com/urfave/cli/v2"
 )

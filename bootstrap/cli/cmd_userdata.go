@@ -7,7 +7,7 @@ import (
 	"os"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
-	"github.com/harvester-kit/harvester-machine/cloudinit"
+	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	ucli "github.com/urfave/cli/v2"
 )
 

@@ -1,13 +1,13 @@
 package cli
 
 import (
-	"github.com/harvester-kit/harvester-machine/addons"
 	"github.com/harvester-kit/harvester-machine/bootstrap/affinity"
-	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
 	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
 	"github.com/harvester-kit/harvester-machine/bootstrap/loadbalancer"
 	"github.com/harvester-kit/harvester-machine/bootstrap/nodedriver"
-	"github.com/harvester-kit/harvester-machine/cloudinit"
+	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 )
 
 // Flag names of harvester-bootstrap (only this package knows them).

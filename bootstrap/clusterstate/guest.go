@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/harvester-kit/harvester-machine/addons"
+	"github.com/harvester-kit/harvester-machine/guest/addons"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
-	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	rbacv1 "k8s.io/api/rbac/v1"
 )
 

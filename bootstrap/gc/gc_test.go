@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
-	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 	corev1 "k8s.io/api/core/v1"

@@ -11,7 +11,7 @@ import (
 	"fmt"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
-	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

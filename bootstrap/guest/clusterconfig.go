@@ -1,17 +1,16 @@
 // Package guest renders a guest cluster's configuration for the Harvester
 // cloud provider and CSI driver (RKE1 cluster.yml, RKE2 and K3s settings and
 // node files) and applies the add-ons to a running guest cluster. The
-// rendering itself is internal/guestconfig's, shared with the node driver.
+// rendering itself is guest/nodefiles's, shared with the node driver.
 package guest
 
 import (
 	"errors"
 	"fmt"
 
-	"github.com/harvester-kit/harvester-machine/addons"
-	"github.com/harvester-kit/harvester-machine/bootstrap/nodefiles"
+	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
 	"github.com/harvester-kit/harvester-machine/internal/field"
-	"github.com/harvester-kit/harvester-machine/internal/guestconfig"
 )
 
 // Output formats of RenderRKE2 and RenderK3s.
@@ -28,12 +27,12 @@ const (
 	FieldKubeconfig  = "Harvester kubeconfig for the guests"
 )
 
-// fieldErr names the input field in guestconfig's problems.
+// fieldErr names the input field in nodefiles' problems.
 func fieldErr(err error) error {
 	switch {
-	case errors.Is(err, guestconfig.ErrNoKubeconfig):
+	case errors.Is(err, nodefiles.ErrNoKubeconfig):
 		return field.Problem(FieldKubeconfig, "empty")
-	case errors.Is(err, guestconfig.ErrNoClusterName):
+	case errors.Is(err, nodefiles.ErrNoClusterName):
 		return field.Problem(FieldClusterName, "required (names the cluster's load balancers)")
 	}
 	return err
@@ -44,10 +43,10 @@ func fieldErr(err error) error {
 // and the node cloud-init that writes the kubeconfig to
 // /etc/kubernetes/cloud-config. Both hold the credential.
 func RenderRKE1(o addons.Options, kubeconfig []byte) (clusterYML, nodeCloudInit []byte, err error) {
-	if clusterYML, err = guestconfig.RKE1ClusterYML(o, kubeconfig); err != nil {
+	if clusterYML, err = nodefiles.RKE1ClusterYML(o, kubeconfig); err != nil {
 		return nil, nil, fmt.Errorf("render rke1 addons: %w", fieldErr(err))
 	}
-	files, err := guestconfig.RKE1Files(kubeconfig)
+	files, err := nodefiles.RKE1Files(kubeconfig)
 	if err != nil {
 		return nil, nil, fmt.Errorf("render rke1 addons: %w", fieldErr(err))
 	}
@@ -61,13 +60,13 @@ func RenderRKE1(o addons.Options, kubeconfig []byte) (clusterYML, nodeCloudInit 
 func RenderRKE2(clusterName string, kubeconfig []byte, format string) ([]byte, error) {
 	switch format {
 	case FormatConfig, "":
-		cfg, err := guestconfig.RKE2Settings()
+		cfg, err := nodefiles.RKE2Settings()
 		if err != nil {
 			return nil, fmt.Errorf("render rke2 config: %w", err)
 		}
 		return cfg, nil
 	case FormatCloudInit:
-		files, err := guestconfig.RKE2Files(clusterName, kubeconfig)
+		files, err := nodefiles.RKE2Files(clusterName, kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("render rke2 config: %w", fieldErr(err))
 		}
@@ -83,19 +82,19 @@ func RenderRKE2(clusterName string, kubeconfig []byte, format string) ([]byte, e
 func RenderK3s(o addons.Options, kubeconfig []byte, format string) ([]byte, error) {
 	switch format {
 	case FormatConfig:
-		cfg, err := guestconfig.K3sSettings()
+		cfg, err := nodefiles.K3sSettings()
 		if err != nil {
 			return nil, fmt.Errorf("render k3s config: %w", err)
 		}
 		return cfg, nil
 	case FormatManifests, "":
-		stream, err := guestconfig.AddonStream(o, kubeconfig)
+		stream, err := nodefiles.AddonStream(o, kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("render k3s manifests: %w", fieldErr(err))
 		}
 		return stream, nil
 	case FormatCloudInit:
-		files, err := guestconfig.K3sFiles(o, kubeconfig)
+		files, err := nodefiles.K3sFiles(o, kubeconfig)
 		if err != nil {
 			return nil, fmt.Errorf("render k3s manifests: %w", fieldErr(err))
 		}

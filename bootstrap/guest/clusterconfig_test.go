@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/addons"
-	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
+	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/golden"
 )
 

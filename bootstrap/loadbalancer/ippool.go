@@ -8,7 +8,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/harvester-kit/harvester-machine/addons"
+	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/field"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"

@@ -12,7 +12,7 @@ import (
 	"net/url"
 	"slices"
 
-	"github.com/harvester-kit/harvester-machine/addons"
+	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/field"
 
 	"k8s.io/apimachinery/pkg/util/validation"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/harvester-kit/harvester-machine/test/sim"
+	"github.com/harvester-kit/harvester-machine/sim"
 )
 
 func main() {

@@ -16,7 +16,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
-// Interface is every kind of object the driver and bootstrap/credentials
+// Interface is every kind of object the driver and guest/credentials
 // call, each as a Resource (or a Creator for reviews).
 type Interface interface {
 	Secrets(ns string) Resource[*corev1.Secret, *corev1.SecretList]

@@ -1,5 +1,5 @@
 // Package restapi is the one typed REST client of the driver and of
-// bootstrap/credentials: the kinds they call (core/v1 Secrets, volumes,
+// guest/credentials: the kinds they call (core/v1 Secrets, volumes,
 // events, namespaces and ServiceAccounts with tokens; rbac/v1 bindings;
 // authorization/v1 reviews; storage/v1 StorageClasses; KubeVirt VMs and
 // VMIs), each behind a small interface (Resource) with the signatures of

@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"kubevirt.io/client-go/kubevirt"
 
-	"github.com/harvester-kit/harvester-machine/test/sim/controllers"
+	"github.com/harvester-kit/harvester-machine/sim/controllers"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 

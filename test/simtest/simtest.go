@@ -163,7 +163,7 @@ func (s *Sim) Stop() error {
 func (s *Sim) PID() int { return s.cmd.Process.Pid }
 
 // Fault runs `bin/harvester-sim fault ARGS...` against this simulator; it
-// returns once the fault is in effect (test/sim/fault).
+// returns once the fault is in effect (sim/fault).
 func (s *Sim) Fault(ctx context.Context, args ...string) error {
 	bin, err := Bin("harvester-sim")
 	if err != nil {

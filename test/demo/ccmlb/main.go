@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/harvester-kit/harvester-machine/addons"
+	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )

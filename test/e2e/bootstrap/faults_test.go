@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/test/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/fault"
 )
 
 // TestAPIServerFaultDuringKubeconfig: `harvester-bootstrap kubeconfig` run

@@ -3,8 +3,8 @@ package bootstrap_test
 import (
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/internal/guestcalls"
-	simfix "github.com/harvester-kit/harvester-machine/test/sim"
+	"github.com/harvester-kit/harvester-machine/guest/apicalls"
+	simfix "github.com/harvester-kit/harvester-machine/sim"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,7 +16,7 @@ import (
 
 // TestGuestCredentialCoversThePinnedReleases: the credential `kubeconfig`
 // creates allows every Harvester call of the pinned cloud provider and CSI
-// driver (internal/guestcalls) in the VM namespace, and nothing beyond:
+// driver (guest/apicalls) in the VM namespace, and nothing beyond:
 // no VM creation or deletion, no Secrets, nothing in another namespace. The
 // reviews are SelfSubjectAccessReviews sent with the guest token itself.
 func TestGuestCredentialCoversThePinnedReleases(t *testing.T) {
@@ -48,7 +48,7 @@ func TestGuestCredentialCoversThePinnedReleases(t *testing.T) {
 		t.Errorf("guest token: GET a missing VM: want NotFound (allowed), got %v", err)
 	}
 
-	for _, c := range guestcalls.Calls {
+	for _, c := range apicalls.Calls {
 		ra := authzv1.ResourceAttributes{Verb: c.Verb, Group: c.Group, Resource: c.Resource, Subresource: c.Subresource, Name: c.Name}
 		if !c.ClusterScoped {
 			ra.Namespace = vmNS
@@ -96,9 +96,9 @@ func TestGuestCredentialCoversThePinnedReleases(t *testing.T) {
 	}
 }
 
-func releaseOf(c guestcalls.Call) string {
-	if c.Component == guestcalls.CCM {
-		return guestcalls.CloudProviderRelease
+func releaseOf(c apicalls.Call) string {
+	if c.Component == apicalls.CCM {
+		return apicalls.CloudProviderRelease
 	}
-	return guestcalls.CSIDriverRelease
+	return apicalls.CSIDriverRelease
 }

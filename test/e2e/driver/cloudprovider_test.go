@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
-	"github.com/harvester-kit/harvester-machine/internal/guestconfig"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
+	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
 )
 
 // writeFile is one write_files entry of a node's cloud-init.
@@ -75,7 +75,7 @@ func readNodeCloudInit(t *testing.T, machine string) nodeCloudInit {
 // nodes' files, the one shared credential and its limits, and that removing
 // the machines leaves the credential until `revoke`.
 func TestCloudProviderPerDistribution(t *testing.T) {
-	for _, dist := range guestconfig.Distributions {
+	for _, dist := range nodefiles.Distributions {
 		t.Run(string(dist), func(t *testing.T) {
 			cluster := "cp-" + string(dist)
 			r := newRM(t, cluster)
@@ -183,25 +183,25 @@ func createPoolAtOnce(t *testing.T, r *rm, n int, flags ...string) []string {
 
 // checkNodeFiles checks a node's cloud-provider files for dist and returns
 // the Harvester kubeconfig they carry.
-func checkNodeFiles(t *testing.T, dist guestconfig.Distribution, cluster string, n nodeCloudInit) []byte {
+func checkNodeFiles(t *testing.T, dist nodefiles.Distribution, cluster string, n nodeCloudInit) []byte {
 	t.Helper()
 	switch dist {
-	case guestconfig.RKE2:
+	case nodefiles.RKE2:
 		var dropIn map[string]any
-		mustYAML(t, n.file(t, guestconfig.RKE2ConfigDropIn), &dropIn)
-		if dropIn["cloud-provider-name"] != "harvester" || dropIn["cloud-provider-config"] != guestconfig.RKE2CloudConfigPath {
+		mustYAML(t, n.file(t, nodefiles.RKE2ConfigDropIn), &dropIn)
+		if dropIn["cloud-provider-name"] != "harvester" || dropIn["cloud-provider-config"] != nodefiles.RKE2CloudConfigPath {
 			t.Errorf("rke2 drop-in: %v", dropIn)
 		}
-		return n.file(t, guestconfig.RKE2CloudConfigPath)
-	case guestconfig.K3s:
+		return n.file(t, nodefiles.RKE2CloudConfigPath)
+	case nodefiles.K3s:
 		var dropIn map[string]any
-		mustYAML(t, n.file(t, guestconfig.K3sConfigDropIn), &dropIn)
+		mustYAML(t, n.file(t, nodefiles.K3sConfigDropIn), &dropIn)
 		if dropIn["disable-cloud-controller"] != true || !strings.Contains(fmt.Sprint(dropIn["kubelet-arg"]), "cloud-provider=external") {
 			t.Errorf("k3s drop-in: %v", dropIn)
 		}
-		return k3sCloudConfig(t, cluster, n.file(t, guestconfig.K3sAddonsManifest))
+		return k3sCloudConfig(t, cluster, n.file(t, nodefiles.K3sAddonsManifest))
 	default:
-		return n.file(t, guestconfig.RKE1CloudConfigPath)
+		return n.file(t, nodefiles.RKE1CloudConfigPath)
 	}
 }
 

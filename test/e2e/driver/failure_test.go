@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	"github.com/harvester-kit/harvester-machine/test/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/fault"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -27,7 +27,7 @@ func waitPVCGone(t *testing.T, name string) {
 }
 
 // simFault runs `harvester-sim fault ARGS...`, which returns once the fault
-// is in effect (test/sim/fault).
+// is in effect (sim/fault).
 func simFault(t *testing.T, args ...string) {
 	t.Helper()
 	out, err := exec.Command(filepath.Join(binDir, "harvester-sim"), append([]string{"fault", "--state-dir", sim.Dir}, args...)...).CombinedOutput()

@@ -12,7 +12,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	"github.com/harvester-kit/harvester-machine/test/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/fault"
 )
 
 // apiServerFaults are the ways the simulator's kube-apiserver goes away

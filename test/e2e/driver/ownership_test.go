@@ -1,7 +1,7 @@
 package driver_test
 
 import (
-	"github.com/harvester-kit/harvester-machine/test/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/fault"
 
 	"context"
 	"encoding/json"

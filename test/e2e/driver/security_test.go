@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 )
 
 // leakCheck collects credential values and the places they must not be.

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/harvester-kit/harvester-machine/test/sim/guests"
+	"github.com/harvester-kit/harvester-machine/sim/guests"
 )
 
 func gzipB64(t *testing.T, s string) string {

@@ -19,11 +19,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/harvester-kit/harvester-machine/addons"
 	"github.com/harvester-kit/harvester-machine/bootstrap/doctor"
+	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
-	"github.com/harvester-kit/harvester-machine/test/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/fault"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/harvester-kit/harvester-machine/bootstrap/credentials"
 	"github.com/harvester-kit/harvester-machine/bootstrap/gc"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )

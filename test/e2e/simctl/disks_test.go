@@ -11,7 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
-	"github.com/harvester-kit/harvester-machine/test/sim/controllers"
+	"github.com/harvester-kit/harvester-machine/sim/controllers"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 

@@ -7,7 +7,7 @@ import (
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/test/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/fault"
 )
 
 // setFault adds or removes one pattern of a VM fault and returns once the

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/test/sim/controllers"
+	"github.com/harvester-kit/harvester-machine/sim/controllers"
 )
 
 // multipartAgentScript is MIME user data whose base64 shell-script part

@@ -1,0 +1,33 @@
+// Package credentials is the guest cluster's identity on Harvester: the
+// ServiceAccount, its RoleBinding, ClusterRoleBinding and token Secret
+// (pure builders in access.go, API calls in harvester.go), and the
+// kubeconfig the guest's cloud provider and CSI driver use.
+package credentials
+
+import "github.com/harvester-kit/harvester-machine/guest/addons"
+
+// Labels on every object this tool creates on Harvester. Revoke deletes
+// only objects carrying both.
+const (
+	LabelManagedBy = addons.LabelManagedBy
+	ManagedBy      = addons.ManagedBy
+	LabelCluster   = "harvester-bootstrap.harvesterhci.io/guest-cluster"
+
+	// ClusterRoles that exist on every Harvester cluster.
+	CloudProviderRole = "harvesterhci.io:cloudprovider"
+	CSIDriverRole     = "harvesterhci.io:csi-driver"
+)
+
+func ownLabels(cluster string) map[string]string {
+	return map[string]string{LabelManagedBy: ManagedBy, LabelCluster: cluster}
+}
+
+// Selector selects the Harvester objects created for one guest cluster.
+func Selector(cluster string) string {
+	return LabelManagedBy + "=" + ManagedBy + "," + LabelCluster + "=" + cluster
+}
+
+// IsOwned reports whether labels mark an object as created by this tool for cluster.
+func IsOwned(labels map[string]string, cluster string) bool {
+	return labels[LabelManagedBy] == ManagedBy && labels[LabelCluster] == cluster
+}

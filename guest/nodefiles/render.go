@@ -1,0 +1,96 @@
+package nodefiles
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Problems the callers report under their own flag names.
+var (
+	ErrNoClusterName = errors.New("required: it names the credential and the cluster's load balancers")
+	ErrNoKubeconfig  = errors.New("the Harvester kubeconfig for the guests is empty")
+)
+
+// RKE2Config holds the RKE2 config.yaml settings for the Harvester cloud provider.
+type RKE2Config struct {
+	CloudProviderName   string `yaml:"cloud-provider-name"`
+	CloudProviderConfig string `yaml:"cloud-provider-config"`
+}
+
+// K3sConfig holds K3s settings for an external cloud provider.
+type K3sConfig struct {
+	DisableCloudController bool     `yaml:"disable-cloud-controller"`
+	KubeletArg             []string `yaml:"kubelet-arg"`
+}
+
+// RKE1Config is the cluster.yml fragment for RKE1.
+type RKE1Config struct {
+	CloudProvider struct {
+		Name string `yaml:"name"`
+	} `yaml:"cloud_provider"`
+	Addons string `yaml:"addons"`
+}
+
+var marshalYAML = yamlutil.Marshal
+
+// RKE2Settings is the RKE2 drop-in: the Harvester cloud provider reading
+// its kubeconfig from RKE2CloudConfigPath.
+func RKE2Settings() ([]byte, error) {
+	return marshalYAML(RKE2Config{CloudProviderName: "harvester", CloudProviderConfig: RKE2CloudConfigPath})
+}
+
+// K3sSettings is the K3s drop-in: no built-in cloud controller, kubelets
+// with the external cloud provider.
+func K3sSettings() ([]byte, error) {
+	return marshalYAML(K3sConfig{DisableCloudController: true, KubeletArg: []string{"cloud-provider=external"}})
+}
+
+// HelmChartConfig passes the cluster name to RKE2's bundled CCM chart.
+func HelmChartConfig(clusterName string) ([]byte, error) {
+	values, err := marshalYAML(map[string]any{"global": map[string]any{"cattle": map[string]any{"clusterName": clusterName}}})
+	if err != nil {
+		return nil, err
+	}
+	return marshalYAML(map[string]any{
+		"apiVersion": "helm.cattle.io/v1",
+		"kind":       "HelmChartConfig",
+		"metadata":   map[string]any{"name": addons.CCMName, "namespace": "kube-system"},
+		"spec":       map[string]any{"valuesContent": string(values)},
+	})
+}
+
+// AddonStream renders the cloud-config Secret holding kubeconfig followed
+// by the add-ons o selects. It holds the credential.
+func AddonStream(o addons.Options, kubeconfig []byte) ([]byte, error) {
+	objs, err := addons.Objects(o)
+	if err != nil {
+		return nil, err
+	}
+	if len(kubeconfig) == 0 {
+		return nil, ErrNoKubeconfig
+	}
+	all := append([]runtime.Object{addons.CloudConfigSecret(o, kubeconfig)}, objs...)
+	return addons.EncodeYAML(all)
+}
+
+// RKE1ClusterYML is the cluster.yml fragment: the external cloud provider
+// and an addons block with the cloud-config Secret and the add-ons. It
+// holds the credential.
+func RKE1ClusterYML(o addons.Options, kubeconfig []byte) ([]byte, error) {
+	stream, err := AddonStream(o, kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("render rke1 addons: %w", err)
+	}
+	var c RKE1Config
+	c.CloudProvider.Name = "external"
+	c.Addons = string(stream)
+	out, err := marshalYAML(c)
+	if err != nil {
+		return nil, fmt.Errorf("render rke1 addons: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,265 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	"github.com/harvester-kit/harvester-machine/sim/fault"
+	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Flag names of bin/harvester-sim.
+const (
+	flagStateDir      = "state-dir"
+	flagBinDir        = "bin-dir"
+	flagHosts         = "hosts"
+	flagZones         = "zones"
+	flagScheduleDelay = "schedule-delay"
+	flagBootDelay     = "boot-delay"
+	flagIPDelay       = "ip-delay"
+	flagStartTimeout  = "start-timeout"
+	flagRemove        = "remove"
+	flagVerbose       = "verbose"
+	flagDelay         = "delay"
+	flagGuestClusters = "guest-clusters"
+	flagAuditLog      = "audit-log"
+)
+
+const appDescription = `Runs a simulated Harvester in the foreground: a real etcd, kube-apiserver and
+kube-controller-manager on free loopback ports, the Harvester/KubeVirt CRDs, fixtures, and controllers
+that play KubeVirt and Harvester. It writes DIR/kubeconfig (admin) and, last, DIR/ready.
+SIGTERM or SIGINT stops everything it started.
+
+Every run starts clean: cluster data an earlier run left in DIR is removed first (a DIR that a
+running simulator uses is refused).
+
+Example:
+   bin/harvester-sim --state-dir /tmp/hsim &
+   until [ -f /tmp/hsim/ready ]; do sleep 0.2; done
+   KUBECONFIG=/tmp/hsim/kubeconfig kubectl get vm,vmimage,keypair -A`
+
+// NewApp is the harvester-sim command line.
+func NewApp() *cli.App {
+	return &cli.App{
+		Name:        "harvester-sim",
+		Usage:       "a simulated Harvester on a real kube-apiserver",
+		Description: appDescription,
+		Flags: []cli.Flag{
+			stateDirFlag(),
+			&cli.StringFlag{Name: flagBinDir, Usage: "directory holding etcd, kube-apiserver and kube-controller-manager (default: this binary's directory)"},
+			&cli.IntFlag{Name: flagHosts, Value: 3, Usage: "number of simulated Harvester hosts (harvester-node-0..N-1)"},
+			&cli.IntFlag{Name: flagZones, Value: 2, Usage: "number of zones the hosts are spread over (sim-zone-a, sim-zone-b, ...)"},
+			&cli.DurationFlag{Name: flagScheduleDelay, Value: 200 * time.Millisecond, Usage: "time a VMI spends Pending/Scheduling before it is Scheduled"},
+			&cli.DurationFlag{Name: flagBootDelay, Value: 500 * time.Millisecond, Usage: "time from Scheduled to Running"},
+			&cli.DurationFlag{Name: flagIPDelay, Value: 500 * time.Millisecond, Usage: "time from Running until the guest agent reports an address"},
+			&cli.BoolFlag{Name: flagGuestClusters, Usage: "play the guest clusters: a kube-apiserver per guest cluster a VM is labelled with (DIR/guests/<cluster>/kubeconfig), running VMs join as Nodes, their K3s/RKE2 auto-deploy manifests are applied"},
+			&cli.StringFlag{Name: flagAuditLog, Usage: "write kube-apiserver's audit log (every request at level Metadata, JSON lines) to this file; off when empty"},
+			&cli.BoolFlag{Name: flagVerbose, Usage: "log each start-up step with its timing"},
+			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
+		},
+		Action:   runAction,
+		Commands: []*cli.Command{faultCommand(), statusCommand()},
+	}
+}
+
+func runAction(c *cli.Context) error {
+	binDir := c.String(flagBinDir)
+	if binDir == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("find bin dir: %w", err)
+		}
+		binDir = filepath.Dir(exe)
+	}
+	auditLog := c.String(flagAuditLog)
+	if auditLog != "" {
+		abs, err := filepath.Abs(auditLog)
+		if err != nil {
+			return fmt.Errorf("--%s: %w", flagAuditLog, err)
+		}
+		auditLog = abs
+	}
+	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return Run(ctx, Options{
+		StateDir: c.String(flagStateDir), BinDir: binDir,
+		Hosts: c.Int(flagHosts), Zones: c.Int(flagZones),
+		ScheduleDelay: c.Duration(flagScheduleDelay), BootDelay: c.Duration(flagBootDelay), IPDelay: c.Duration(flagIPDelay),
+		StartTimeout: c.Duration(flagStartTimeout), GuestClusters: c.Bool(flagGuestClusters), AuditLog: auditLog,
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
+	})
+}
+
+// stateDirFlag is made anew for each command: urfave/cli flags keep state.
+func stateDirFlag() cli.Flag {
+	return &cli.StringFlag{Name: flagStateDir, Usage: "directory for the simulator's data, kubeconfig and ready file (required)", EnvVars: []string{"HARVESTER_SIM_STATE_DIR"}}
+}
+
+func requireStateDir(c *cli.Context) error {
+	if c.String(flagStateDir) == "" {
+		return fmt.Errorf("--%s: required: the directory of the running simulator", flagStateDir)
+	}
+	return nil
+}
+
+// simClients connects to the simulator running in --state-dir.
+func simClients(c *cli.Context) (*kubernetes.Clientset, *dynamic.DynamicClient, error) {
+	cfg, err := kubeapi.ConfigFromFile(filepath.Join(c.String(flagStateDir), KubeconfigFile), "harvester-sim")
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the simulator's kubeconfig: %w", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	return kube, dyn, err
+}
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name: "status", Usage: "show the simulator's hosts, virtual machines (host, zone, IP), load balancers, IP pools and guest clusters (nodes, taints, zones, add-ons)",
+		Flags: []cli.Flag{stateDirFlag()}, Before: requireStateDir,
+		Action: func(c *cli.Context) error {
+			kube, dyn, err := simClients(c)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, 30*time.Second)
+			defer cancel()
+			if err := PrintStatus(ctx, kube, dyn, c.App.Writer); err != nil {
+				return err
+			}
+			return PrintGuests(ctx, c.String(flagStateDir), c.App.Writer)
+		},
+	}
+}
+
+func logLevel(verbose bool) slog.Level {
+	if verbose {
+		return slog.LevelDebug
+	}
+	return slog.LevelInfo
+}
+
+func faultCommand() *cli.Command {
+	withKube := func(fn func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, c *cli.Context) error) cli.ActionFunc {
+		return func(c *cli.Context) error {
+			kube, dyn, err := simClients(c)
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(c.Context, time.Minute)
+			defer cancel()
+			return fn(ctx, kube, dyn, c)
+		}
+	}
+	one := func(c *cli.Context, what string) (string, error) {
+		if c.NArg() != 1 {
+			return "", fmt.Errorf("%s: want exactly one argument, got %d", what, c.NArg())
+		}
+		return c.Args().First(), nil
+	}
+	vmFault := func(name, usage string) *cli.Command {
+		return &cli.Command{
+			Name: name, Usage: usage, ArgsUsage: "NAMESPACE/NAME-GLOB",
+			Flags: []cli.Flag{&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"}},
+			Action: withKube(func(ctx context.Context, kube kubernetes.Interface, _ dynamic.Interface, c *cli.Context) error {
+				pattern, err := one(c, name)
+				if err != nil {
+					return err
+				}
+				return fault.SetVM(ctx, kube, name, pattern, c.Bool(flagRemove))
+			}),
+		}
+	}
+	return &cli.Command{
+		Name:   "fault",
+		Usage:  "inject faults into a running simulator",
+		Flags:  []cli.Flag{stateDirFlag()},
+		Before: requireStateDir,
+		Subcommands: []*cli.Command{
+			{
+				Name: fault.RejectCreate, Usage: "make kube-apiserver refuse creates of a resource (a ValidatingAdmissionPolicy); returns once in effect",
+				ArgsUsage: "RESOURCE[.GROUP] (e.g. virtualmachines.kubevirt.io, secrets)",
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, c *cli.Context) error {
+					res, err := one(c, fault.RejectCreate)
+					if err != nil {
+						return err
+					}
+					return fault.RejectCreates(ctx, kube, dyn, res)
+				}),
+			},
+			vmFault(fault.StuckScheduling, "keep the VMIs of matching VMs in Scheduling"),
+			vmFault(fault.NoIP, "never give the VMIs of matching VMs an IP address"),
+			vmFault(fault.IPv6Only, "give the VMIs of matching VMs IPv6 addresses only (a link-local and a global one per interface)"),
+			{
+				Name: fault.ExhaustPool, Usage: "matching IPPools hand out no address (no IP addresses available in range set); returns once their status shows it",
+				ArgsUsage: "IPPOOL-NAME-GLOB",
+				Flags:     []cli.Flag{&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"}},
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, c *cli.Context) error {
+					pattern, err := one(c, fault.ExhaustPool)
+					if err != nil {
+						return err
+					}
+					return fault.SetExhaustPool(ctx, kube, dyn, pattern, c.Bool(flagRemove))
+				}),
+			},
+			{
+				Name: fault.DelayAllocation, Usage: "matching LoadBalancers get their address only --delay after their creation",
+				ArgsUsage: "NAMESPACE/NAME-GLOB",
+				Flags: []cli.Flag{
+					&cli.DurationFlag{Name: flagDelay, Value: 5 * time.Second, Usage: "how long after its creation a matching LoadBalancer gets its address"},
+					&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"},
+				},
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, _ dynamic.Interface, c *cli.Context) error {
+					pattern, err := one(c, fault.DelayAllocation)
+					if err != nil {
+						return err
+					}
+					return fault.SetDelayAllocation(ctx, kube, pattern, c.Duration(flagDelay), c.Bool(flagRemove))
+				}),
+			},
+			{
+				Name: fault.RestartAPIServer, Usage: "stop kube-apiserver and start it again on the same port",
+				Action: func(c *cli.Context) error {
+					ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
+					defer cancel()
+					return RestartAPIServer(ctx, c.String(flagStateDir))
+				},
+			},
+			{
+				Name: fault.FreezeAPIServer, Usage: "stop kube-apiserver (SIGSTOP) and continue it (SIGCONT) after DURATION; returns once it is stopped",
+				ArgsUsage: "DURATION (e.g. 5s)",
+				Action: func(c *cli.Context) error {
+					arg, err := one(c, fault.FreezeAPIServer)
+					if err != nil {
+						return err
+					}
+					d, err := time.ParseDuration(arg)
+					if err != nil {
+						return fmt.Errorf("%s: DURATION %q: %w (e.g. 5s)", fault.FreezeAPIServer, arg, err)
+					}
+					ctx, cancel := context.WithTimeout(c.Context, time.Minute)
+					defer cancel()
+					return FreezeAPIServer(ctx, c.String(flagStateDir), d)
+				},
+			},
+			{
+				Name: fault.ClearAll, Usage: "remove every fault; returns once creates are accepted again",
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, _ *cli.Context) error {
+					return fault.Clear(ctx, kube, dyn)
+				}),
+			},
+		},
+	}
+}

@@ -1,0 +1,37 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/harvester-kit/harvester-machine/sim/fault"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// acknowledgeFaults records on the fault ConfigMap which data the
+// controllers act on (fault.AnnotationObserved), so `harvester-sim fault`
+// returns only once a pattern is in effect. It runs after the cache holds
+// obj; the annotation is patched alone, so it never conflicts with writers.
+func (s *sim) acknowledgeFaults(ctx context.Context, obj any) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return
+	}
+	digest := fault.Digest(cm.Data)
+	if cm.Annotations[fault.AnnotationObserved] == digest {
+		return
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{fault.AnnotationObserved: digest}}})
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err = s.kube.CoreV1().ConfigMaps(fault.Namespace).Patch(ctx, fault.ConfigMap, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		s.log.Debug("cannot acknowledge the fault patterns", "configmap", fault.ConfigMapKey, "error", err)
+	}
+}

@@ -1,0 +1,190 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/harvester-kit/harvester-machine/sim/fault"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+)
+
+// handler calls fn with the object of every add, update and delete.
+func handler(fn func(obj any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    fn,
+		UpdateFunc: func(_, obj any) { fn(obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			fn(obj)
+		},
+	}
+}
+
+func keyOf(obj any) (key, namespace string) {
+	k, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		return "", ""
+	}
+	ns, _, _ := cache.SplitMetaNamespaceKey(k)
+	return k, ns
+}
+
+// register wires informer events to the queues: every object feeds its
+// own controller and the controllers whose decisions depend on it.
+func (s *sim) register(ctx context.Context) error {
+	vmInf := s.dynInformers.ForResource(gvrVM)
+	vmiInf := s.dynInformers.ForResource(gvrVMI)
+	imgInf := s.dynInformers.ForResource(gvrImage)
+	kpInf := s.dynInformers.ForResource(gvrKeyPair)
+	s.vms, s.vmis, s.images, s.keyPairs = vmInf.Lister(), vmiInf.Lister(), imgInf.Lister(), kpInf.Lister()
+	s.vmiInformer = vmiInf.Informer()
+	lbInf := s.dynInformers.ForResource(gvrLB)
+	poolInf := s.dynInformers.ForResource(gvrPool)
+	s.lbs, s.pools = lbInf.Lister(), poolInf.Lister()
+
+	regs := []struct {
+		what string
+		inf  cache.SharedIndexInformer
+		fn   func(obj any)
+	}{
+		{"virtualmachines", vmInf.Informer(), func(obj any) {
+			key, _ := keyOf(obj)
+			s.vmQ.add(key)
+			s.vmiQ.add(key)
+		}},
+		{"virtualmachineinstances", vmiInf.Informer(), func(obj any) {
+			key, ns := keyOf(obj)
+			s.vmiQ.add(key)
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				if owner := controllerVMName(u); owner != "" {
+					s.vmQ.add(ns + "/" + owner)
+				}
+			}
+			s.enqueueSchedulingVMIs()
+			s.enqueueNamespace(s.pvcQ, ns, s.pvcKeys)
+			s.enqueueNamespace(s.lbQ, ns, s.lbKeys)
+		}},
+		{"loadbalancers", lbInf.Informer(), func(obj any) {
+			key, _ := keyOf(obj)
+			s.lbQ.add(key)
+		}},
+		{"ippools", poolInf.Informer(), func(obj any) {
+			key, _ := keyOf(obj)
+			s.lbQ.add(poolKeyPrefix + key)
+		}},
+		{"virtualmachineimages", imgInf.Informer(), func(obj any) {
+			key, ns := keyOf(obj)
+			s.imageQ.add(key)
+			s.enqueueNamespace(s.vmQ, ns, s.vmKeys)
+			s.enqueueNamespace(s.vmiQ, ns, s.vmiKeys)
+			s.enqueueNamespace(s.pvcQ, ns, s.pvcKeys)
+		}},
+		{"keypairs", kpInf.Informer(), func(obj any) {
+			key, _ := keyOf(obj)
+			s.keyPairQ.add(key)
+		}},
+		{"nodes", s.kubeInformers.Core().V1().Nodes().Informer(), func(any) { s.enqueueSchedulingVMIs() }},
+		{"persistentvolumeclaims", s.kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), func(obj any) {
+			key, ns := keyOf(obj)
+			s.pvcQ.add(key)
+			s.enqueueNamespace(s.vmQ, ns, s.vmKeys)
+			if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && pvc.Spec.VolumeName != "" {
+				s.pvcQ.add(pvPrefix + pvc.Spec.VolumeName)
+			}
+		}},
+		{"secrets", s.kubeInformers.Core().V1().Secrets().Informer(), func(obj any) {
+			_, ns := keyOf(obj)
+			s.enqueueNamespace(s.vmiQ, ns, s.vmiKeys)
+		}},
+		{"storageclasses", s.kubeInformers.Storage().V1().StorageClasses().Informer(), func(any) {
+			s.enqueueNamespace(s.pvcQ, "", s.pvcKeys)
+		}},
+		{"fault configmap", s.faultInformers.Core().V1().ConfigMaps().Informer(), func(obj any) {
+			if key, _ := keyOf(obj); key == fault.ConfigMapKey {
+				s.enqueueNamespace(s.vmiQ, "", s.vmiKeys)
+				s.enqueueNamespace(s.lbQ, "", func(string) []string { return s.poolKeys() })
+				s.acknowledgeFaults(ctx, obj)
+			}
+		}},
+	}
+	for _, r := range regs {
+		if _, err := r.inf.AddEventHandler(handler(r.fn)); err != nil {
+			return fmt.Errorf("start sim controllers: watch %s: %w", r.what, err)
+		}
+	}
+	return nil
+}
+
+// enqueueNamespace adds every key listed for the namespace ("" = all).
+func (s *sim) enqueueNamespace(q *queue, ns string, list func(ns string) []string) {
+	for _, k := range list(ns) {
+		q.add(k)
+	}
+}
+
+func (s *sim) vmKeys(ns string) []string  { return genericKeys(s.vms, ns) }
+func (s *sim) vmiKeys(ns string) []string { return genericKeys(s.vmis, ns) }
+
+func (s *sim) pvcKeys(ns string) []string {
+	pvcs, err := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(ns).List(labels.Everything())
+	if err != nil {
+		return nil
+	}
+	keys := make([]string, 0, len(pvcs))
+	for _, p := range pvcs {
+		keys = append(keys, p.Namespace+"/"+p.Name)
+	}
+	return keys
+}
+
+func genericKeys(l cache.GenericLister, ns string) []string {
+	var objs []any
+	if ns == "" {
+		list, _ := l.List(labels.Everything())
+		for _, o := range list {
+			objs = append(objs, o)
+		}
+	} else {
+		list, _ := l.ByNamespace(ns).List(labels.Everything())
+		for _, o := range list {
+			objs = append(objs, o)
+		}
+	}
+	keys := make([]string, 0, len(objs))
+	for _, o := range objs {
+		if k, _ := keyOf(o); k != "" {
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// enqueueSchedulingVMIs re-evaluates every VMI still waiting for a host,
+// because a change of hosts or of other VMIs may free (or take) room.
+func (s *sim) enqueueSchedulingVMIs() {
+	list, _ := s.vmis.List(labels.Everything())
+	for _, o := range list {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase == "" || phase == "Pending" || phase == "Scheduling" {
+			s.vmiQ.add(u.GetNamespace() + "/" + u.GetName())
+		}
+	}
+}
+
+// controllerVMName returns the name of the VirtualMachine controlling a VMI.
+func controllerVMName(u *unstructured.Unstructured) string {
+	for _, ref := range u.GetOwnerReferences() {
+		if ref.Controller != nil && *ref.Controller && ref.Kind == "VirtualMachine" {
+			return ref.Name
+		}
+	}
+	return ""
+}

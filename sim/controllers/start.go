@@ -1,0 +1,143 @@
+// Package controllers plays KubeVirt and Harvester for the simulated
+// Harvester: it runs VMs as VMIs through scheduling and boot, reports
+// guest addresses by the qemu-guest-agent rule, provisions and binds disks,
+// imports images, validates key pairs and allocates load-balancer
+// addresses from IP pools, against a real kube-apiserver.
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/harvester-kit/harvester-machine/sim/fault"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Options tune the simulated controllers.
+type Options struct {
+	// ScheduleDelay is how long a VMI stays in Scheduling (Pending moves to
+	// Scheduling at once); BootDelay is Scheduled -> Running; IPDelay is
+	// Running -> addresses reported (when the guest runs the agent).
+	ScheduleDelay, BootDelay, IPDelay time.Duration
+	// Log receives the controllers' logs; nil discards them.
+	Log *slog.Logger
+}
+
+// Resources the controllers serve.
+var (
+	gvrVM      = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
+	gvrVMI     = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+	gvrImage   = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "virtualmachineimages"}
+	gvrKeyPair = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "keypairs"}
+)
+
+// Start launches every controller and returns once their informer caches
+// have synced; the controllers run until ctx is done.
+func Start(ctx context.Context, cfg *rest.Config, opts Options) error {
+	s, err := newSim(ctx, cfg, opts)
+	if err != nil {
+		return err
+	}
+	s.kubeInformers.Start(ctx.Done())
+	s.faultInformers.Start(ctx.Done())
+	s.dynInformers.Start(ctx.Done())
+	for typ, ok := range s.kubeInformers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("start sim controllers: cache of %v did not sync", typ)
+		}
+	}
+	for typ, ok := range s.faultInformers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("start sim controllers: cache of %v did not sync", typ)
+		}
+	}
+	for gvr, ok := range s.dynInformers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("start sim controllers: cache of %s did not sync", gvr.Resource)
+		}
+	}
+	s.run(ctx)
+	return nil
+}
+
+// sim holds the clients, caches and queues shared by the controllers.
+type sim struct {
+	opts  Options
+	log   *slog.Logger
+	kube  kubernetes.Interface
+	dyn   dynamic.Interface
+	event *eventSink
+
+	kubeInformers  informers.SharedInformerFactory
+	faultInformers informers.SharedInformerFactory
+	dynInformers   dynamicinformer.DynamicSharedInformerFactory
+
+	vms, vmis, images, keyPairs, lbs, pools cache.GenericLister
+	vmiInformer                             cache.SharedIndexInformer
+
+	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ *queue
+
+	state *vmiState
+}
+
+// Client-side rate limits: the controllers write often in bursts (every
+// VMI moves through four phases), so client-go's default of 5 QPS would
+// turn the simulated delays into seconds.
+const (
+	clientQPS   = 200
+	clientBurst = 400
+)
+
+func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = clientQPS, clientBurst
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start sim controllers: kubernetes client: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start sim controllers: dynamic client: %w", err)
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &sim{
+		opts:          opts,
+		log:           log,
+		kube:          kube,
+		dyn:           dyn,
+		event:         newEventSink(kube, log),
+		kubeInformers: informers.NewSharedInformerFactory(kube, 0),
+		faultInformers: informers.NewSharedInformerFactoryWithOptions(kube, 0,
+			informers.WithNamespace(fault.Namespace)),
+		dynInformers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
+		state:        newVMIState(),
+	}
+	s.vmQ = newQueue("vm", s.reconcileVM, log)
+	s.vmiQ = newQueue("vmi", s.reconcileVMI, log)
+	s.pvcQ = newQueue("pvc", s.reconcilePVC, log)
+	s.imageQ = newQueue("image", s.reconcileImage, log)
+	s.keyPairQ = newQueue("keypair", s.reconcileKeyPair, log)
+	s.lbQ = newQueue("loadbalancer", s.reconcileLoadBalancer, log)
+	if err := s.register(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *sim) run(ctx context.Context) {
+	go s.event.run(ctx)
+	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ} {
+		go q.run(ctx)
+	}
+}

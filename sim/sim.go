@@ -1,0 +1,253 @@
+// Package sim runs a simulated Harvester: a real etcd, kube-apiserver and
+// kube-controller-manager, the Harvester/KubeVirt custom resources, fixtures,
+// and controllers that play KubeVirt and Harvester.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/harvester-kit/harvester-machine/sim/controllers"
+	"github.com/harvester-kit/harvester-machine/sim/guests"
+)
+
+// Files the simulator writes into its state directory.
+const (
+	KubeconfigFile = "kubeconfig"
+	ReadyFile      = "ready"
+	PIDFile        = "sim.pid"
+	// APIServerPIDFile holds the pid of the kube-apiserver that is serving.
+	APIServerPIDFile = "apiserver.pid"
+	SSHKeyFile       = "sim-key"
+)
+
+// Options configure a simulator run.
+type Options struct {
+	StateDir string
+	BinDir   string // where etcd, kube-apiserver and kube-controller-manager are
+	Hosts    int
+	Zones    int
+
+	ScheduleDelay, BootDelay, IPDelay time.Duration
+	StartTimeout                      time.Duration
+	// GuestClusters starts a control plane for each guest cluster a VM is
+	// labelled with, and lets running VMs join it as Nodes.
+	GuestClusters bool
+	// AuditLog, when set, is the file kube-apiserver logs every request
+	// to (audit level Metadata, JSON lines), for counting API requests.
+	AuditLog string
+	Log      *slog.Logger
+}
+
+// Validate returns every problem with the options at once.
+func (o Options) Validate() error {
+	var errs []error
+	if o.StateDir == "" {
+		errs = append(errs, errors.New("--state-dir: required: a directory for the simulator's data, kubeconfig and ready file"))
+	}
+	if o.Hosts < 1 || o.Hosts > 64 {
+		errs = append(errs, fmt.Errorf("--hosts: %d is out of range: use 1 to 64", o.Hosts))
+	}
+	if o.Zones < 1 || o.Zones > o.Hosts {
+		errs = append(errs, fmt.Errorf("--zones: %d is out of range: use 1 to the host count (%d)", o.Zones, o.Hosts))
+	}
+	for name, d := range map[string]time.Duration{"--schedule-delay": o.ScheduleDelay, "--boot-delay": o.BootDelay, "--ip-delay": o.IPDelay} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s: %s is negative: use 0 or more", name, d))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Run starts the simulated Harvester, writes the kubeconfig and the ready
+// file, and serves until ctx ends or a component dies. Every run starts clean:
+// the state directory's previous cluster data is removed first. SIGUSR1
+// restarts kube-apiserver and SIGUSR2 freezes it (faults for reliability tests).
+func Run(ctx context.Context, o Options) (err error) {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	start := time.Now()
+	if err := prepareStateDir(o.StateDir); err != nil {
+		return err
+	}
+	defer func() {
+		os.Remove(filepath.Join(o.StateDir, ReadyFile))
+		os.Remove(filepath.Join(o.StateDir, PIDFile))
+	}()
+
+	cp, err := newControlPlane(o.BinDir, o.StateDir, o.AuditLog)
+	if err != nil {
+		return err
+	}
+	defer cp.stop()
+
+	startCtx, cancelStart := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancelStart()
+	if err := cp.startEtcd(startCtx); err != nil {
+		return err
+	}
+	log.Debug("etcd ready", "after", time.Since(start).Round(time.Millisecond))
+	if err := cp.startAPIServer(startCtx); err != nil {
+		return err
+	}
+	log.Info("kube-apiserver ready", "url", cp.URL(), "after", time.Since(start).Round(time.Millisecond))
+
+	kcmDone := make(chan error, 1)
+	go func() { kcmDone <- cp.startControllerManager(startCtx) }()
+
+	cfg, err := clientcmd.NewDefaultClientConfig(*cp.adminKubeconfig(), nil).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("load admin kubeconfig: %w", err)
+	}
+	if err := install(startCtx, cfg, o); err != nil {
+		return err
+	}
+	log.Debug("CRDs and fixtures installed", "after", time.Since(start).Round(time.Millisecond))
+	runCtx, stopControllers := context.WithCancel(ctx)
+	defer stopControllers()
+	err = controllers.Start(runCtx, cfg, controllers.Options{
+		ScheduleDelay: o.ScheduleDelay, BootDelay: o.BootDelay, IPDelay: o.IPDelay, Log: log.With("component", "controllers"),
+	})
+	if err != nil {
+		return fmt.Errorf("start simulated controllers: %w", err)
+	}
+	if o.GuestClusters {
+		planes := newGuestPlanes(cp, log.With("component", "guests"))
+		defer planes.stopAll()
+		if err := guests.Start(runCtx, cfg, planes, log.With("component", "guests")); err != nil {
+			return err
+		}
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := waitFixturesReady(startCtx, dyn); err != nil {
+		return err
+	}
+	log.Debug("fixtures ready", "after", time.Since(start).Round(time.Millisecond))
+	if err := <-kcmDone; err != nil {
+		return err
+	}
+	log.Debug("kube-controller-manager ready", "after", time.Since(start).Round(time.Millisecond))
+	if err := os.WriteFile(filepath.Join(o.StateDir, ReadyFile), []byte(cp.URL()+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write ready file: %w", err)
+	}
+	log.Info("simulated Harvester ready", "kubeconfig", filepath.Join(o.StateDir, KubeconfigFile), "after", time.Since(start).Round(time.Millisecond))
+	return serve(ctx, cp, log)
+}
+
+// serve waits for the end, restarting kube-apiserver on SIGUSR1 and
+// freezing it on SIGUSR2 (see FreezeAPIServer), and fails when a component
+// dies on its own.
+func serve(ctx context.Context, cp *controlPlane, log *slog.Logger) error {
+	restart := make(chan os.Signal, 1)
+	signal.Notify(restart, syscall.SIGUSR1)
+	defer signal.Stop(restart)
+	freeze := make(chan os.Signal, 1)
+	signal.Notify(freeze, syscall.SIGUSR2)
+	defer signal.Stop(freeze)
+	for {
+		select {
+		case <-freeze:
+			token, d, err := readFreezeRequest(cp.dir)
+			if err == nil {
+				err = cp.freezeAPIServer(token, d)
+			}
+			if err != nil {
+				log.Error("fault: freeze kube-apiserver", "err", err)
+				continue
+			}
+			log.Info("fault: kube-apiserver frozen (SIGSTOP)", "for", d)
+		case <-ctx.Done():
+			log.Info("stopping simulated Harvester")
+			return nil
+		case <-restart:
+			log.Info("fault: restarting kube-apiserver")
+			rctx, cancel := context.WithTimeout(ctx, time.Minute)
+			err := cp.restartAPIServer(rctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("restart kube-apiserver: %w", err)
+			}
+			log.Info("kube-apiserver restarted")
+		case <-cp.etcd.done:
+			return fmt.Errorf("etcd exited: %w", cp.etcd.err)
+		case <-cp.apiserver.done:
+			return fmt.Errorf("kube-apiserver exited: %w", cp.apiserver.err)
+		case <-cp.kcm.done:
+			return fmt.Errorf("kube-controller-manager exited: %w", cp.kcm.err)
+		}
+	}
+}
+
+func install(ctx context.Context, cfg *rest.Config, o Options) error {
+	ext, err := apiextclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if err := installCRDs(ctx, ext); err != nil {
+		return err
+	}
+	if err := installCore(ctx, kube, o.Hosts, o.Zones); err != nil {
+		return err
+	}
+	privateKey, publicKey, err := newSSHKey()
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.StateDir, SSHKeyFile), privateKey, 0o600); err != nil {
+		return fmt.Errorf("write fixture ssh key: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(o.StateDir, SSHKeyFile+".pub"), []byte(publicKey), 0o644); err != nil {
+		return fmt.Errorf("write fixture ssh key: %w", err)
+	}
+	return installHarvesterFixtures(ctx, dyn, publicKey)
+}
+
+// prepareStateDir refuses a directory a live simulator is using, then removes
+// what an earlier run left so this one starts clean.
+func prepareStateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create state dir: %w", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, PIDFile)); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && pid != os.Getpid() && syscall.Kill(pid, 0) == nil {
+			return fmt.Errorf("--state-dir %s: a simulator (pid %d) is already running there: stop it or pick another directory", dir, pid)
+		}
+	}
+	for _, name := range []string{"etcd", "pki", "logs", GuestsDir, KubeconfigFile, ReadyFile, APIServerPIDFile, freezeRequestFile, freezeAnswerFile, SSHKeyFile, SSHKeyFile + ".pub"} {
+		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
+			return fmt.Errorf("clean state dir: %w", err)
+		}
+	}
+	return os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+}
