@@ -9,9 +9,11 @@ import (
 	"strings"
 	"time"
 
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
@@ -142,7 +144,7 @@ func cloudProviderPermissions() []permission {
 // only ever reach the VM's cloud-init Secret. Nothing when the feature is
 // off. The credential belongs to the guest cluster, not to this machine:
 // Remove never revokes it.
-func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterAPI) ([]cloudinit.WriteFile, error) {
+func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API) ([]cloudinit.WriteFile, error) {
 	if d.CloudProvider == "" {
 		return nil, nil
 	}
@@ -154,16 +156,12 @@ func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterAPI) ([]c
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(d.kubeconfig()))
-	if err != nil {
-		return nil, fmt.Errorf("--%s is not a usable kubeconfig: %w", FlagKubeconfigContent, err)
-	}
-	h := &credentials.Harvester{Client: api.kube, Config: cfg, Log: slog.New(slog.DiscardHandler)}
+	h := &credentials.Harvester{Client: api.Kube(), Config: api.Config(), Log: slog.New(slog.DiscardHandler)}
 	access := credentials.Access{ClusterName: d.ClusterName, Namespace: d.VMNamespace}.WithDefaults()
 	log.Infof("%s: making or reusing the cloud-provider credential of cluster %s (ServiceAccount %s/%s)", d.MachineName, d.ClusterName, access.Namespace, access.ServiceAccount)
 	ctx, cancel := context.WithTimeout(ctx, d.waitTimeout())
 	defer cancel()
-	kubeconfig, err := issueGuestKubeconfig(ctx, h, access, server, api.timeout)
+	kubeconfig, err := issueGuestKubeconfig(ctx, h, access, server, api.Timeout())
 	if err != nil {
 		return nil, apiError("make the cloud-provider credential of cluster "+d.ClusterName, err)
 	}

@@ -5,15 +5,17 @@ import (
 	"errors"
 	"fmt"
 
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
 // session returns the API of the command's credential once the credential
 // is confirmed to point at the cluster the machine was created on. Every
 // command goes through it, so a wrong cluster changes nothing and NotFound
 // is only ever read on the right cluster.
-func (d *Driver) session(ctx context.Context) (*harvesterAPI, error) {
+func (d *Driver) session(ctx context.Context) (*harvesterapi.API, error) {
 	api, err := d.client()
 	if err != nil {
 		return nil, err
@@ -31,13 +33,13 @@ func (d *Driver) session(ctx context.Context) (*harvesterAPI, error) {
 // recordCluster records the identity of the credential's cluster (at
 // pre-create), the Setting server-version's UID, and returns the problems
 // found: no Harvester, or a credential that is rejected.
-func (d *Driver) recordCluster(ctx context.Context, api *harvesterAPI) []error {
-	setting, err := api.serverVersion(ctx)
+func (d *Driver) recordCluster(ctx context.Context, api *harvesterapi.API) []error {
+	setting, err := api.ServerVersion(ctx)
 	switch {
 	case err == nil:
 		d.ClusterUID = string(setting.UID)
-		log.Infof("Harvester %s, namespace %s", settingValue(setting), d.VMNamespace)
-	case isTerminal(err):
+		log.Infof("Harvester %s, namespace %s", setting.Current(), d.VMNamespace)
+	case harvesterapi.IsTerminal(err):
 		return []error{err}
 	case apierrors.IsForbidden(err):
 		log.Warnf("cannot read the Harvester setting server-version (forbidden); the cluster is identified by namespace %s", d.VMNamespace)
@@ -51,10 +53,10 @@ func (d *Driver) recordCluster(ctx context.Context, api *harvesterAPI) []error {
 // namespace must identify the cluster (the setting was not readable) or is
 // not known to exist yet (nsSeen: an object in it was read). It completes
 // the cluster's record: the session is confirmed once either UID is known.
-func (d *Driver) checkNamespace(ctx context.Context, api *harvesterAPI, nsSeen bool) []error {
+func (d *Driver) checkNamespace(ctx context.Context, api *harvesterapi.API, nsSeen bool) []error {
 	var problems []error
 	if d.ClusterUID == "" || !nsSeen {
-		ns, err := api.getNamespace(ctx, d.VMNamespace)
+		ns, err := api.GetNamespace(ctx, d.VMNamespace)
 		switch {
 		case err == nil:
 			d.NamespaceUID = string(ns.UID)
@@ -76,12 +78,12 @@ func (d *Driver) checkNamespace(ctx context.Context, api *harvesterAPI, nsSeen b
 // the Setting server-version's UID when recorded and readable, else the
 // namespace's UID. A machine that recorded neither (made by an older
 // driver) is not checked.
-func (d *Driver) confirmCluster(ctx context.Context, api *harvesterAPI) error {
+func (d *Driver) confirmCluster(ctx context.Context, api *harvesterapi.API) error {
 	if d.ClusterUID == "" && d.NamespaceUID == "" {
 		return nil
 	}
 	if d.ClusterUID != "" {
-		s, err := api.serverVersion(ctx)
+		s, err := api.ServerVersion(ctx)
 		switch {
 		case err == nil && string(s.UID) == d.ClusterUID:
 			return nil
@@ -94,7 +96,7 @@ func (d *Driver) confirmCluster(ctx context.Context, api *harvesterAPI) error {
 		}
 	}
 	if d.NamespaceUID != "" {
-		ns, err := api.getNamespace(ctx, d.VMNamespace)
+		ns, err := api.GetNamespace(ctx, d.VMNamespace)
 		switch {
 		case err == nil && string(ns.UID) == d.NamespaceUID:
 			return nil

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/internal/version"
@@ -39,7 +41,7 @@ func (d *Driver) Create() (err error) {
 	var undo rollback
 	defer func() { err = undo.run(d.MachineName, err) }()
 
-	api.seen.forgetReads()
+	api.Seen().ForgetReads()
 	plan, secret, vm, err := d.buildMachine(ctx, api)
 	if err != nil {
 		return err
@@ -65,7 +67,7 @@ func (d *Driver) Create() (err error) {
 	}
 	d.VMUID = string(created.UID)
 
-	if err := api.setSecretOwners(ctx, d.VMNamespace, secret.Name, madeSecret.UID, []metav1.OwnerReference{VMOwnerReference(created)}); err != nil {
+	if err := api.SetSecretOwners(ctx, d.VMNamespace, secret.Name, madeSecret.UID, []metav1.OwnerReference{VMOwnerReference(created)}); err != nil {
 		return err
 	}
 	vmi, err := d.waitVMI(ctx, api, created.ResourceVersion, "to run and report an address", runningWithAddress)
@@ -103,7 +105,7 @@ func (r rollback) run(machine string, err error) error {
 }
 
 // buildMachine resolves the images and builds the labelled Secret and VM.
-func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *corev1.Secret, *kubevirtv1.VirtualMachine, error) {
+func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (VMPlan, *corev1.Secret, *kubevirtv1.VirtualMachine, error) {
 	in, err := d.inputs()
 	if err != nil {
 		return VMPlan{}, nil, nil, err
@@ -114,11 +116,11 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *
 	}
 	images := map[string]ImageFacts{}
 	for _, ref := range refs {
-		img, err := api.getImage(ctx, ref)
+		img, err := api.GetImage(ctx, ref.Namespace, ref.Name)
 		if err != nil {
 			return VMPlan{}, nil, nil, notFoundOr(err, fmt.Sprintf("image %s does not exist; nothing was created", ref))
 		}
-		if ok, msg := conditionTrue(img.Status.Conditions, "Imported"); !ok {
+		if ok, msg := harvesterapi.ConditionTrue(img.Status.Conditions, "Imported"); !ok {
 			return VMPlan{}, nil, nil, fmt.Errorf("image %s is not imported (condition Imported is not True%s); nothing was created", ref, suffix(msg))
 		}
 		images[ref.String()] = ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
@@ -131,7 +133,7 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *
 	// The networks may have gone since the pre-create check; KubeVirt would
 	// only fail to start the VM.
 	for _, nic := range plan.NICs {
-		if err := api.getNetwork(ctx, nic.Network); err != nil {
+		if err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name); err != nil {
 			return plan, nil, nil, notFoundOr(err, fmt.Sprintf("network %s does not exist; nothing was created", nic.Network))
 		}
 	}
@@ -161,35 +163,35 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterAPI) (VMPlan, *
 	return plan, BuildUserDataSecret(plan, userData, []byte(d.NetworkData)), vm, nil
 }
 
-func (d *Driver) createSecret(ctx context.Context, api *harvesterAPI, secret *corev1.Secret) (*corev1.Secret, error) {
+func (d *Driver) createSecret(ctx context.Context, api *harvesterapi.API, secret *corev1.Secret) (*corev1.Secret, error) {
 	log.Infof("%s: creating cloud-init Secret %s/%s", d.MachineName, d.VMNamespace, secret.Name)
-	made, err := api.createSecret(ctx, secret)
+	made, err := api.CreateSecret(ctx, secret)
 	if apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create Secret: a cloud-init Secret named %s already exists in namespace %s (left from an earlier machine of this name, or another's); choose another machine name or remove it; nothing was created: %w", secret.Name, d.VMNamespace, errNameTaken)
 	}
 	return made, err
 }
 
-func (d *Driver) createVM(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
-	created, err := api.createVM(ctx, vm)
+func (d *Driver) createVM(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+	created, err := api.CreateVM(ctx, vm)
 	if apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("create VM: a VM named %s already exists in namespace %s (another machine's, or left from an earlier one); choose another machine name or remove it: %w", vm.Name, d.VMNamespace, errNameTaken)
 	}
 	if err == nil {
-		api.seen.rememberVM(created)
+		api.Seen().RememberVM(created)
 	}
 	return created, err
 }
 
 // removeOwnSecret deletes the cloud-init Secret if it is the machine's and
 // waits until it is gone.
-func (d *Driver) removeOwnSecret(ctx context.Context, api *harvesterAPI, name string) error {
+func (d *Driver) removeOwnSecret(ctx context.Context, api *harvesterapi.API, name string) error {
 	s, err := d.ownSecret(ctx, api, name)
 	if err != nil || s == nil {
 		return err
 	}
-	if err := api.deleteSecret(ctx, d.VMNamespace, name, s.UID); err != nil {
+	if err := api.DeleteSecret(ctx, d.VMNamespace, name, s.UID); err != nil {
 		return err
 	}
-	return d.waitRemoved(ctx, api, []goneTarget{{kindSecret, name, s.UID}})
+	return d.waitRemoved(ctx, api, harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: name, UID: s.UID})
 }

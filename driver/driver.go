@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/rancher/machine/libmachine/drivers"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 )
 
 // DriverName is the name rancher-machine knows the driver by.
@@ -29,7 +31,7 @@ type Driver struct {
 	// parsed are the JSON flags of Config, parsed (see inputs).
 	parsed *Inputs
 	// api is the Harvester API of the current credentials (lazily built).
-	api *harvesterAPI
+	api *harvesterapi.API
 	// sessionKubeconfig is a credential from this command's arguments or
 	// environment: used for the command, persisted only on request.
 	sessionKubeconfig string

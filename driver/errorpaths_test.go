@@ -14,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // newCreateDriver returns a fake driver configured to create testMachine
@@ -40,7 +43,7 @@ func newCreateDriver(t *testing.T) (*Driver, fakeHarvester) {
 	nad.SetKind("NetworkAttachmentDefinition")
 	nad.SetNamespace(testNS)
 	nad.SetName("vlan1")
-	if err := f.dyn.Tracker().Create(gvrNetwork, nad, testNS); err != nil {
+	if err := f.dyn.Tracker().Create(harvesterapi.GVRNetwork, nad, testNS); err != nil {
 		t.Fatal(err)
 	}
 	return d, f
@@ -176,7 +179,7 @@ func TestCreateReportsFailedRollback(t *testing.T) {
 
 // TestUnauthorizedGivesOneCredentialError: a 401, whether on the first
 // call or on a later one, gives Create, PreCreateCheck and Remove the one
-// ErrCredentialsRejected message, once.
+// kubeapi.ErrCredentialsRejected message, once.
 func TestUnauthorizedGivesOneCredentialError(t *testing.T) {
 	unauthorized := apierrors.NewUnauthorized("token expired")
 	everywhere := func(f fakeHarvester) {
@@ -209,10 +212,10 @@ func TestUnauthorizedGivesOneCredentialError(t *testing.T) {
 			}
 			tc.setup(f)
 			err := tc.command(d)
-			if !errors.Is(err, ErrCredentialsRejected) {
-				t.Fatalf("got %v, want ErrCredentialsRejected", err)
+			if !errors.Is(err, kubeapi.ErrCredentialsRejected) {
+				t.Fatalf("got %v, want kubeapi.ErrCredentialsRejected", err)
 			}
-			if n := strings.Count(err.Error(), ErrCredentialsRejected.Error()); n != 1 {
+			if n := strings.Count(err.Error(), kubeapi.ErrCredentialsRejected.Error()); n != 1 {
 				t.Errorf("credential message %d times: %v", n, err)
 			}
 			if strings.Contains(err.Error(), "token expired") {
@@ -255,13 +258,13 @@ func TestRemoveCountsNotFoundAsDone(t *testing.T) {
 	// Straight through the layer: a delete of nothing is done, a UID
 	// precondition that no longer matches is done.
 	ctx := context.Background()
-	if err := d.api.deletePVC(ctx, testNS, "never-was", "uid-x"); err != nil {
+	if err := d.api.DeletePVC(ctx, testNS, "never-was", "uid-x"); err != nil {
 		t.Errorf("delete of a missing volume: %v", err)
 	}
 	f.kube.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, "s", errors.New("UID precondition failed"))
 	})
-	if err := d.api.deleteSecret(ctx, testNS, "s", "uid-old"); err != nil {
+	if err := d.api.DeleteSecret(ctx, testNS, "s", "uid-old"); err != nil {
 		t.Errorf("delete with a stale UID: %v", err)
 	}
 }

@@ -2,10 +2,6 @@ package driver
 
 import "github.com/harvester-kit/harvester-machine/internal/kubeapi"
 
-// ErrCredentialsRejected matches (errors.Is) the error returned whenever
-// Harvester answers 401 Unauthorized.
-var ErrCredentialsRejected = kubeapi.ErrCredentialsRejected
-
 // credentialsRejected says where the driver's credential comes from and
 // that a removal picks up a renewed one.
 var credentialsRejected = &kubeapi.CredentialsRejectedError{
@@ -14,7 +10,7 @@ var credentialsRejected = &kubeapi.CredentialsRejectedError{
 }
 
 // apiError wraps an API error with the operation's name; a 401 becomes
-// the credential-rejected error.
+// the credential-rejected error (kubeapi.ErrCredentialsRejected).
 func apiError(op string, err error) error {
 	return kubeapi.Explain(op, err, credentialsRejected)
 }

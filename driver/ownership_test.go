@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 
@@ -43,7 +44,7 @@ func settingObject(uid string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("harvesterhci.io/v1beta1")
 	u.SetKind("Setting")
-	u.SetName(serverVerID)
+	u.SetName(harvesterapi.ServerVerID)
 	u.SetUID(types.UID(uid))
 	u.Object["value"] = "v1.8.0"
 	return u
@@ -65,12 +66,12 @@ func newFakeDriver(t *testing.T, settingUID string, kubeObjs, virtObjs []runtime
 		dynObjs = append(dynObjs, settingObject(settingUID))
 	}
 	f.dyn = dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{gvrSetting: "SettingList"}, dynObjs...)
+		map[schema.GroupVersionResource]string{harvesterapi.GVRSetting: "SettingList"}, dynObjs...)
 	d := New()
 	d.MachineName, d.VMNamespace = testMachine, testNS
 	d.WaitTimeoutSeconds = 5
 	d.Ownership = Ownership{MachineID: testMachineID, ClusterUID: testCluster, NamespaceUID: testNSUID}
-	d.api = &harvesterAPI{kube: restapifake.Clients{Kube: f.kube, Virt: f.virt}, dyn: f.dyn, timeout: 5 * time.Second}
+	d.api = harvesterapi.FromClients(restapifake.Clients{Kube: f.kube, Virt: f.virt}, f.dyn, nil, harvesterapi.Options{CallTimeout: 5 * time.Second, Rejected: credentialsRejected})
 	return d, f
 }
 
@@ -206,7 +207,7 @@ func TestEveryCommandRefusesAnotherCluster(t *testing.T) {
 func TestConfirmClusterByNamespace(t *testing.T) {
 	forbidSetting := func(f fakeHarvester) {
 		f.dyn.PrependReactor("get", "settings", func(k8stesting.Action) (bool, runtime.Object, error) {
-			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "harvesterhci.io", Resource: "settings"}, serverVerID, errors.New("no"))
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "harvesterhci.io", Resource: "settings"}, harvesterapi.ServerVerID, errors.New("no"))
 		})
 	}
 	forbidNamespace := func(f fakeHarvester) {

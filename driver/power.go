@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	"github.com/rancher/machine/libmachine/state"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
 // restoreTimeout bounds putting back the run strategy after a failed restart.
@@ -15,8 +17,8 @@ const restoreTimeout = time.Minute
 
 // getVMI returns the machine's VMI, nil when there is none, or an error
 // wrapping ErrNotOwned when the VMI of that name is not the machine's.
-func (d *Driver) getVMI(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachineInstance, error) {
-	vmi, err := absent(api.getVMI(ctx, d.VMNamespace, d.MachineName))
+func (d *Driver) getVMI(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachineInstance, error) {
+	vmi, err := harvesterapi.Absent(api.GetVMI(ctx, d.VMNamespace, d.MachineName))
 	if err != nil || vmi == nil {
 		return nil, err
 	}
@@ -28,8 +30,8 @@ func (d *Driver) getVMI(ctx context.Context, api *harvesterAPI) (*kubevirtv1.Vir
 
 // currentVMI is the machine's VMI as this process last saw it, when
 // fresh (Create's wait just saw it), else as read now.
-func (d *Driver) currentVMI(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachineInstance, error) {
-	if vmi := api.seen.freshVMI(d.VMNamespace, d.MachineName); vmi != nil {
+func (d *Driver) currentVMI(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachineInstance, error) {
+	if vmi := api.Seen().FreshVMI(d.VMNamespace, d.MachineName); vmi != nil {
 		return vmi, nil
 	}
 	return d.getVMI(ctx, api)
@@ -94,9 +96,9 @@ func (d *Driver) vmiAddress(what string, selectAddr func([]kubevirtv1.VirtualMac
 
 // setRunStrategy updates spec.runStrategy of the machine's own VM, retrying
 // on conflicts, and returns the strategy it replaced (nil: none set).
-func (d *Driver) setRunStrategy(ctx context.Context, api *harvesterAPI, rs kubevirtv1.VirtualMachineRunStrategy) (*kubevirtv1.VirtualMachineRunStrategy, error) {
+func (d *Driver) setRunStrategy(ctx context.Context, api *harvesterapi.API, rs kubevirtv1.VirtualMachineRunStrategy) (*kubevirtv1.VirtualMachineRunStrategy, error) {
 	var previous *kubevirtv1.VirtualMachineRunStrategy
-	err := api.updateVM(ctx, d.VMNamespace, d.MachineName, "set run strategy "+string(rs), func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+	err := api.UpdateVM(ctx, d.VMNamespace, d.MachineName, "set run strategy "+string(rs), func(vm *kubevirtv1.VirtualMachine) (bool, error) {
 		if err := d.checkOwned("VM", d.MachineName, vm); err != nil {
 			return false, err
 		}
@@ -160,7 +162,7 @@ func (d *Driver) Kill() error {
 	}
 	if vmi != nil {
 		zero := int64(0)
-		if err := api.deleteVMI(ctx, d.VMNamespace, d.MachineName, vmi.UID, &zero); err != nil {
+		if err := api.DeleteVMI(ctx, d.VMNamespace, d.MachineName, vmi.UID, &zero); err != nil {
 			return err
 		}
 	}
@@ -196,7 +198,7 @@ func (d *Driver) Restart() (err error) {
 		return err
 	}
 	defer func() { err = d.restoreRunStrategy(api, found, err) }()
-	if err := api.deleteVMI(ctx, d.VMNamespace, d.MachineName, vmi.UID, nil); err != nil {
+	if err := api.DeleteVMI(ctx, d.VMNamespace, d.MachineName, vmi.UID, nil); err != nil {
 		return err
 	}
 	_, err = d.waitVMI(ctx, api, "", "to run again with a new instance", newRunningVMI(string(vmi.UID)))
@@ -206,7 +208,7 @@ func (d *Driver) Restart() (err error) {
 // restoreRunStrategy puts back the run strategy a restart found (the
 // machine's usual RerunOnFailure when none was set) and joins its error to
 // the restart's.
-func (d *Driver) restoreRunStrategy(api *harvesterAPI, found *kubevirtv1.VirtualMachineRunStrategy, restartErr error) error {
+func (d *Driver) restoreRunStrategy(api *harvesterapi.API, found *kubevirtv1.VirtualMachineRunStrategy, restartErr error) error {
 	rs := kubevirtv1.RunStrategyRerunOnFailure
 	if found != nil {
 		rs = *found

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
 // requiredPermissions lists every verb the driver uses. Reads used only for
@@ -47,18 +50,17 @@ func (d *Driver) PreCreateCheck() error {
 	if err != nil {
 		return joinProblems("pre-create check failed", []error{err})
 	}
-	api.failFast = true
-	defer func() { api.failFast, api.unreachable = false, nil }()
+	endFailFast := api.FailFast()
 	problems := d.preCreateProblems(context.Background(), api, in)
-	if api.unreachable != nil {
-		return fmt.Errorf("pre-create check failed: %w", api.unreachable)
+	if err := endFailFast(); err != nil {
+		return fmt.Errorf("pre-create check failed: %w", err)
 	}
 	return joinProblems("pre-create check failed", dedupeCredentialErrors(problems))
 }
 
-func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterAPI, in Inputs) []error {
+func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterapi.API, in Inputs) []error {
 	problems := d.recordCluster(ctx, api)
-	if len(problems) == 1 && isTerminal(problems[0]) {
+	if len(problems) == 1 && harvesterapi.IsTerminal(problems[0]) {
 		return problems
 	}
 	problems = append(problems, d.checkPermissions(ctx, api)...)
@@ -86,20 +88,20 @@ func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterAPI, in In
 // Harvester made for the image before marking it imported, so reading the
 // image proves it. nsSeen: an image was read in the VM namespace, which
 // proves that the namespace exists.
-func (d *Driver) checkImages(ctx context.Context, api *harvesterAPI, in Inputs) (storageClasses map[string]string, nsSeen bool, problems []error) {
+func (d *Driver) checkImages(ctx context.Context, api *harvesterapi.API, in Inputs) (storageClasses map[string]string, nsSeen bool, problems []error) {
 	storageClasses = map[string]string{}
 	refs, err := in.ImageRefs(d.VMNamespace)
 	if err != nil {
 		problems = append(problems, err)
 	}
 	for _, ref := range refs {
-		img, err := api.getImage(ctx, ref)
+		img, err := api.GetImage(ctx, ref.Namespace, ref.Name)
 		if err != nil {
 			problems = append(problems, notFoundOr(err, fmt.Sprintf("image %s does not exist (see --%s / --%s)", ref, FlagImageName, FlagDiskInfo)))
 			continue
 		}
 		nsSeen = nsSeen || ref.Namespace == d.VMNamespace
-		if ok, msg := conditionTrue(img.Status.Conditions, "Imported"); !ok {
+		if ok, msg := harvesterapi.ConditionTrue(img.Status.Conditions, "Imported"); !ok {
 			problems = append(problems, fmt.Errorf("image %s is not imported yet (condition Imported is not True%s)", ref, suffix(msg)))
 		} else if img.Status.StorageClassName == "" {
 			problems = append(problems, fmt.Errorf("image %s has no storage class in its status", ref))
@@ -117,10 +119,10 @@ func (d *Driver) checkImages(ctx context.Context, api *harvesterAPI, in Inputs) 
 
 // checkStorageClasses checks that the storage classes exist (skipped with a
 // warning when the credential may not read them).
-func (d *Driver) checkStorageClasses(ctx context.Context, api *harvesterAPI, storageClasses map[string]string) []error {
+func (d *Driver) checkStorageClasses(ctx context.Context, api *harvesterapi.API, storageClasses map[string]string) []error {
 	var problems []error
 	for _, sc := range sortedKeys(storageClasses) {
-		if _, err := api.getStorageClass(ctx, sc); apierrors.IsForbidden(err) {
+		if _, err := api.GetStorageClass(ctx, sc); apierrors.IsForbidden(err) {
 			log.Warnf("cannot read storage class %s (forbidden); skipping that check", sc)
 		} else if err != nil {
 			problems = append(problems, notFoundOr(err, fmt.Sprintf("storage class %q (used by %s) does not exist", sc, storageClasses[sc])))
@@ -130,14 +132,14 @@ func (d *Driver) checkStorageClasses(ctx context.Context, api *harvesterAPI, sto
 }
 
 // checkNetworks checks that every interface's network exists.
-func (d *Driver) checkNetworks(ctx context.Context, api *harvesterAPI, in Inputs) []error {
+func (d *Driver) checkNetworks(ctx context.Context, api *harvesterapi.API, in Inputs) []error {
 	nics, err := PlanNICs(d.Config, in)
 	if err != nil {
 		return []error{err}
 	}
 	var problems []error
 	for _, nic := range nics {
-		if err := api.getNetwork(ctx, nic.Network); err != nil {
+		if err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name); err != nil {
 			problems = append(problems, notFoundOr(err, fmt.Sprintf("network %s does not exist (see --%s / --%s)", nic.Network, FlagNetworkName, FlagNetworkInfo)))
 		}
 	}
@@ -145,7 +147,7 @@ func (d *Driver) checkNetworks(ctx context.Context, api *harvesterAPI, in Inputs
 }
 
 // checkKeyPair checks that the key pair, if any, exists and is validated.
-func (d *Driver) checkKeyPair(ctx context.Context, api *harvesterAPI) []error {
+func (d *Driver) checkKeyPair(ctx context.Context, api *harvesterapi.API) []error {
 	ref, err := KeyPairRef(d.Config)
 	if err != nil {
 		return []error{err}
@@ -153,11 +155,11 @@ func (d *Driver) checkKeyPair(ctx context.Context, api *harvesterAPI) []error {
 	if ref == nil {
 		return nil
 	}
-	kp, err := api.getKeyPair(ctx, *ref)
+	kp, err := api.GetKeyPair(ctx, ref.Namespace, ref.Name)
 	if err != nil {
 		return []error{notFoundOr(err, fmt.Sprintf("--%s: key pair %s does not exist", FlagKeyPairName, ref))}
 	}
-	if ok, msg := conditionTrue(kp.Status.Conditions, "validated"); !ok {
+	if ok, msg := harvesterapi.ConditionTrue(kp.Status.Conditions, "validated"); !ok {
 		return []error{fmt.Errorf("--%s: key pair %s is not validated%s", FlagKeyPairName, ref, suffix(msg))}
 	}
 	return nil
@@ -169,11 +171,11 @@ func (d *Driver) checkKeyPair(ctx context.Context, api *harvesterAPI) []error {
 // makes the Secret first and the VM next, and a name taken by another
 // object fails that create with nothing of this machine left (createSecret,
 // createVM), so two requests per machine are saved.
-func (d *Driver) checkNameFree(ctx context.Context, api *harvesterAPI, claims []string) []error {
+func (d *Driver) checkNameFree(ctx context.Context, api *harvesterapi.API, claims []string) []error {
 	ns := d.VMNamespace
 	var problems []error
 	for _, c := range claims {
-		_, err := api.getPVC(ctx, ns, c)
+		_, err := api.GetPVC(ctx, ns, c)
 		switch {
 		case err == nil:
 			problems = append(problems, fmt.Errorf("a volume (PVC) named %s already exists in namespace %s (left from an earlier machine of this name, or another's); "+
@@ -197,7 +199,7 @@ func notFoundOr(err error, notFound string) error {
 func dedupeCredentialErrors(problems []error) []error {
 	var out []error
 	for _, p := range problems {
-		if errors.Is(p, ErrCredentialsRejected) {
+		if errors.Is(p, kubeapi.ErrCredentialsRejected) {
 			return []error{p}
 		}
 		out = append(out, p)

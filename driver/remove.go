@@ -8,12 +8,14 @@ import (
 	"sort"
 	"strings"
 
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
 // Remove deletes what this machine created and nothing else: its VM (only
@@ -42,10 +44,10 @@ func (d *Driver) Remove() error {
 // needs anyway. Otherwise the session confirms the cluster as for every
 // command.
 // It returns that VM when it read it (nil otherwise).
-func (d *Driver) confirmByVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachine, error) {
+func (d *Driver) confirmByVM(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachine, error) {
 	if !d.clusterConfirmed && d.VMUID != "" {
-		vm, err := absent(api.getVM(ctx, d.VMNamespace, d.MachineName))
-		if err != nil && isTerminal(err) {
+		vm, err := harvesterapi.Absent(api.GetVM(ctx, d.VMNamespace, d.MachineName))
+		if err != nil && harvesterapi.IsTerminal(err) {
 			return nil, err
 		}
 		if vm != nil && string(vm.UID) == d.VMUID {
@@ -90,13 +92,13 @@ func (r removal) withVM() bool {
 	return true
 }
 
-func (d *Driver) removeMachine(parent context.Context, api *harvesterAPI) error {
+func (d *Driver) removeMachine(parent context.Context, api *harvesterapi.API) error {
 	return d.removeMachineOf(parent, api, nil)
 }
 
 // removeMachineOf removes the machine; vm, when not nil, is its VM as
 // just read.
-func (d *Driver) removeMachineOf(parent context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) error {
+func (d *Driver) removeMachineOf(parent context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) error {
 	ctx, cancel := context.WithTimeout(parent, d.waitTimeout())
 	defer cancel()
 	r, err := d.findRemoval(ctx, api, vm)
@@ -107,35 +109,41 @@ func (d *Driver) removeMachineOf(parent context.Context, api *harvesterAPI, vm *
 		return d.removeWithVM(ctx, api, r)
 	}
 	claims := sortedKeys(r.claims)
-	var targets []goneTarget
+	var targets []harvesterapi.Target
 	if r.vm != nil {
 		if err := d.markClaimsForRemoval(ctx, api, r.vm.UID, claims); err != nil {
 			return err
 		}
 		log.Infof("%s: deleting VM %s/%s (UID %s)", d.MachineName, d.VMNamespace, r.vm.Name, r.vm.UID)
-		if err := api.deleteVM(ctx, d.VMNamespace, r.vm.Name, r.vm.UID); err != nil {
+		if err := api.DeleteVM(ctx, d.VMNamespace, r.vm.Name, r.vm.UID); err != nil {
 			return err
 		}
-		targets = append(targets, goneTarget{kindVM, r.vm.Name, r.vm.UID}, goneTarget{kindVMI, r.vm.Name, ""})
+		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindVM, Name: r.vm.Name, UID: r.vm.UID}, harvesterapi.Target{Kind: harvesterapi.KindVMI, Name: r.vm.Name})
 	}
 	var errs []error
 	for _, c := range claims {
 		log.Infof("%s: deleting volume %s/%s", d.MachineName, d.VMNamespace, c)
-		errs = append(errs, api.deletePVC(ctx, d.VMNamespace, c, r.claims[c]))
-		targets = append(targets, goneTarget{kindPVC, c, r.claims[c]})
+		errs = append(errs, api.DeletePVC(ctx, d.VMNamespace, c, r.claims[c]))
+		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindPVC, Name: c, UID: r.claims[c]})
 	}
 	if s := r.secret; s != nil {
-		errs = append(errs, api.deleteSecret(ctx, d.VMNamespace, s.Name, s.UID))
-		targets = append(targets, goneTarget{kindSecret, s.Name, s.UID})
+		errs = append(errs, api.DeleteSecret(ctx, d.VMNamespace, s.Name, s.UID))
+		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: s.Name, UID: s.UID})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := d.waitRemoved(ctx, api, targets); err != nil {
+	if err := d.waitRemoved(ctx, api, targets...); err != nil {
 		return err
 	}
 	log.Infof("%s: removed %s", d.MachineName, r.describe())
 	return nil
+}
+
+// waitRemoved waits, with watches, until every target in the VM namespace
+// is gone.
+func (d *Driver) waitRemoved(ctx context.Context, api *harvesterapi.API, targets ...harvesterapi.Target) error {
+	return api.WaitRemoved(ctx, d.VMNamespace, d.waitTimeout(), targets)
 }
 
 func (r removal) describe() string {
@@ -161,7 +169,7 @@ func (r removal) describe() string {
 // findRemoval finds the machine's objects and checks, before anything is
 // deleted, that each one of the machine's names is the machine's own.
 // vm, when not nil, is the VM as just read.
-func (d *Driver) findRemoval(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (removal, error) {
+func (d *Driver) findRemoval(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) (removal, error) {
 	var err error
 	if vm != nil {
 		vm, err = d.checkOwnVM(vm)
@@ -192,8 +200,8 @@ func (d *Driver) findRemoval(ctx context.Context, api *harvesterAPI, vm *kubevir
 
 // ownVM returns the machine's VM, nil when there is none, or an error
 // wrapping ErrNotOwned when the VM of that name is not the machine's.
-func (d *Driver) ownVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachine, error) {
-	vm, err := absent(api.getVM(ctx, d.VMNamespace, d.MachineName))
+func (d *Driver) ownVM(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachine, error) {
+	vm, err := harvesterapi.Absent(api.GetVM(ctx, d.VMNamespace, d.MachineName))
 	if err != nil || vm == nil {
 		return nil, err
 	}
@@ -202,8 +210,8 @@ func (d *Driver) ownVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.Virt
 
 // currentVM is the machine's VM as this process last saw it, when fresh
 // (Create just made it and watched it), else as read now (see ownVM).
-func (d *Driver) currentVM(ctx context.Context, api *harvesterAPI) (*kubevirtv1.VirtualMachine, error) {
-	if vm := api.seen.freshVM(d.VMNamespace, d.MachineName); vm != nil {
+func (d *Driver) currentVM(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachine, error) {
+	if vm := api.Seen().FreshVM(d.VMNamespace, d.MachineName); vm != nil {
 		return d.checkOwnVM(vm)
 	}
 	return d.ownVM(ctx, api)
@@ -218,8 +226,8 @@ func (d *Driver) checkOwnVM(vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualM
 
 // ownSecret returns the Secret called name if it is the machine's, nil if
 // there is none, or an error wrapping ErrNotOwned.
-func (d *Driver) ownSecret(ctx context.Context, api *harvesterAPI, name string) (*corev1.Secret, error) {
-	s, err := absent(api.getSecret(ctx, d.VMNamespace, name))
+func (d *Driver) ownSecret(ctx context.Context, api *harvesterapi.API, name string) (*corev1.Secret, error) {
+	s, err := harvesterapi.Absent(api.GetSecret(ctx, d.VMNamespace, name))
 	if err != nil || s == nil {
 		return nil, err
 	}
@@ -234,9 +242,9 @@ func (d *Driver) ownSecret(ctx context.Context, api *harvesterAPI, name string) 
 // VM uses that the machine did not create is kept; with
 // removeAllPersistentVolumeClaims every volume of the guest cluster.
 // labelled are those found by label, as of resource version listedAt.
-func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine) (out map[string]types.UID, labelled map[string]bool, listedAt string, err error) {
+func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) (out map[string]types.UID, labelled map[string]bool, listedAt string, err error) {
 	out, labelled = map[string]types.UID{}, map[string]bool{}
-	owned, err := api.listPVCs(ctx, d.VMNamespace, d.ownerSelector(d.MachineName))
+	owned, err := api.ListPVCs(ctx, d.VMNamespace, d.ownerSelector(d.MachineName))
 	if err != nil {
 		return nil, nil, "", err
 	}
@@ -261,14 +269,14 @@ func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterAPI, vm *kube
 // vmClaimsToRemove adds to the label-found claims those the VM uses that
 // are the machine's, and with removeAllPersistentVolumeClaims every
 // volume of the guest cluster.
-func (d *Driver) vmClaimsToRemove(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine, found map[string]types.UID) (map[string]types.UID, error) {
+func (d *Driver) vmClaimsToRemove(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine, found map[string]types.UID) (map[string]types.UID, error) {
 	out := map[string]types.UID{}
 	templated := templateClaimNames(vm)
 	for _, name := range ClaimsToRemove(vm) {
 		if _, ok := found[name]; ok {
 			continue
 		}
-		p, err := absent(api.getPVC(ctx, d.VMNamespace, name))
+		p, err := harvesterapi.Absent(api.GetPVC(ctx, d.VMNamespace, name))
 		if err != nil || p == nil {
 			if err != nil {
 				return nil, err
@@ -282,7 +290,7 @@ func (d *Driver) vmClaimsToRemove(ctx context.Context, api *harvesterAPI, vm *ku
 		}
 	}
 	if cluster := vm.Labels[LabelGuestCluster]; vm.Annotations[AnnotationRemoveAllPVCs] == "true" && cluster != "" {
-		all, err := api.listPVCs(ctx, d.VMNamespace, labels.SelectorFromSet(labels.Set{LabelGuestCluster: cluster}).String())
+		all, err := api.ListPVCs(ctx, d.VMNamespace, labels.SelectorFromSet(labels.Set{LabelGuestCluster: cluster}).String())
 		if err != nil {
 			return nil, err
 		}
@@ -346,8 +354,8 @@ func userDataSecretOf(vm *kubevirtv1.VirtualMachine) string {
 
 // markClaimsForRemoval sets harvesterhci.io/removedPersistentVolumeClaims on
 // the VM of that UID, retrying on conflicts.
-func (d *Driver) markClaimsForRemoval(ctx context.Context, api *harvesterAPI, uid types.UID, claims []string) error {
-	err := api.updateVM(ctx, d.VMNamespace, d.MachineName, "record the volumes to remove", func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+func (d *Driver) markClaimsForRemoval(ctx context.Context, api *harvesterapi.API, uid types.UID, claims []string) error {
+	err := api.UpdateVM(ctx, d.VMNamespace, d.MachineName, "record the volumes to remove", func(vm *kubevirtv1.VirtualMachine) (bool, error) {
 		if vm.UID != uid {
 			return false, fmt.Errorf("VM %s was replaced (UID %s, expected %s) while it was being removed: %w", d.MachineName, vm.UID, uid, ErrNotOwned)
 		}

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"strings"
 
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
@@ -23,12 +25,12 @@ import (
 // the VM does not use, and waits with one watch until the Secret is gone
 // (so the VM is), one until the volumes are, and until the VM instance is
 // (one list when it already is gone, and a watch when not).
-func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal) error {
+func (d *Driver) removeWithVM(ctx context.Context, api *harvesterapi.API, r removal) error {
 	ns, vm := d.VMNamespace, r.vm
 	claims := sortedKeys(r.claims)
 	rv := vm.ResourceVersion
 	if want := strings.Join(claims, ","); vm.Annotations[AnnotationRemovedPVCs] != want {
-		patched, err := api.patchVMAnnotations(ctx, ns, vm.Name, vm.UID, map[string]string{AnnotationRemovedPVCs: want})
+		patched, err := api.PatchVMAnnotations(ctx, ns, vm.Name, vm.UID, map[string]string{AnnotationRemovedPVCs: want})
 		switch {
 		case apierrors.IsNotFound(err), err == nil && patched.DeletionTimestamp != nil:
 			// Deleted meanwhile by someone else, maybe before Harvester
@@ -40,7 +42,7 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal)
 		rv = patched.ResourceVersion
 	}
 	log.Infof("%s: deleting VM %s/%s (UID %s) with its instance, cloud-init Secret and volumes", d.MachineName, ns, vm.Name, vm.UID)
-	if err := api.deleteVM(ctx, ns, vm.Name, vm.UID); err != nil {
+	if err := api.DeleteVM(ctx, ns, vm.Name, vm.UID); err != nil {
 		return err
 	}
 	used := map[string]bool{}
@@ -51,7 +53,7 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal)
 	for _, c := range claims {
 		if !used[c] {
 			log.Infof("%s: deleting volume %s/%s", d.MachineName, ns, c)
-			errs = append(errs, api.deletePVC(ctx, ns, c, r.claims[c]))
+			errs = append(errs, api.DeletePVC(ctx, ns, c, r.claims[c]))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -60,22 +62,22 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal)
 	if err := d.waitSecretGone(ctx, api, vm, rv); err != nil {
 		return err
 	}
-	pvcs := kubeapi.KindOf[*corev1.PersistentVolumeClaimList](kindPVC, &corev1.PersistentVolumeClaim{}, api.kube.PersistentVolumeClaims(ns))
+	pvcs := api.PVCs(ns)
 	err := kubeapi.WaitGoneFrom(ctx, pvcs, d.ownerSelector(d.MachineName), r.listedAt, claims)
 	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
-		var targets []goneTarget
+		var targets []harvesterapi.Target
 		for _, c := range claims {
-			targets = append(targets, goneTarget{kindPVC, c, r.claims[c]})
+			targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindPVC, Name: c, UID: r.claims[c]})
 		}
-		err = d.waitRemoved(ctx, api, targets)
+		err = d.waitRemoved(ctx, api, targets...)
 	}
 	if err != nil {
-		return d.goneError(ctx, kindPVC+"s "+strings.Join(claims, ", "), err)
+		return d.goneError(ctx, harvesterapi.KindPVC+"s "+strings.Join(claims, ", "), err)
 	}
 	// The garbage collector deletes the VM instance once the VM is gone,
 	// in no fixed order with the Secret: make sure it is gone too (one
 	// read when it already is).
-	if err := d.waitRemoved(ctx, api, []goneTarget{{kindVMI, vm.Name, ""}}); err != nil {
+	if err := d.waitRemoved(ctx, api, harvesterapi.Target{Kind: harvesterapi.KindVMI, Name: vm.Name}); err != nil {
 		return err
 	}
 	log.Infof("%s: removed %s", d.MachineName, r.describe())
@@ -85,14 +87,14 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterAPI, r removal)
 // waitSecretGone waits, watching from resource version rv, until the
 // cloud-init Secret the VM owns is gone: the garbage collector deletes it
 // once the VM itself is gone, so this waits for both.
-func (d *Driver) waitSecretGone(ctx context.Context, api *harvesterAPI, vm *kubevirtv1.VirtualMachine, rv string) error {
+func (d *Driver) waitSecretGone(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine, rv string) error {
 	name := userDataSecretOf(vm)
-	secrets := kubeapi.KindOf[*corev1.SecretList](kindSecret, &corev1.Secret{}, api.kube.Secrets(d.VMNamespace))
+	secrets := api.Secrets(d.VMNamespace)
 	_, err := kubeapi.WaitFrom(ctx, secrets, name, rv, func(cur *corev1.Secret) (bool, error) {
 		return cur == nil, nil
 	})
 	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
-		err = d.waitRemoved(ctx, api, []goneTarget{{kindVM, vm.Name, vm.UID}, {kindSecret, name, ""}})
+		err = d.waitRemoved(ctx, api, harvesterapi.Target{Kind: harvesterapi.KindVM, Name: vm.Name, UID: vm.UID}, harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: name})
 	}
 	if err != nil {
 		return d.goneError(ctx, "VM "+vm.Name+" and Secret "+name, err)

@@ -6,6 +6,8 @@ import (
 	"slices"
 
 	authv1 "k8s.io/api/authorization/v1"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 )
 
 // permission is one verb on one resource the driver uses.
@@ -103,15 +105,15 @@ func judge(review *authv1.SubjectRulesReviewStatus, perms []permission) []permis
 // and evaluates every verb the driver uses from the answer. Only where the
 // answer cannot decide (incomplete rules, cluster-scoped permissions, or
 // no answer) is each permission asked with a SelfSubjectAccessReview.
-func (d *Driver) checkPermissions(ctx context.Context, api *harvesterAPI) []error {
+func (d *Driver) checkPermissions(ctx context.Context, api *harvesterapi.API) []error {
 	perms := requiredPermissions()
 	if d.CloudProvider != "" {
 		perms = append(perms, cloudProviderPermissions()...)
 	}
 	ns := d.VMNamespace
-	review, err := api.rulesReview(ctx, ns)
+	review, err := api.RulesReview(ctx, ns)
 	if err != nil {
-		if isTerminal(err) {
+		if harvesterapi.IsTerminal(err) {
 			return []error{err}
 		}
 		review = nil // fall back to one review per permission
@@ -128,7 +130,7 @@ func (d *Driver) checkPermissions(ctx context.Context, api *harvesterAPI) []erro
 			if !p.clusterScoped {
 				attrs.Namespace = ns
 			}
-			ok, err := api.allowed(ctx, attrs, p.String())
+			ok, err := api.Allowed(ctx, attrs, p.String())
 			if err != nil {
 				problems = append(problems, err)
 				continue

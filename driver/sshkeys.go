@@ -8,9 +8,11 @@ import (
 	"os"
 	"strings"
 
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	"github.com/rancher/machine/libmachine/ssh"
 	cryptossh "golang.org/x/crypto/ssh"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
 // prepareSSHKeys puts the machine's private key in the store (0600) and
@@ -18,15 +20,15 @@ import (
 // beside --harvester-ssh-private-key-path, or a newly generated key. A
 // private key that does not belong to the key pair is refused before
 // anything is stored or created.
-func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterAPI, keyPair *ObjectRef) ([]string, error) {
+func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterapi.API, keyPair *ObjectRef) ([]string, error) {
 	keyPath := d.GetSSHKeyPath()
 	switch {
 	case keyPair != nil:
-		kp, err := api.getKeyPair(ctx, *keyPair)
+		kp, err := api.GetKeyPair(ctx, keyPair.Namespace, keyPair.Name)
 		if err != nil {
 			return nil, notFoundOr(err, fmt.Sprintf("--%s: key pair %s does not exist; nothing was created", FlagKeyPairName, keyPair))
 		}
-		if ok, msg := conditionTrue(kp.Status.Conditions, "validated"); !ok {
+		if ok, msg := harvesterapi.ConditionTrue(kp.Status.Conditions, "validated"); !ok {
 			return nil, fmt.Errorf("--%s: key pair %s is not validated%s; nothing was created", FlagKeyPairName, keyPair, suffix(msg))
 		}
 		if err := checkKeyPairMatches(d.SSHPrivateKeyPath, keyPair.String(), kp.Spec.PublicKey); err != nil {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 )
 
 // kubeconfigFor is testKubeconfig pointing at addr.
@@ -78,8 +80,8 @@ func TestPreCreateStopsAtFirstConnectionFailure(t *testing.T) {
 			start := time.Now()
 			err := d.PreCreateCheck()
 			took := time.Since(start)
-			if !errors.Is(err, ErrUnreachable) {
-				t.Fatalf("got %v, want ErrUnreachable", err)
+			if !errors.Is(err, harvesterapi.ErrUnreachable) {
+				t.Fatalf("got %v, want harvesterapi.ErrUnreachable", err)
 			}
 			msg := err.Error()
 			for _, want := range []string{"cannot reach the Harvester API server at https://" + addr, c.want, "read Harvester setting server-version"} {
@@ -94,17 +96,5 @@ func TestPreCreateStopsAtFirstConnectionFailure(t *testing.T) {
 				t.Errorf("took %s: the check went on after the first failure", took)
 			}
 		})
-	}
-}
-
-func TestConnectionFailureIgnoresAnswers(t *testing.T) {
-	if _, ok := connectionFailure(internal("boom"), "1s"); ok {
-		t.Error("an API answer counted as a connection failure")
-	}
-	if _, ok := connectionFailure(nil, "1s"); ok {
-		t.Error("nil counted")
-	}
-	if why, ok := connectionFailure(&net.DNSError{Err: "no such host", Name: "harvester.invalid", IsNotFound: true}, "1s"); !ok || !strings.Contains(why, "DNS") {
-		t.Errorf("DNS: %q %v", why, ok)
 	}
 }

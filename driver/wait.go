@@ -8,13 +8,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
 // vmiGoal decides, from the current VMI (nil when there is none), whether
@@ -35,13 +37,13 @@ func (d *Driver) waitTimeout() time.Duration {
 // otherwise (or when that watch cannot go on) it lists and watches. On
 // timeout it reports what was last seen. The wait ends at once, with
 // ErrVMDeleted, when the machine's VM is deleted.
-func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, fromRV, what string, goal vmiGoal) (*kubevirtv1.VirtualMachineInstance, error) {
+func (d *Driver) waitVMI(parent context.Context, api *harvesterapi.API, fromRV, what string, goal vmiGoal) (*kubevirtv1.VirtualMachineInstance, error) {
 	timed, cancelTimeout := context.WithTimeout(parent, d.waitTimeout())
 	defer cancelTimeout()
 	ctx, stop := d.whileVMExists(timed, api, fromRV)
 	defer stop()
 	ns, name := d.VMNamespace, d.MachineName
-	vmis := kubeapi.KindOf[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, api.kube.VirtualMachineInstances(ns))
+	vmis := api.VMIs(ns)
 	p := &progress{machine: name}
 	check := func(vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
 		p.observe(vmi)
@@ -56,7 +58,7 @@ func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, fromRV, what
 		met, err = d.listAndWatchVMI(ctx, api, vmis, p, goal)
 	}
 	if err == nil {
-		api.seen.rememberVMI(met)
+		api.Seen().RememberVMI(met)
 		return met, nil
 	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrVMDeleted) {
@@ -69,7 +71,7 @@ func (d *Driver) waitVMI(parent context.Context, api *harvesterAPI, fromRV, what
 }
 
 // listAndWatchVMI waits for goal from the VMI's current state on.
-func (d *Driver) listAndWatchVMI(ctx context.Context, api *harvesterAPI, vmis kubeapi.Kind, p *progress, goal vmiGoal) (*kubevirtv1.VirtualMachineInstance, error) {
+func (d *Driver) listAndWatchVMI(ctx context.Context, api *harvesterapi.API, vmis kubeapi.Kind, p *progress, goal vmiGoal) (*kubevirtv1.VirtualMachineInstance, error) {
 	ns, name := d.VMNamespace, d.MachineName
 	var met *kubevirtv1.VirtualMachineInstance
 	// The precondition sees the informer's store, which may be newer than
@@ -87,7 +89,7 @@ func (d *Driver) listAndWatchVMI(ctx context.Context, api *harvesterAPI, vmis ku
 		p.last, met = vmi, vmi
 		return goal(vmi), nil
 	}
-	_, err := watchtools.UntilWithSync(ctx, kubeapi.NamedListWatch(vmis, name, api.timeout), &kubevirtv1.VirtualMachineInstance{}, precondition, func(ev watch.Event) (bool, error) {
+	_, err := watchtools.UntilWithSync(ctx, kubeapi.NamedListWatch(vmis, name, api.Timeout()), &kubevirtv1.VirtualMachineInstance{}, precondition, func(ev watch.Event) (bool, error) {
 		vmi, ok := ev.Object.(*kubevirtv1.VirtualMachineInstance)
 		if !ok {
 			return false, nil
@@ -111,12 +113,12 @@ var ErrVMDeleted = errors.New("the VM was deleted by someone else")
 // deleted, being deleted or replaced. With fromRV it watches the changes
 // after that resource version only (one request); the VMs it sees are
 // remembered for GetState.
-func (d *Driver) whileVMExists(parent context.Context, api *harvesterAPI, fromRV string) (context.Context, context.CancelFunc) {
+func (d *Driver) whileVMExists(parent context.Context, api *harvesterapi.API, fromRV string) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	vms := kubeapi.KindOf[*kubevirtv1.VirtualMachineList](kindVM, &kubevirtv1.VirtualMachine{}, api.kube.VirtualMachines(d.VMNamespace))
+	vms := api.VMs(d.VMNamespace)
 	gone := func(vm *kubevirtv1.VirtualMachine) (bool, error) {
 		if vm != nil && vm.DeletionTimestamp == nil && (d.VMUID == "" || string(vm.UID) == d.VMUID) {
-			api.seen.rememberVM(vm)
+			api.Seen().RememberVM(vm)
 			return false, nil
 		}
 		return true, nil
@@ -127,7 +129,7 @@ func (d *Driver) whileVMExists(parent context.Context, api *harvesterAPI, fromRV
 			_, err = kubeapi.WaitFrom(ctx, vms, d.MachineName, fromRV, gone)
 		}
 		if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
-			_, err = kubeapi.Wait(ctx, vms, d.VMNamespace, d.MachineName, api.timeout, gone)
+			_, err = kubeapi.Wait(ctx, vms, d.VMNamespace, d.MachineName, api.Timeout(), gone)
 		}
 		if err == nil {
 			cancel(ErrVMDeleted)
@@ -185,7 +187,7 @@ func phaseName(p kubevirtv1.VirtualMachineInstancePhase) string {
 
 // timeoutError says what was last seen: phase, conditions, recent events and
 // a hint about the guest agent when the VMI runs without an address.
-func (d *Driver) timeoutError(parent context.Context, api *harvesterAPI, what string, last *kubevirtv1.VirtualMachineInstance) error {
+func (d *Driver) timeoutError(parent context.Context, api *harvesterapi.API, what string, last *kubevirtv1.VirtualMachineInstance) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "timed out after %s waiting for VM %s/%s %s; last seen: %s", d.waitTimeout(), d.VMNamespace, d.MachineName, what, describeVMI(last))
 	if last != nil {
@@ -214,8 +216,8 @@ func (d *Driver) timeoutError(parent context.Context, api *harvesterAPI, what st
 }
 
 // recentEvents returns the last n events about the machine's VM and VMI.
-func (d *Driver) recentEvents(parent context.Context, api *harvesterAPI, n int) []string {
-	items, err := api.listEvents(parent, d.VMNamespace, d.MachineName)
+func (d *Driver) recentEvents(parent context.Context, api *harvesterapi.API, n int) []string {
+	items, err := api.ListEvents(parent, d.VMNamespace, d.MachineName)
 	if err != nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package driver
+package harvesterapi
 
 import (
 	"sync"
@@ -15,12 +15,12 @@ import (
 // asks both right after Create returns.
 const seenFresh = 30 * time.Second
 
-// seen is what one process (one rancher-machine command) has read, so that
+// Seen is what one process (one rancher-machine command) has read, so that
 // nothing is read twice: images and key pairs until Create (which reads
 // them again: they may have changed since the pre-create check), the machine's VM and
 // VMI while fresh. Every change the driver makes to the VM or VMI forgets
 // them.
-type seen struct {
+type Seen struct {
 	mu      sync.Mutex     // the VM watch of a wait updates vm
 	objects map[string]any // read once per process: "get image ns/name", "get key pair ns/name"
 	vm, vmi sighting
@@ -44,22 +44,22 @@ func (g sighting) fresh(ns, name string) runtime.Object {
 	return g.obj.DeepCopyObject()
 }
 
-// forgetReads drops the images and key pairs read so far: Create reads
+// ForgetReads drops the images and key pairs read so far: Create reads
 // them again, because they may have changed since the pre-create check
 // (an image deleted or no longer imported, a key pair no longer validated).
-func (s *seen) forgetReads() {
+func (s *Seen) ForgetReads() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.objects = nil
 }
 
-func (s *seen) object(key string) any {
+func (s *Seen) object(key string) any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.objects[key]
 }
 
-func (s *seen) rememberObject(key string, v any) {
+func (s *Seen) rememberObject(key string, v any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.objects == nil {
@@ -70,7 +70,7 @@ func (s *seen) rememberObject(key string, v any) {
 
 // readOnce returns what read returns, reading only the first time key is
 // asked for in this process.
-func readOnce[T any](s *seen, key string, read func() (*T, error)) (*T, error) {
+func readOnce[T any](s *Seen, key string, read func() (*T, error)) (*T, error) {
 	if v, ok := s.object(key).(*T); ok {
 		return v, nil
 	}
@@ -81,14 +81,14 @@ func readOnce[T any](s *seen, key string, read func() (*T, error)) (*T, error) {
 	return v, err
 }
 
-func (s *seen) rememberVM(vm *kubevirtv1.VirtualMachine) {
+func (s *Seen) RememberVM(vm *kubevirtv1.VirtualMachine) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.vm = sighting{vm.DeepCopy(), time.Now()}
 }
 
-// rememberVMI keeps vmi (nil: forget it).
-func (s *seen) rememberVMI(vmi *kubevirtv1.VirtualMachineInstance) {
+// RememberVMI keeps vmi (nil: forget it).
+func (s *Seen) RememberVMI(vmi *kubevirtv1.VirtualMachineInstance) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.vmi = sighting{}
@@ -97,16 +97,16 @@ func (s *seen) rememberVMI(vmi *kubevirtv1.VirtualMachineInstance) {
 	}
 }
 
-// freshVM is the VM seen within seenFresh, or nil.
-func (s *seen) freshVM(ns, name string) *kubevirtv1.VirtualMachine {
+// FreshVM is the VM seen within seenFresh, or nil.
+func (s *Seen) FreshVM(ns, name string) *kubevirtv1.VirtualMachine {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	vm, _ := s.vm.fresh(ns, name).(*kubevirtv1.VirtualMachine)
 	return vm
 }
 
-// freshVMI is the VMI seen within seenFresh, or nil.
-func (s *seen) freshVMI(ns, name string) *kubevirtv1.VirtualMachineInstance {
+// FreshVMI is the VMI seen within seenFresh, or nil.
+func (s *Seen) FreshVMI(ns, name string) *kubevirtv1.VirtualMachineInstance {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	vmi, _ := s.vmi.fresh(ns, name).(*kubevirtv1.VirtualMachineInstance)
@@ -114,7 +114,7 @@ func (s *seen) freshVMI(ns, name string) *kubevirtv1.VirtualMachineInstance {
 }
 
 // forgetMachine drops the VM and VMI: the driver is changing them.
-func (s *seen) forgetMachine() {
+func (s *Seen) forgetMachine() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.vm, s.vmi = sighting{}, sighting{}

@@ -1,4 +1,4 @@
-package driver
+package harvesterapi
 
 import (
 	"context"
@@ -19,30 +19,30 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
-// This file is the typed resource layer: every Harvester API call of the
-// driver is one method here, with the per-call deadline applied and errors
-// named after the operation ("get VM default/m1: ..."; a 401 becomes
-// ErrCredentialsRejected). Gets return the API's NotFound (test it with
-// apierrors.IsNotFound, or use absent); deletes count NotFound as done.
+// Every Harvester API call of the driver is one method here, with the
+// per-call deadline applied and errors named after the operation ("get VM
+// default/m1: ..."; a 401 becomes the Options' credential-rejected error).
+// Gets return the API's NotFound (test it with apierrors.IsNotFound, or use
+// Absent); deletes count NotFound as done.
 
 // do runs one API call with the per-call deadline and names its error.
 // In fail-fast mode (pre-create), once a call failed at the connection
 // level every later call returns that failure without trying.
-func do[T any](ctx context.Context, a *harvesterAPI, op string, fn func(context.Context) (T, error)) (T, error) {
+func do[T any](ctx context.Context, a *API, op string, fn func(context.Context) (T, error)) (T, error) {
 	if a.unreachable != nil {
 		var zero T
 		return zero, a.unreachable
 	}
-	ctx, cancel := context.WithTimeout(ctx, a.timeout)
+	ctx, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
 	defer cancel()
 	v, err := fn(ctx)
-	err = apiError(op, err)
+	err = a.explain(op, err)
 	a.noteUnreachable(err)
 	return v, err
 }
 
-// absent turns a NotFound of a get into (nil, nil).
-func absent[T any](obj *T, err error) (*T, error) {
+// Absent turns a NotFound of a get into (nil, nil).
+func Absent[T any](obj *T, err error) (*T, error) {
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -53,9 +53,9 @@ func ref(ns, name string) string { return ns + "/" + name }
 
 // update reads, changes and writes one object with the per-call deadline,
 // retrying on conflicts; mutate reports whether it changed anything.
-func update[T any](ctx context.Context, a *harvesterAPI, op string, get func(context.Context) (T, error), mutate func(T) (bool, error), put func(context.Context, T) (T, error)) error {
+func update[T any](ctx context.Context, a *API, op string, get func(context.Context) (T, error), mutate func(T) (bool, error), put func(context.Context, T) (T, error)) error {
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		c, cancel := context.WithTimeout(ctx, a.timeout)
+		c, cancel := context.WithTimeout(ctx, a.opts.CallTimeout)
 		defer cancel()
 		obj, err := get(c)
 		if err != nil {
@@ -67,13 +67,13 @@ func update[T any](ctx context.Context, a *harvesterAPI, op string, get func(con
 		_, err = put(c, obj)
 		return err
 	})
-	return apiError(op, err)
+	return a.explain(op, err)
 }
 
 // remove deletes one object, with a UID precondition when uid is set (so a
 // new object of the same name is never hit) and grace when set. NotFound,
 // and a UID conflict, mean the object is already gone: done.
-func remove(ctx context.Context, a *harvesterAPI, op string, uid types.UID, grace *int64, del func(context.Context, metav1.DeleteOptions) error) error {
+func remove(ctx context.Context, a *API, op string, uid types.UID, grace *int64, del func(context.Context, metav1.DeleteOptions) error) error {
 	opts := metav1.DeleteOptions{GracePeriodSeconds: grace}
 	if uid != "" {
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
@@ -87,21 +87,21 @@ func remove(ctx context.Context, a *harvesterAPI, op string, uid types.UID, grac
 
 // VirtualMachines.
 
-func (a *harvesterAPI) getVM(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachine, error) {
+func (a *API) GetVM(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachine, error) {
 	return do(ctx, a, "get VM "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
 		return a.kube.VirtualMachines(ns).Get(c, name, metav1.GetOptions{})
 	})
 }
 
-func (a *harvesterAPI) createVM(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+func (a *API) CreateVM(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 	return do(ctx, a, "create VM "+ref(vm.Namespace, vm.Name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
 		return a.kube.VirtualMachines(vm.Namespace).Create(c, vm, metav1.CreateOptions{})
 	})
 }
 
-// updateVM changes the VM with mutate (retrying on conflicts); purpose
+// UpdateVM changes the VM with mutate (retrying on conflicts); purpose
 // names the change in the error.
-func (a *harvesterAPI) updateVM(ctx context.Context, ns, name, purpose string, mutate func(*kubevirtv1.VirtualMachine) (bool, error)) error {
+func (a *API) UpdateVM(ctx context.Context, ns, name, purpose string, mutate func(*kubevirtv1.VirtualMachine) (bool, error)) error {
 	vms := a.kube.VirtualMachines(ns)
 	get := func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
 		return vms.Get(c, name, metav1.GetOptions{})
@@ -113,10 +113,10 @@ func (a *harvesterAPI) updateVM(ctx context.Context, ns, name, purpose string, m
 	return update(ctx, a, purpose+" (update VM "+ref(ns, name)+")", get, mutate, put)
 }
 
-// patchVMAnnotations sets annotations on the VM of that UID with one merge
+// PatchVMAnnotations sets annotations on the VM of that UID with one merge
 // patch (the UID in the patch makes it fail on any other VM of the name)
 // and returns the patched VM.
-func (a *harvesterAPI) patchVMAnnotations(ctx context.Context, ns, name string, uid types.UID, annotations map[string]string) (*kubevirtv1.VirtualMachine, error) {
+func (a *API) PatchVMAnnotations(ctx context.Context, ns, name string, uid types.UID, annotations map[string]string) (*kubevirtv1.VirtualMachine, error) {
 	a.seen.forgetMachine()
 	patch, err := metaPatch(uid, map[string]any{"annotations": annotations})
 	if err != nil {
@@ -141,7 +141,7 @@ func metaPatch(uid types.UID, fields map[string]any) ([]byte, error) {
 	return b, nil
 }
 
-func (a *harvesterAPI) deleteVM(ctx context.Context, ns, name string, uid types.UID) error {
+func (a *API) DeleteVM(ctx context.Context, ns, name string, uid types.UID) error {
 	a.seen.forgetMachine()
 	return remove(ctx, a, "delete VM "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
 		return a.kube.VirtualMachines(ns).Delete(c, name, o)
@@ -150,14 +150,14 @@ func (a *harvesterAPI) deleteVM(ctx context.Context, ns, name string, uid types.
 
 // VirtualMachineInstances.
 
-func (a *harvesterAPI) getVMI(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachineInstance, error) {
+func (a *API) GetVMI(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachineInstance, error) {
 	return do(ctx, a, "get VMI "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachineInstance, error) {
 		return a.kube.VirtualMachineInstances(ns).Get(c, name, metav1.GetOptions{})
 	})
 }
 
-// deleteVMI deletes the VMI of that UID (grace nil: the default period).
-func (a *harvesterAPI) deleteVMI(ctx context.Context, ns, name string, uid types.UID, grace *int64) error {
+// DeleteVMI deletes the VMI of that UID (grace nil: the default period).
+func (a *API) DeleteVMI(ctx context.Context, ns, name string, uid types.UID, grace *int64) error {
 	a.seen.forgetMachine()
 	return remove(ctx, a, "delete VMI "+ref(ns, name), uid, grace, func(c context.Context, o metav1.DeleteOptions) error {
 		return a.kube.VirtualMachineInstances(ns).Delete(c, name, o)
@@ -166,21 +166,21 @@ func (a *harvesterAPI) deleteVMI(ctx context.Context, ns, name string, uid types
 
 // Secrets.
 
-func (a *harvesterAPI) getSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
+func (a *API) GetSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	return do(ctx, a, "get Secret "+ref(ns, name), func(c context.Context) (*corev1.Secret, error) {
 		return a.kube.Secrets(ns).Get(c, name, metav1.GetOptions{})
 	})
 }
 
-func (a *harvesterAPI) createSecret(ctx context.Context, s *corev1.Secret) (*corev1.Secret, error) {
+func (a *API) CreateSecret(ctx context.Context, s *corev1.Secret) (*corev1.Secret, error) {
 	return do(ctx, a, "create Secret "+ref(s.Namespace, s.Name), func(c context.Context) (*corev1.Secret, error) {
 		return a.kube.Secrets(s.Namespace).Create(c, s, metav1.CreateOptions{})
 	})
 }
 
-// setSecretOwners sets the owner references of the Secret of that UID
+// SetSecretOwners sets the owner references of the Secret of that UID
 // with one merge patch (any other Secret of the name is not changed).
-func (a *harvesterAPI) setSecretOwners(ctx context.Context, ns, name string, uid types.UID, owners []metav1.OwnerReference) error {
+func (a *API) SetSecretOwners(ctx context.Context, ns, name string, uid types.UID, owners []metav1.OwnerReference) error {
 	patch, err := metaPatch(uid, map[string]any{"ownerReferences": owners})
 	if err != nil {
 		return err
@@ -191,7 +191,7 @@ func (a *harvesterAPI) setSecretOwners(ctx context.Context, ns, name string, uid
 	return err
 }
 
-func (a *harvesterAPI) deleteSecret(ctx context.Context, ns, name string, uid types.UID) error {
+func (a *API) DeleteSecret(ctx context.Context, ns, name string, uid types.UID) error {
 	return remove(ctx, a, "delete Secret "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
 		return a.kube.Secrets(ns).Delete(c, name, o)
 	})
@@ -199,19 +199,19 @@ func (a *harvesterAPI) deleteSecret(ctx context.Context, ns, name string, uid ty
 
 // PersistentVolumeClaims (the machine's volumes).
 
-func (a *harvesterAPI) getPVC(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
+func (a *API) GetPVC(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
 	return do(ctx, a, "get volume "+ref(ns, name), func(c context.Context) (*corev1.PersistentVolumeClaim, error) {
 		return a.kube.PersistentVolumeClaims(ns).Get(c, name, metav1.GetOptions{})
 	})
 }
 
-func (a *harvesterAPI) listPVCs(ctx context.Context, ns, selector string) (*corev1.PersistentVolumeClaimList, error) {
+func (a *API) ListPVCs(ctx context.Context, ns, selector string) (*corev1.PersistentVolumeClaimList, error) {
 	return do(ctx, a, "list volumes in "+ns+" labelled "+selector, func(c context.Context) (*corev1.PersistentVolumeClaimList, error) {
 		return a.kube.PersistentVolumeClaims(ns).List(c, metav1.ListOptions{LabelSelector: selector})
 	})
 }
 
-func (a *harvesterAPI) deletePVC(ctx context.Context, ns, name string, uid types.UID) error {
+func (a *API) DeletePVC(ctx context.Context, ns, name string, uid types.UID) error {
 	return remove(ctx, a, "delete volume "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
 		return a.kube.PersistentVolumeClaims(ns).Delete(c, name, o)
 	})
@@ -219,21 +219,21 @@ func (a *harvesterAPI) deletePVC(ctx context.Context, ns, name string, uid types
 
 // Cluster-scoped objects, reviews and events.
 
-func (a *harvesterAPI) getNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
+func (a *API) GetNamespace(ctx context.Context, name string) (*corev1.Namespace, error) {
 	return do(ctx, a, "get namespace "+name, func(c context.Context) (*corev1.Namespace, error) {
 		return a.kube.Namespaces().Get(c, name, metav1.GetOptions{})
 	})
 }
 
-func (a *harvesterAPI) getStorageClass(ctx context.Context, name string) (*storagev1.StorageClass, error) {
+func (a *API) GetStorageClass(ctx context.Context, name string) (*storagev1.StorageClass, error) {
 	return do(ctx, a, "get storage class "+name, func(c context.Context) (*storagev1.StorageClass, error) {
 		return a.kube.StorageClasses().Get(c, name, metav1.GetOptions{})
 	})
 }
 
-// rulesReview asks with a SelfSubjectRulesReview what the credential may
+// RulesReview asks with a SelfSubjectRulesReview what the credential may
 // do in namespace ns.
-func (a *harvesterAPI) rulesReview(ctx context.Context, ns string) (*authv1.SubjectRulesReviewStatus, error) {
+func (a *API) RulesReview(ctx context.Context, ns string) (*authv1.SubjectRulesReviewStatus, error) {
 	review := &authv1.SelfSubjectRulesReview{Spec: authv1.SelfSubjectRulesReviewSpec{Namespace: ns}}
 	res, err := do(ctx, a, "review the credential's permissions in namespace "+ns, func(c context.Context) (*authv1.SelfSubjectRulesReview, error) {
 		return a.kube.SelfSubjectRulesReviews().Create(c, review, metav1.CreateOptions{})
@@ -244,9 +244,9 @@ func (a *harvesterAPI) rulesReview(ctx context.Context, ns string) (*authv1.Subj
 	return &res.Status, nil
 }
 
-// allowed asks with a SelfSubjectAccessReview whether the credential may do
+// Allowed asks with a SelfSubjectAccessReview whether the credential may do
 // what attrs say; what names it in the error.
-func (a *harvesterAPI) allowed(ctx context.Context, attrs authv1.ResourceAttributes, what string) (bool, error) {
+func (a *API) Allowed(ctx context.Context, attrs authv1.ResourceAttributes, what string) (bool, error) {
 	review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}
 	res, err := do(ctx, a, "check permission "+what, func(c context.Context) (*authv1.SelfSubjectAccessReview, error) {
 		return a.kube.SelfSubjectAccessReviews().Create(c, review, metav1.CreateOptions{})
@@ -254,8 +254,8 @@ func (a *harvesterAPI) allowed(ctx context.Context, attrs authv1.ResourceAttribu
 	return err == nil && res.Status.Allowed, err
 }
 
-// listEvents lists the events about objects called involved.
-func (a *harvesterAPI) listEvents(ctx context.Context, ns, involved string) ([]corev1.Event, error) {
+// ListEvents lists the events about objects called involved.
+func (a *API) ListEvents(ctx context.Context, ns, involved string) ([]corev1.Event, error) {
 	list, err := do(ctx, a, "list events of "+ref(ns, involved), func(c context.Context) (*corev1.EventList, error) {
 		return a.kube.Events(ns).List(c, metav1.ListOptions{
 			FieldSelector: fields.OneTermEqualSelector("involvedObject.name", involved).String(),
@@ -269,7 +269,7 @@ func (a *harvesterAPI) listEvents(ctx context.Context, ns, involved string) ([]c
 
 // Harvester objects (through the dynamic client).
 
-func getDynamic[T any](ctx context.Context, a *harvesterAPI, op string, gvr schema.GroupVersionResource, ns, name string) (*T, error) {
+func getDynamic[T any](ctx context.Context, a *API, op string, gvr schema.GroupVersionResource, ns, name string) (*T, error) {
 	return do(ctx, a, op, func(c context.Context) (*T, error) {
 		r := a.dyn.Resource(gvr)
 		get := r.Get
@@ -288,28 +288,28 @@ func getDynamic[T any](ctx context.Context, a *harvesterAPI, op string, gvr sche
 	})
 }
 
-// serverVersion returns Harvester's Setting server-version: its value is
+// ServerVersion returns Harvester's Setting server-version: its value is
 // the version, its UID identifies the cluster.
-func (a *harvesterAPI) serverVersion(ctx context.Context) (*hvSetting, error) {
-	return getDynamic[hvSetting](ctx, a, "read Harvester setting "+serverVerID, gvrSetting, "", serverVerID)
+func (a *API) ServerVersion(ctx context.Context) (*Setting, error) {
+	return getDynamic[Setting](ctx, a, "read Harvester setting "+ServerVerID, GVRSetting, "", ServerVerID)
 }
 
-// getImage reads an image once per process (see seen).
-func (a *harvesterAPI) getImage(ctx context.Context, r ObjectRef) (*hvImage, error) {
-	op := "get image " + r.String()
-	return readOnce(&a.seen, op, func() (*hvImage, error) { return getDynamic[hvImage](ctx, a, op, gvrImage, r.Namespace, r.Name) })
+// GetImage reads an image once per process (see Seen).
+func (a *API) GetImage(ctx context.Context, ns, name string) (*Image, error) {
+	op := "get image " + ref(ns, name)
+	return readOnce(&a.seen, op, func() (*Image, error) { return getDynamic[Image](ctx, a, op, GVRImage, ns, name) })
 }
 
-// getKeyPair reads a key pair once per process (see seen).
-func (a *harvesterAPI) getKeyPair(ctx context.Context, r ObjectRef) (*hvKeyPair, error) {
-	op := "get key pair " + r.String()
-	return readOnce(&a.seen, op, func() (*hvKeyPair, error) { return getDynamic[hvKeyPair](ctx, a, op, gvrKeyPair, r.Namespace, r.Name) })
+// GetKeyPair reads a key pair once per process (see Seen).
+func (a *API) GetKeyPair(ctx context.Context, ns, name string) (*KeyPair, error) {
+	op := "get key pair " + ref(ns, name)
+	return readOnce(&a.seen, op, func() (*KeyPair, error) { return getDynamic[KeyPair](ctx, a, op, GVRKeyPair, ns, name) })
 }
 
-// getNetwork checks that the network attachment definition exists.
-func (a *harvesterAPI) getNetwork(ctx context.Context, r ObjectRef) error {
-	_, err := do(ctx, a, "get network "+r.String(), func(c context.Context) (*unstructured.Unstructured, error) {
-		return a.dyn.Resource(gvrNetwork).Namespace(r.Namespace).Get(c, r.Name, metav1.GetOptions{})
+// GetNetwork checks that the network attachment definition exists.
+func (a *API) GetNetwork(ctx context.Context, ns, name string) error {
+	_, err := do(ctx, a, "get network "+ref(ns, name), func(c context.Context) (*unstructured.Unstructured, error) {
+		return a.dyn.Resource(GVRNetwork).Namespace(ns).Get(c, name, metav1.GetOptions{})
 	})
 	return err
 }

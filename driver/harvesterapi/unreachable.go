@@ -1,4 +1,4 @@
-package driver
+package harvesterapi
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // ErrUnreachable matches (errors.Is) the error of a command that stopped
@@ -34,7 +36,8 @@ func (e *unreachableError) Is(target error) bool { return target == ErrUnreachab
 func (e *unreachableError) Unwrap() error { return e.err }
 
 // connectionFailure says whether err failed below HTTP (no answer, no
-// connection, no TLS session, no address), and how. An answer of the API
+// connection, no TLS session, no address), and how (callTimeout is the
+// deadline of a call, as the message names it). An answer of the API
 // server (any status, a 504 included) is not one.
 func connectionFailure(err error, callTimeout string) (string, bool) {
 	var status apierrors.APIStatus
@@ -59,24 +62,44 @@ func connectionFailure(err error, callTimeout string) (string, bool) {
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.ECONNRESET):
 		return "network: " + errors.Unwrap(err).Error(), true
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
-		return "no answer within " + callTimeout + " (--" + FlagAPITimeout + ")", true
+		return "no answer within " + callTimeout, true
 	}
 	return "", false
 }
 
 // noteUnreachable records, while the API is in fail-fast mode, the first
 // connection-level failure; later calls then return it at once.
-func (a *harvesterAPI) noteUnreachable(err error) {
+func (a *API) noteUnreachable(err error) {
 	if !a.failFast || a.unreachable != nil {
 		return
 	}
-	if why, ok := connectionFailure(err, a.timeout.String()); ok {
-		a.unreachable = &unreachableError{server: a.server, why: why, err: err}
+	timeout := a.opts.CallTimeout.String()
+	if a.opts.TimeoutSource != "" {
+		timeout += " (" + a.opts.TimeoutSource + ")"
+	}
+	if why, ok := connectionFailure(err, timeout); ok {
+		a.unreachable = &unreachableError{server: a.server(), why: why, err: err}
 	}
 }
 
-// isTerminal: after this error no further call is worth making (the
+// FailFast starts the fail-fast mode (the pre-create check): once a call
+// fails at the connection level, every later call returns that failure at
+// once. The function it returns ends the mode and returns that failure
+// (an error matching ErrUnreachable), or nil when there was none.
+func (a *API) FailFast() (end func() error) {
+	a.failFast = true
+	return func() error {
+		u := a.unreachable
+		a.failFast, a.unreachable = false, nil
+		if u == nil {
+			return nil
+		}
+		return u
+	}
+}
+
+// IsTerminal: after this error no further call is worth making (the
 // credential is rejected, or the server cannot be reached).
-func isTerminal(err error) bool {
-	return errors.Is(err, ErrCredentialsRejected) || errors.Is(err, ErrUnreachable)
+func IsTerminal(err error) bool {
+	return errors.Is(err, kubeapi.ErrCredentialsRejected) || errors.Is(err, ErrUnreachable)
 }
