@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
@@ -17,11 +16,11 @@ func (d *Driver) client() (*harvesterapi.API, error) {
 	}
 	kubeconfig := d.kubeconfig()
 	if err := checkKubeconfigContent(kubeconfig); err != nil {
-		return nil, fmt.Errorf("--%s: %w", FlagKubeconfigContent, err)
+		return nil, flagError(FlagKubeconfigContent, err)
 	}
 	cfg, err := kubeapi.ConfigFromKubeconfig([]byte(kubeconfig), BinaryName)
 	if err != nil {
-		return nil, fmt.Errorf("--%s is not a usable kubeconfig: %w", FlagKubeconfigContent, err)
+		return nil, flagProblem(FlagKubeconfigContent, "is not a usable kubeconfig: %v", err).Because(err)
 	}
 	api, err := harvesterapi.New(cfg, d.apiOptions())
 	if err != nil {
@@ -37,5 +36,5 @@ func (d *Driver) apiOptions() harvesterapi.Options {
 	if timeout <= 0 {
 		timeout = DefaultAPITimeoutSeconds * time.Second
 	}
-	return harvesterapi.Options{CallTimeout: timeout, TimeoutSource: "--" + FlagAPITimeout, Rejected: credentialsRejected}
+	return harvesterapi.Options{CallTimeout: timeout, TimeoutSource: flagField(FlagAPITimeout), Rejected: credentialsRejected}
 }

@@ -34,23 +34,23 @@ const rancherProxyPath = "/k8s/clusters/"
 func validateCloudProvider(c Config) []error {
 	if c.CloudProvider == "" {
 		if c.CloudProviderServer != "" {
-			return []error{fmt.Errorf("--%s: is set but --%s is not; set --%s to one of %s, or drop --%s",
-				FlagCloudProviderServer, FlagCloudProvider, FlagCloudProvider, distributionNames(), FlagCloudProviderServer)}
+			return []error{flagProblem(FlagCloudProviderServer, "is set but --%s is not; set --%s to one of %s, or drop --%s",
+				FlagCloudProvider, FlagCloudProvider, distributionNames(), FlagCloudProviderServer)}
 		}
 		return nil
 	}
 	var errs []error
 	if _, err := nodefiles.ParseDistribution(c.CloudProvider); err != nil {
-		errs = append(errs, fmt.Errorf("--%s: %q is not a distribution; valid: %s (or empty: off)",
-			FlagCloudProvider, c.CloudProvider, distributionNames()))
+		errs = append(errs, flagProblem(FlagCloudProvider, "%q is not a distribution; valid: %s (or empty: off)",
+			c.CloudProvider, distributionNames()))
 	}
 	switch {
 	case strings.TrimSpace(c.ClusterName) == "":
-		errs = append(errs, fmt.Errorf("--%s: is required with --%s: it names the guest cluster's credential and its load balancers (Rancher passes it; with rancher-machine give the guest cluster's name)",
-			FlagClusterName, FlagCloudProvider))
+		errs = append(errs, flagProblem(FlagClusterName, "is required with --%s: it names the guest cluster's credential and its load balancers (Rancher passes it; with rancher-machine give the guest cluster's name)",
+			FlagCloudProvider))
 	case len(validation.IsDNS1123Label(c.ClusterName)) > 0:
-		errs = append(errs, fmt.Errorf("--%s: %q cannot name the guest credential with --%s; valid: a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)",
-			FlagClusterName, c.ClusterName, FlagCloudProvider))
+		errs = append(errs, flagProblem(FlagClusterName, "%q cannot name the guest credential with --%s; valid: a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)",
+			c.ClusterName, FlagCloudProvider))
 	}
 	if _, err := GuestServer(c); err != nil {
 		errs = append(errs, err)
@@ -72,7 +72,7 @@ func distributionNames() string {
 func GuestServer(c Config) (string, error) {
 	if c.CloudProviderServer != "" {
 		if err := checkGuestServer(c.CloudProviderServer); err != nil {
-			return "", fmt.Errorf("--%s: %w", FlagCloudProviderServer, err)
+			return "", flagError(FlagCloudProviderServer, err)
 		}
 		return c.CloudProviderServer, nil
 	}
@@ -82,9 +82,9 @@ func GuestServer(c Config) (string, error) {
 		return "", nil
 	}
 	if strings.Contains(server, rancherProxyPath) {
-		return "", fmt.Errorf("--%s: is required with --%s because the kubeconfig's server %s is a Rancher proxy URL, "+
+		return "", flagProblem(FlagCloudProviderServer, "is required with --%s because the kubeconfig's server %s is a Rancher proxy URL, "+
 			"through which the guests' ServiceAccount token is not accepted; set it to the Harvester API the guests reach, e.g. https://<Harvester VIP>:6443",
-			FlagCloudProviderServer, FlagCloudProvider, server)
+			FlagCloudProvider, server)
 	}
 	return server, nil
 }
@@ -150,7 +150,7 @@ func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API) 
 	}
 	dist, err := nodefiles.ParseDistribution(d.CloudProvider)
 	if err != nil {
-		return nil, fmt.Errorf("--%s: %w", FlagCloudProvider, err)
+		return nil, flagError(FlagCloudProvider, err)
 	}
 	server, err := GuestServer(d.Config)
 	if err != nil {
@@ -167,7 +167,7 @@ func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API) 
 	}
 	files, err := nodefiles.NodeWriteFiles(dist, d.ClusterName, kubeconfig, addons.DefaultOptions(d.ClusterName))
 	if err != nil {
-		return nil, fmt.Errorf("--%s %s: %w", FlagCloudProvider, dist, err)
+		return nil, flagProblem(FlagCloudProvider, "%s: %v", dist, err).Because(err)
 	}
 	return files, nil
 }

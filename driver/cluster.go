@@ -63,7 +63,7 @@ func (d *Driver) checkNamespace(ctx context.Context, api *harvesterapi.API, nsSe
 		case apierrors.IsForbidden(err):
 			log.Warnf("cannot read namespace %s (forbidden); skipping that check", d.VMNamespace)
 		default:
-			problems = append(problems, notFoundOr(err, fmt.Sprintf("--%s: namespace %q does not exist", FlagVMNamespace, d.VMNamespace)))
+			problems = append(problems, notFoundOr(err, flagProblem(FlagVMNamespace, "namespace %q does not exist", d.VMNamespace)))
 		}
 	}
 	if d.ClusterUID == "" && d.NamespaceUID == "" && len(problems) == 0 {

@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"fmt"
 	"os"
 	"strings"
 
@@ -112,7 +111,7 @@ func readConfig(opts drivers.DriverOptions, base *drivers.BaseDriver) (Config, [
 	if c.CloudConfigPath != "" {
 		b, err := os.ReadFile(c.CloudConfigPath)
 		if err != nil {
-			problems = append(problems, fmt.Errorf("--%s: cannot read the cloud-config file: %w", FlagCloudConfig, err))
+			problems = append(problems, flagProblem(FlagCloudConfig, "cannot read the cloud-config file: %v", err).Because(err))
 		}
 		c.CloudConfig = string(b)
 	}

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/rancher/machine/libmachine/drivers"
+
+	"github.com/harvester-kit/harvester-machine/internal/field"
 )
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
@@ -277,5 +280,19 @@ func TestValidateNetworkDataForms(t *testing.T) {
 		if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagNetworkData: nd}))); err != nil {
 			t.Errorf("network data %q rejected: %v", nd, err)
 		}
+	}
+}
+
+// TestValidateProblemsNameTheirFlags: each problem is an internal/field
+// error whose field is the flag as the user types it.
+func TestValidateProblemsNameTheirFlags(t *testing.T) {
+	d := New()
+	d.MachineName = "m"
+	err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagDiskBus: "ide", FlagCPUCount: 0, FlagSSHPort: 70000})))
+	got := field.Fields(errors.Unwrap(err))
+	slices.Sort(got)
+	want := []string{"--" + FlagCPUCount, "--" + FlagDiskBus, "--" + FlagSSHPort}
+	if !slices.Equal(got, want) {
+		t.Errorf("fields %q, want %q (error: %v)", got, want, err)
 	}
 }

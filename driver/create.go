@@ -118,7 +118,7 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (VMPla
 	for _, ref := range refs {
 		img, err := api.GetImage(ctx, ref.Namespace, ref.Name)
 		if err != nil {
-			return VMPlan{}, nil, nil, notFoundOr(err, fmt.Sprintf("image %s does not exist; nothing was created", ref))
+			return VMPlan{}, nil, nil, notFoundOr(err, fmt.Errorf("image %s does not exist; nothing was created", ref))
 		}
 		if ok, msg := harvesterapi.ConditionTrue(img.Status.Conditions, "Imported"); !ok {
 			return VMPlan{}, nil, nil, fmt.Errorf("image %s is not imported (condition Imported is not True%s); nothing was created", ref, suffix(msg))
@@ -134,7 +134,7 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (VMPla
 	// only fail to start the VM.
 	for _, nic := range plan.NICs {
 		if err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name); err != nil {
-			return plan, nil, nil, notFoundOr(err, fmt.Sprintf("network %s does not exist; nothing was created", nic.Network))
+			return plan, nil, nil, notFoundOr(err, fmt.Errorf("network %s does not exist; nothing was created", nic.Network))
 		}
 	}
 	keys, err := d.prepareSSHKeys(ctx, api, plan.KeyPair)

@@ -115,7 +115,7 @@ func updateConfigRequested(args []string) bool {
 // in args (either "--flag=value" or "--flag value"; a value may contain '=')
 // or else in HARVESTER_KUBECONFIG_CONTENT, decoded if it is base64.
 func credentialsFrom(args []string, getenv func(string) string) (string, bool) {
-	long := "--" + FlagKubeconfigContent
+	long := flagField(FlagKubeconfigContent)
 	for i, a := range args {
 		if v, ok := strings.CutPrefix(a, long+"="); ok && v != "" {
 			return decodePlainOrBase64(v, isKubeconfig), true

@@ -46,14 +46,13 @@ func parseInputs(c Config) (Inputs, inputErrors) {
 		in   Inputs
 		errs inputErrors
 	)
-	flagErr := func(flag string, err error) error { return fmt.Errorf("--%s: %w", flag, err) }
 
 	in.Disks = []Disk{{ImageName: c.ImageName, Size: c.DiskSizeGiB, Bus: c.DiskBus, BootOrder: 1}}
 	if c.DiskInfo != "" {
 		var v DiskInfo
 		in.Disks = nil
 		if err := strictJSON(c.DiskInfo, &v); err != nil {
-			errs.disks = flagErr(FlagDiskInfo, err)
+			errs.disks = flagError(FlagDiskInfo, err)
 		} else {
 			in.Disks = v.Disks
 		}
@@ -63,7 +62,7 @@ func parseInputs(c Config) (Inputs, inputErrors) {
 		var v NetworkInfo
 		in.NICs = nil
 		if err := strictJSON(c.NetworkInfo, &v); err != nil {
-			errs.nics = flagErr(FlagNetworkInfo, err)
+			errs.nics = flagError(FlagNetworkInfo, err)
 		} else {
 			in.NICs = v.Interfaces
 		}
@@ -71,7 +70,7 @@ func parseInputs(c Config) (Inputs, inputErrors) {
 	if c.VGPUInfo != "" {
 		var v VGPUInfo
 		if err := strictJSON(c.VGPUInfo, &v); err != nil {
-			errs.vgpus = flagErr(FlagVGPUInfo, err)
+			errs.vgpus = flagError(FlagVGPUInfo, err)
 		} else {
 			in.VGPUs = v.VGPURequests
 		}
@@ -79,7 +78,7 @@ func parseInputs(c Config) (Inputs, inputErrors) {
 	if c.VMAffinity != "" {
 		var v corev1.Affinity
 		if err := strictJSON(c.VMAffinity, &v); err != nil {
-			errs.affinity = flagErr(FlagVMAffinity, err)
+			errs.affinity = flagError(FlagVMAffinity, err)
 		} else {
 			in.Affinity = &v
 		}

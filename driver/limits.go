@@ -36,23 +36,23 @@ const secretReserveBytes = 32 << 10
 func validateSizes(c Config) []error {
 	var errs []error
 	if c.MemoryGiB > MaxMemoryGiB {
-		errs = append(errs, fmt.Errorf("--%s: %d GiB is too large; the largest valid value is %d", FlagMemorySize, c.MemoryGiB, MaxMemoryGiB))
+		errs = append(errs, flagProblem(FlagMemorySize, "%d GiB is too large; the largest valid value is %d", c.MemoryGiB, MaxMemoryGiB))
 	}
 	if c.DiskSizeGiB > MaxDiskGiB {
-		errs = append(errs, fmt.Errorf("--%s: %d GiB is too large; the largest valid value is %d", FlagDiskSize, c.DiskSizeGiB, MaxDiskGiB))
+		errs = append(errs, flagProblem(FlagDiskSize, "%d GiB is too large; the largest valid value is %d", c.DiskSizeGiB, MaxDiskGiB))
 	}
 	if c.ReservedMemoryMiB > MaxReservedMemoryMiB {
-		errs = append(errs, fmt.Errorf("--%s: %d MiB is too large; the largest valid value is %d", FlagReservedMemorySize, c.ReservedMemoryMiB, MaxReservedMemoryMiB))
+		errs = append(errs, flagProblem(FlagReservedMemorySize, "%d MiB is too large; the largest valid value is %d", c.ReservedMemoryMiB, MaxReservedMemoryMiB))
 	}
 	if int64(c.CPUCount) > MaxCPUCount {
-		errs = append(errs, fmt.Errorf("--%s: %d is too large; the largest valid value is %d", FlagCPUCount, c.CPUCount, int64(MaxCPUCount)))
+		errs = append(errs, flagProblem(FlagCPUCount, "%d is too large; the largest valid value is %d", c.CPUCount, int64(MaxCPUCount)))
 	}
 	for _, t := range []struct {
 		flag    string
 		seconds int
 	}{{FlagWaitTimeout, c.WaitTimeoutSeconds}, {FlagAPITimeout, c.APITimeoutSeconds}} {
 		if int64(t.seconds) > MaxTimeoutSeconds {
-			errs = append(errs, fmt.Errorf("--%s: %d seconds is too long; the largest valid value is %d", t.flag, t.seconds, MaxTimeoutSeconds))
+			errs = append(errs, flagProblem(t.flag, "%d seconds is too long; the largest valid value is %d", t.seconds, MaxTimeoutSeconds))
 		}
 	}
 	return errs
@@ -111,6 +111,6 @@ func checkSecretSize(userData, networkData int, parts []secretPart) error {
 	if largest.flag == "" {
 		largest.flag = FlagUserData
 	}
-	return fmt.Errorf("--%s: the machine's cloud-init Secret would hold about %d bytes (%s), more than Kubernetes allows in a Secret (%d bytes, 1 MiB); make the user data smaller",
-		largest.flag, total, strings.Join(named, ", "), MaxSecretBytes)
+	return flagProblem(largest.flag, "the machine's cloud-init Secret would hold about %d bytes (%s), more than Kubernetes allows in a Secret (%d bytes, 1 MiB); make the user data smaller",
+		total, strings.Join(named, ", "), MaxSecretBytes)
 }

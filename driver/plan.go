@@ -146,7 +146,7 @@ func KeyPairRef(c Config) (*ObjectRef, error) {
 	}
 	r, err := parseRef(c.KeyPairName, c.VMNamespace)
 	if err != nil {
-		return nil, fmt.Errorf("--%s: %w", FlagKeyPairName, err)
+		return nil, flagError(FlagKeyPairName, err)
 	}
 	return &r, nil
 }

@@ -72,7 +72,7 @@ func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterapi.API, i
 	problems = append(problems, d.checkKeyPair(ctx, api)...)
 	if d.SSHPrivateKeyPath != "" {
 		if _, err := os.ReadFile(d.SSHPrivateKeyPath); err != nil {
-			problems = append(problems, fmt.Errorf("--%s: cannot read the private key: %w", FlagSSHPrivateKeyPath, err))
+			problems = append(problems, flagProblem(FlagSSHPrivateKeyPath, "cannot read the private key: %v", err).Because(err))
 		}
 	}
 	claims := make([]string, len(in.Disks))
@@ -97,7 +97,7 @@ func (d *Driver) checkImages(ctx context.Context, api *harvesterapi.API, in Inpu
 	for _, ref := range refs {
 		img, err := api.GetImage(ctx, ref.Namespace, ref.Name)
 		if err != nil {
-			problems = append(problems, notFoundOr(err, fmt.Sprintf("image %s does not exist (see --%s / --%s)", ref, FlagImageName, FlagDiskInfo)))
+			problems = append(problems, notFoundOr(err, fmt.Errorf("image %s does not exist (see --%s / --%s)", ref, FlagImageName, FlagDiskInfo)))
 			continue
 		}
 		nsSeen = nsSeen || ref.Namespace == d.VMNamespace
@@ -125,7 +125,7 @@ func (d *Driver) checkStorageClasses(ctx context.Context, api *harvesterapi.API,
 		if _, err := api.GetStorageClass(ctx, sc); apierrors.IsForbidden(err) {
 			log.Warnf("cannot read storage class %s (forbidden); skipping that check", sc)
 		} else if err != nil {
-			problems = append(problems, notFoundOr(err, fmt.Sprintf("storage class %q (used by %s) does not exist", sc, storageClasses[sc])))
+			problems = append(problems, notFoundOr(err, fmt.Errorf("storage class %q (used by %s) does not exist", sc, storageClasses[sc])))
 		}
 	}
 	return problems
@@ -140,7 +140,7 @@ func (d *Driver) checkNetworks(ctx context.Context, api *harvesterapi.API, in In
 	var problems []error
 	for _, nic := range nics {
 		if err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name); err != nil {
-			problems = append(problems, notFoundOr(err, fmt.Sprintf("network %s does not exist (see --%s / --%s)", nic.Network, FlagNetworkName, FlagNetworkInfo)))
+			problems = append(problems, notFoundOr(err, fmt.Errorf("network %s does not exist (see --%s / --%s)", nic.Network, FlagNetworkName, FlagNetworkInfo)))
 		}
 	}
 	return problems
@@ -157,10 +157,10 @@ func (d *Driver) checkKeyPair(ctx context.Context, api *harvesterapi.API) []erro
 	}
 	kp, err := api.GetKeyPair(ctx, ref.Namespace, ref.Name)
 	if err != nil {
-		return []error{notFoundOr(err, fmt.Sprintf("--%s: key pair %s does not exist", FlagKeyPairName, ref))}
+		return []error{notFoundOr(err, flagProblem(FlagKeyPairName, "key pair %s does not exist", ref))}
 	}
 	if ok, msg := harvesterapi.ConditionTrue(kp.Status.Conditions, "validated"); !ok {
-		return []error{fmt.Errorf("--%s: key pair %s is not validated%s", FlagKeyPairName, ref, suffix(msg))}
+		return []error{flagProblem(FlagKeyPairName, "key pair %s is not validated%s", ref, suffix(msg))}
 	}
 	return nil
 }
@@ -188,9 +188,9 @@ func (d *Driver) checkNameFree(ctx context.Context, api *harvesterapi.API, claim
 }
 
 // notFoundOr returns the notFound problem for a NotFound, else err.
-func notFoundOr(err error, notFound string) error {
+func notFoundOr(err, notFound error) error {
 	if apierrors.IsNotFound(err) {
-		return errors.New(notFound)
+		return notFound
 	}
 	return err
 }

@@ -26,10 +26,10 @@ func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterapi.API, keyP
 	case keyPair != nil:
 		kp, err := api.GetKeyPair(ctx, keyPair.Namespace, keyPair.Name)
 		if err != nil {
-			return nil, notFoundOr(err, fmt.Sprintf("--%s: key pair %s does not exist; nothing was created", FlagKeyPairName, keyPair))
+			return nil, notFoundOr(err, flagProblem(FlagKeyPairName, "key pair %s does not exist; nothing was created", keyPair))
 		}
 		if ok, msg := harvesterapi.ConditionTrue(kp.Status.Conditions, "validated"); !ok {
-			return nil, fmt.Errorf("--%s: key pair %s is not validated%s; nothing was created", FlagKeyPairName, keyPair, suffix(msg))
+			return nil, flagProblem(FlagKeyPairName, "key pair %s is not validated%s; nothing was created", keyPair, suffix(msg))
 		}
 		if err := checkKeyPairMatches(d.SSHPrivateKeyPath, keyPair.String(), kp.Spec.PublicKey); err != nil {
 			return nil, err
@@ -44,7 +44,7 @@ func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterapi.API, keyP
 		}
 		pub, err := os.ReadFile(d.SSHPrivateKeyPath + ".pub")
 		if err != nil {
-			return nil, fmt.Errorf("--%s: the public key %s.pub is needed when no --%s is given: %w", FlagSSHPrivateKeyPath, d.SSHPrivateKeyPath, FlagKeyPairName, err)
+			return nil, flagProblem(FlagSSHPrivateKeyPath, "the public key %s.pub is needed when no --%s is given: %v", d.SSHPrivateKeyPath, FlagKeyPairName, err).Because(err)
 		}
 		return []string{strings.TrimSpace(string(pub))}, nil
 	default:
@@ -63,7 +63,7 @@ func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterapi.API, keyP
 func copyPrivateKey(src, dst string) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
-		return fmt.Errorf("--%s: %w", FlagSSHPrivateKeyPath, err)
+		return flagError(FlagSSHPrivateKeyPath, err)
 	}
 	if err := os.WriteFile(dst, b, 0o600); err != nil {
 		return fmt.Errorf("store SSH private key: %w", err)
@@ -89,16 +89,16 @@ func checkSSHKeyFiles(c Config) []error {
 	pubPath := c.SSHPrivateKeyPath + ".pub"
 	b, err := os.ReadFile(pubPath)
 	if err != nil {
-		return []error{fmt.Errorf("--%s: the public key %s is needed when no --%s is given (it is authorized on the VM): %w",
-			FlagSSHPrivateKeyPath, pubPath, FlagKeyPairName, err)}
+		return []error{flagProblem(FlagSSHPrivateKeyPath, "the public key %s is needed when no --%s is given (it is authorized on the VM): %v",
+			pubPath, FlagKeyPairName, err).Because(err)}
 	}
 	pub, _, _, _, err := cryptossh.ParseAuthorizedKey(b)
 	if err != nil {
-		return []error{fmt.Errorf("--%s: %s is not an SSH public key (authorized_keys line): %w", FlagSSHPrivateKeyPath, pubPath, err)}
+		return []error{flagProblem(FlagSSHPrivateKeyPath, "%s is not an SSH public key (authorized_keys line): %v", pubPath, err).Because(err)}
 	}
 	if priv != nil && !bytes.Equal(priv.Marshal(), pub.Marshal()) {
-		return []error{fmt.Errorf("--%s: %s (%s) is not the public key of the private key (%s)",
-			FlagSSHPrivateKeyPath, pubPath, cryptossh.FingerprintSHA256(pub), cryptossh.FingerprintSHA256(priv))}
+		return []error{flagProblem(FlagSSHPrivateKeyPath, "%s (%s) is not the public key of the private key (%s)",
+			pubPath, cryptossh.FingerprintSHA256(pub), cryptossh.FingerprintSHA256(priv))}
 	}
 	return nil
 }
@@ -109,7 +109,7 @@ func checkSSHKeyFiles(c Config) []error {
 func privateKeyPublic(path string) (cryptossh.PublicKey, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("--%s: cannot read the private key: %w", FlagSSHPrivateKeyPath, err)
+		return nil, flagProblem(FlagSSHPrivateKeyPath, "cannot read the private key: %v", err).Because(err)
 	}
 	signer, err := cryptossh.ParsePrivateKey(b)
 	var missing *cryptossh.PassphraseMissingError
@@ -119,7 +119,7 @@ func privateKeyPublic(path string) (cryptossh.PublicKey, error) {
 	case errors.As(err, &missing):
 		return missing.PublicKey, nil
 	default:
-		return nil, fmt.Errorf("--%s: %s is not an SSH private key (PEM or OpenSSH format): %w", FlagSSHPrivateKeyPath, path, err)
+		return nil, flagProblem(FlagSSHPrivateKeyPath, "%s is not an SSH private key (PEM or OpenSSH format): %v", path, err).Because(err)
 	}
 }
 
@@ -128,7 +128,7 @@ func privateKeyPublic(path string) (cryptossh.PublicKey, error) {
 func checkKeyPairMatches(path, keyPair, publicKey string) error {
 	want, _, _, _, err := cryptossh.ParseAuthorizedKey([]byte(publicKey))
 	if err != nil {
-		return fmt.Errorf("--%s: key pair %s has no valid public key (spec.publicKey): %w", FlagKeyPairName, keyPair, err)
+		return flagProblem(FlagKeyPairName, "key pair %s has no valid public key (spec.publicKey): %v", keyPair, err).Because(err)
 	}
 	got, err := privateKeyPublic(path)
 	if err != nil {
@@ -139,8 +139,8 @@ func checkKeyPairMatches(path, keyPair, publicKey string) error {
 		return nil
 	}
 	if !bytes.Equal(got.Marshal(), want.Marshal()) {
-		return fmt.Errorf("--%s: the private key (%s) does not belong to key pair %s (--%s, public key %s); nothing was created",
-			FlagSSHPrivateKeyPath, cryptossh.FingerprintSHA256(got), keyPair, FlagKeyPairName, cryptossh.FingerprintSHA256(want))
+		return flagProblem(FlagSSHPrivateKeyPath, "the private key (%s) does not belong to key pair %s (--%s, public key %s); nothing was created",
+			cryptossh.FingerprintSHA256(got), keyPair, FlagKeyPairName, cryptossh.FingerprintSHA256(want))
 	}
 	return nil
 }

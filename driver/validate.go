@@ -37,7 +37,7 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 	in, parseErrs := parseInputs(c)
 	var errs []error
 	add := func(flag, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("--%s: "+format, append([]any{flag}, args...)...))
+		errs = append(errs, flagProblem(flag, format, args...))
 	}
 
 	if machineName != "" {
@@ -154,10 +154,10 @@ func validateDisks(c Config, disks []Disk, parseErr error) []error {
 	var errs []error
 	if c.DiskInfo == "" {
 		if c.ImageName == "" {
-			return []error{fmt.Errorf("--%s: no disk: set --%s (or --%s)", FlagImageName, FlagImageName, FlagDiskInfo)}
+			return []error{flagProblem(FlagImageName, "no disk: set --%s (or --%s)", FlagImageName, FlagDiskInfo)}
 		}
 		if _, _, err := splitNamespaced(c.ImageName, c.VMNamespace); err != nil {
-			errs = append(errs, fmt.Errorf("--%s: %w", FlagImageName, err))
+			errs = append(errs, flagError(FlagImageName, err))
 		}
 		return errs
 	}
@@ -165,12 +165,12 @@ func validateDisks(c Config, disks []Disk, parseErr error) []error {
 		return []error{parseErr}
 	}
 	if len(disks) == 0 {
-		return []error{fmt.Errorf(`--%s: "disks" is empty; give at least one disk`, FlagDiskInfo)}
+		return []error{flagProblem(FlagDiskInfo, `"disks" is empty; give at least one disk`)}
 	}
 	boot := map[int]int{}
 	for i, d := range disks {
 		at := func(format string, args ...any) {
-			errs = append(errs, fmt.Errorf("--%s: disks[%d]: "+format, append([]any{FlagDiskInfo, i}, args...)...))
+			errs = append(errs, flagProblem(FlagDiskInfo, "disks[%d]: "+format, append([]any{i}, args...)...))
 		}
 		switch {
 		case d.ImageName == "" && d.StorageClassName == "":
@@ -208,10 +208,10 @@ func validateNetworks(c Config, nics []NetworkInterface, parseErr error) []error
 	var errs []error
 	if c.NetworkInfo == "" {
 		if c.NetworkName == "" {
-			return []error{fmt.Errorf("--%s: no network: set --%s (<namespace>/<name>) or --%s", FlagNetworkName, FlagNetworkName, FlagNetworkInfo)}
+			return []error{flagProblem(FlagNetworkName, "no network: set --%s (<namespace>/<name>) or --%s", FlagNetworkName, FlagNetworkInfo)}
 		}
 		if _, _, err := splitNamespaced(c.NetworkName, c.VMNamespace); err != nil {
-			errs = append(errs, fmt.Errorf("--%s: %w", FlagNetworkName, err))
+			errs = append(errs, flagError(FlagNetworkName, err))
 		}
 		return errs
 	}
@@ -219,11 +219,11 @@ func validateNetworks(c Config, nics []NetworkInterface, parseErr error) []error
 		return []error{parseErr}
 	}
 	if len(nics) == 0 {
-		return []error{fmt.Errorf(`--%s: "interfaces" is empty; give at least one interface`, FlagNetworkInfo)}
+		return []error{flagProblem(FlagNetworkInfo, `"interfaces" is empty; give at least one interface`)}
 	}
 	for i, n := range nics {
 		at := func(format string, args ...any) {
-			errs = append(errs, fmt.Errorf("--%s: interfaces[%d]: "+format, append([]any{FlagNetworkInfo, i}, args...)...))
+			errs = append(errs, flagProblem(FlagNetworkInfo, "interfaces[%d]: "+format, append([]any{i}, args...)...))
 		}
 		if n.NetworkName == "" {
 			at("needs networkName (<namespace>/<name>)")

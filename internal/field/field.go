@@ -16,6 +16,7 @@ type Error struct {
 	Value  *string  // the value given, when it helps; nil: not shown
 	Detail string   // what is wrong and what would be valid
 	See    []string // other fields the detail refers to, listed after it
+	Cause  error    // the error behind the detail, for errors.Is and errors.As; nil: none
 }
 
 // Invalid is a problem with the value of field.
@@ -33,6 +34,16 @@ func (e *Error) Referring(fields ...string) *Error {
 	e.See = append(e.See, fields...)
 	return e
 }
+
+// Because records the error behind the detail (errors.Is and errors.As
+// see it; the message is the detail's).
+func (e *Error) Because(err error) *Error {
+	e.Cause = err
+	return e
+}
+
+// Unwrap is the error behind the detail, if any.
+func (e *Error) Unwrap() error { return e.Cause }
 
 func (e *Error) Error() string { return e.render(func(f string) string { return f }) }
 

@@ -58,3 +58,14 @@ func TestProblemsAndFields(t *testing.T) {
 		t.Errorf("Problems(nil) not empty")
 	}
 }
+
+func TestBecauseKeepsTheCause(t *testing.T) {
+	cause := errors.New("disk full")
+	err := fmt.Errorf("save: %w", Problem("output", "cannot write: %v", cause).Because(cause))
+	if !errors.Is(err, cause) {
+		t.Error("errors.Is lost the cause")
+	}
+	if got, want := Rename(err, func(f string) string { return "--" + f }).Error(), "save: --output: cannot write: disk full"; got != want {
+		t.Errorf("renamed %q, want %q", got, want)
+	}
+}
