@@ -19,7 +19,7 @@ import (
 type Ownership struct {
 	// MachineID is random, generated when the machine is configured
 	// (before pre-create checks and before anything is created), and set as
-	// label LabelMachineID on every object the machine creates.
+	// label harvester.LabelMachineID on every object the machine creates.
 	MachineID string
 	// VMUID is the UID of the VM the machine created.
 	VMUID string
@@ -58,18 +58,18 @@ func (o Ownership) legacy() bool { return o.MachineID == "" }
 // if not, says what the labels show instead.
 func (o Ownership) ownsLabels(machineName string, labels map[string]string) (bool, string) {
 	if o.legacy() {
-		if labels[LabelCreator] == CreatorValue && labels[harvester.LabelVMName] == harvester.LabelValue(machineName) {
+		if labels[harvester.LabelCreator] == harvester.CreatorValue && labels[harvester.LabelVMName] == harvester.LabelValue(machineName) {
 			return true, ""
 		}
-		return false, fmt.Sprintf("it lacks the labels %s=%s and %s=%s", LabelCreator, CreatorValue, harvester.LabelVMName, harvester.LabelValue(machineName))
+		return false, fmt.Sprintf("it lacks the labels %s=%s and %s=%s", harvester.LabelCreator, harvester.CreatorValue, harvester.LabelVMName, harvester.LabelValue(machineName))
 	}
-	switch got := labels[LabelMachineID]; got {
+	switch got := labels[harvester.LabelMachineID]; got {
 	case o.MachineID:
 		return true, ""
 	case "":
-		return false, fmt.Sprintf("it has no %s label (this machine's is %s)", LabelMachineID, o.MachineID)
+		return false, fmt.Sprintf("it has no %s label (this machine's is %s)", harvester.LabelMachineID, o.MachineID)
 	default:
-		return false, fmt.Sprintf("it carries %s=%s, another machine's (this machine's is %s)", LabelMachineID, got, o.MachineID)
+		return false, fmt.Sprintf("it carries %s=%s, another machine's (this machine's is %s)", harvester.LabelMachineID, got, o.MachineID)
 	}
 }
 
@@ -89,7 +89,7 @@ func (o Ownership) checkOwned(kind, machineName string, obj metav1.Object) error
 // ownerSelector selects the machine's objects by label.
 func (o Ownership) ownerSelector(machineName string) string {
 	if o.legacy() {
-		return LabelCreator + "=" + CreatorValue + "," + harvester.LabelVMName + "=" + harvester.LabelValue(machineName)
+		return harvester.LabelCreator + "=" + harvester.CreatorValue + "," + harvester.LabelVMName + "=" + harvester.LabelValue(machineName)
 	}
-	return LabelMachineID + "=" + o.MachineID
+	return harvester.LabelMachineID + "=" + o.MachineID
 }

@@ -78,7 +78,7 @@ func newFakeDriver(t *testing.T, settingUID string, kubeObjs, virtObjs []runtime
 func ownedBy(id string, extra ...string) map[string]string {
 	l := harvester.MachineLabels(testNS, testMachine, "c1")
 	if id != "" {
-		l[LabelMachineID] = id
+		l[harvester.LabelMachineID] = id
 	}
 	for i := 0; i+1 < len(extra); i += 2 {
 		l[extra[i]] = extra[i+1]
@@ -145,8 +145,8 @@ func TestRemoveLeavesOthersObjects(t *testing.T) {
 		state Ownership
 		want  string
 	}{
-		{"another machine's (lost create race)", "winner", "uid-w", Ownership{MachineID: testMachineID}, "carries " + LabelMachineID + "=winner"},
-		{"made by hand", "", "uid-h", Ownership{MachineID: testMachineID}, "has no " + LabelMachineID + " label"},
+		{"another machine's (lost create race)", "winner", "uid-w", Ownership{MachineID: testMachineID}, "carries " + harvester.LabelMachineID + "=winner"},
+		{"made by hand", "", "uid-h", Ownership{MachineID: testMachineID}, "has no " + harvester.LabelMachineID + " label"},
 		{"replaced", testMachineID, "uid-new", Ownership{MachineID: testMachineID, VMUID: "uid-old"}, "its UID is uid-new but this machine created the VM with UID uid-old"},
 		{"legacy state, VM without creator label", "", "uid-l", Ownership{}, "lacks the labels"},
 	}
@@ -154,7 +154,7 @@ func TestRemoveLeavesOthersObjects(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			vm := fakeVM(tc.vmID, tc.vmUID)
 			if tc.state.legacy() {
-				delete(vm.Labels, LabelCreator)
+				delete(vm.Labels, harvester.LabelCreator)
 			}
 			d, f := newFakeDriver(t, testCluster,
 				[]runtime.Object{fakePVC(testMachine+"-disk-0", ownedBy(tc.vmID)), fakeSecret(ownedBy(tc.vmID))},
@@ -252,7 +252,7 @@ func TestConfirmClusterByNamespace(t *testing.T) {
 func TestRemoveFindsDisksByLabel(t *testing.T) {
 	d, _ := newFakeDriver(t, testCluster, []runtime.Object{
 		fakePVC(testMachine+"-disk-0", ownedBy(testMachineID)),
-		fakePVC(testMachine+"-disk-1", ownedBy(testMachineID, LabelHotplug, "true")),
+		fakePVC(testMachine+"-disk-1", ownedBy(testMachineID, harvester.LabelHotplug, "true")),
 		fakePVC("someone-elses", ownedBy("other")),
 		fakeSecret(ownedBy(testMachineID)),
 	}, nil)
@@ -350,14 +350,14 @@ func TestOwnedByLabelsEverything(t *testing.T) {
 	}
 	secret := BuildUserDataSecret(plan, []byte("x"), nil)
 	for what, l := range map[string]map[string]string{"VM": vm.Labels, "template": vm.Spec.Template.ObjectMeta.Labels, "Secret": secret.Labels} {
-		if l[LabelMachineID] != "id-1" {
+		if l[harvester.LabelMachineID] != "id-1" {
 			t.Errorf("%s labels %v", what, l)
 		}
 	}
-	if n := strings.Count(vm.Annotations[AnnotationVolumeClaimTemplates], `"`+LabelMachineID+`":"id-1"`); n != 2 {
+	if n := strings.Count(vm.Annotations[harvester.AnnotationVolumeClaimTemplates], `"`+harvester.LabelMachineID+`":"id-1"`); n != 2 {
 		t.Errorf("%d of 2 volume claim templates carry the machine ID", n)
 	}
-	if !strings.Contains(vm.Annotations[AnnotationVolumeClaimTemplates], `"`+LabelHotplug+`":"true"`) {
+	if !strings.Contains(vm.Annotations[harvester.AnnotationVolumeClaimTemplates], `"`+harvester.LabelHotplug+`":"true"`) {
 		t.Errorf("hot-plug claim not marked")
 	}
 }

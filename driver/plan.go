@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // ImageFacts is what the driver learned about a VirtualMachineImage.
@@ -76,7 +77,7 @@ func (r ObjectRef) String() string { return r.Namespace + "/" + r.Name }
 
 // parseRef parses "<namespace>/<name>" or "<name>" (in defaultNS).
 func parseRef(v, defaultNS string) (ObjectRef, error) {
-	ns, name, err := splitNamespaced(v, defaultNS)
+	ns, name, err := harvester.SplitNamespacedName(v, defaultNS)
 	return ObjectRef{Namespace: ns, Name: name}, err
 }
 
@@ -117,7 +118,7 @@ func PlanFromConfig(c Config, in Inputs, machineName string, images map[string]I
 			Bus: orDefault(d.Bus, DefaultDiskBus), Type: orDefault(d.Type, DiskTypeDisk), HotPlug: d.HotPlugAble,
 		}
 		if d.ImageName != "" {
-			ns, name, err := splitNamespaced(d.ImageName, c.VMNamespace)
+			ns, name, err := harvester.SplitNamespacedName(d.ImageName, c.VMNamespace)
 			if err != nil {
 				return p, fmt.Errorf("disk %d image: %w", i, err)
 			}
@@ -178,7 +179,7 @@ func (p VMPlan) OwnedBy(machineID string) VMPlan {
 	if p.Labels == nil {
 		p.Labels = map[string]string{}
 	}
-	p.Labels[LabelMachineID] = machineID
+	p.Labels[harvester.LabelMachineID] = machineID
 	return p
 }
 

@@ -15,6 +15,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
@@ -249,7 +250,7 @@ func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterapi.API, vm *
 		return nil, nil, "", err
 	}
 	for _, p := range owned.Items {
-		if p.Labels[LabelHotplug] != "true" {
+		if p.Labels[harvester.LabelHotplug] != "true" {
 			out[p.Name], labelled[p.Name] = p.UID, true
 		}
 	}
@@ -289,8 +290,8 @@ func (d *Driver) vmClaimsToRemove(ctx context.Context, api *harvesterapi.API, vm
 			log.Infof("%s: keeping volume %s/%s that the VM uses: %s", d.MachineName, d.VMNamespace, name, why)
 		}
 	}
-	if cluster := vm.Labels[LabelGuestCluster]; vm.Annotations[AnnotationRemoveAllPVCs] == "true" && cluster != "" {
-		all, err := api.ListPVCs(ctx, d.VMNamespace, labels.SelectorFromSet(labels.Set{LabelGuestCluster: cluster}).String())
+	if cluster := vm.Labels[harvester.LabelGuestCluster]; vm.Annotations[harvester.AnnotationRemoveAllPVCs] == "true" && cluster != "" {
+		all, err := api.ListPVCs(ctx, d.VMNamespace, labels.SelectorFromSet(labels.Set{harvester.LabelGuestCluster: cluster}).String())
 		if err != nil {
 			return nil, err
 		}
@@ -332,7 +333,7 @@ func ClaimsToRemove(vm *kubevirtv1.VirtualMachine) []string {
 func templateClaimNames(vm *kubevirtv1.VirtualMachine) map[string]bool {
 	out := map[string]bool{}
 	var claims []corev1.PersistentVolumeClaim
-	if json.Unmarshal([]byte(vm.Annotations[AnnotationVolumeClaimTemplates]), &claims) == nil {
+	if json.Unmarshal([]byte(vm.Annotations[harvester.AnnotationVolumeClaimTemplates]), &claims) == nil {
 		for _, c := range claims {
 			out[c.Name] = true
 		}
@@ -362,7 +363,7 @@ func (d *Driver) markClaimsForRemoval(ctx context.Context, api *harvesterapi.API
 		if vm.Annotations == nil {
 			vm.Annotations = map[string]string{}
 		}
-		vm.Annotations[AnnotationRemovedPVCs] = strings.Join(claims, ",")
+		vm.Annotations[harvester.AnnotationRemovedPVCs] = strings.Join(claims, ",")
 		return true, nil
 	})
 	if apierrors.IsNotFound(err) {

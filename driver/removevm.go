@@ -11,6 +11,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
@@ -29,8 +30,8 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterapi.API, r remo
 	ns, vm := d.VMNamespace, r.vm
 	claims := sortedKeys(r.claims)
 	rv := vm.ResourceVersion
-	if want := strings.Join(claims, ","); vm.Annotations[AnnotationRemovedPVCs] != want {
-		patched, err := api.PatchVMAnnotations(ctx, ns, vm.Name, vm.UID, map[string]string{AnnotationRemovedPVCs: want})
+	if want := strings.Join(claims, ","); vm.Annotations[harvester.AnnotationRemovedPVCs] != want {
+		patched, err := api.PatchVMAnnotations(ctx, ns, vm.Name, vm.UID, map[string]string{harvester.AnnotationRemovedPVCs: want})
 		switch {
 		case apierrors.IsNotFound(err), err == nil && patched.DeletionTimestamp != nil:
 			// Deleted meanwhile by someone else, maybe before Harvester

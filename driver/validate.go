@@ -139,7 +139,7 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 		add(FlagIsolateEmulatorThread, "needs --%s (KubeVirt isolates the emulator thread only with dedicated CPUs)", FlagCPUPinning)
 	}
 	if c.KeyPairName != "" {
-		if _, _, err := splitNamespaced(c.KeyPairName, c.VMNamespace); err != nil {
+		if _, _, err := harvester.SplitNamespacedName(c.KeyPairName, c.VMNamespace); err != nil {
 			add(FlagKeyPairName, "%v", err)
 		}
 		if c.SSHPrivateKeyPath == "" {
@@ -156,7 +156,7 @@ func validateDisks(c Config, disks []Disk, parseErr error) []error {
 		if c.ImageName == "" {
 			return []error{flagProblem(FlagImageName, "no disk: set --%s (or --%s)", FlagImageName, FlagDiskInfo)}
 		}
-		if _, _, err := splitNamespaced(c.ImageName, c.VMNamespace); err != nil {
+		if _, _, err := harvester.SplitNamespacedName(c.ImageName, c.VMNamespace); err != nil {
 			errs = append(errs, flagError(FlagImageName, err))
 		}
 		return errs
@@ -176,7 +176,7 @@ func validateDisks(c Config, disks []Disk, parseErr error) []error {
 		case d.ImageName == "" && d.StorageClassName == "":
 			at("needs imageName or storageClassName")
 		case d.ImageName != "":
-			if _, _, err := splitNamespaced(d.ImageName, c.VMNamespace); err != nil {
+			if _, _, err := harvester.SplitNamespacedName(d.ImageName, c.VMNamespace); err != nil {
 				at("imageName: %v", err)
 			}
 		}
@@ -210,7 +210,7 @@ func validateNetworks(c Config, nics []NetworkInterface, parseErr error) []error
 		if c.NetworkName == "" {
 			return []error{flagProblem(FlagNetworkName, "no network: set --%s (<namespace>/<name>) or --%s", FlagNetworkName, FlagNetworkInfo)}
 		}
-		if _, _, err := splitNamespaced(c.NetworkName, c.VMNamespace); err != nil {
+		if _, _, err := harvester.SplitNamespacedName(c.NetworkName, c.VMNamespace); err != nil {
 			errs = append(errs, flagError(FlagNetworkName, err))
 		}
 		return errs
@@ -227,7 +227,7 @@ func validateNetworks(c Config, nics []NetworkInterface, parseErr error) []error
 		}
 		if n.NetworkName == "" {
 			at("needs networkName (<namespace>/<name>)")
-		} else if _, _, err := splitNamespaced(n.NetworkName, c.VMNamespace); err != nil {
+		} else if _, _, err := harvester.SplitNamespacedName(n.NetworkName, c.VMNamespace); err != nil {
 			at("networkName: %v", err)
 		}
 		if n.MACAddress != "" {

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // BuildVM builds the VirtualMachine of a plan. It is pure.
@@ -17,16 +19,16 @@ func BuildVM(p VMPlan) (*kubevirtv1.VirtualMachine, error) {
 	if err != nil {
 		return nil, err
 	}
-	annotations := map[string]string{AnnotationVolumeClaimTemplates: claims}
+	annotations := map[string]string{harvester.AnnotationVolumeClaimTemplates: claims}
 	if p.ReservedMemoryMiB >= 0 {
-		annotations[AnnotationReservedMemory] = strconv.Itoa(p.ReservedMemoryMiB) + "Mi"
+		annotations[harvester.AnnotationReservedMemory] = strconv.Itoa(p.ReservedMemoryMiB) + "Mi"
 	}
 	if p.KeyPair != nil {
 		names, err := json.Marshal([]string{p.KeyPair.String()})
 		if err != nil {
 			return nil, fmt.Errorf("annotate key pair: %w", err)
 		}
-		annotations[AnnotationSSHNames] = string(names)
+		annotations[harvester.AnnotationSSHNames] = string(names)
 	}
 	runStrategy := p.RunStrategy
 	memory := resource.MustParse(strconv.Itoa(p.MemoryGiB) + "Gi")
@@ -145,7 +147,7 @@ func volumeClaimTemplates(p VMPlan) (string, error) {
 			if labels == nil {
 				labels = map[string]string{}
 			}
-			labels[LabelHotplug] = "true"
+			labels[harvester.LabelHotplug] = "true"
 		}
 		pvc := corev1.PersistentVolumeClaim{
 			ObjectMeta: metav1.ObjectMeta{Name: d.ClaimName, Labels: labels},
@@ -159,7 +161,7 @@ func volumeClaimTemplates(p VMPlan) (string, error) {
 			},
 		}
 		if d.ImageID != "" {
-			pvc.Annotations = map[string]string{AnnotationImageID: d.ImageID}
+			pvc.Annotations = map[string]string{harvester.AnnotationImageID: d.ImageID}
 		}
 		claims = append(claims, pvc)
 	}

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 var testImages = map[string]ImageFacts{
@@ -77,7 +78,7 @@ func TestBuildVMGolden(t *testing.T) {
 // assertVMInvariants checks what every VM must have, golden files aside.
 func assertVMInvariants(t *testing.T, vm *kubevirtv1.VirtualMachine) {
 	t.Helper()
-	if vm.Labels[LabelCreator] != CreatorValue || vm.Spec.Template.ObjectMeta.Labels[LabelCreator] != CreatorValue {
+	if vm.Labels[harvester.LabelCreator] != harvester.CreatorValue || vm.Spec.Template.ObjectMeta.Labels[harvester.LabelCreator] != harvester.CreatorValue {
 		t.Errorf("creator label missing on VM or template")
 	}
 	if vm.Spec.Template.ObjectMeta.Labels[harvester.LabelMachineSet] == "" {
@@ -113,7 +114,7 @@ func TestBuildUserDataSecret(t *testing.T) {
 	if s.Name != "c1-pool1-x7k2p-cloudinit" || string(s.Data["userdata"]) != "#cloud-config\n" || string(s.Data["networkdata"]) != "version: 2\n" {
 		t.Errorf("secret: %+v", s)
 	}
-	if s.Labels[LabelCreator] != CreatorValue || s.Labels[LabelGuestCluster] != "c1" {
+	if s.Labels[harvester.LabelCreator] != harvester.CreatorValue || s.Labels[harvester.LabelGuestCluster] != "c1" {
 		t.Errorf("secret labels: %v", s.Labels)
 	}
 	s2 := BuildUserDataSecret(plan, []byte("x"), nil)

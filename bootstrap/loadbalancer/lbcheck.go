@@ -11,8 +11,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
@@ -28,8 +29,6 @@ const (
 	AnnHealthCheckFailure     = AnnotationPrefix + "healthcheck-failure-threshold"
 	AnnHealthCheckPeriod      = AnnotationPrefix + "healthcheck-periodseconds"
 	AnnHealthCheckTimeout     = AnnotationPrefix + "healthcheck-timeoutseconds"
-	IPAMPool                  = lbapi.IPAMPool // the values of AnnIPAM are Harvester's ipam modes
-	IPAMDHCP                  = lbapi.IPAMDHCP
 	healthCheckIgnoredWarning = "current Harvester cloud providers ignore the healthcheck-* annotations; they only apply to old releases (Harvester v1.0/v1.1)"
 )
 
@@ -72,11 +71,11 @@ func CheckLoadBalancer(serviceType string, ann map[string]string) (LBCheck, erro
 
 	switch v, ok := ann[AnnIPAM]; {
 	case !ok:
-		res.Effective[AnnIPAM] = IPAMPool
-	case v == IPAMPool || v == IPAMDHCP:
+		res.Effective[AnnIPAM] = lbapi.IPAMPool
+	case v == lbapi.IPAMPool || v == lbapi.IPAMDHCP:
 		res.Effective[AnnIPAM] = v
 	default:
-		errs = append(errs, fmt.Errorf("annotation %s %q: must be %q or %q", AnnIPAM, v, IPAMPool, IPAMDHCP))
+		errs = append(errs, fmt.Errorf("annotation %s %q: must be %q or %q", AnnIPAM, v, lbapi.IPAMPool, lbapi.IPAMDHCP))
 	}
 	res.Warnings = append(res.Warnings, "the ipam mode cannot be changed after the Service is created; create a new Service to switch")
 

@@ -6,12 +6,11 @@ package credentials
 
 import "github.com/harvester-kit/harvester-machine/guest/addons"
 
-// Labels on every object this tool creates on Harvester. Revoke deletes
-// only objects carrying both.
+// The label of the guest cluster an object was created for; with
+// addons.LabelManagedBy it is on every object this tool creates on
+// Harvester. Revoke deletes only objects carrying both.
 const (
-	LabelManagedBy = addons.LabelManagedBy
-	ManagedBy      = addons.ManagedBy
-	LabelCluster   = "harvester-bootstrap.harvesterhci.io/guest-cluster"
+	LabelCluster = "harvester-bootstrap.harvesterhci.io/guest-cluster"
 
 	// ClusterRoles that exist on every Harvester cluster.
 	CloudProviderRole = "harvesterhci.io:cloudprovider"
@@ -19,15 +18,15 @@ const (
 )
 
 func ownLabels(cluster string) map[string]string {
-	return map[string]string{LabelManagedBy: ManagedBy, LabelCluster: cluster}
+	return map[string]string{addons.LabelManagedBy: addons.ManagedBy, LabelCluster: cluster}
 }
 
 // Selector selects the Harvester objects created for one guest cluster.
 func Selector(cluster string) string {
-	return LabelManagedBy + "=" + ManagedBy + "," + LabelCluster + "=" + cluster
+	return addons.LabelManagedBy + "=" + addons.ManagedBy + "," + LabelCluster + "=" + cluster
 }
 
 // IsOwned reports whether labels mark an object as created by this tool for cluster.
 func IsOwned(labels map[string]string, cluster string) bool {
-	return labels[LabelManagedBy] == ManagedBy && labels[LabelCluster] == cluster
+	return labels[addons.LabelManagedBy] == addons.ManagedBy && labels[LabelCluster] == cluster
 }

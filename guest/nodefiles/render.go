@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Problems the callers report under their own flag names.
@@ -35,27 +36,25 @@ type RKE1Config struct {
 	Addons string `yaml:"addons"`
 }
 
-var marshalYAML = yamlutil.Marshal
-
 // RKE2Settings is the RKE2 drop-in: the Harvester cloud provider reading
 // its kubeconfig from RKE2CloudConfigPath.
 func RKE2Settings() ([]byte, error) {
-	return marshalYAML(RKE2Config{CloudProviderName: "harvester", CloudProviderConfig: RKE2CloudConfigPath})
+	return yamlutil.Marshal(RKE2Config{CloudProviderName: "harvester", CloudProviderConfig: RKE2CloudConfigPath})
 }
 
 // K3sSettings is the K3s drop-in: no built-in cloud controller, kubelets
 // with the external cloud provider.
 func K3sSettings() ([]byte, error) {
-	return marshalYAML(K3sConfig{DisableCloudController: true, KubeletArg: []string{"cloud-provider=external"}})
+	return yamlutil.Marshal(K3sConfig{DisableCloudController: true, KubeletArg: []string{"cloud-provider=external"}})
 }
 
 // HelmChartConfig passes the cluster name to RKE2's bundled CCM chart.
 func HelmChartConfig(clusterName string) ([]byte, error) {
-	values, err := marshalYAML(map[string]any{"global": map[string]any{"cattle": map[string]any{"clusterName": clusterName}}})
+	values, err := yamlutil.Marshal(map[string]any{"global": map[string]any{"cattle": map[string]any{"clusterName": clusterName}}})
 	if err != nil {
 		return nil, err
 	}
-	return marshalYAML(map[string]any{
+	return yamlutil.Marshal(map[string]any{
 		"apiVersion": "helm.cattle.io/v1",
 		"kind":       "HelmChartConfig",
 		"metadata":   map[string]any{"name": addons.CCMName, "namespace": "kube-system"},
@@ -88,7 +87,7 @@ func RKE1ClusterYML(o addons.Options, kubeconfig []byte) ([]byte, error) {
 	var c RKE1Config
 	c.CloudProvider.Name = "external"
 	c.Addons = string(stream)
-	out, err := marshalYAML(c)
+	out, err := yamlutil.Marshal(c)
 	if err != nil {
 		return nil, fmt.Errorf("render rke1 addons: %w", err)
 	}

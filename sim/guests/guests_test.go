@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/sim/userdata"
 )
 
@@ -61,7 +62,7 @@ func TestNodeLifecycle(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, n.Labels[k], v)
 		}
 	}
-	if n.Annotations[AnnProvidedNodeIP] != "10.0.0.5" || !hasTaint(n, TaintUninitialized, corev1.TaintEffectNoSchedule) {
+	if n.Annotations[AnnProvidedNodeIP] != "10.0.0.5" || !hasTaint(n, harvester.TaintUninitialized, corev1.TaintEffectNoSchedule) {
 		t.Fatalf("registered node = %+v, want provided IP and the uninitialized taint", n.ObjectMeta)
 	}
 	st, _ := NodeStatus(n, true, "10.0.0.5", now)
@@ -79,7 +80,7 @@ func TestNodeLifecycle(t *testing.T) {
 	if !sp || hasTaint(n, TaintUnreachable, corev1.TaintEffectNoSchedule) || n.Annotations[AnnProvidedNodeIP] != "10.0.0.9" {
 		t.Fatalf("restarted node = %+v, want unreachable taints gone and the new address", n.ObjectMeta)
 	}
-	if !hasTaint(n, TaintUninitialized, corev1.TaintEffectNoSchedule) {
+	if !hasTaint(n, harvester.TaintUninitialized, corev1.TaintEffectNoSchedule) {
 		t.Fatal("the uninitialized taint is the cloud provider's to remove")
 	}
 }

@@ -6,26 +6,26 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // Keys kubelet (with --cloud-provider=external) and the node lifecycle
 // controller put on Nodes.
 const (
-	TaintUninitialized = harvester.TaintUninitialized
-	TaintUnreachable   = "node.kubernetes.io/unreachable"
-	TaintNotReady      = "node.kubernetes.io/not-ready"
-	AnnProvidedNodeIP  = "alpha.kubernetes.io/provided-node-ip"
-	LabelHostname      = "kubernetes.io/hostname"
-	LabelOS            = "kubernetes.io/os"
-	LabelArch          = "kubernetes.io/arch"
-	LabelBetaOS        = "beta.kubernetes.io/os"
-	LabelBetaArch      = "beta.kubernetes.io/arch"
-	LabelZone          = "topology.kubernetes.io/zone"
-	LabelRegion        = "topology.kubernetes.io/region"
+	TaintUnreachable  = "node.kubernetes.io/unreachable"
+	TaintNotReady     = "node.kubernetes.io/not-ready"
+	AnnProvidedNodeIP = "alpha.kubernetes.io/provided-node-ip"
+	LabelHostname     = "kubernetes.io/hostname"
+	LabelOS           = "kubernetes.io/os"
+	LabelArch         = "kubernetes.io/arch"
+	LabelBetaOS       = "beta.kubernetes.io/os"
+	LabelBetaArch     = "beta.kubernetes.io/arch"
+	LabelZone         = "topology.kubernetes.io/zone"
+	LabelRegion       = "topology.kubernetes.io/region"
 
 	// KubeletVersion is what the simulated kubelets report (the guest API
 	// server's version, as K3s would).
@@ -82,7 +82,7 @@ func BuildNode(name, ip string) *corev1.Node {
 			},
 			Annotations: map[string]string{AnnProvidedNodeIP: ip},
 		},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: harvester.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
 	}
 }
 

@@ -20,13 +20,6 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
-// Labels the cloud provider puts on the LoadBalancers it creates.
-const (
-	LabelCCMCluster          = harvester.LabelLBCluster
-	LabelCCMServiceNamespace = harvester.LabelLBServiceNamespace
-	LabelCCMServiceName      = harvester.LabelLBServiceName
-)
-
 // CCMLoadBalancerName is the name the Harvester cloud provider gives the
 // LoadBalancer of a guest Service: "<cluster>-<ns>-<name>-" cut to 55
 // characters plus 8 hex digits of crc32(prefix + Service UID), with an "a"
@@ -51,7 +44,7 @@ func CCMLoadBalancer(cluster, namespace, svcNamespace, svcName, svcUID string) *
 		ObjectMeta: metav1.ObjectMeta{
 			Name: CCMLoadBalancerName(cluster, svcNamespace, svcName, svcUID), Namespace: namespace,
 			Labels: map[string]string{
-				LabelCCMCluster: cluster, LabelCCMServiceNamespace: svcNamespace, LabelCCMServiceName: svcName,
+				harvester.LabelLBCluster: cluster, harvester.LabelLBServiceNamespace: svcNamespace, harvester.LabelLBServiceName: svcName,
 			},
 			Annotations: map[string]string{lbapi.AnnCluster: cluster},
 		},

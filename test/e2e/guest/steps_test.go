@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 	"github.com/harvester-kit/harvester-machine/sim/guests"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
@@ -202,9 +203,9 @@ func checkNodesJoined(t *testing.T, guest kubernetes.Interface, machines []strin
 		}
 		ip := vmiIP(t, ctx, name)
 		if !slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool {
-			return tn.Key == guests.TaintUninitialized && tn.Value == "true" && tn.Effect == corev1.TaintEffectNoSchedule
+			return tn.Key == harvester.TaintUninitialized && tn.Value == "true" && tn.Effect == corev1.TaintEffectNoSchedule
 		}) {
-			t.Errorf("node %s taints = %v, want %s=true:NoSchedule", name, n.Spec.Taints, guests.TaintUninitialized)
+			t.Errorf("node %s taints = %v, want %s=true:NoSchedule", name, n.Spec.Taints, harvester.TaintUninitialized)
 		}
 		if n.Annotations[guests.AnnProvidedNodeIP] != ip || ip == "" {
 			t.Errorf("node %s provided-node-ip = %q, want the VM's address %q", name, n.Annotations[guests.AnnProvidedNodeIP], ip)
