@@ -3,24 +3,20 @@ package driver
 import (
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // client returns the Harvester API of the command's credential, built
-// once per process from the kubeconfig parsed once (internal/kubeapi's
-// client configuration: rate limits, retries, user agent).
+// once per process.
 func (d *Driver) client() (*harvesterapi.API, error) {
 	if d.api != nil {
 		return d.api, nil
 	}
-	kubeconfig := d.kubeconfig()
-	if err := checkKubeconfigContent(kubeconfig); err != nil {
-		return nil, flagError(FlagKubeconfigContent, err)
-	}
-	cfg, err := kubeapi.ConfigFromKubeconfig([]byte(kubeconfig), BinaryName)
+	cfg, err := d.harvesterConfig()
 	if err != nil {
-		return nil, flagProblem(FlagKubeconfigContent, "is not a usable kubeconfig: %v", err).Because(err)
+		return nil, err
 	}
 	api, err := harvesterapi.New(cfg, d.apiOptions())
 	if err != nil {
@@ -28,6 +24,19 @@ func (d *Driver) client() (*harvesterapi.API, error) {
 	}
 	d.api = api
 	return api, nil
+}
+
+// harvesterConfig is the client configuration of the command's credential:
+// the one validation parsed (create), else parsed now (parseKubeconfig).
+func (d *Driver) harvesterConfig() (*rest.Config, error) {
+	if d.parsed != nil && d.parsed.Harvester != nil && d.sessionKubeconfig == "" {
+		return d.parsed.Harvester, nil
+	}
+	cfg, err := parseKubeconfig(d.kubeconfig())
+	if err != nil {
+		return nil, flagError(FlagKubeconfigContent, err)
+	}
+	return cfg, nil
 }
 
 // apiOptions are the call deadline and the messages of the driver's API.

@@ -2,7 +2,6 @@ package driver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -10,13 +9,13 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
 
@@ -31,7 +30,7 @@ import (
 const rancherProxyPath = "/k8s/clusters/"
 
 // validateCloudProvider checks the cloud-provider flags; it does no I/O.
-func validateCloudProvider(c Config) []error {
+func validateCloudProvider(c Config, harvester *rest.Config) []error {
 	if c.CloudProvider == "" {
 		if c.CloudProviderServer != "" {
 			return []error{flagProblem(FlagCloudProviderServer, "is set but --%s is not; set --%s to one of %s, or drop --%s",
@@ -52,7 +51,7 @@ func validateCloudProvider(c Config) []error {
 		errs = append(errs, flagProblem(FlagClusterName, "%q cannot name the guest credential with --%s; valid: a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)",
 			c.ClusterName, FlagCloudProvider))
 	}
-	if _, err := GuestServer(c); err != nil {
+	if _, err := GuestServer(c, harvester); err != nil {
 		errs = append(errs, err)
 	}
 	return errs
@@ -68,19 +67,19 @@ func distributionNames() string {
 
 // GuestServer is the Harvester API URL written into the guests' credential:
 // --harvester-cloud-provider-server, or else the server of the driver's
-// kubeconfig, which must then not be a Rancher proxy URL.
-func GuestServer(c Config) (string, error) {
+// kubeconfig (harvester, its client configuration; nil when it is not
+// usable), which must then not be a Rancher proxy URL.
+func GuestServer(c Config, harvester *rest.Config) (string, error) {
 	if c.CloudProviderServer != "" {
 		if err := checkGuestServer(c.CloudProviderServer); err != nil {
 			return "", flagError(FlagCloudProviderServer, err)
 		}
 		return c.CloudProviderServer, nil
 	}
-	server, err := kubeconfigServer(c.KubeconfigContent)
-	if err != nil {
-		// --harvester-kubeconfig-content reports its own problem.
-		return "", nil
+	if harvester == nil {
+		return "", nil // --harvester-kubeconfig-content reports its own problem
 	}
+	server := harvester.Host
 	if strings.Contains(server, rancherProxyPath) {
 		return "", flagProblem(FlagCloudProviderServer, "is required with --%s because the kubeconfig's server %s is a Rancher proxy URL, "+
 			"through which the guests' ServiceAccount token is not accepted; set it to the Harvester API the guests reach, e.g. https://<Harvester VIP>:6443",
@@ -98,23 +97,6 @@ func checkGuestServer(server string) error {
 		return fmt.Errorf("%q is a Rancher proxy URL, through which the guests' ServiceAccount token is not accepted; valid: the Harvester API itself, e.g. https://<Harvester VIP>:6443", server)
 	}
 	return nil
-}
-
-// kubeconfigServer returns the server of a kubeconfig's current context.
-func kubeconfigServer(kubeconfig string) (string, error) {
-	cfg, err := clientcmd.Load([]byte(kubeconfig))
-	if err != nil {
-		return "", err
-	}
-	ctx, ok := cfg.Contexts[cfg.CurrentContext]
-	if !ok {
-		return "", errors.New("no current context")
-	}
-	cl, ok := cfg.Clusters[ctx.Cluster]
-	if !ok || cl.Server == "" {
-		return "", errors.New("the current context has no cluster server")
-	}
-	return cl.Server, nil
 }
 
 // cloudProviderPermissions are the verbs Create needs to make or reuse the
@@ -152,7 +134,7 @@ func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API) 
 	if err != nil {
 		return nil, flagError(FlagCloudProvider, err)
 	}
-	server, err := GuestServer(d.Config)
+	server, err := GuestServer(d.Config, api.Config())
 	if err != nil {
 		return nil, err
 	}

@@ -61,11 +61,15 @@ func TestCloudProviderValidation(t *testing.T) {
 
 func TestGuestServer(t *testing.T) {
 	c := Config{KubeconfigContent: testKubeconfig}
-	if got, err := GuestServer(c); err != nil || got != "https://127.0.0.1:6443" {
+	harvester, err := parseKubeconfig(c.KubeconfigContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := GuestServer(c, harvester); err != nil || got != "https://127.0.0.1:6443" {
 		t.Errorf("default: %q %v, want the kubeconfig's server", got, err)
 	}
 	c.CloudProviderServer = "https://10.0.0.10:6443"
-	if got, err := GuestServer(c); err != nil || got != c.CloudProviderServer {
+	if got, err := GuestServer(c, harvester); err != nil || got != c.CloudProviderServer {
 		t.Errorf("flag: %q %v, want %q", got, err, c.CloudProviderServer)
 	}
 }

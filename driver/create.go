@@ -145,11 +145,10 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (VMPla
 	if err != nil {
 		return plan, nil, nil, err
 	}
-	userData, err := cloudinit.Build(cloudinit.Input{
+	userData, err := mergeUserData(cloudinit.Input{
 		User: d.GetSSHUsername(), SSHAuthorizedKeys: keys, Password: d.SSHPassword,
 		InstallQemuGuestAgent: !d.SkipQemuGuestAgent, WriteFiles: files,
-		UserData: []byte(d.UserData), CloudConfig: []byte(d.CloudConfig),
-	})
+	}, in.UserData, in.CloudConfig)
 	if err != nil {
 		return plan, nil, nil, fmt.Errorf("build cloud-init user data: %w", err)
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
@@ -299,5 +302,50 @@ func TestInputsParsedOnLoad(t *testing.T) {
 	}
 	if got, err := in.ImageRefs(testNS); err != nil || len(got) != 1 || got[0].String() != "default/ubuntu-22.04" {
 		t.Errorf("image refs %v, %v", got, err)
+	}
+}
+
+// TestUserDataMergedOncePerStep: the user data and cloud-config file are
+// parsed once, when the flags are read, and merged with the driver's parts
+// once to validate them and once when Create builds the Secret.
+func TestUserDataMergedOncePerStep(t *testing.T) {
+	merge := mergeUserData
+	t.Cleanup(func() { mergeUserData = merge })
+	merges := 0
+	mergeUserData = func(in cloudinit.Input, user ...cloudinit.Part) ([]byte, error) {
+		merges++
+		return merge(in, user...)
+	}
+	d, f := newCreateDriver(t)
+	api := d.api
+	cloudConfig := filepath.Join(t.TempDir(), "cloud-config")
+	if err := os.WriteFile(cloudConfig, []byte("#cloud-config\nruncmd: [[echo, installed]]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagVMNamespace: testNS, FlagClusterName: "c1",
+		FlagUserData: "#cloud-config\npackages: [htop]\n", FlagCloudConfig: cloudConfig}))); err != nil {
+		t.Fatal(err)
+	}
+	if merges != 1 {
+		t.Errorf("%d merges while reading the flags, want 1", merges)
+	}
+	d.api = api // the fake Harvester
+	var userData string
+	f.kube.PrependReactor("create", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		s, _ := a.(k8stesting.CreateAction).GetObject().(*corev1.Secret)
+		userData = string(s.Data["userdata"])
+		return false, nil, nil
+	})
+	fail(f.virt, "create", "virtualmachines", internal("boom"))
+	if err := d.Create(); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("create: %v", err)
+	}
+	if merges != 2 {
+		t.Errorf("%d merges after Create, want 2", merges)
+	}
+	for _, want := range []string{"htop", "echo", "installed", "qemu-guest-agent"} {
+		if !strings.Contains(userData, want) {
+			t.Errorf("the Secret's user data lacks %q:\n%s", want, userData)
+		}
 	}
 }

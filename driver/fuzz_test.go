@@ -5,10 +5,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
-	"github.com/harvester-kit/harvester-machine/internal/field"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
+	"github.com/harvester-kit/harvester-machine/internal/field"
 )
 
 // Fuzz targets for every flag the driver parses. Each feeds one flag's
@@ -130,7 +131,7 @@ func FuzzKubeconfigContent(f *testing.F) {
 		strings.Replace(testKubeconfig, "token: secret-token", "exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/true", 1))
 	f.Fuzz(func(t *testing.T, v string) {
 		fuzzFlag(t, FlagKubeconfigContent, v)
-		err := checkKubeconfigContent(v)
+		_, err := parseKubeconfig(v)
 		cfg, lerr := clientcmd.Load([]byte(v))
 		if err == nil || lerr != nil {
 			return

@@ -5,14 +5,18 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 )
 
-// Inputs are the machine's JSON flags (--harvester-disk-info,
-// --harvester-network-info, --harvester-vgpu-info, --harvester-vm-affinity)
-// as typed values, with the single-disk and single-network flags folded in
-// when the JSON ones are not given. ParseInputs is the only place that
-// parses them; everything else (validation, planning, pre-create checks)
-// reads these values.
+// Inputs are the machine's structured flags as typed values: the JSON
+// flags (--harvester-disk-info, --harvester-network-info,
+// --harvester-vgpu-info, --harvester-vm-affinity), with the single-disk and
+// single-network flags folded in when the JSON ones are not given, and the
+// user data and cloud-config file, parsed. ParseInputs is the only place
+// that parses them; everything else (validation, planning, pre-create
+// checks, the cloud-init merge) reads these values.
 type Inputs struct {
 	// Disks are the VM's disks: --harvester-disk-info's, or the one image
 	// disk of --harvester-image-name, --harvester-disk-size and
@@ -25,14 +29,22 @@ type Inputs struct {
 	VGPUs []VGPURequest
 	// Affinity is --harvester-vm-affinity (nil when not given).
 	Affinity *corev1.Affinity
+	// UserData and CloudConfig are --harvester-user-data and the
+	// --harvester-cloud-config file, parsed (empty when not given).
+	UserData, CloudConfig cloudinit.Part
+	// Harvester is --harvester-kubeconfig-content as a client configuration
+	// (parseKubeconfig), when validation parsed it (nil otherwise).
+	Harvester *rest.Config
 }
 
-// inputErrors are ParseInputs' problems, one per JSON flag (nil: parsed).
+// inputErrors are ParseInputs' problems, one per flag (nil: parsed).
 type inputErrors struct {
-	disks, nics, vgpus, affinity error
+	disks, nics, vgpus, affinity, userData, cloudConfig error
 }
 
-func (e inputErrors) join() error { return errors.Join(e.disks, e.nics, e.vgpus, e.affinity) }
+func (e inputErrors) join() error {
+	return errors.Join(e.disks, e.nics, e.vgpus, e.affinity, e.userData, e.cloudConfig)
+}
 
 // ParseInputs parses the JSON flags of c. A flag that fails to parse is
 // reported naming it, and its field in Inputs stays empty.
@@ -45,6 +57,7 @@ func parseInputs(c Config) (Inputs, inputErrors) {
 	var (
 		in   Inputs
 		errs inputErrors
+		err  error
 	)
 
 	in.Disks = []Disk{{ImageName: c.ImageName, Size: c.DiskSizeGiB, Bus: c.DiskBus, BootOrder: 1}}
@@ -82,6 +95,12 @@ func parseInputs(c Config) (Inputs, inputErrors) {
 		} else {
 			in.Affinity = &v
 		}
+	}
+	if in.UserData, err = cloudinit.ParseUserData([]byte(c.UserData)); err != nil {
+		errs.userData = flagProblem(FlagUserData, "%v (plain or base64 of #cloud-config YAML or a #! script)", err).Because(err)
+	}
+	if in.CloudConfig, err = cloudinit.ParseCloudConfig([]byte(c.CloudConfig)); err != nil {
+		errs.cloudConfig = flagProblem(FlagCloudConfig, "file %s: %v", c.CloudConfigPath, err).Because(err)
 	}
 	return in, errs
 }

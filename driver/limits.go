@@ -64,20 +64,33 @@ type secretPart struct {
 	bytes int
 }
 
-// validateSecretSize checks, before anything is created, that the
-// cloud-init Secret built from the user's parts stays within
-// MaxSecretBytes with secretReserveBytes to spare. It builds the user
-// data as Create will, so merging overhead is counted.
-func validateSecretSize(c Config) error {
-	userData, err := cloudinit.Build(cloudinit.Input{
-		User: "root", Password: c.SSHPassword, InstallQemuGuestAgent: !c.SkipQemuGuestAgent,
-		UserData: []byte(c.UserData), CloudConfig: []byte(c.CloudConfig),
-	})
+// validateUserData merges the parsed user data and cloud-config file with
+// what the driver adds (login, an SSH key standing for the machine's,
+// password, qemu-guest-agent), as Create will, and checks that they merge
+// and that the cloud-init Secret stays within MaxSecretBytes with
+// secretReserveBytes to spare (merging overhead counted).
+func validateUserData(c Config, in Inputs, sshUser string) error {
+	login := sshUser
+	if login == "" {
+		login = "root" // --harvester-ssh-user reports the empty user
+	}
+	userData, err := mergeUserData(cloudinit.Input{User: login, SSHAuthorizedKeys: []string{validationKey}, Password: c.SSHPassword,
+		InstallQemuGuestAgent: !c.SkipQemuGuestAgent}, in.UserData, in.CloudConfig)
 	if err != nil {
-		return nil // reported by the user-data checks
+		flag := FlagUserData
+		if c.UserData == "" {
+			flag = FlagCloudConfig
+		}
+		return flagError(flag, err)
 	}
 	return checkSecretSize(len(userData)+secretReserveBytes, len(c.NetworkData), secretParts(c))
 }
+
+// mergeUserData merges the driver's cloud-init parts with the user's
+// parsed ones: once when the flags are validated, once in Create (with the
+// machine's SSH key and cloud-provider files). A variable, so tests count
+// the merges.
+var mergeUserData = cloudinit.Merge
 
 // secretParts are the flags that fill the cloud-init Secret.
 func secretParts(c Config) []secretPart {

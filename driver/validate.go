@@ -10,7 +10,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
@@ -35,7 +34,10 @@ const validationKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIValidationOnly valid
 
 func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error) {
 	in, parseErrs := parseInputs(c)
-	var errs []error
+	var (
+		errs []error
+		err  error
+	)
 	add := func(flag, format string, args ...any) {
 		errs = append(errs, flagProblem(flag, format, args...))
 	}
@@ -47,7 +49,7 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 	}
 	if strings.TrimSpace(c.KubeconfigContent) == "" {
 		add(FlagKubeconfigContent, "is required (or %s): the kubeconfig of the Harvester cluster, plain or base64", envVar(FlagKubeconfigContent))
-	} else if err := checkKubeconfigContent(c.KubeconfigContent); err != nil {
+	} else if in.Harvester, err = parseKubeconfig(c.KubeconfigContent); err != nil {
 		add(FlagKubeconfigContent, "%v", err)
 	}
 	if _, err := harvester.GuestClusterValue(c.ClusterName); err != nil {
@@ -92,7 +94,7 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 	errs = append(errs, validateSizes(c)...)
 	errs = append(errs, validateDisks(c, in.Disks, parseErrs.disks)...)
 	errs = append(errs, validateNetworks(c, in.NICs, parseErrs.nics)...)
-	errs = append(errs, validateCloudProvider(c)...)
+	errs = append(errs, validateCloudProvider(c, in.Harvester)...)
 
 	errs = append(errs, parseErrs.vgpus)
 	for i, r := range in.VGPUs {
@@ -106,32 +108,10 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 			add(FlagNetworkData, "%v", err)
 		}
 	}
-	userDataOK, cloudConfigOK := true, true
-	if c.UserData != "" {
-		if _, err := cloudinit.Build(cloudinit.Input{UserData: []byte(c.UserData)}); err != nil {
-			userDataOK = false
-			add(FlagUserData, "%v (plain or base64 of #cloud-config YAML or a #! script)", err)
-		}
+	errs = append(errs, parseErrs.userData, parseErrs.cloudConfig)
+	if parseErrs.userData == nil && parseErrs.cloudConfig == nil {
+		errs = append(errs, validateUserData(c, in, sshUser))
 	}
-	if c.CloudConfig != "" {
-		if _, err := cloudinit.Build(cloudinit.Input{CloudConfig: []byte(c.CloudConfig)}); err != nil {
-			cloudConfigOK = false
-			add(FlagCloudConfig, "file %s: %v", c.CloudConfigPath, err)
-		}
-	}
-	if (c.UserData != "" || c.CloudConfig != "") && userDataOK && cloudConfigOK {
-		// Each is fine alone; they must also merge with what the driver
-		// adds (login, SSH key, qemu-guest-agent), as Create merges them.
-		if _, err := cloudinit.Build(cloudinit.Input{User: sshUser, SSHAuthorizedKeys: []string{validationKey}, Password: c.SSHPassword,
-			InstallQemuGuestAgent: !c.SkipQemuGuestAgent, UserData: []byte(c.UserData), CloudConfig: []byte(c.CloudConfig)}); err != nil {
-			flag := FlagUserData
-			if c.UserData == "" {
-				flag = FlagCloudConfig
-			}
-			add(flag, "%v", err)
-		}
-	}
-	errs = append(errs, validateSecretSize(c))
 	if c.EnableSecureBoot && !c.EnableEFI {
 		add(FlagEnableSecureBoot, "needs --%s", FlagEnableEFI)
 	}

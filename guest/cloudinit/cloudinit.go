@@ -55,35 +55,86 @@ type Input struct {
 
 // Build merges the parts of in into one user-data document (see the package
 // documentation for the rules). It returns an error naming the part that
-// cannot be used.
+// cannot be used. It is ParseUserData, ParseCloudConfig and Merge in one.
 func Build(in Input) ([]byte, error) {
-	base, err := basePart(in)
+	userData, err := ParseUserData(in.UserData)
+	if err != nil {
+		return nil, err
+	}
+	cloudConfig, err := ParseCloudConfig(in.CloudConfig)
+	if err != nil {
+		return nil, err
+	}
+	return Merge(in, userData, cloudConfig)
+}
+
+// Part is one of the user's inputs (the user data, or the cloud-config
+// file), parsed once: Merge merges it as often as needed without parsing
+// it again.
+type Part struct {
+	name string // FieldUserData or FieldCloudConfig, for problems
+	docs []parsedDocument
+}
+
+// parsedDocument is one document of a Part: a cloud-config mapping to
+// merge, or a part passed on as it is (neither: empty).
+type parsedDocument struct {
+	where string     // the MIME part, for problems ("" for the input itself)
+	node  *yaml.Node // the cloud-config mapping (read only: Merge merges copies)
+	jinja bool       // node is a jinja template
+	raw   *rawPart
+}
+
+// ParseUserData parses the user's user data (Input.UserData).
+func ParseUserData(data []byte) (Part, error) { return parsePart(FieldUserData, data) }
+
+// ParseCloudConfig parses the cloud-config file (Input.CloudConfig).
+func ParseCloudConfig(data []byte) (Part, error) { return parsePart(FieldCloudConfig, data) }
+
+func parsePart(name string, data []byte) (Part, error) {
+	docs, err := documents(data)
+	if err != nil {
+		return Part{}, field.Problem(name, "%v", err)
+	}
+	p := Part{name: name}
+	for _, d := range docs {
+		pd, err := parseDocument(d)
+		if err != nil {
+			return Part{}, partProblem(name, d.where, err)
+		}
+		p.docs = append(p.docs, pd)
+	}
+	return p, nil
+}
+
+// partProblem names the input, and the MIME part when there is one.
+func partProblem(name, where string, err error) error {
+	if where != "" {
+		return field.Problem(name, "%s: %v", where, err)
+	}
+	return field.Problem(name, "%v", err)
+}
+
+// Merge merges the tool's parts of in (login, SSH keys, password, agent,
+// write_files; in.UserData and in.CloudConfig are not read) and then the
+// user's parsed parts, in order, into one user-data document.
+func Merge(in Input, user ...Part) ([]byte, error) {
+	merged, err := basePart(in)
 	if err != nil {
 		return nil, fmt.Errorf("build cloud-init base part: %w", err)
 	}
-	merged := base
 	jinja := false
 	var extra []rawPart
-
-	for _, p := range []struct {
-		name string
-		data []byte
-	}{{FieldUserData, in.UserData}, {FieldCloudConfig, in.CloudConfig}} {
-		docs, err := documents(p.data)
-		if err != nil {
-			return nil, field.Problem(p.name, "%v", err)
-		}
-		for _, d := range docs {
-			isJinja, raw, err := mergeDocument(merged, d)
-			if err != nil && d.where != "" {
-				return nil, field.Problem(p.name, "%s: %v", d.where, err)
-			}
-			if err != nil {
-				return nil, field.Problem(p.name, "%v", err)
-			}
-			jinja = jinja || isJinja
-			if raw != nil {
-				extra = append(extra, *raw)
+	for _, p := range user {
+		for _, d := range p.docs {
+			switch {
+			case d.raw != nil:
+				extra = append(extra, *d.raw)
+			case d.node != nil:
+				if err := mergeMapping(merged, cloneNode(d.node), ""); err != nil {
+					return nil, partProblem(p.name, d.where, err)
+				}
+				jinja = jinja || d.jinja
 			}
 		}
 	}
@@ -109,24 +160,24 @@ func Build(in Input) ([]byte, error) {
 	return multipart(parts)
 }
 
-// mergeDocument merges a cloud-config document into merged, or returns the
-// part it is passed on as (nil: merged or empty). isJinja reports a merged
-// jinja template.
-func mergeDocument(merged *yaml.Node, d document) (isJinja bool, raw *rawPart, err error) {
+// parseDocument parses a document as the cloud-config mapping to merge, or
+// keeps it as the part it is passed on as (neither: empty).
+func parseDocument(d document) (parsedDocument, error) {
+	pd := parsedDocument{where: d.where}
 	merge, passType, err := handling(d)
 	if err != nil {
-		return false, nil, err
+		return pd, err
 	}
 	if !merge {
-		if passType == "" {
-			return false, nil, nil
+		if passType != "" {
+			pd.raw = &rawPart{contentType: passType, data: d.data}
 		}
-		return false, &rawPart{contentType: passType, data: d.data}, nil
+		return pd, nil
 	}
 	kind, body, isJinja := classify(d.data)
 	switch kind {
 	case kindEmpty:
-		return false, nil, nil
+		return pd, nil
 	case kindRaw: // declared text/cloud-config: it must parse as one
 		body = d.data
 	}
@@ -134,15 +185,25 @@ func mergeDocument(merged *yaml.Node, d document) (isJinja bool, raw *rawPart, e
 	if isJinja && (err != nil || !templateIntact(body, node)) {
 		// A template whose jinja syntax is not YAML, or is YAML syntax
 		// (`a: {{ x }}` reads as a flow mapping), is passed on whole.
-		return false, &rawPart{contentType: typeCloudConfig, data: d.data}, nil
+		pd.raw = &rawPart{contentType: typeCloudConfig, data: d.data}
+		return pd, nil
 	}
-	if err != nil || node == nil {
-		return false, nil, err
+	if err != nil {
+		return pd, err
 	}
-	if err := mergeMapping(merged, node, ""); err != nil {
-		return false, nil, err
+	pd.node, pd.jinja = node, isJinja
+	return pd, nil
+}
+
+// cloneNode is a deep copy of n (aliases are resolved by parseMapping, so
+// n is a tree).
+func cloneNode(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.Content = make([]*yaml.Node, len(n.Content))
+	for i, child := range n.Content {
+		c.Content[i] = cloneNode(child)
 	}
-	return isJinja, nil, nil
+	return &c
 }
 
 type partKind int

@@ -1,6 +1,7 @@
 package cloudinit
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 
@@ -215,4 +216,33 @@ func TestWriteFilesKeepInstallLast(t *testing.T) {
 func fmtAny(v any) string {
 	b, _ := yaml.Marshal(v)
 	return string(b)
+}
+
+// TestMergeReusesParsedParts: parts parsed once merge any number of times
+// into what Build makes (a merge never changes the parsed parts).
+func TestMergeReusesParsedParts(t *testing.T) {
+	in := Input{User: "ubuntu", SSHAuthorizedKeys: []string{"ssh-ed25519 AAAA k"},
+		UserData:    []byte("#cloud-config\nbootcmd: [one]\nwrite_files:\n- path: /a\n  content: a\n"),
+		CloudConfig: []byte("#cloud-config\nbootcmd: [two]\nwrite_files:\n- path: /b\n  content: b\n")}
+	want, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	userData, err := ParseUserData(in.UserData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloudConfig, err := ParseCloudConfig(in.CloudConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		got, err := Merge(Input{User: in.User, SSHAuthorizedKeys: in.SSHAuthorizedKeys}, userData, cloudConfig)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("merge %d:\n%s\nwant (Build):\n%s", i+1, got, want)
+		}
+	}
 }

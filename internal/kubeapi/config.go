@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Client-side rate limits of every client this project builds.
@@ -18,7 +19,17 @@ const (
 // ConfigFromKubeconfig builds a client configuration from kubeconfig
 // content. userAgent names the tool in the API server's audit log.
 func ConfigFromKubeconfig(kubeconfig []byte, userAgent string) (*rest.Config, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	loaded, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return ConfigFromLoaded(loaded, userAgent)
+}
+
+// ConfigFromLoaded builds a client configuration from a kubeconfig already
+// loaded (clientcmd.Load), for callers that inspect it first.
+func ConfigFromLoaded(kubeconfig *clientcmdapi.Config, userAgent string) (*rest.Config, error) {
+	cfg, err := clientcmd.NewDefaultClientConfig(*kubeconfig, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
 		return nil, err
 	}
