@@ -48,10 +48,12 @@ func (s *sim) reconcileVMI(ctx context.Context, key string) (time.Duration, erro
 	u := getCached(s.vmis, ns, name)
 	if u == nil {
 		s.state.forget(key)
+		s.guestOffNetwork(key)
 		return 0, nil
 	}
 	s.state.track(key, string(u.GetUID()))
 	if u.GetDeletionTimestamp() != nil {
+		s.guestOffNetwork(key)
 		return 0, nil
 	}
 	c := &vmiContext{key: key, u: u, now: metav1.Now(), vmName: name}
@@ -89,6 +91,7 @@ func (s *sim) reconcileVMI(ctx context.Context, key string) (time.Duration, erro
 	case kubevirtv1.Running:
 		return s.runVMI(ctx, c)
 	}
+	s.guestOffNetwork(key)
 	return 0, nil
 }
 
@@ -248,6 +251,11 @@ func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) 
 		}
 	}
 	c.st.Interfaces = interfaceStatuses(&c.vmi.Spec, c.key, ips)
+	if len(ips) > 0 {
+		s.guestOnNetwork(c, ips)
+	} else {
+		s.guestOffNetwork(c.key)
+	}
 	u := c.u
 	if len(ips) > 0 && !hasAddress(c.old.Interfaces) {
 		u = u.DeepCopy()
