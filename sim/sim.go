@@ -55,7 +55,7 @@ type Options struct {
 	// GuestInterface, when set, is the interface running guests' addresses
 	// go on, each answering SSH (sim/guestnet).
 	GuestInterface string
-	Log      *slog.Logger
+	Log            *slog.Logger
 }
 
 // Validate returns every problem with the options at once.
