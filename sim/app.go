@@ -206,6 +206,8 @@ func faultCommand() *cli.Command {
 			vmFault(fault.StuckScheduling, "keep the VMIs of matching VMs in Scheduling"),
 			vmFault(fault.NoIP, "never give the VMIs of matching VMs an IP address"),
 			vmFault(fault.IPv6Only, "give the VMIs of matching VMs IPv6 addresses only (a link-local and a global one per interface)"),
+			vmFault(fault.DockerEngine, "matching guests run a Docker engine (:2376 listening), so rancher-machine start/restart find one (needs --guest-interface)"),
+			vmFault(fault.GuestBridges, "the guest agent of matching VMs reports docker0, cni0 and flannel.1 (interfaces of no VM NIC) before the VM's NICs"),
 			{
 				Name: fault.ExhaustPool, Usage: "matching IPPools hand out no address (no IP addresses available in range set); returns once their status shows it",
 				ArgsUsage: "IPPOOL-NAME-GLOB",

@@ -223,7 +223,8 @@ func (s *sim) bootVMI(ctx context.Context, c *vmiContext) (time.Duration, error)
 
 // runVMI applies the IP rule to a running VMI.
 func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) {
-	agent, why := guestRunsAgent(s.guestSources(c))
+	src := s.guestSources(c)
+	agent, why := guestRunsAgent(src)
 	noIP := s.faults().Match(fault.NoIP, c.u.GetNamespace(), c.vmName)
 	plan := planAddresses(agent, why, noIP, s.since(c), c.now.Time, s.opts.IPDelay)
 	var ips []string
@@ -251,8 +252,11 @@ func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) 
 		}
 	}
 	c.st.Interfaces = interfaceStatuses(&c.vmi.Spec, c.key, ips)
+	if len(ips) > 0 && s.faults().Match(fault.GuestBridges, c.u.GetNamespace(), c.vmName) != "" {
+		c.st.Interfaces = append(guestOnlyInterfaces(c.key), c.st.Interfaces...)
+	}
 	if len(ips) > 0 {
-		s.guestOnNetwork(c, ips)
+		s.guestOnNetwork(c, src, ips)
 	} else {
 		s.guestOffNetwork(c.key)
 	}
@@ -333,6 +337,8 @@ func (s *sim) guestSources(c *vmiContext) guestSources {
 		}
 		if img := getCached(s.images, imgNS, imgName); img != nil {
 			src.Images[ref] = img.GetLabels()[LabelImageGuestAgent] == "true"
+			display, _, _ := unstructured.NestedString(img.Object, "spec", "displayName")
+			src.ImageNames = append(src.ImageNames, imgName+" "+display)
 		}
 	}
 	return src

@@ -8,23 +8,40 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+
+	"github.com/harvester-kit/harvester-machine/sim/userdata"
 )
 
 // Guest is what the network knows of one running guest.
 type Guest struct {
-	Addrs []netip.Addr
+	Addrs    []netip.Addr
+	Access   userdata.Access // who may log in, from its cloud-init
+	Hostname string
+	OS       OS
+	Docker   bool // a Docker engine listens on DockerPort
 }
 
 // Network holds the running guests' addresses on one interface.
 type Network struct {
 	iface  string
 	log    *slog.Logger
+	sshd   *sshServer
 	mu     sync.Mutex
 	guests map[string]*entry // VMI key -> its addresses
 }
 
 type entry struct {
-	guest Guest
+	mu        sync.Mutex
+	guest     Guest
+	listeners map[netip.Addr]net.Listener
+	conns     map[net.Conn]bool
+}
+
+// current is the guest as last Set.
+func (e *entry) current() Guest {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.guest
 }
 
 // New checks that interface iface exists and returns an empty network on it.
@@ -32,32 +49,51 @@ func New(iface string, log *slog.Logger) (*Network, error) {
 	if _, err := net.InterfaceByName(iface); err != nil {
 		return nil, fmt.Errorf("--%s %s: %w", FlagInterface, iface, err)
 	}
-	return &Network{iface: iface, log: log, guests: map[string]*entry{}}, nil
+	sshd, err := newSSHServer(log)
+	if err != nil {
+		return nil, err
+	}
+	return &Network{iface: iface, log: log, sshd: sshd, guests: map[string]*entry{}}, nil
 }
 
 // Set puts the guest of VMI key on the network as g describes it: its
-// addresses on the interface; addresses it no longer has are removed.
+// addresses on the interface, an SSH server on port 22 of each; addresses
+// it no longer has are removed.
 func (n *Network) Set(key string, g Guest) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	old := n.guests[key]
+	e := n.guests[key]
+	if e == nil {
+		e = &entry{listeners: map[netip.Addr]net.Listener{}, conns: map[net.Conn]bool{}}
+		n.guests[key] = e
+		n.log.Info("guest on the network", "vmi", key, "addresses", g.Addrs, "docker", g.Docker)
+	}
+	e.mu.Lock()
+	e.guest = g
+	e.mu.Unlock()
 	var errs []error
+	for a, l := range e.listeners {
+		if !slices.Contains(g.Addrs, a) {
+			errs = append(errs, l.Close(), DelAddr(n.iface, a))
+			delete(e.listeners, a)
+		}
+	}
 	for _, a := range g.Addrs {
+		if e.listeners[a] != nil {
+			continue
+		}
 		if err := AddAddr(n.iface, a); err != nil {
 			errs = append(errs, err)
+			continue
 		}
-	}
-	if old != nil {
-		for _, a := range old.guest.Addrs {
-			if !slices.Contains(g.Addrs, a) {
-				errs = append(errs, DelAddr(n.iface, a))
-			}
+		l, err := net.Listen("tcp", netip.AddrPortFrom(a, 22).String())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("guest %s: listen for SSH: %w", key, err))
+			continue
 		}
+		e.listeners[a] = l
+		go n.sshd.serve(l, e)
 	}
-	if old == nil {
-		n.log.Info("guest on the network", "vmi", key, "addresses", g.Addrs)
-	}
-	n.guests[key] = &entry{guest: g}
 	return errors.Join(errs...)
 }
 
@@ -72,9 +108,14 @@ func (n *Network) Remove(key string) error {
 	}
 	delete(n.guests, key)
 	var errs []error
-	for _, a := range old.guest.Addrs {
-		errs = append(errs, DelAddr(n.iface, a))
+	for a, l := range old.listeners {
+		errs = append(errs, l.Close(), DelAddr(n.iface, a))
 	}
+	old.mu.Lock()
+	for c := range old.conns {
+		_ = c.Close() // the guest stopped: its sessions end
+	}
+	old.mu.Unlock()
 	n.log.Info("guest off the network", "vmi", key)
 	return errors.Join(errs...)
 }
