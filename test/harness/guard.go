@@ -35,7 +35,7 @@ func Guard() error {
 			return fmt.Errorf("guard: connect to %s succeeded: the namespace reaches the network", target)
 		}
 		if !errors.Is(err, syscall.ENETUNREACH) {
-			return fmt.Errorf("guard: connect to %s failed with %v after %s, want ENETUNREACH at once", target, err, time.Since(start).Round(time.Millisecond))
+			return fmt.Errorf("guard: connect to %s failed with %w after %s, want ENETUNREACH at once", target, err, time.Since(start).Round(time.Millisecond))
 		}
 	}
 	return nil
