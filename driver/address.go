@@ -8,21 +8,41 @@ import (
 )
 
 // SelectAddress picks the address to reach a VMI by: the first usable
-// address (not loopback, link-local, multicast or unspecified) over all
-// interfaces in order, IPv4 before IPv6, so an IPv6-only guest is reached
-// by its IPv6 address. It never panics; with no usable address it returns
-// "" and false.
+// address (not loopback, link-local, multicast or unspecified) of the VM's
+// own NICs in order (see nicInterfaces), IPv4 before IPv6, so an IPv6-only
+// guest is reached by its IPv6 address and never by a bridge only its
+// guest agent reports (docker0's 172.17.0.1). It never panics; with no
+// usable address it returns "" and false.
 func SelectAddress(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface) (string, bool) {
+	ifaces = nicInterfaces(ifaces)
 	if v4, ok := firstAddress(ifaces, netip.Addr.Is4); ok {
 		return v4, true
 	}
 	return SelectIPv6(ifaces)
 }
 
-// SelectIPv6 picks the first usable IPv6 address of a VMI over all
-// interfaces in order (link-local addresses skipped), for GetIPv6.
+// SelectIPv6 picks the first usable IPv6 address of the VM's own NICs in
+// order (link-local addresses skipped), for GetIPv6.
 func SelectIPv6(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface) (string, bool) {
-	return firstAddress(ifaces, netip.Addr.Is6)
+	return firstAddress(nicInterfaces(ifaces), netip.Addr.Is6)
+}
+
+// nicInterfaces keeps the entries of the VM spec's NICs: KubeVirt names
+// them (the driver's nic-0, nic-1, ... in spec order), while interfaces
+// only the guest agent reports (docker0, cni0, flannel.1: infoSource
+// guest-agent) have no name. A status without any named entry is kept
+// whole.
+func nicInterfaces(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface) []kubevirtv1.VirtualMachineInstanceNetworkInterface {
+	var named []kubevirtv1.VirtualMachineInstanceNetworkInterface
+	for _, i := range ifaces {
+		if i.Name != "" {
+			named = append(named, i)
+		}
+	}
+	if len(named) == 0 {
+		return ifaces
+	}
+	return named
 }
 
 // firstAddress is the first usable address for which keep is true.

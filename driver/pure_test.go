@@ -32,6 +32,21 @@ func TestSelectAddress(t *testing.T) {
 		{"zone stripped", []ifc{{IPs: []string{"2001:db8::2%eth0"}}}, "2001:db8::2", "2001:db8::2"},
 		{"cidr form", []ifc{{IP: "10.1.2.3/24"}}, "10.1.2.3", ""},
 		{"v4-mapped is ipv4", []ifc{{IPs: []string{"::ffff:10.0.0.8"}}}, "10.0.0.8", ""},
+		{"guest-agent bridges listed first", []ifc{
+			{IP: "172.17.0.1", IPs: []string{"172.17.0.1"}, InterfaceName: "docker0", InfoSource: "guest-agent"},
+			{IP: "10.42.0.1", InterfaceName: "cni0", InfoSource: "guest-agent"},
+			{Name: "nic-0", IP: "10.52.0.9", IPs: []string{"10.52.0.9"}, InfoSource: "domain, guest-agent"},
+		}, "10.52.0.9", ""},
+		{"first NIC ipv6-only beats a bridge's ipv4", []ifc{
+			{IP: "172.17.0.1", InterfaceName: "docker0", InfoSource: "guest-agent"},
+			{Name: "nic-0", IP: "fe80::1", IPs: []string{"fe80::1", "2001:db8:52::3"}},
+		}, "2001:db8:52::3", "2001:db8:52::3"},
+		{"first NIC waiting for DHCP: no bridge address", []ifc{
+			{Name: "nic-0", MAC: "52:54:00:00:00:01", InfoSource: "domain"},
+			{IP: "172.17.0.1", InterfaceName: "docker0", InfoSource: "guest-agent"},
+			{IP: "fd00:42::1", InterfaceName: "cni0", InfoSource: "guest-agent"},
+		}, "", ""},
+		{"first NIC first", []ifc{{Name: "nic-0", IP: "10.52.0.1"}, {Name: "nic-1", IP: "10.52.0.2"}, {IP: "172.17.0.1"}}, "10.52.0.1", ""},
 		{"garbage loopback multicast unspecified", []ifc{{IP: "nope", IPs: []string{"127.0.0.1", "::1", "0.0.0.0", "::", "ff02::1"}}}, "", ""},
 	}
 	for _, tc := range cases {

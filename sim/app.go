@@ -12,6 +12,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"github.com/harvester-kit/harvester-machine/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/guestnet"
 	"github.com/urfave/cli/v2"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -32,6 +33,7 @@ const (
 	flagDelay         = "delay"
 	flagGuestClusters = "guest-clusters"
 	flagAuditLog      = "audit-log"
+	flagGuestIface    = guestnet.FlagInterface
 )
 
 const appDescription = `Runs a simulated Harvester in the foreground: a real etcd, kube-apiserver and
@@ -63,6 +65,7 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagIPDelay, Value: 500 * time.Millisecond, Usage: "time from Running until the guest agent reports an address"},
 			&cli.BoolFlag{Name: flagGuestClusters, Usage: "play the guest clusters: a kube-apiserver per guest cluster a VM is labelled with (DIR/guests/<cluster>/kubeconfig), running VMs join as Nodes, their K3s/RKE2 auto-deploy manifests are applied"},
 			&cli.StringFlag{Name: flagAuditLog, Usage: "write kube-apiserver's audit log (every request at level Metadata, JSON lines) to this file; off when empty"},
+			&cli.StringFlag{Name: flagGuestIface, Usage: "put running guests' addresses on this interface and answer SSH on them as the guest would (for a private network namespace, as the end-to-end harness makes; never on a host's network); off when empty"},
 			&cli.BoolFlag{Name: flagVerbose, Usage: "log each start-up step with its timing"},
 			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
 		},
@@ -95,7 +98,8 @@ func runAction(c *cli.Context) error {
 		Hosts: c.Int(flagHosts), Zones: c.Int(flagZones),
 		ScheduleDelay: c.Duration(flagScheduleDelay), BootDelay: c.Duration(flagBootDelay), IPDelay: c.Duration(flagIPDelay),
 		StartTimeout: c.Duration(flagStartTimeout), GuestClusters: c.Bool(flagGuestClusters), AuditLog: auditLog,
-		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
+		GuestInterface: c.String(flagGuestIface),
+		Log:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
 	})
 }
 
@@ -202,6 +206,8 @@ func faultCommand() *cli.Command {
 			vmFault(fault.StuckScheduling, "keep the VMIs of matching VMs in Scheduling"),
 			vmFault(fault.NoIP, "never give the VMIs of matching VMs an IP address"),
 			vmFault(fault.IPv6Only, "give the VMIs of matching VMs IPv6 addresses only (a link-local and a global one per interface)"),
+			vmFault(fault.DockerEngine, "matching guests run a Docker engine (:2376 listening), so rancher-machine start/restart find one (needs --guest-interface)"),
+			vmFault(fault.GuestBridges, "the guest agent of matching VMs reports docker0, cni0 and flannel.1 (interfaces of no VM NIC) before the VM's NICs"),
 			{
 				Name: fault.ExhaustPool, Usage: "matching IPPools hand out no address (no IP addresses available in range set); returns once their status shows it",
 				ArgsUsage: "IPPOOL-NAME-GLOB",

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/sim/controllers"
+	"github.com/harvester-kit/harvester-machine/sim/guestnet"
 	"github.com/harvester-kit/harvester-machine/sim/guests"
 )
 
@@ -51,7 +52,10 @@ type Options struct {
 	// AuditLog, when set, is the file kube-apiserver logs every request
 	// to (audit level Metadata, JSON lines), for counting API requests.
 	AuditLog string
-	Log      *slog.Logger
+	// GuestInterface, when set, is the interface running guests' addresses
+	// go on, each answering SSH (sim/guestnet).
+	GuestInterface string
+	Log            *slog.Logger
 }
 
 // Validate returns every problem with the options at once.
@@ -125,8 +129,20 @@ func Run(ctx context.Context, o Options) (err error) {
 	log.Debug("CRDs and fixtures installed", "after", time.Since(start).Round(time.Millisecond))
 	runCtx, stopControllers := context.WithCancel(ctx)
 	defer stopControllers()
+	var guestNet *guestnet.Network
+	if o.GuestInterface != "" {
+		if guestNet, err = guestnet.New(o.GuestInterface, log.With("component", "guestnet")); err != nil {
+			return err
+		}
+		defer func() {
+			if err := guestNet.Close(); err != nil {
+				log.Warn("take guests off the network", "err", err)
+			}
+		}()
+	}
 	err = controllers.Start(runCtx, cfg, controllers.Options{
 		ScheduleDelay: o.ScheduleDelay, BootDelay: o.BootDelay, IPDelay: o.IPDelay, Log: log.With("component", "controllers"),
+		GuestNetwork: guestNet,
 	})
 	if err != nil {
 		return fmt.Errorf("start simulated controllers: %w", err)

@@ -140,6 +140,9 @@ type guestSources struct {
 	UserData [][]byte        // every cloud-init user data document of the VMI
 	Images   map[string]bool // "ns/name" of images behind the VMI's disks -> labelled with the agent
 	Problems []string        // sources that could not be read (missing Secret, bad base64)
+	// ImageNames are "name displayName" of the images behind the disks, in
+	// disk order (the first is the OS a login sees).
+	ImageNames []string
 }
 
 // guestRunsAgent decides whether the simulated guest runs qemu-guest-agent

@@ -138,6 +138,24 @@ func macFor(spec *kubevirtv1.VirtualMachineInstanceSpec, key, iface string) stri
 	return fmt.Sprintf("52:54:00:%02x:%02x:%02x", byte(h>>16), byte(h>>8), byte(h))
 }
 
+// infoSourceAgent marks interfaces only the guest agent reports.
+const infoSourceAgent = "guest-agent"
+
+// guestOnlyInterfaces are the bridges a node running containers has
+// (docker0, cni0, flannel.1), as the guest agent reports them: no name,
+// infoSource guest-agent (fault guest-bridges lists them first).
+func guestOnlyInterfaces(key string) []kubevirtv1.VirtualMachineInstanceNetworkInterface {
+	var out []kubevirtv1.VirtualMachineInstanceNetworkInterface
+	for _, b := range []struct{ name, ip string }{{"docker0", "172.17.0.1"}, {"cni0", "10.42.0.1"}, {"flannel.1", "10.42.0.0"}} {
+		h := hash64(key, "bridge", b.name)
+		out = append(out, kubevirtv1.VirtualMachineInstanceNetworkInterface{
+			MAC: fmt.Sprintf("02:42:ac:%02x:%02x:%02x", byte(h>>16), byte(h>>8), byte(h)),
+			IP:  b.ip, IPs: []string{b.ip}, InterfaceName: b.name, InfoSource: infoSourceAgent,
+		})
+	}
+	return out
+}
+
 // interfaceStatuses builds status.interfaces: the domain always reports
 // name and MAC; addresses (one per interface, from ips) appear only when
 // the guest agent reports them.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/guestnet"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -29,6 +30,9 @@ type Options struct {
 	ScheduleDelay, BootDelay, IPDelay time.Duration
 	// Log receives the controllers' logs; nil discards them.
 	Log *slog.Logger
+	// GuestNetwork, when set, gets each running guest with an address and
+	// loses it when its VMI stops (nil: no guest network).
+	GuestNetwork *guestnet.Network
 }
 
 // Resources the controllers serve.

@@ -48,10 +48,12 @@ func (s *sim) reconcileVMI(ctx context.Context, key string) (time.Duration, erro
 	u := getCached(s.vmis, ns, name)
 	if u == nil {
 		s.state.forget(key)
+		s.guestOffNetwork(key)
 		return 0, nil
 	}
 	s.state.track(key, string(u.GetUID()))
 	if u.GetDeletionTimestamp() != nil {
+		s.guestOffNetwork(key)
 		return 0, nil
 	}
 	c := &vmiContext{key: key, u: u, now: metav1.Now(), vmName: name}
@@ -89,6 +91,7 @@ func (s *sim) reconcileVMI(ctx context.Context, key string) (time.Duration, erro
 	case kubevirtv1.Running:
 		return s.runVMI(ctx, c)
 	}
+	s.guestOffNetwork(key)
 	return 0, nil
 }
 
@@ -220,7 +223,8 @@ func (s *sim) bootVMI(ctx context.Context, c *vmiContext) (time.Duration, error)
 
 // runVMI applies the IP rule to a running VMI.
 func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) {
-	agent, why := guestRunsAgent(s.guestSources(c))
+	src := s.guestSources(c)
+	agent, why := guestRunsAgent(src)
 	noIP := s.faults().Match(fault.NoIP, c.u.GetNamespace(), c.vmName)
 	plan := planAddresses(agent, why, noIP, s.since(c), c.now.Time, s.opts.IPDelay)
 	var ips []string
@@ -248,6 +252,14 @@ func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) 
 		}
 	}
 	c.st.Interfaces = interfaceStatuses(&c.vmi.Spec, c.key, ips)
+	if len(ips) > 0 && s.faults().Match(fault.GuestBridges, c.u.GetNamespace(), c.vmName) != "" {
+		c.st.Interfaces = append(guestOnlyInterfaces(c.key), c.st.Interfaces...)
+	}
+	if len(ips) > 0 {
+		s.guestOnNetwork(c, src, ips)
+	} else {
+		s.guestOffNetwork(c.key)
+	}
 	u := c.u
 	if len(ips) > 0 && !hasAddress(c.old.Interfaces) {
 		u = u.DeepCopy()
@@ -325,6 +337,8 @@ func (s *sim) guestSources(c *vmiContext) guestSources {
 		}
 		if img := getCached(s.images, imgNS, imgName); img != nil {
 			src.Images[ref] = img.GetLabels()[LabelImageGuestAgent] == "true"
+			display, _, _ := unstructured.NestedString(img.Object, "spec", "displayName")
+			src.ImageNames = append(src.ImageNames, imgName+" "+display)
 		}
 	}
 	return src

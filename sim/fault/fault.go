@@ -28,12 +28,17 @@ const (
 	StuckScheduling  = "stuck-scheduling"
 	NoIP             = "no-ip"
 	IPv6Only         = "ipv6-only"
+	DockerEngine     = "docker-engine"
+	GuestBridges     = "guest-bridges"
 	ExhaustPool      = "exhaust-pool"
 	DelayAllocation  = "delay-allocation"
 	RestartAPIServer = "restart-apiserver"
 	FreezeAPIServer  = "freeze-apiserver"
 	ClearAll         = "clear"
 )
+
+// VMFaults are the faults given by NAMESPACE/NAME patterns of VMs.
+var VMFaults = []string{StuckScheduling, NoIP, IPv6Only, DockerEngine, GuestBridges}
 
 // The ConfigMap of VM fault patterns: one key per VM fault, one
 // NAMESPACE/NAME glob a line. The controllers acknowledge what they have
@@ -109,11 +114,11 @@ func RejectCreates(ctx context.Context, kube kubernetes.Interface, dyn dynamic.I
 }
 
 // SetVM adds (or with remove, removes) a namespace/name glob pattern to a
-// VM fault list (StuckScheduling, NoIP or IPv6Only) and returns once the
-// controllers act on the new list.
+// VM fault list (VMFaults) and returns once the controllers act on the new
+// list.
 func SetVM(ctx context.Context, kube kubernetes.Interface, fault, pattern string, remove bool) error {
-	if fault != StuckScheduling && fault != NoIP && fault != IPv6Only {
-		return fmt.Errorf("fault %q: use %s, %s or %s", fault, StuckScheduling, NoIP, IPv6Only)
+	if !slices.Contains(VMFaults, fault) {
+		return fmt.Errorf("fault %q: use one of %s", fault, strings.Join(VMFaults, ", "))
 	}
 	if _, err := path.Match(pattern, ""); err != nil || !strings.Contains(pattern, "/") {
 		return fmt.Errorf("fault %s: pattern %q must be NAMESPACE/NAME with optional * ? [] globs", fault, pattern)

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -33,7 +34,7 @@ type delayRule struct {
 // patterns are kept out and reported by Problems.
 func ParsePatterns(data map[string]string) Patterns {
 	f := Patterns{patterns: map[string][]string{}}
-	for _, key := range []string{StuckScheduling, NoIP, IPv6Only, ExhaustPool, DelayAllocation} {
+	for _, key := range append(slices.Clone(VMFaults), ExhaustPool, DelayAllocation) {
 		for _, line := range strings.Split(data[key], "\n") {
 			p := strings.TrimSpace(line)
 			if p == "" || strings.HasPrefix(p, "#") {

@@ -38,6 +38,7 @@ type Options struct {
 	Root                              string
 	DocPath, PlotPath                 string
 	Log                               io.Writer
+	SimArgs                           []string // more harvester-sim flags (the guest network, test/harness)
 }
 
 // BootToAddress is the simulator's configured time from a VMI's creation
@@ -69,10 +70,10 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 	defer os.RemoveAll(dir)
 	audit := filepath.Join(dir, "audit.log")
 	logf(o, "starting the simulator (boot to address %s)", o.BootToAddress())
-	sim, err := simtest.Start(ctx, simtest.Options{Args: []string{
+	sim, err := simtest.Start(ctx, simtest.Options{Args: append([]string{
 		"--schedule-delay=" + o.ScheduleDelay.String(), "--boot-delay=" + o.BootDelay.String(),
 		"--ip-delay=" + o.IPDelay.String(), "--audit-log=" + audit,
-	}})
+	}, o.SimArgs...)})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,22 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin="$root/bin"
+tools="$root/.cache/demo"
+
+# Nothing the demo starts may reach another machine: compile what it needs
+# (the namespace has no network, so no module downloads), then run the rest
+# of this script in the harness's private network namespace (test/harness):
+# loopback and the guests' network only, no default route.
+if [ -z "${HARVESTER_E2E_NETNS:-}" ]; then
+  mkdir -p "$tools"
+  (cd "$root" && go build -o "$tools/" ./test/harness/harvester-netns ./test/demo/ccmlb)
+  exec "$tools/harvester-netns" bash "$0" "$@"
+fi
+guest_net=()
+case "$HARVESTER_E2E_NETNS" in
+  "isolated "*) guest_net=(--guest-interface="${HARVESTER_E2E_NETNS#isolated }") ;;
+  *) echo "the demo runs without a private network namespace (${HARVESTER_E2E_NETNS#unavailable: }): it skips every step that would reach a guest" >&2 ;;
+esac
 export PATH="$bin:$PATH"
 work=$(mktemp -d "${TMPDIR:-/tmp}/harvester-demo.XXXXXX")
 state="$work/sim"
@@ -35,11 +51,8 @@ rancher_name() {
   echo "$n"
 }
 
-step "Building the demo's stand-in for the guest cluster's cloud provider (test/demo/ccmlb)"
-(cd "$root" && go build -o "$work/ccmlb" ./test/demo/ccmlb)
-
 step "Starting the simulated Harvester (real etcd, kube-apiserver, kube-controller-manager) with guest clusters"
-harvester-sim --state-dir "$state" --guest-clusters 2>"$work/sim.log" &
+harvester-sim --state-dir "$state" --guest-clusters ${guest_net[@]+"${guest_net[@]}"} 2>"$work/sim.log" &
 sim_pid=$!
 for i in $(seq 1 600); do
   [ -f "$state/ready" ] && break
@@ -125,15 +138,15 @@ step "A load balancer for Service default/web of $cluster: an IP pool for the cl
 harvester-bootstrap lb pool --name "$cluster-lb" --range 192.168.100.0/24@192.168.100.10-192.168.100.20 \
   --scope-guest-cluster "$cluster" > "$work/pool.yaml"
 cat "$work/pool.yaml"
-"$work/ccmlb" apply-pool --kubeconfig "$state/kubeconfig" --file "$work/pool.yaml"
+"$tools/ccmlb" apply-pool --kubeconfig "$state/kubeconfig" --file "$work/pool.yaml"
 # With the cloud-config the guest's add-ons hold, as the CCM does.
-"$work/ccmlb" create --guest-kubeconfig "$guest_kubeconfig" --cluster "$cluster" --service default/web
+"$tools/ccmlb" create --guest-kubeconfig "$guest_kubeconfig" --cluster "$cluster" --service default/web
 harvester-sim status --state-dir "$state" | sed -n '/^NAMESPACE *LOADBALANCER/,/^GUEST CLUSTER/p' | sed '$d'
 
 step "The Service goes: the cloud provider deletes the LoadBalancer and the address returns to the pool"
-"$work/ccmlb" delete --guest-kubeconfig "$guest_kubeconfig" --cluster "$cluster" --service default/web
+"$tools/ccmlb" delete --guest-kubeconfig "$guest_kubeconfig" --cluster "$cluster" --service default/web
 harvester-sim status --state-dir "$state" | sed -n '/^IPPOOL/,/^$/p'
-"$work/ccmlb" delete-pool --kubeconfig "$state/kubeconfig" --file "$work/pool.yaml"
+"$tools/ccmlb" delete-pool --kubeconfig "$state/kubeconfig" --file "$work/pool.yaml"
 
 step "RKE1 cluster.yml add-ons for $cluster (harvester-bootstrap addon rke1), summarised"
 harvester-bootstrap addon rke1 --cluster-name "$cluster" --namespace default --csi > "$work/rke1-addons.yaml"

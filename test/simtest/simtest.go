@@ -127,11 +127,14 @@ func (s *Sim) waitReady(ctx context.Context) error {
 	}
 }
 
-func (s *Sim) logTail() string {
+func (s *Sim) logTail() string { return s.LogTail(30) }
+
+// LogTail is the last n lines of the simulator's log.
+func (s *Sim) LogTail(n int) string {
 	data, _ := os.ReadFile(s.LogPath)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > 30 {
-		lines = lines[len(lines)-30:]
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
 }

@@ -16,22 +16,26 @@ import (
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/test/bench"
+	"github.com/harvester-kit/harvester-machine/test/harness"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
 func main() {
-	if err := run(); err != nil {
+	// Everything below runs in the private network namespace (compiled
+	// before: `go run` builds this program outside it).
+	iso := harness.Enter()
+	if err := run(iso); err != nil {
 		fmt.Fprintln(os.Stderr, "harvester-bench:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+func run(iso harness.Isolation) error {
 	root, err := simtest.RepoRoot()
 	if err != nil {
 		return err
 	}
-	o := bench.Options{Root: root, Log: os.Stderr}
+	o := bench.Options{Root: root, Log: os.Stderr, SimArgs: iso.SimArgs()}
 	var pools string
 	flag.DurationVar(&o.ScheduleDelay, "schedule-delay", 100*time.Millisecond, "simulator: VMI Pending to Scheduled")
 	flag.DurationVar(&o.BootDelay, "boot-delay", 200*time.Millisecond, "simulator: Scheduled to Running")

@@ -6,13 +6,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/test/harness"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
@@ -28,35 +28,12 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	var err error
-	if binPath, err = simtest.Bin("harvester-bootstrap"); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err, "(go build -o bin/ ./cmd/harvester-bootstrap)")
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if sim, err = simtest.Start(ctx, simtest.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: start simulator:", err)
-		return 1
-	}
-	defer func() {
-		if err := sim.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop simulator:", err)
-		}
-	}()
-	if adminCfg, err = sim.RESTConfig(); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	if admin, err = kubernetes.NewForConfig(adminCfg); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	return m.Run()
+	harness.Main(m, harness.Options{Bins: []string{"harvester-bootstrap"}, Ready: func(env *harness.Env) error {
+		sim, adminCfg, admin = env.Sim, env.Config, env.Kube
+		var err error
+		binPath, err = simtest.Bin("harvester-bootstrap")
+		return err
+	}})
 }
 
 type result struct {

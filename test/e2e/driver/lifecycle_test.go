@@ -10,14 +10,18 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/harvester-kit/harvester-machine/test/harness"
 )
 
 // TestImageDiskLifecycle creates a machine from an image and a network and
 // runs every machine command on it: ls, status, ip, stop, start, restart,
 // kill, rm, rm again.
 func TestImageDiskLifecycle(t *testing.T) {
+	harness.NeedGuests(t) // start and restart connect to the guest
 	r := newRM(t, "e2e-life")
 	name := "e2e-life-pool1-x7k2p"
+	withDocker(t, name) // start and restart wait for the engine
 	out := r.mustCreate(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1")
 	for _, want := range []string{"creating VM", "address"} {
 		if !strings.Contains(out, want) {
@@ -76,7 +80,7 @@ func TestImageDiskLifecycle(t *testing.T) {
 		t.Errorf("after stop: VMI still exists")
 	}
 
-	r.runUntil("was started", "start", name)
+	r.mustRun("start", name)
 	if s := status(t, r, name); s != "Running" {
 		t.Errorf("after start: status %q", s)
 	}
@@ -85,7 +89,7 @@ func TestImageDiskLifecycle(t *testing.T) {
 		t.Fatalf("after start: no VMI")
 	}
 
-	r.runUntil("Waiting for SSH", "restart", name)
+	r.mustRun("restart", name)
 	after := getVMI(t, name)
 	if after == nil || after.UID == before.UID {
 		t.Errorf("restart did not make a new VMI (before %s)", before.UID)

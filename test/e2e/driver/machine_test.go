@@ -1,16 +1,13 @@
 package driver_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -73,53 +70,6 @@ func (r *rm) runEnv(extraEnv []string, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err
-}
-
-// runUntil runs rancher-machine until its output contains marker, then
-// stops it. `start` and `restart` end by waiting for SSH and Docker in the
-// guest, which the simulator has not got: the driver's part is done when
-// rancher-machine gets that far.
-func (r *rm) runUntil(marker string, args ...string) string {
-	r.t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "rancher-machine"), args...)
-	cmd.Env = r.env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	pr, pw := io.Pipe()
-	cmd.Stdout, cmd.Stderr = pw, pw
-	if err := cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait(); pw.Close() }()
-	found := make(chan bool, 1)
-	var out strings.Builder
-	go func() {
-		sc := bufio.NewScanner(pr)
-		hit := false
-		for sc.Scan() {
-			out.WriteString(sc.Text() + "\n")
-			if !hit && strings.Contains(sc.Text(), marker) {
-				hit = true
-				found <- true
-			}
-		}
-		if !hit {
-			found <- false
-		}
-	}()
-	timer := time.NewTimer(3 * time.Minute)
-	defer timer.Stop()
-	ok := false
-	select {
-	case ok = <-found:
-	case <-timer.C:
-	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	<-done //nolint:errcheck // killed on purpose: the exit status says nothing
-	if !ok {
-		r.t.Fatalf("rancher-machine %s: %q never appeared:\n%s", strings.Join(args, " "), marker, out.String())
-	}
-	return out.String()
 }
 
 // saveMachine copies a machine's store directory, to run a command twice.

@@ -5,15 +5,13 @@
 package driver_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"kubevirt.io/client-go/kubevirt"
 
+	"github.com/harvester-kit/harvester-machine/test/harness"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
@@ -26,52 +24,18 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	for _, name := range []string{"rancher-machine", "docker-machine-driver-harvester", "harvester-sim", "harvester-bootstrap"} {
-		if _, err := simtest.Bin(name); err != nil {
-			fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
-			return 1
-		}
-	}
-	root, err := simtest.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	binDir = root + "/bin"
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	sim, err = simtest.Start(ctx, simtest.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL: start simulator:", err)
-		return 1
-	}
-	defer func() {
-		if err := sim.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop simulator:", err)
-		}
-	}()
-	cfg, err := sim.RESTConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	if kube, err = kubernetes.NewForConfig(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	if virt, err = kubevirt.NewForConfig(cfg); err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	b, err := os.ReadFile(sim.Kubeconfig)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "FAIL:", err)
-		return 1
-	}
-	kubeconfig = string(b)
-	return m.Run()
+	harness.Main(m, harness.Options{
+		Bins: []string{"rancher-machine", "docker-machine-driver-harvester", "harvester-bootstrap"},
+		Ready: func(env *harness.Env) error {
+			sim, kube, virt = env.Sim, env.Kube, env.Virt
+			root, err := simtest.RepoRoot()
+			if err != nil {
+				return err
+			}
+			binDir = root + "/bin"
+			b, err := os.ReadFile(sim.Kubeconfig)
+			kubeconfig = string(b)
+			return err
+		},
+	})
 }

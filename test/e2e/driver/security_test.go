@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
+	"github.com/harvester-kit/harvester-machine/test/harness"
 )
 
 // leakCheck collects credential values and the places they must not be.
@@ -99,8 +100,10 @@ func (l *leakCheck) readableFiles(stage, dir string) {
 // of rancher-machine and the driver (errors included) and every
 // group/world-readable file of the machine store.
 func TestNoCredentialLeaks(t *testing.T) {
+	harness.NeedGuests(t) // start connects to the guest
 	const cluster = "e2e-leak"
 	name := cluster + "-pool1-l0000"
+	withDocker(t, name)
 	cred := newTokenCredential(t, "e2e-leak-admin")
 	r := newRM(t, cluster)
 	r.env = append(r.env, "HARVESTER_KUBECONFIG_CONTENT="+b64(cred.kubeconfig)) // the last value wins
@@ -149,7 +152,7 @@ func TestNoCredentialLeaks(t *testing.T) {
 	debug("ip", name)
 	debug("stop", name)
 	l.apiObjects("after stop")
-	outputs = append(outputs, r.runUntil("was started", "--debug", "start", name))
+	outputs = append(outputs, r.mustRun("--debug", "start", name))
 	l.apiObjects("after start")
 	l.readableFiles("machine store", r.store)
 	debug("rm", "-y", "--update-config", name)

@@ -4,14 +4,13 @@ package sim_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/harvester-kit/harvester-machine/test/harness"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
@@ -22,31 +21,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	var err error
-	simulator, err = simtest.Start(ctx, simtest.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start simulated Harvester:", err)
-		return 1
-	}
-	defer func() {
-		if err := simulator.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stop simulated Harvester:", err)
-		}
-	}()
-	cfg, err := simulator.RESTConfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	kube = kubernetes.NewForConfigOrDie(cfg)
-	dyn = dynamic.NewForConfigOrDie(cfg)
-	return m.Run()
+	harness.Main(m, harness.Options{Ready: func(env *harness.Env) error {
+		simulator, kube, dyn = env.Sim, env.Kube, env.Dyn
+		return nil
+	}})
 }
 
 func testContext(t *testing.T) context.Context {

@@ -1,0 +1,156 @@
+package guestnet
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Route netlink, the few requests the guest network needs: bring a link up,
+// create a dummy link, add and delete an address. Each request opens its own
+// socket and waits for the kernel's acknowledgement.
+
+// LinkUp sets the IFF_UP flag of the interface name.
+func LinkUp(name string) error {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return fmt.Errorf("link %s up: %w", name, err)
+	}
+	msg := ifInfo(ifi.Index, unix.IFF_UP, unix.IFF_UP)
+	if err := request(unix.RTM_NEWLINK, 0, msg); err != nil {
+		return fmt.Errorf("link %s up: %w", name, err)
+	}
+	return nil
+}
+
+// AddDummy creates a dummy interface name and brings it up. It fails with
+// an error wrapping ErrNoDummy when the kernel has no dummy link type.
+func AddDummy(name string) error {
+	msg := ifInfo(0, unix.IFF_UP, unix.IFF_UP)
+	msg = appendAttr(msg, unix.IFLA_IFNAME, append([]byte(name), 0))
+	msg = appendAttr(msg, unix.IFLA_LINKINFO, appendAttr(nil, unix.IFLA_INFO_KIND, []byte("dummy")))
+	err := request(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL, msg)
+	if errors.Is(err, unix.EOPNOTSUPP) {
+		err = fmt.Errorf("%w (%w)", ErrNoDummy, err)
+	}
+	if err != nil {
+		return fmt.Errorf("add dummy link %s: %w", name, err)
+	}
+	return nil
+}
+
+// ErrNoDummy: the kernel cannot make dummy links (module not loaded).
+var ErrNoDummy = errors.New("the kernel has no dummy link type")
+
+// AddAddr puts addr (as a host address, /32 or /128) on interface name;
+// an address already there is not an error.
+func AddAddr(name string, addr netip.Addr) error {
+	err := addrRequest(unix.RTM_NEWADDR, unix.NLM_F_CREATE|unix.NLM_F_REPLACE, name, addr)
+	if err != nil {
+		return fmt.Errorf("add address %s to %s: %w", addr, name, err)
+	}
+	return nil
+}
+
+// DelAddr removes addr from interface name; an address not there is not an
+// error.
+func DelAddr(name string, addr netip.Addr) error {
+	err := addrRequest(unix.RTM_DELADDR, 0, name, addr)
+	if errors.Is(err, unix.EADDRNOTAVAIL) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove address %s from %s: %w", addr, name, err)
+	}
+	return nil
+}
+
+func addrRequest(typ, flags uint16, name string, addr netip.Addr) error {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return err
+	}
+	family, bits := unix.AF_INET, 32
+	if addr.Is6() {
+		family, bits = unix.AF_INET6, 128
+	}
+	// struct ifaddrmsg: family, prefixlen, flags, scope (u8 each), index (u32).
+	msg := make([]byte, unix.SizeofIfAddrmsg)
+	msg[0], msg[1], msg[2], msg[3] = byte(family), byte(bits), unix.IFA_F_NODAD, unix.RT_SCOPE_UNIVERSE
+	binary.NativeEndian.PutUint32(msg[4:], uint32(ifi.Index))
+	msg = appendAttr(msg, unix.IFA_LOCAL, addr.AsSlice())
+	msg = appendAttr(msg, unix.IFA_ADDRESS, addr.AsSlice())
+	return request(typ, flags, msg)
+}
+
+// ifInfo is a struct ifinfomsg: family, pad (u8), type (u16), index (i32),
+// flags, change (u32).
+func ifInfo(index int, flags, change uint32) []byte {
+	msg := make([]byte, unix.SizeofIfInfomsg)
+	binary.NativeEndian.PutUint32(msg[4:], uint32(index))
+	binary.NativeEndian.PutUint32(msg[8:], flags)
+	binary.NativeEndian.PutUint32(msg[12:], change)
+	return msg
+}
+
+// appendAttr appends one rtattr (length, type, data padded to 4 bytes).
+func appendAttr(b []byte, typ uint16, data []byte) []byte {
+	hdr := make([]byte, unix.SizeofRtAttr)
+	binary.NativeEndian.PutUint16(hdr[0:], uint16(unix.SizeofRtAttr+len(data)))
+	binary.NativeEndian.PutUint16(hdr[2:], typ)
+	b = append(append(b, hdr...), data...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// request sends one route netlink request and returns the kernel's answer
+// as an error (nil for success).
+func request(typ, flags uint16, body []byte) error {
+	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("netlink socket: %w", err)
+	}
+	defer unix.Close(fd)
+	if err := unix.Bind(fd, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("netlink bind: %w", err)
+	}
+	msg := make([]byte, unix.NLMSG_HDRLEN, unix.NLMSG_HDRLEN+len(body))
+	binary.NativeEndian.PutUint32(msg[0:], uint32(unix.NLMSG_HDRLEN+len(body)))
+	binary.NativeEndian.PutUint16(msg[4:], typ)
+	binary.NativeEndian.PutUint16(msg[6:], flags|unix.NLM_F_REQUEST|unix.NLM_F_ACK)
+	binary.NativeEndian.PutUint32(msg[8:], 1) // sequence number
+	msg = append(msg, body...)
+	if err := unix.Sendto(fd, msg, 0, &unix.SockaddrNetlink{Family: unix.AF_NETLINK}); err != nil {
+		return fmt.Errorf("netlink send: %w", err)
+	}
+	buf := make([]byte, 8192)
+	for {
+		n, _, err := unix.Recvfrom(fd, buf, 0)
+		if err != nil {
+			return fmt.Errorf("netlink receive: %w", err)
+		}
+		msgs, err := syscall.ParseNetlinkMessage(buf[:n])
+		if err != nil {
+			return fmt.Errorf("netlink parse: %w", err)
+		}
+		for _, m := range msgs {
+			if m.Header.Type != unix.NLMSG_ERROR {
+				continue
+			}
+			if len(m.Data) < 4 {
+				return errors.New("netlink: short error message")
+			}
+			if code := int32(binary.NativeEndian.Uint32(m.Data)); code != 0 {
+				return syscall.Errno(-code)
+			}
+			return nil
+		}
+	}
+}
