@@ -60,6 +60,7 @@ func newControlPlane(binDir, dir, auditLog string) (*controlPlane, error) {
 	files := map[string][]byte{
 		"ca.crt": p.CACertPEM, "apiserver.crt": p.ServingCertPEM, "apiserver.key": p.ServingKeyPEM,
 		"sa.key": p.SAKeyPEM, "sa.pub": p.SAPubPEM,
+		"front-proxy-ca.crt": p.FrontProxyCAPEM, "front-proxy-client.crt": p.ProxyClientCertPEM, "front-proxy-client.key": p.ProxyClientKeyPEM,
 	}
 	for name, data := range files {
 		if err := os.WriteFile(c.path("pki", name), data, 0o600); err != nil {
@@ -143,9 +144,28 @@ func (c *controlPlane) apiServerArgs(port int, extra ...string) []string {
 	}, extra...)
 }
 
+// aggregationArgs turn on the aggregation layer of the simulated
+// Harvester's kube-apiserver (not the guests'): it proxies
+// subresources.kubevirt.io to the simulated virt-api with its front-proxy
+// client certificate and the caller in the X-Remote-* headers. An APIService
+// backed by an ExternalName Service (127.0.0.1) reaches it without a
+// cluster IP.
+func (c *controlPlane) aggregationArgs() []string {
+	return []string{
+		"--requestheader-client-ca-file=" + c.path("pki", "front-proxy-ca.crt"),
+		"--requestheader-allowed-names=" + ProxyClientName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + c.path("pki", "front-proxy-client.crt"),
+		"--proxy-client-key-file=" + c.path("pki", "front-proxy-client.key"),
+	}
+}
+
 func (c *controlPlane) startAPIServer(ctx context.Context) error {
 	var err error
-	c.apiserver, err = startProcess(c.binDir, c.path("logs"), "kube-apiserver", c.apiServerArgs(c.apiPort, c.auditArgs...)...)
+	extra := append(c.aggregationArgs(), c.auditArgs...)
+	c.apiserver, err = startProcess(c.binDir, c.path("logs"), "kube-apiserver", c.apiServerArgs(c.apiPort, extra...)...)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,19 @@ type pki struct {
 	ServingCertPEM, ServingKeyPEM []byte // kube-apiserver serving certificate
 	AdminCertPEM, AdminKeyPEM     []byte // client certificate in system:masters
 	SAKeyPEM, SAPubPEM            []byte // service-account token signing key pair
+
+	// The aggregation layer: kube-apiserver proxies subresources.kubevirt.io
+	// to the simulator's virt-api with a client certificate of its own
+	// front-proxy CA (the request-header CA), and trusts virt-api's serving
+	// certificate through the APIService's caBundle (the cluster CA).
+	FrontProxyCAPEM                       []byte
+	ProxyClientCertPEM, ProxyClientKeyPEM []byte // CN front-proxy-client
+	VirtAPICertPEM, VirtAPIKeyPEM         []byte // serving certificate of the simulated virt-api
 }
+
+// ProxyClientName is the common name of kube-apiserver's front-proxy client
+// certificate, the one name the simulated virt-api accepts request headers from.
+const ProxyClientName = "front-proxy-client"
 
 func newPKI(now time.Time) (*pki, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -67,6 +79,9 @@ func newPKI(now time.Time) (*pki, error) {
 		return nil, fmt.Errorf("issue admin certificate: %w", err)
 	}
 
+	if err := p.issueAggregation(now); err != nil {
+		return nil, err
+	}
 	saKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return nil, fmt.Errorf("generate service-account key: %w", err)
@@ -80,8 +95,70 @@ func newPKI(now time.Time) (*pki, error) {
 	return p, nil
 }
 
+// issueAggregation makes the front-proxy CA, kube-apiserver's proxy client
+// certificate, and the serving certificate of the simulated virt-api (named
+// as the aggregator dials it: <service>.<namespace>.svc).
+func (p *pki) issueAggregation(now time.Time) error {
+	front, err := newAuthority("harvester-sim-front-proxy-ca", now)
+	if err != nil {
+		return err
+	}
+	p.FrontProxyCAPEM = front.certPEM
+	client := &x509.Certificate{Subject: pkix.Name{CommonName: ProxyClientName}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	if p.ProxyClientCertPEM, p.ProxyClientKeyPEM, err = front.issue(client, now, 2); err != nil {
+		return fmt.Errorf("issue front-proxy client certificate: %w", err)
+	}
+	virtAPI := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: VirtAPIService + "." + SystemNamespace + ".svc"},
+		DNSNames:    []string{VirtAPIService + "." + SystemNamespace + ".svc", "localhost"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if p.VirtAPICertPEM, p.VirtAPIKeyPEM, err = p.issue(virtAPI, now, 4); err != nil {
+		return fmt.Errorf("issue virt-api serving certificate: %w", err)
+	}
+	return nil
+}
+
+// authority is a certificate authority other than the cluster's.
+type authority struct {
+	cert    *x509.Certificate
+	key     *ecdsa.PrivateKey
+	certPEM []byte
+}
+
+func newAuthority(name string, now time.Time) (*authority, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate %s key: %w", name, err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(10 * 365 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true, IsCA: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("create %s certificate: %w", name, err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s certificate: %w", name, err)
+	}
+	return &authority{cert: cert, key: key, certPEM: pemBlock("CERTIFICATE", der)}, nil
+}
+
+func (a *authority) issue(tmpl *x509.Certificate, now time.Time, serial int64) (certPEM, keyPEM []byte, err error) {
+	return issueWith(a.cert, a.key, tmpl, now, serial)
+}
+
 // issue signs tmpl with the CA and returns the certificate and key as PEM.
 func (p *pki) issue(tmpl *x509.Certificate, now time.Time, serial int64) (certPEM, keyPEM []byte, err error) {
+	return issueWith(p.caCert, p.caKey, tmpl, now, serial)
+}
+
+func issueWith(caCert *x509.Certificate, caKey *ecdsa.PrivateKey, tmpl *x509.Certificate, now time.Time, serial int64) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err
@@ -90,7 +167,7 @@ func (p *pki) issue(tmpl *x509.Certificate, now time.Time, serial int64) (certPE
 	tmpl.NotBefore = now.Add(-time.Hour)
 	tmpl.NotAfter = now.Add(365 * 24 * time.Hour)
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.caCert, &key.PublicKey, p.caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
 	if err != nil {
 		return nil, nil, err
 	}

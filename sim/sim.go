@@ -147,6 +147,10 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("start simulated controllers: %w", err)
 	}
+	if err := startVirtAPI(runCtx, startCtx, cfg, cp.pki, log.With("component", "virt-api")); err != nil {
+		return err
+	}
+	log.Debug("virt-api (subresources.kubevirt.io) available", "after", time.Since(start).Round(time.Millisecond))
 	if o.GuestClusters {
 		planes := newGuestPlanes(cp, log.With("component", "guests"))
 		defer planes.stopAll()
