@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/subresources"
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +72,12 @@ func buildDefaultStorageClass() *storagev1.StorageClass {
 	}
 }
 
+// fixtureGuestOS is what qemu-guest-agent reports in an Ubuntu 22.04 cloud
+// image guest (virtualmachineinstances/guestosinfo).
+const fixtureGuestOS = `{"guestAgentVersion":"6.2.0","os":{"name":"Ubuntu","id":"ubuntu","prettyName":"Ubuntu 22.04.5 LTS",` +
+	`"version":"22.04.5 LTS (Jammy Jellyfish)","versionId":"22.04","kernelRelease":"5.15.0-124-generic",` +
+	`"kernelVersion":"#134-Ubuntu SMP Fri Sep 27 20:20:17 UTC 2024","machine":"x86_64"},"timezone":"UTC, 0"}`
+
 // buildHarvesterFixtures are the custom objects every simulated Harvester
 // starts with: an image, a VLAN network, a key pair and the server version.
 func buildHarvesterFixtures(publicKey string) ([]*unstructured.Unstructured, error) {
@@ -85,6 +92,8 @@ func buildHarvesterFixtures(publicKey string) ([]*unstructured.Unstructured, err
 			URL: "https://cloud-images.ubuntu.com/releases/22.04/release/ubuntu-22.04-server-cloudimg-amd64.img",
 		},
 	}
+	image.Labels[subresources.LabelOSType] = "ubuntu"
+	image.Annotations = map[string]string{subresources.AnnotationGuestOS: fixtureGuestOS}
 	keyPair := &harvesterv1.KeyPair{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "harvesterhci.io/v1beta1", Kind: "KeyPair"},
 		ObjectMeta: fixture(FixtureKeyPair, FixtureNamespace),

@@ -87,6 +87,11 @@ type vmStatusInput struct {
 	Previous    kubevirtv1.VirtualMachineStatus
 	Now         metav1.Time
 	WantRunning bool
+	// StateChangeRequests are the start/stop requests still pending.
+	StateChangeRequests []kubevirtv1.VirtualMachineStateChangeRequest
+	// Reconciled: volume requests are in the spec and StateChangeRequests
+	// is what is left of the pending ones (else both stay as they were).
+	Reconciled bool
 }
 
 // computeVMStatus derives the VM status from its VMI like KubeVirt's VM

@@ -93,6 +93,7 @@ func (s *sim) register(ctx context.Context) error {
 			key, ns := keyOf(obj)
 			s.pvcQ.add(key)
 			s.enqueueNamespace(s.vmQ, ns, s.vmKeys)
+			s.enqueueNamespace(s.vmiQ, ns, s.vmiKeys) // hot-plugged volumes' status
 			if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && pvc.Spec.VolumeName != "" {
 				s.pvcQ.add(pvPrefix + pvc.Spec.VolumeName)
 			}

@@ -73,14 +73,28 @@ func (s *sim) reconcileVM(ctx context.Context, key string) (time.Duration, error
 	in.Strategy = strategy
 	in.WantRunning = strategy == kubevirtv1.RunStrategyAlways || strategy == kubevirtv1.RunStrategyRerunOnFailure
 
+	if len(vm.Status.VolumeRequests) > 0 {
+		if changed, err := s.applyVolumeRequests(ctx, ns, name); err != nil || changed {
+			return 0, err // the spec update brings the VM back through the queue
+		}
+	}
 	if err := s.ensureClaims(ctx, &vm, templates); err != nil {
 		return 0, err
 	}
 	in.Block = s.startBlockOf(&vm, templates)
-	action, err := decideVMIAction(strategy, in.VMI, in.Block != nil)
-	if err != nil {
+	var action vmiAction
+	pending := vm.Status.StateChangeRequests
+	if len(pending) > 0 {
+		action, pending = stateChanges(pending, in.VMI, in.Block != nil)
+	} else if action, err = decideVMIAction(strategy, in.VMI, in.Block != nil); err != nil {
 		in.SpecError = err
 		return 0, s.writeVMStatus(ctx, u, in)
+	}
+	in.StateChangeRequests, in.Reconciled = pending, true
+	if in.VMI != nil && action == actionNone {
+		if err := s.syncVMIHotplug(ctx, ns, name, in.VMI.UID, &vm.Spec.Template.Spec); err != nil {
+			return 0, err
+		}
 	}
 	switch action {
 	case actionCreate:
@@ -108,6 +122,10 @@ func (s *sim) reconcileVM(ctx context.Context, key string) (time.Duration, error
 
 func (s *sim) writeVMStatus(ctx context.Context, u *unstructured.Unstructured, in vmStatusInput) error {
 	st := computeVMStatus(in)
+	if in.Reconciled {
+		st.VolumeRequests = nil // applied to the spec before the status is written
+		st.StateChangeRequests = in.StateChangeRequests
+	}
 	_, err := s.writeStatus(ctx, gvrVM, u, in.Previous, st)
 	return err
 }

@@ -260,6 +260,7 @@ func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) 
 	} else {
 		s.guestOffNetwork(c.key)
 	}
+	c.st.VolumeStatus = s.volumeStatusOf(c)
 	u := c.u
 	if len(ips) > 0 && !hasAddress(c.old.Interfaces) {
 		u = u.DeepCopy()
@@ -272,6 +273,18 @@ func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) 
 	}
 	_, err := s.writeStatus(ctx, gvrVMI, u, c.old, c.st)
 	return plan.Wait, err
+}
+
+// volumeStatusOf reports the VMI's hot-plugged volumes.
+func (s *sim) volumeStatusOf(c *vmiContext) []kubevirtv1.VolumeStatus {
+	lister := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(c.u.GetNamespace())
+	claims := map[string]*corev1.PersistentVolumeClaim{}
+	for _, name := range vmiClaimNames(&c.vmi.Spec) {
+		if pvc, err := lister.Get(name); err == nil {
+			claims[name] = pvc
+		}
+	}
+	return hotplugVolumeStatus(c.u.GetUID(), &c.vmi.Spec, c.old.VolumeStatus, claims)
 }
 
 func hasAddress(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface) bool {

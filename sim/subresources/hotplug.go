@@ -129,23 +129,44 @@ func volumeRequestsPatch(hasStatus bool, current []kubevirtv1.VirtualMachineVolu
 	return json.Marshal(ops)
 }
 
-// specVolumesPatch applies the request to a VMI spec and replaces its
-// volumes and disks, testing the old lists first.
-func specVolumesPatch(spec *kubevirtv1.VirtualMachineInstanceSpec, vr kubevirtv1.VirtualMachineVolumeRequest) ([]byte, error) {
-	next := spec.DeepCopy()
+// AnnEphemeralHotplug lists (comma-separated) the volumes hot-plugged into
+// a VMI alone (virtualmachineinstances/addvolume), so the VM controller
+// leaves them though the VM does not have them. The simulator's own
+// bookkeeping.
+const AnnEphemeralHotplug = "sim.harvesterhci.io/ephemeral-hotplug"
+
+// vmiVolumesPatch applies the request to a VMI's spec, replacing its
+// volumes and disks and recording ephemeral volumes in its annotations;
+// the resourceVersion is tested first so a concurrent change fails it.
+func vmiVolumesPatch(vmi *kubevirtv1.VirtualMachineInstance, vr kubevirtv1.VirtualMachineVolumeRequest) ([]byte, error) {
+	next := vmi.Spec.DeepCopy()
 	ApplyVolumeRequest(next, vr)
+	ann := map[string]string{}
+	for k, v := range vmi.Annotations {
+		ann[k] = v
+	}
+	var names []string
+	for _, n := range strings.Split(ann[AnnEphemeralHotplug], ",") {
+		if n != "" && (vr.RemoveVolumeOptions == nil || n != vr.RemoveVolumeOptions.Name) {
+			names = append(names, n)
+		}
+	}
+	if vr.AddVolumeOptions != nil {
+		names = append(names, vr.AddVolumeOptions.Name)
+	}
+	ann[AnnEphemeralHotplug] = strings.Join(names, ",")
 	ops := []patchOp{
-		{Op: "test", Path: "/spec/volumes", Value: nullIfEmpty(spec.Volumes)},
-		{Op: "test", Path: "/spec/domain/devices/disks", Value: nullIfEmpty(spec.Domain.Devices.Disks)},
-		{Op: "add", Path: "/spec/volumes", Value: next.Volumes},
-		{Op: "add", Path: "/spec/domain/devices/disks", Value: next.Domain.Devices.Disks},
+		{Op: "test", Path: "/metadata/resourceVersion", Value: vmi.ResourceVersion},
+		{Op: "add", Path: "/metadata/annotations", Value: ann},
+		{Op: "add", Path: "/spec/volumes", Value: orEmpty(next.Volumes)},
+		{Op: "add", Path: "/spec/domain/devices/disks", Value: orEmpty(next.Domain.Devices.Disks)},
 	}
 	return json.Marshal(ops)
 }
 
-func nullIfEmpty[T any](list []T) any {
-	if len(list) == 0 {
-		return nil
+func orEmpty[T any](list []T) []T {
+	if list == nil {
+		return []T{}
 	}
 	return list
 }

@@ -93,7 +93,7 @@ func (s *Server) patchVMIVolumes(ctx context.Context, req request, vr kubevirtv1
 	if err := checkVolumeRequest(vmi.Spec.Volumes, nil, vr); err != nil {
 		return apierrors.NewConflict(kubevirtv1.Resource("virtualmachineinstance"), req.Name, err)
 	}
-	patch, err := specVolumesPatch(&vmi.Spec, vr)
+	patch, err := vmiVolumesPatch(vmi, vr)
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
