@@ -1,0 +1,290 @@
+package driver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+)
+
+// guestClients are the clients the CSI driver and the CCM build from the
+// guest cluster's cloud-config.
+type guestClients struct {
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
+	virt kubevirt.Interface
+}
+
+func newGuestClients(t *testing.T, kc []byte) guestClients {
+	t.Helper()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kc)
+	if err != nil {
+		t.Fatalf("guest kubeconfig: %v", err)
+	}
+	var g guestClients
+	if g.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if g.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if g.virt, err = kubevirt.NewForConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// k3sNode creates one K3s machine with the cloud provider and returns its
+// name and the credential the driver wrote into its cloud-init.
+func k3sNode(t *testing.T, cluster string) (string, []byte) {
+	t.Helper()
+	r := newRM(t, cluster)
+	names := createPoolAtOnce(t, r, 1, "--harvester-cloud-provider=k3s",
+		"--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1")
+	t.Cleanup(func() {
+		_, _ = r.run(append([]string{"rm", "-y"}, names...)...)
+		bootstrap(t, "kubeconfig", "revoke", "--cluster-name", cluster, "--namespace", namespace)
+	})
+	return names[0], checkNodeFiles(t, nodefiles.K3s, cluster, readNodeCloudInit(t, names[0]))
+}
+
+// TestCSIHotplugWithGuestCredential plays the CSI driver v0.2.9's
+// controller with the credential a K3s node got: create the host PVC, wait
+// for Bound, hot-plug it into the node's VM (addvolume before Harvester 1.8,
+// a JSON patch of the VM from 1.8), see it attached in VM and VMI, detach,
+// delete the PVC; nothing is left. Another cluster's credential is refused.
+func TestCSIHotplugWithGuestCredential(t *testing.T) {
+	node, kc := k3sNode(t, "csi-k3s")
+	g := newGuestClients(t, kc)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	settings := schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "settings"}
+	if _, err := g.dyn.Resource(settings).Get(ctx, "server-version", metav1.GetOptions{}); err != nil {
+		t.Fatalf("CSI start: get settings/server-version: %v", err)
+	}
+	t.Run("addvolume", func(t *testing.T) {
+		claim := csiCreateVolume(ctx, t, g)
+		opts := &kubevirtv1.AddVolumeOptions{Name: claim,
+			Disk:         &kubevirtv1.Disk{DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusSCSI}}},
+			VolumeSource: &kubevirtv1.HotplugVolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}
+		if err := g.virt.KubevirtV1().VirtualMachines(namespace).AddVolume(ctx, node, opts); err != nil {
+			t.Fatalf("addvolume: %v", err)
+		}
+		st := waitAttached(ctx, t, g, node, claim, true)
+		if st.Target == "" || st.HotplugVolume == nil || st.HotplugVolume.AttachPodName == "" || st.PersistentVolumeClaimInfo == nil {
+			t.Errorf("volume status of %s: %+v, want a target, hotplugVolume and the claim's info", claim, st)
+		}
+		if err := g.virt.KubevirtV1().VirtualMachines(namespace).AddVolume(ctx, node, opts); !apierrors.IsConflict(err) ||
+			!strings.Contains(err.Error(), "Unable to add volume ["+claim+"] because volume with that name already exists") {
+			t.Errorf("addvolume twice: %v, want 409 with virt-api's message", err)
+		}
+		if err := g.virt.KubevirtV1().VirtualMachines(namespace).RemoveVolume(ctx, node, &kubevirtv1.RemoveVolumeOptions{Name: claim}); err != nil {
+			t.Fatalf("removevolume: %v", err)
+		}
+		waitAttached(ctx, t, g, node, claim, false)
+		csiDeleteVolume(ctx, t, g, claim)
+	})
+	t.Run("declarative 1.8", func(t *testing.T) {
+		claim := csiCreateVolume(ctx, t, g)
+		vm, err := g.virt.KubevirtV1().VirtualMachines(namespace).Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		add := []map[string]any{
+			{"op": "add", "path": "/spec/template/spec/volumes/-", "value": kubevirtv1.Volume{Name: claim, VolumeSource: kubevirtv1.VolumeSource{
+				PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{Hotpluggable: true,
+					PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}}},
+			{"op": "add", "path": "/spec/template/spec/domain/devices/disks/-", "value": kubevirtv1.Disk{Name: claim,
+				DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusSCSI}}}},
+		}
+		patchVM(ctx, t, g, node, add)
+		waitAttached(ctx, t, g, node, claim, true)
+		vol, disk := len(vm.Spec.Template.Spec.Volumes), len(vm.Spec.Template.Spec.Domain.Devices.Disks)
+		patchVM(ctx, t, g, node, []map[string]any{
+			{"op": "test", "path": fmt.Sprintf("/spec/template/spec/volumes/%d/name", vol), "value": claim},
+			{"op": "remove", "path": fmt.Sprintf("/spec/template/spec/volumes/%d", vol)},
+			{"op": "test", "path": fmt.Sprintf("/spec/template/spec/domain/devices/disks/%d/name", disk), "value": claim},
+			{"op": "remove", "path": fmt.Sprintf("/spec/template/spec/domain/devices/disks/%d", disk)},
+		})
+		waitAttached(ctx, t, g, node, claim, false)
+		csiDeleteVolume(ctx, t, g, claim)
+	})
+	t.Run("another cluster's credential", func(t *testing.T) {
+		other := "csi-other-ns"
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "cloud-config")
+		bootstrap(t, "kubeconfig", "--cluster-name", "csi-other", "--namespace", other, "-o", out)
+		t.Cleanup(func() { bootstrap(t, "kubeconfig", "revoke", "--cluster-name", "csi-other", "--namespace", other) })
+		okc, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := newGuestClients(t, okc)
+		_, err = o.kube.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, hostPVC("pvc-refused", "harvester-longhorn"), metav1.CreateOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("another cluster creates a PVC in %s: %v, want Forbidden", namespace, err)
+		}
+		err = o.virt.KubevirtV1().VirtualMachines(namespace).AddVolume(ctx, node, &kubevirtv1.AddVolumeOptions{Name: "x",
+			Disk:         &kubevirtv1.Disk{},
+			VolumeSource: &kubevirtv1.HotplugVolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: "x"}}}})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("another cluster's addvolume on %s: %v, want Forbidden", node, err)
+		}
+		if _, err := o.virt.KubevirtV1().VirtualMachineInstances(namespace).GuestOsInfo(ctx, node); !apierrors.IsForbidden(err) {
+			t.Errorf("another cluster's guestosinfo on %s: %v, want Forbidden", node, err)
+		}
+	})
+	t.Run("guestosinfo", func(t *testing.T) {
+		info, err := g.virt.KubevirtV1().VirtualMachineInstances(namespace).GuestOsInfo(ctx, node)
+		if err != nil {
+			t.Fatalf("guestosinfo as the CCM asks: %v", err)
+		}
+		if info.Hostname != node || info.OS.Name != "Ubuntu" || info.OS.VersionID != "22.04" || !strings.HasSuffix(info.OS.KernelRelease, "-generic") || info.GAVersion == "" {
+			t.Errorf("guestosinfo: %+v, want hostname %s and the Ubuntu 22.04 image's OS", info, node)
+		}
+	})
+	pvcs, err := kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pvcs.Items {
+		if strings.HasPrefix(p.Name, "pvc-csi-") {
+			t.Errorf("PVC %s left behind", p.Name)
+		}
+	}
+}
+
+// csiCreateVolume is CreateVolume: a PVC named after the guest volume with
+// the host StorageClass, then wait for Bound (as ControllerPublishVolume needs).
+func csiCreateVolume(ctx context.Context, t *testing.T, g guestClients) string {
+	t.Helper()
+	if _, err := g.kube.StorageV1().StorageClasses().Get(ctx, "harvester-longhorn", metav1.GetOptions{}); err != nil {
+		t.Fatalf("get host storage class: %v", err)
+	}
+	name := fmt.Sprintf("pvc-csi-%d", time.Now().UnixNano())
+	if _, err := g.kube.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, hostPVC(name, "harvester-longhorn"), metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create host PVC: %v", err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().PersistentVolumeClaims(namespace).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	pvcKind := kubeapi.KindOf("PVC", &corev1.PersistentVolumeClaim{}, g.kube.CoreV1().PersistentVolumeClaims(namespace))
+	if _, err := kubeapi.Wait(ctx, pvcKind, namespace, name, 0, func(p *corev1.PersistentVolumeClaim) (bool, error) {
+		return p.Status.Phase == corev1.ClaimBound, nil
+	}); err != nil {
+		t.Fatalf("host PVC %s not Bound: %v", name, err)
+	}
+	if _, err := g.kube.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("list volumeattachments: %v", err)
+	}
+	return name
+}
+
+func hostPVC(name, class string) *corev1.PersistentVolumeClaim {
+	return &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, VolumeMode: ptr.To(corev1.PersistentVolumeBlock),
+			StorageClassName: ptr.To(class),
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+}
+
+// csiDeleteVolume is DeleteVolume: delete the PVC and see it (and its
+// volume) gone.
+func csiDeleteVolume(ctx context.Context, t *testing.T, g guestClients, name string) {
+	t.Helper()
+	pvc, err := g.kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.kube.CoreV1().PersistentVolumeClaims(namespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Fatalf("delete host PVC: %v", err)
+	}
+	pvcKind := kubeapi.KindOf("PVC", &corev1.PersistentVolumeClaim{}, g.kube.CoreV1().PersistentVolumeClaims(namespace))
+	if _, err := kubeapi.Wait(ctx, pvcKind, namespace, name, 0, func(p *corev1.PersistentVolumeClaim) (bool, error) { return p == nil, nil }); err != nil {
+		t.Fatalf("host PVC %s not gone: %v", name, err)
+	}
+	pvKind := kubeapi.KindOf("PV", &corev1.PersistentVolume{}, kube.CoreV1().PersistentVolumes())
+	if _, err := kubeapi.Wait(ctx, pvKind, "", pvc.Spec.VolumeName, 0, func(p *corev1.PersistentVolume) (bool, error) { return p == nil, nil }); err != nil {
+		t.Fatalf("volume %s of %s not gone: %v", pvc.Spec.VolumeName, name, err)
+	}
+}
+
+func patchVM(ctx context.Context, t *testing.T, g guestClients, name string, ops []map[string]any) {
+	t.Helper()
+	data, err := json.Marshal(ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.virt.KubevirtV1().VirtualMachines(namespace).Patch(ctx, name, types.JSONPatchType, data, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("patch VM %s: %v", name, err)
+	}
+}
+
+// waitAttached is the CSI driver's attach check: the volume in the VM's
+// spec and in the VMI (with status Ready); or, detaching, in neither. It
+// watches the VMI with the guest credential.
+func waitAttached(ctx context.Context, t *testing.T, g guestClients, node, claim string, want bool) kubevirtv1.VolumeStatus {
+	t.Helper()
+	var st kubevirtv1.VolumeStatus
+	vmiKind := kubeapi.KindOf("VMI", &kubevirtv1.VirtualMachineInstance{}, g.virt.KubevirtV1().VirtualMachineInstances(namespace))
+	_, err := kubeapi.Wait(ctx, vmiKind, namespace, node, 0, func(vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
+		if vmi == nil {
+			return false, fmt.Errorf("VMI %s is gone", node)
+		}
+		inSpec := hasVolume(vmi.Spec.Volumes, claim)
+		st = kubevirtv1.VolumeStatus{}
+		for _, s := range vmi.Status.VolumeStatus {
+			if s.Name == claim {
+				st = s
+			}
+		}
+		if want {
+			return inSpec && st.Phase == kubevirtv1.VolumeReady, nil
+		}
+		return !inSpec && st.Name == "", nil
+	})
+	if err != nil {
+		t.Fatalf("volume %s attached=%v in VMI %s: %v", claim, want, node, err)
+	}
+	vm, err := g.virt.KubevirtV1().VirtualMachines(namespace).Get(ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hasVolume(vm.Spec.Template.Spec.Volumes, claim) != want || len(vm.Status.VolumeRequests) != 0 {
+		t.Fatalf("VM %s: volume %s in spec=%v (want %v), pending requests %v", node, claim, !want, want, vm.Status.VolumeRequests)
+	}
+	return st
+}
+
+func hasVolume(vols []kubevirtv1.Volume, claim string) bool {
+	for _, v := range vols {
+		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == claim && v.PersistentVolumeClaim.Hotpluggable {
+			return true
+		}
+	}
+	return false
+}
