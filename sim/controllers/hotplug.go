@@ -196,20 +196,33 @@ func attachmentPod(uid types.UID) string {
 
 // stateChangeStep is what the VM controller does for the first pending
 // state change request (from virt-api's start/stop/restart): the VMI
-// action, and whether the request is done (and dropped).
-func stateChangeStep(req kubevirtv1.VirtualMachineStateChangeRequest, vmi *kubevirtv1.VirtualMachineInstance, blocked bool) (vmiAction, bool) {
+// action, and whether the request is done (and dropped). A stop ends the
+// guest (phase Succeeded; the VMI stays, as in KubeVirt) unless the run
+// strategy is Always, which would start it again: then the VMI is deleted.
+// A start replaces a finished VMI with a new one.
+func stateChangeStep(req kubevirtv1.VirtualMachineStateChangeRequest, strategy kubevirtv1.VirtualMachineRunStrategy,
+	vmi *kubevirtv1.VirtualMachineInstance, blocked bool) (vmiAction, bool) {
 	exists := vmi != nil
 	deleting := exists && vmi.DeletionTimestamp != nil
+	final := exists && (vmi.Status.Phase == kubevirtv1.Succeeded || vmi.Status.Phase == kubevirtv1.Failed)
 	switch req.Action {
 	case kubevirtv1.StopRequest:
-		if exists && !deleting && (req.UID == nil || *req.UID == vmi.UID) {
-			return actionDelete, false
+		switch {
+		case deleting:
+			return actionNone, false
+		case exists && !final && (req.UID == nil || *req.UID == vmi.UID):
+			if strategy == kubevirtv1.RunStrategyAlways {
+				return actionDelete, false
+			}
+			return actionShutdown, false
 		}
-		return actionNone, !deleting
+		return actionNone, true
 	case kubevirtv1.StartRequest:
 		switch {
 		case deleting:
 			return actionNone, false
+		case final:
+			return actionDelete, false
 		case exists:
 			return actionNone, true
 		case blocked:
@@ -222,9 +235,9 @@ func stateChangeStep(req kubevirtv1.VirtualMachineStateChangeRequest, vmi *kubev
 
 // stateChanges works through the pending state change requests: it drops
 // those done and returns the VMI action of the first one still pending.
-func stateChanges(reqs []kubevirtv1.VirtualMachineStateChangeRequest, vmi *kubevirtv1.VirtualMachineInstance, blocked bool) (vmiAction, []kubevirtv1.VirtualMachineStateChangeRequest) {
+func stateChanges(reqs []kubevirtv1.VirtualMachineStateChangeRequest, strategy kubevirtv1.VirtualMachineRunStrategy, vmi *kubevirtv1.VirtualMachineInstance, blocked bool) (vmiAction, []kubevirtv1.VirtualMachineStateChangeRequest) {
 	for len(reqs) > 0 {
-		action, done := stateChangeStep(reqs[0], vmi, blocked)
+		action, done := stateChangeStep(reqs[0], strategy, vmi, blocked)
 		if done {
 			reqs = reqs[1:]
 		}

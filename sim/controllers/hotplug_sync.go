@@ -4,7 +4,9 @@ import (
 	"context"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -69,4 +71,24 @@ func setSpecVolumes(u *unstructured.Unstructured, path []string, spec *kubevirtv
 		return err
 	}
 	return unstructured.SetNestedSlice(u.Object, disks, append(path, "domain", "devices", "disks")...)
+}
+
+// shutdownVMI ends the guest of a stop request: phase Succeeded, not
+// ready, no interfaces.
+func (s *sim) shutdownVMI(ctx context.Context, ns, name string, uid types.UID) error {
+	u := getCached(s.vmis, ns, name)
+	if u == nil || u.GetUID() != uid {
+		return nil
+	}
+	var old kubevirtv1.VirtualMachineInstanceStatus
+	looseStatus(u, &old)
+	st := old.DeepCopy()
+	now := metav1.Now()
+	enterPhase(st, kubevirtv1.Succeeded, now)
+	setVMICondition(st, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady,
+		Status: corev1.ConditionFalse, Reason: "PodTerminating", Message: "the guest was shut down"}, now)
+	removeVMICondition(st, kubevirtv1.VirtualMachineInstanceAgentConnected)
+	st.Interfaces = nil
+	_, err := s.writeStatus(ctx, gvrVMI, u, old, st)
+	return err
 }

@@ -28,10 +28,11 @@ const (
 	actionNone vmiAction = iota
 	actionCreate
 	actionDelete
+	actionShutdown // the guest powers off: the VMI ends in phase Succeeded
 )
 
 func (a vmiAction) String() string {
-	return [...]string{"none", "create", "delete"}[a]
+	return [...]string{"none", "create", "delete", "shutdown"}[a]
 }
 
 // decideVMIAction applies KubeVirt's run strategies: Always and

@@ -85,7 +85,7 @@ func (s *sim) reconcileVM(ctx context.Context, key string) (time.Duration, error
 	var action vmiAction
 	pending := vm.Status.StateChangeRequests
 	if len(pending) > 0 {
-		action, pending = stateChanges(pending, in.VMI, in.Block != nil)
+		action, pending = stateChanges(pending, strategy, in.VMI, in.Block != nil)
 	} else if action, err = decideVMIAction(strategy, in.VMI, in.Block != nil); err != nil {
 		in.SpecError = err
 		return 0, s.writeVMStatus(ctx, u, in)
@@ -108,6 +108,11 @@ func (s *sim) reconcileVM(ctx context.Context, key string) (time.Duration, error
 		in.VMI = created
 		s.event.emit(u, corev1.EventTypeNormal, "SuccessfulCreate",
 			"Started the virtual machine by creating the new virtual machine instance "+name)
+	case actionShutdown:
+		if err := s.shutdownVMI(ctx, ns, name, in.VMI.UID); err != nil {
+			return 0, err
+		}
+		s.event.emit(u, corev1.EventTypeNormal, "SuccessfulShutdown", "The virtual machine instance "+name+" was shut down")
 	case actionDelete:
 		err := s.dyn.Resource(gvrVMI).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{UID: &in.VMI.UID}})

@@ -188,7 +188,9 @@ func csiCreateVolume(ctx context.Context, t *testing.T, g guestClients) string {
 	if _, err := g.kube.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, hostPVC(name, "harvester-longhorn"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create host PVC: %v", err)
 	}
-	t.Cleanup(func() { _ = kube.CoreV1().PersistentVolumeClaims(namespace).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.CoreV1().PersistentVolumeClaims(namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
 	pvcKind := kubeapi.KindOf("PVC", &corev1.PersistentVolumeClaim{}, g.kube.CoreV1().PersistentVolumeClaims(namespace))
 	if _, err := kubeapi.Wait(ctx, pvcKind, namespace, name, 0, func(p *corev1.PersistentVolumeClaim) (bool, error) {
 		return p.Status.Phase == corev1.ClaimBound, nil
@@ -287,4 +289,99 @@ func hasVolume(vols []kubevirtv1.Volume, claim string) bool {
 		}
 	}
 	return false
+}
+
+// TestHotplugErrorsAndLifecycleSubresources: virt-api's answers for a name
+// already taken (409), a claim that does not exist or is not Bound
+// (accepted, then Pending in the VMI with KubeVirt's reason), a missing
+// body (400); and start/stop/restart as KubeVirt's subresources.
+func TestHotplugErrorsAndLifecycleSubresources(t *testing.T) {
+	r := newRM(t, "hp-errors")
+	node := createPoolAtOnce(t, r, 1, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1")[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	vms := virt.KubevirtV1().VirtualMachines(namespace)
+	add := func(name, claim string) error {
+		return vms.AddVolume(ctx, node, &kubevirtv1.AddVolumeOptions{Name: name, Disk: &kubevirtv1.Disk{},
+			VolumeSource: &kubevirtv1.HotplugVolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
+				PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}})
+	}
+	rootVolume := getVM(t, node).Spec.Template.Spec.Volumes[0].Name
+	if err := add(rootVolume, "other"); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "Unable to add volume ["+rootVolume+"] because volume with that name already exists") {
+		t.Errorf("addvolume with a taken name: %v, want 409", err)
+	}
+	if err := vms.RemoveVolume(ctx, node, &kubevirtv1.RemoveVolumeOptions{Name: rootVolume}); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "because it is not hotpluggable") {
+		t.Errorf("removevolume of the root disk: %v, want 409", err)
+	}
+	if err := vms.AddVolume(ctx, node, &kubevirtv1.AddVolumeOptions{Name: "x"}); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "AddVolumeOptions requires disk to not be nil") {
+		t.Errorf("addvolume without a disk: %v, want 400", err)
+	}
+	if err := add("missing", "no-such-claim"); err != nil {
+		t.Fatalf("addvolume of a missing claim: %v (virt-api accepts it)", err)
+	}
+	pending := hostPVC("pvc-no-class", "no-such-class")
+	if _, err := kube.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, pending, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.CoreV1().PersistentVolumeClaims(namespace).Delete(context.Background(), pending.Name, metav1.DeleteOptions{}) })
+	if err := add("unbound", pending.Name); err != nil {
+		t.Fatalf("addvolume of an unbound claim: %v", err)
+	}
+	want := map[string]string{"missing": "FailedPvcNotFound/PVC no-such-claim not found", "unbound": "PVCNotReady/PVC is in phase ClaimPending"}
+	vmiKind := kubeapi.KindOf("VMI", &kubevirtv1.VirtualMachineInstance{}, virt.KubevirtV1().VirtualMachineInstances(namespace))
+	_, err := kubeapi.Wait(ctx, vmiKind, namespace, node, 0, func(vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
+		got := 0
+		for _, s := range vmi.Status.VolumeStatus {
+			if w, ok := want[s.Name]; ok && s.Phase == kubevirtv1.VolumePending && s.Reason+"/"+s.Message == w {
+				got++
+			}
+		}
+		return got == len(want), nil
+	})
+	if err != nil {
+		t.Fatalf("pending hot-plugged volumes: %v; VMI volume status %+v", err, getVMI(t, node).Status.VolumeStatus)
+	}
+	for name := range want {
+		if err := vms.RemoveVolume(ctx, node, &kubevirtv1.RemoveVolumeOptions{Name: name}); err != nil {
+			t.Errorf("removevolume %s: %v", name, err)
+		}
+	}
+
+	// Lifecycle: the driver's VMs run with RerunOnFailure.
+	uid := getVMI(t, node).UID
+	if err := vms.Start(ctx, node, &kubevirtv1.StartOptions{}); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "VM is already running") {
+		t.Errorf("start of a running VM: %v, want 409", err)
+	}
+	if err := vms.Restart(ctx, node, &kubevirtv1.RestartOptions{}); err != nil {
+		t.Fatalf("restart: %v", err)
+	}
+	restarted, err := kubeapi.Wait(ctx, vmiKind, namespace, node, 0, func(vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
+		return vmi != nil && vmi.UID != uid && vmi.Status.Phase == kubevirtv1.Running, nil
+	})
+	if err != nil {
+		t.Fatalf("restart gives a new running VMI: %v", err)
+	}
+	if err := vms.Stop(ctx, node, &kubevirtv1.StopOptions{}); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	// As in KubeVirt, RerunOnFailure keeps the stopped guest's VMI, Succeeded.
+	if _, err := kubeapi.Wait(ctx, vmiKind, namespace, node, 0, func(vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
+		return vmi != nil && vmi.UID == restarted.UID && vmi.Status.Phase == kubevirtv1.Succeeded, nil
+	}); err != nil {
+		t.Fatalf("stop shuts the guest of VMI %s down: %v", restarted.UID, err)
+	}
+	if err := vms.Stop(ctx, node, &kubevirtv1.StopOptions{}); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "VM is not running") {
+		t.Errorf("stop of a stopped VM: %v, want 409", err)
+	}
+	if err := vms.Start(ctx, node, &kubevirtv1.StartOptions{}); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if _, err := kubeapi.Wait(ctx, vmiKind, namespace, node, 0, func(vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
+		return vmi != nil && vmi.UID != restarted.UID && vmi.Status.Phase == kubevirtv1.Running, nil
+	}); err != nil {
+		t.Fatalf("start runs the VM again (a new VMI): %v", err)
+	}
+	if vm := getVM(t, node); len(vm.Status.StateChangeRequests) != 0 || vm.Spec.RunStrategy == nil || *vm.Spec.RunStrategy != kubevirtv1.RunStrategyRerunOnFailure {
+		t.Errorf("after start: run strategy %v, pending requests %v; want RerunOnFailure kept and none pending", vm.Spec.RunStrategy, vm.Status.StateChangeRequests)
+	}
 }
