@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,7 +110,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
 	go func() {
 		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = s.srv.Shutdown(shut)
 	}()
@@ -119,8 +120,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 // Port is the loopback port the server listens on.
 func (s *Server) Port() int {
 	_, p, _ := net.SplitHostPort(s.addr)
-	var n int
-	fmt.Sscan(p, &n)
+	n, _ := strconv.Atoi(p) // the listener's own address: always a number
 	return n
 }
 

@@ -188,9 +188,7 @@ func csiCreateVolume(ctx context.Context, t *testing.T, g guestClients) string {
 	if _, err := g.kube.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, hostPVC(name, "harvester-longhorn"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create host PVC: %v", err)
 	}
-	t.Cleanup(func() {
-		_ = kube.CoreV1().PersistentVolumeClaims(namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
+	t.Cleanup(func() { deletePVC(name) })
 	pvcKind := kubeapi.KindOf("PVC", &corev1.PersistentVolumeClaim{}, g.kube.CoreV1().PersistentVolumeClaims(namespace))
 	if _, err := kubeapi.Wait(ctx, pvcKind, namespace, name, 0, func(p *corev1.PersistentVolumeClaim) (bool, error) {
 		return p.Status.Phase == corev1.ClaimBound, nil
@@ -323,7 +321,7 @@ func TestHotplugErrorsAndLifecycleSubresources(t *testing.T) {
 	if _, err := kube.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, pending, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.CoreV1().PersistentVolumeClaims(namespace).Delete(context.Background(), pending.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { deletePVC(pending.Name) })
 	if err := add("unbound", pending.Name); err != nil {
 		t.Fatalf("addvolume of an unbound claim: %v", err)
 	}
@@ -384,4 +382,11 @@ func TestHotplugErrorsAndLifecycleSubresources(t *testing.T) {
 	if vm := getVM(t, node); len(vm.Status.StateChangeRequests) != 0 || vm.Spec.RunStrategy == nil || *vm.Spec.RunStrategy != kubevirtv1.RunStrategyRerunOnFailure {
 		t.Errorf("after start: run strategy %v, pending requests %v; want RerunOnFailure kept and none pending", vm.Spec.RunStrategy, vm.Status.StateChangeRequests)
 	}
+}
+
+// deletePVC removes a test's PVC after the test (NotFound is done).
+func deletePVC(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = kube.CoreV1().PersistentVolumeClaims(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 }
