@@ -188,7 +188,7 @@ func csiCreateVolume(ctx context.Context, t *testing.T, g guestClients) string {
 	if _, err := g.kube.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, hostPVC(name, "harvester-longhorn"), metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create host PVC: %v", err)
 	}
-	t.Cleanup(func() { deletePVC(name) })
+	t.Cleanup(func() { deletePVC(context.WithoutCancel(ctx), name) })
 	pvcKind := kubeapi.KindOf("PVC", &corev1.PersistentVolumeClaim{}, g.kube.CoreV1().PersistentVolumeClaims(namespace))
 	if _, err := kubeapi.Wait(ctx, pvcKind, namespace, name, 0, func(p *corev1.PersistentVolumeClaim) (bool, error) {
 		return p.Status.Phase == corev1.ClaimBound, nil
@@ -321,7 +321,7 @@ func TestHotplugErrorsAndLifecycleSubresources(t *testing.T) {
 	if _, err := kube.CoreV1().PersistentVolumeClaims(namespace).Create(ctx, pending, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { deletePVC(pending.Name) })
+	t.Cleanup(func() { deletePVC(context.WithoutCancel(ctx), pending.Name) })
 	if err := add("unbound", pending.Name); err != nil {
 		t.Fatalf("addvolume of an unbound claim: %v", err)
 	}
@@ -384,9 +384,10 @@ func TestHotplugErrorsAndLifecycleSubresources(t *testing.T) {
 	}
 }
 
-// deletePVC removes a test's PVC after the test (NotFound is done).
-func deletePVC(name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// deletePVC removes a test's PVC after the test (NotFound is done); ctx
+// must outlive the test's own.
+func deletePVC(ctx context.Context, name string) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_ = kube.CoreV1().PersistentVolumeClaims(namespace).Delete(ctx, name, metav1.DeleteOptions{})
 }
