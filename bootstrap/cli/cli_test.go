@@ -65,6 +65,28 @@ func TestSecretArtifactReplacesLooseFile(t *testing.T) {
 	}
 }
 
+// TestManifestsLoadBalancing: kube-vip comes with the cloud provider and
+// the load-balancing flags reach it and the CCM, values unquoted.
+func TestManifestsLoadBalancing(t *testing.T) {
+	out, stderr, code := run(t, "manifests", "--cluster-name", "g", "--csi=false", "--vip-interface", "enp2s0",
+		"--external-traffic-policy-local", "--management-network", "default/vlan1", "--node-ip-cidr", "10.52.0.0/16",
+		"--node-exclude-ip-ranges", "10.52.0.1", "--node-exclude-ip-ranges", "10.52.1.0/24", "--image-registry", "mirror.example.com")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"kind: DaemonSet\nmetadata:\n  labels:", "name: kube-vip\n", "image: mirror.example.com/rancher/mirrored-kube-vip-kube-vip-iptables:v1.2.3",
+		"- name: vip_interface\n              value: enp2s0", "- name: svc_election\n              value: \"true\"",
+		"- --management-network=default/vlan1\n", "- --node-ip-cidr=10.52.0.0/16\n", "- --node-exclude-ip-ranges=10.52.0.1,10.52.1.0/24\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("manifests lack %q", want)
+		}
+	}
+	out, _, code = run(t, "manifests", "--cluster-name", "g", "--kube-vip=false")
+	if code != 0 || strings.Contains(out, "kube-vip") {
+		t.Errorf("--kube-vip=false: exit %d, kube-vip in the output: %v", code, strings.Contains(out, "kube-vip"))
+	}
+}
+
 func TestEnvironmentVariables(t *testing.T) {
 	t.Setenv("HARVESTER_BOOTSTRAP_ZONE", "zone-env")
 	t.Setenv("HARVESTER_BOOTSTRAP_FORMAT", "json")
@@ -104,6 +126,13 @@ func TestErrorsExitNonZeroNamingTheFlag(t *testing.T) {
 		{[]string{"userdata", "--user-data", "/nonexistent"}, "--user-data"},
 		{[]string{"nodedriver", "--url", "ftp://x", "/dev/null"}, `--url "ftp://x"`},
 		{[]string{"nodedriver", "--url", "https://x", "--name", "Bad N", "/dev/null"}, `--name "Bad N"`},
+		{[]string{"manifests", "--cluster-name", "g", "--vip-interface", "eth 0"}, `--vip-interface "eth 0": must be a network interface name`},
+		{[]string{"manifests", "--cluster-name", "g", "--management-network", "vlan1"}, `--management-network "vlan1": must be a Harvester network as <namespace>/<name>`},
+		{[]string{"manifests", "--cluster-name", "g", "--node-ip-cidr", "10.0.0.1"}, `--node-ip-cidr "10.0.0.1": must be a CIDR`},
+		{[]string{"manifests", "--cluster-name", "g", "--node-exclude-ip-ranges", "10.0.0.1,x"}, `--node-exclude-ip-ranges "x": each entry must be an IP address or a CIDR`},
+		{[]string{"manifests", "--cluster-name", "g", "--ccm-version", "v0.2.6", "--node-ip-cidr", "10.0.0.0/8"}, `--ccm-version "v0.2.6": the network options need the cloud provider v0.2.7 or newer; or leave out --management-network, --node-ip-cidr, --node-exclude-ip-ranges`},
+		{[]string{"manifests", "--cluster-name", "g", "--kube-vip=false", "--external-traffic-policy-local"}, "need kube-vip, which comes with the cloud provider; enable --ccm, --kube-vip"},
+		{[]string{"addon", "rke2", "--format", "cloud-init", "--cluster-name", "g", "--cloud-config", "/dev/null", "--management-network", "x"}, `--management-network "x"`},
 		{[]string{"no-such-command"}, ""},
 	}
 	for _, c := range cases {

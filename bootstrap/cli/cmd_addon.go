@@ -11,13 +11,37 @@ import (
 // addonFlags select and parameterise the embedded add-ons.
 func addonFlags(csiDefault bool) []ucli.Flag {
 	v := addons.DefaultVersions()
-	return []ucli.Flag{
+	return append([]ucli.Flag{
 		&ucli.BoolFlag{Name: FlagCCM, Value: true, Usage: "include the Harvester cloud provider (CCM); --ccm=false to leave it out", EnvVars: env(FlagCCM)},
 		&ucli.BoolFlag{Name: FlagCSI, Value: csiDefault, Usage: "include the Harvester CSI driver", EnvVars: env(FlagCSI)},
 		&ucli.StringFlag{Name: FlagImageRegistry, Usage: "pull every image from `REGISTRY` (host[:port][/path]) instead of docker.io / registry.k8s.io", EnvVars: env(FlagImageRegistry)},
 		&ucli.StringFlag{Name: FlagCCMVersion, Value: v.CloudProvider.Tag, Usage: "harvester-cloud-provider image `TAG`", EnvVars: env(FlagCCMVersion)},
 		&ucli.StringFlag{Name: FlagCSIVersion, Value: v.CSIDriver.Tag, Usage: "harvester-csi-driver image `TAG`", EnvVars: env(FlagCSIVersion)},
 		&ucli.StringFlag{Name: FlagHostStorageClass, Usage: "Harvester `STORAGECLASS` backing CSI volumes (default: Harvester's default)", EnvVars: env(FlagHostStorageClass)},
+		&ucli.BoolFlag{Name: FlagKubeVIP, Value: true, Usage: "deploy kube-vip " + addons.KubeVIPVersion + " with the cloud provider (it announces LoadBalancer addresses, as Harvester's chart does); --kube-vip=false to leave it out", EnvVars: env(FlagKubeVIP)},
+	}, lbFlags()...)
+}
+
+// lbFlags are the load-balancing options: kube-vip's and the cloud
+// provider's network flags (RKE2 passes them through its HelmChartConfig).
+func lbFlags() []ucli.Flag {
+	return []ucli.Flag{
+		&ucli.StringFlag{Name: FlagVIPInterface, Usage: "network `INTERFACE` kube-vip announces LoadBalancer addresses on (default: kube-vip detects it)", EnvVars: env(FlagVIPInterface)},
+		&ucli.BoolFlag{Name: FlagTrafficPolicyLocal, Usage: "support Services with externalTrafficPolicy: Local (kube-vip on every node, svc_election on)", EnvVars: env(FlagTrafficPolicyLocal)},
+		&ucli.StringFlag{Name: FlagManagementNetwork, Usage: "cloud provider " + addons.CCMManagementNetworkFlag + ": the Harvester network `NAMESPACE/NAME` whose address is the node's (VMs with several NICs)", EnvVars: env(FlagManagementNetwork)},
+		&ucli.StringFlag{Name: FlagNodeIPCIDR, Usage: "cloud provider " + addons.CCMNodeIPCIDRFlag + ": node addresses only from `CIDR`", EnvVars: env(FlagNodeIPCIDR)},
+		&ucli.StringSliceFlag{Name: FlagNodeExcludeIPRanges, Usage: "cloud provider " + addons.CCMNodeExcludeRangesFlag + ": never use these `IP|CIDR`s as node addresses (comma-separated or repeated)", EnvVars: env(FlagNodeExcludeIPRanges)},
+	}
+}
+
+// lbOptions reads lbFlags.
+func lbOptions(c *ucli.Context) addons.LoadBalancing {
+	return addons.LoadBalancing{
+		VIPInterface:        c.String(FlagVIPInterface),
+		TrafficPolicyLocal:  c.Bool(FlagTrafficPolicyLocal),
+		ManagementNetwork:   c.String(FlagManagementNetwork),
+		NodeIPCIDR:          c.String(FlagNodeIPCIDR),
+		NodeExcludeIPRanges: c.StringSlice(FlagNodeExcludeIPRanges),
 	}
 }
 
@@ -29,6 +53,8 @@ func addonOptions(c *ucli.Context) addons.Options {
 	o.Versions.CloudProvider.Tag = c.String(FlagCCMVersion)
 	o.Versions.CSIDriver.Tag = c.String(FlagCSIVersion)
 	o.HostStorageClass = c.String(FlagHostStorageClass)
+	o.KubeVIP = c.Bool(FlagKubeVIP)
+	o.LB = lbOptions(c)
 	return o
 }
 
@@ -40,8 +66,9 @@ func addonCommand() *ucli.Command {
 	rke1Flags := append(append(credentialFlags(), cloudConfigFlag(), outputFlag(),
 		&ucli.StringFlag{Name: FlagNodeCloudInit, Usage: "also write the node cloud-init (write_files " + nodefiles.RKE1CloudConfigPath + ") to `FILE` (0600)", EnvVars: env(FlagNodeCloudInit)}),
 		addonFlags(false)...)
-	rke2Flags := append(credentialFlags(), cloudConfigFlag(), outputFlag(),
-		formatFlag(guest.FormatConfig, "config (config.yaml lines, no credential) or cloud-init (write_files with the kubeconfig, a config.yaml.d drop-in and a HelmChartConfig with the cluster name)"))
+	rke2Flags := append(append(credentialFlags(), cloudConfigFlag(), outputFlag(),
+		formatFlag(guest.FormatConfig, "config (config.yaml lines, no credential) or cloud-init (write_files with the kubeconfig, a config.yaml.d drop-in and a HelmChartConfig with the cluster name and the load-balancing options)")),
+		lbFlags()...)
 	k3sFlags := append(append(credentialFlags(), cloudConfigFlag(), outputFlag(),
 		formatFlag(guest.FormatManifests, "manifests (file for "+nodefiles.K3sManifestsDir+"), config (K3s config.yaml lines) or cloud-init (write_files placing both)")),
 		addonFlags(true)...)
@@ -86,7 +113,7 @@ func addonCommand() *ucli.Command {
 				Flags: rke2Flags,
 				Action: func(c *ucli.Context) error {
 					return renderClusterConfig(c, func(kc []byte) ([]byte, error) {
-						return guest.RenderRKE2(c.String(FlagClusterName), kc, c.String(FlagFormat))
+						return guest.RenderRKE2(c.String(FlagClusterName), lbOptions(c), kc, c.String(FlagFormat))
 					})
 				},
 			},

@@ -30,7 +30,7 @@ func nodePart(ctx context.Context, c *ucli.Context, dist string) ([]byte, error)
 		_, node, err := guest.RenderRKE1(o, kc)
 		return node, err
 	case "rke2":
-		return guest.RenderRKE2(c.String(FlagClusterName), kc, guest.FormatCloudInit)
+		return guest.RenderRKE2(c.String(FlagClusterName), lbOptions(c), kc, guest.FormatCloudInit)
 	default:
 		return guest.RenderK3s(addonOptions(c), kc, guest.FormatCloudInit)
 	}

@@ -57,6 +57,13 @@ const (
 	FlagSSHPublicKey      = "ssh-public-key"
 	FlagDistribution      = "distribution"
 	FlagDelete            = "delete"
+	// Load balancing: kube-vip and the cloud provider's network flags.
+	FlagKubeVIP             = "kube-vip"
+	FlagVIPInterface        = "vip-interface"
+	FlagTrafficPolicyLocal  = "external-traffic-policy-local"
+	FlagManagementNetwork   = "management-network"
+	FlagNodeIPCIDR          = "node-ip-cidr"
+	FlagNodeExcludeIPRanges = "node-exclude-ip-ranges"
 )
 
 // Values of doctor's and gc's --output.
@@ -90,6 +97,12 @@ var fieldFlags = map[string]string{
 	loadbalancer.FieldScopeProject:   FlagScopeProject,
 	loadbalancer.FieldScopeCluster:   FlagScopeGuestCluster,
 	addons.FieldHostStorageClass:     FlagHostStorageClass,
+	addons.FieldKubeVIP:              FlagKubeVIP,
+	addons.FieldVIPInterface:         FlagVIPInterface,
+	addons.FieldTrafficPolicy:        FlagTrafficPolicyLocal,
+	addons.FieldManagementNetwork:    FlagManagementNetwork,
+	addons.FieldNodeIPCIDR:           FlagNodeIPCIDR,
+	addons.FieldNodeExcludeIPRanges:  FlagNodeExcludeIPRanges,
 	cloudinit.FieldUserData:          FlagUserData,
 	cloudinit.FieldCloudConfig:       FlagInstallScript,
 	loadbalancer.FieldExisting:       FlagExisting,

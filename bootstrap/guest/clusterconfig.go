@@ -56,8 +56,9 @@ func RenderRKE1(o addons.Options, kubeconfig []byte) (clusterYML, nodeCloudInit 
 
 // RenderRKE2 renders, for RKE2: FormatConfig the config.yaml settings
 // only (no credential). FormatCloudInit: write_files with the kubeconfig,
-// a config.yaml.d drop-in and a HelmChartConfig setting the CCM cluster name.
-func RenderRKE2(clusterName string, kubeconfig []byte, format string) ([]byte, error) {
+// a config.yaml.d drop-in and a HelmChartConfig setting the CCM cluster
+// name and lb's values (the CCM's network flags, kube-vip's settings).
+func RenderRKE2(clusterName string, lb addons.LoadBalancing, kubeconfig []byte, format string) ([]byte, error) {
 	switch format {
 	case FormatConfig, "":
 		cfg, err := nodefiles.RKE2Settings()
@@ -66,7 +67,7 @@ func RenderRKE2(clusterName string, kubeconfig []byte, format string) ([]byte, e
 		}
 		return cfg, nil
 	case FormatCloudInit:
-		files, err := nodefiles.RKE2Files(clusterName, kubeconfig)
+		files, err := nodefiles.RKE2Files(clusterName, kubeconfig, lb)
 		if err != nil {
 			return nil, fmt.Errorf("render rke2 config: %w", fieldErr(err))
 		}

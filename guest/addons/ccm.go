@@ -34,7 +34,7 @@ func CloudProviderObjects(o Options) []runtime.Object {
 						Image:           img.Ref(o.ImageRegistry),
 						ImagePullPolicy: corev1.PullIfNotPresent,
 						Command:         []string{"harvester-cloud-provider"},
-						Args:            []string{defaultCCMArgs, harvester.CCMClusterNameFlag + "=" + o.ClusterName},
+						Args:            append([]string{defaultCCMArgs, harvester.CCMClusterNameFlag + "=" + o.ClusterName}, o.LB.CCMArgs()...),
 						VolumeMounts: []corev1.VolumeMount{{
 							Name: "cloud-config", MountPath: "/etc/kubernetes/cloud-config", SubPath: CloudConfigKey, ReadOnly: true,
 						}},

@@ -9,16 +9,14 @@ import (
 )
 
 // ToMap converts a typed object to its API map form without null fields or
-// an empty status.
+// a status (the builders say what is wanted; the cluster reports status).
 func ToMap(obj runtime.Object) (map[string]any, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return nil, fmt.Errorf("convert %T: %w", obj, err)
 	}
 	dropNulls(m)
-	if st, ok := m["status"].(map[string]any); ok && len(st) == 0 {
-		delete(m, "status")
-	}
+	delete(m, "status")
 	return m, nil
 }
 

@@ -51,6 +51,11 @@ type Options struct {
 	Versions      Versions
 	CCM           bool
 	CSI           bool
+	// KubeVIP deploys kube-vip with the cloud provider (as Harvester's chart
+	// does by default); it announces the LoadBalancer addresses.
+	KubeVIP bool
+	// LB are the cloud provider's network options and kube-vip's settings.
+	LB LoadBalancing
 	CCMReplicas   int32
 	CSIReplicas   int32
 	// HostStorageClass is the Harvester StorageClass CSI volumes use ("" = Harvester's default).
@@ -66,6 +71,7 @@ func DefaultOptions(clusterName string) Options {
 		Versions:          DefaultVersions(),
 		CCM:               true,
 		CSI:               true,
+		KubeVIP:           true,
 		CCMReplicas:       2,
 		CSIReplicas:       3,
 	}
@@ -89,6 +95,8 @@ const (
 	FieldCCMVersion        = "cloud provider version"
 	FieldCSIVersion        = "CSI driver version"
 	FieldHostStorageClass  = "host storage class"
+	FieldKubeVIP           = "kube-vip"
+	FieldTrafficPolicy     = "externalTrafficPolicy Local support"
 )
 
 // Validate reports every problem with o at once.
@@ -106,6 +114,17 @@ func (o Options) Validate() error {
 		if o.CCMReplicas < 1 {
 			errs = append(errs, field.Invalid(FieldCCMReplicas, strconv.Itoa(int(o.CCMReplicas)), "must be at least 1"))
 		}
+		errs = append(errs, o.LB.Validate())
+		if o.LB.hasNetworkFlags() && !o.Versions.CloudProvider.AtLeast(ccmNetworkFlagsSince) {
+			errs = append(errs, field.Invalid(FieldCCMVersion, o.Versions.CloudProvider.Tag, "the network options need the cloud provider %s or newer; or leave out", ccmNetworkFlagsSince).
+				Referring(FieldManagementNetwork, FieldNodeIPCIDR, FieldNodeExcludeIPRanges))
+		}
+	} else if o.LB.hasNetworkFlags() {
+		errs = append(errs, field.Problem("", "the network options are the cloud provider's flags; enable").Referring(FieldCCM))
+	}
+	if (!o.CCM || !o.KubeVIP) && (o.LB.VIPInterface != "" || o.LB.TrafficPolicyLocal) {
+		errs = append(errs, field.Problem("", "the kube-vip interface and externalTrafficPolicy Local support need kube-vip, which comes with the cloud provider; enable").
+			Referring(FieldCCM, FieldKubeVIP))
 	}
 	if o.CSI && o.CSIReplicas < 1 {
 		errs = append(errs, field.Invalid(FieldCSIReplicas, strconv.Itoa(int(o.CSIReplicas)), "must be at least 1"))
@@ -128,6 +147,7 @@ func (o Options) Validate() error {
 		FieldCCMVersion: o.Versions.CloudProvider, FieldCSIVersion: o.Versions.CSIDriver,
 		"node-driver-registrar version": o.Versions.NodeDriverRegistrar, "csi-provisioner version": o.Versions.Provisioner,
 		"csi-attacher version": o.Versions.Attacher, "csi-resizer version": o.Versions.Resizer, "csi-snapshotter version": o.Versions.Snapshotter,
+		"kube-vip version": o.Versions.KubeVIP,
 	} {
 		if !tagRe.MatchString(img.Tag) {
 			errs = append(errs, field.Invalid(name, img.Tag, "not a valid image tag (letters, digits, '_', '.', '-')"))

@@ -17,6 +17,9 @@ func Objects(o Options) ([]runtime.Object, error) {
 	var objs []runtime.Object
 	if o.CCM {
 		objs = append(objs, CloudProviderObjects(o)...)
+		if o.KubeVIP {
+			objs = append(objs, KubeVIPObjects(o)...)
+		}
 	}
 	if o.CSI {
 		objs = append(objs, CSIObjects(o)...)

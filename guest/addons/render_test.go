@@ -23,6 +23,15 @@ func TestRenderGolden(t *testing.T) {
 	ccmOnly.CSI = false
 	csiOnly := DefaultOptions("")
 	csiOnly.CCM = false
+	network := DefaultOptions("guest-a")
+	network.CSI = false
+	network.LB = LoadBalancing{
+		VIPInterface: "enp2s0", TrafficPolicyLocal: true, ManagementNetwork: "default/vlan1",
+		NodeIPCIDR: "10.52.0.0/16", NodeExcludeIPRanges: []string{"10.52.0.1", "10.52.1.0/24"},
+	}
+	noKubeVIP := DefaultOptions("guest-a")
+	noKubeVIP.CSI = false
+	noKubeVIP.KubeVIP = false
 	older := DefaultOptions("guest-a")
 	older.Versions.CloudProvider.Tag = "v0.2.4"
 	older.Versions.CSIDriver.Tag = "v0.2.3"
@@ -32,6 +41,8 @@ func TestRenderGolden(t *testing.T) {
 		"ccm-only.yaml":   ccmOnly,
 		"csi-only.yaml":   csiOnly,
 		"older-tags.yaml": older,
+		"network.yaml":    network,
+		"no-kube-vip.yaml": noKubeVIP,
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs, err := Objects(o)
@@ -74,6 +85,7 @@ func TestRenderedContract(t *testing.T) {
 		"CSIDriver/driver.harvesterhci.io", "StorageClass/harvester", "DaemonSet/harvester-csi-driver",
 		"Deployment/harvester-csi-driver-controllers", "Deployment/harvester-cloud-provider",
 		"ClusterRole/harvester-cloud-controller-manager",
+		"ServiceAccount/kube-vip", "ClusterRole/kube-vip", "ClusterRoleBinding/kube-vip", "Role/kube-vip", "RoleBinding/kube-vip", "DaemonSet/kube-vip",
 	} {
 		if kinds[want] == nil {
 			t.Errorf("missing %s", want)
@@ -178,6 +190,9 @@ func TestPinnedVersions(t *testing.T) {
 	v := DefaultVersions()
 	got := []string{v.CloudProvider.Tag, v.CSIDriver.Tag, v.NodeDriverRegistrar.Tag, v.Provisioner.Tag, v.Attacher.Tag, v.Resizer.Tag, v.Snapshotter.Tag}
 	want := []string{"v0.2.7", "v0.2.9", "v2.16.0", "v5.3.0", "v4.11.0", "v2.1.0", "v8.5.0"}
+	if v.KubeVIP.Ref("") != "docker.io/rancher/mirrored-kube-vip-kube-vip-iptables:v1.2.3" {
+		t.Errorf("kube-vip pinned %s", v.KubeVIP.Ref(""))
+	}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("pinned %v, want %v", got, want)
 	}

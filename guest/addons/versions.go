@@ -1,5 +1,5 @@
-// Package addons renders the Harvester cloud provider (CCM) and CSI driver
-// manifests that run inside a guest cluster. Every image and version is
+// Package addons renders the Harvester cloud provider (CCM), kube-vip and
+// CSI driver manifests that run inside a guest cluster. Every image and version is
 // pinned in this file and nowhere else, and so is every release from which
 // the add-ons' guest-side RBAC changes.
 package addons
@@ -43,6 +43,9 @@ type Versions struct {
 	Attacher            Image
 	Resizer             Image
 	Snapshotter         Image
+	// KubeVIP announces LoadBalancer addresses in the guest (K3s, RKE1;
+	// RKE2's bundled chart brings its own).
+	KubeVIP Image
 }
 
 // Pinned releases: the newest public harvester-cloud-provider and
@@ -50,6 +53,9 @@ type Versions struct {
 const (
 	CloudProviderVersion = "v0.2.7"
 	CSIDriverVersion     = "v0.2.9"
+	// KubeVIPVersion is the image Harvester's harvester-cloud-provider chart
+	// (sub-chart kube-vip 0.11.0) deploys.
+	KubeVIPVersion = "v1.2.3"
 )
 
 // Releases from which the guest-side RBAC changes. --ccm-version and
@@ -58,6 +64,9 @@ const (
 	// ccmNADMappingSince: the cloud provider reads and writes ConfigMap
 	// kube-system/harvester-nad-mapping (get, list, watch, create, update).
 	ccmNADMappingSince = "v0.2.5"
+	// ccmNetworkFlagsSince: --management-network, --node-ip-cidr and
+	// --node-exclude-ip-ranges.
+	ccmNetworkFlagsSince = "v0.2.7"
 )
 
 // DefaultVersions returns the pinned images.
@@ -70,5 +79,6 @@ func DefaultVersions() Versions {
 		Attacher:            Image{Registry: "registry.k8s.io", Repository: "sig-storage/csi-attacher", Tag: "v4.11.0"},
 		Resizer:             Image{Registry: "registry.k8s.io", Repository: "sig-storage/csi-resizer", Tag: "v2.1.0"},
 		Snapshotter:         Image{Registry: "registry.k8s.io", Repository: "sig-storage/csi-snapshotter", Tag: "v8.5.0"},
+		KubeVIP:             Image{Registry: "docker.io", Repository: "rancher/mirrored-kube-vip-kube-vip-iptables", Tag: KubeVIPVersion},
 	}
 }

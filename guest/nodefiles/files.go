@@ -53,8 +53,8 @@ func RKE1Files(kubeconfig []byte) ([]File, error) {
 }
 
 // RKE2Files are the files of an RKE2 node: the kubeconfig, the drop-in and
-// the HelmChartConfig with the cluster name.
-func RKE2Files(clusterName string, kubeconfig []byte) ([]File, error) {
+// the HelmChartConfig with the cluster name and lb's values.
+func RKE2Files(clusterName string, kubeconfig []byte, lb addons.LoadBalancing) ([]File, error) {
 	if len(kubeconfig) == 0 {
 		return nil, ErrNoKubeconfig
 	}
@@ -65,7 +65,10 @@ func RKE2Files(clusterName string, kubeconfig []byte) ([]File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render rke2 config: %w", err)
 	}
-	hcc, err := HelmChartConfig(clusterName)
+	if err := lb.Validate(); err != nil {
+		return nil, err
+	}
+	hcc, err := HelmChartConfig(clusterName, lb)
 	if err != nil {
 		return nil, fmt.Errorf("render rke2 config: %w", err)
 	}
@@ -95,8 +98,9 @@ func K3sFiles(o addons.Options, kubeconfig []byte) ([]File, error) {
 
 // NodeWriteFiles returns the write_files a node of dist needs for the
 // Harvester cloud provider of guest cluster clusterName, every file mode
-// 0600 (the credential base64-encoded). o selects the add-ons K3s deploys;
-// its cluster name is replaced by clusterName. Every problem is reported
+// 0600 (the credential base64-encoded). o selects the add-ons K3s deploys
+// (its load-balancing options also go into RKE2's HelmChartConfig); its
+// cluster name is replaced by clusterName. Every problem is reported
 // at once.
 func NodeWriteFiles(dist Distribution, clusterName string, kubeconfig []byte, o addons.Options) ([]cloudinit.WriteFile, error) {
 	var errs []error
@@ -119,7 +123,7 @@ func NodeWriteFiles(dist Distribution, clusterName string, kubeconfig []byte, o 
 	var err error
 	switch dist {
 	case RKE2:
-		files, err = RKE2Files(clusterName, kubeconfig)
+		files, err = RKE2Files(clusterName, kubeconfig, o.LB)
 	case K3s:
 		files, err = K3sFiles(o, kubeconfig)
 	default:

@@ -106,6 +106,44 @@ func TestRKE2Files(t *testing.T) {
 	}
 }
 
+// TestRKE2HelmChartConfigValues: RKE2's bundled chart gets the cloud
+// provider's network flags and kube-vip's settings.
+func TestRKE2HelmChartConfigValues(t *testing.T) {
+	for name, lb := range map[string]addons.LoadBalancing{
+		"rke2-hcc-default.yaml": {},
+		"rke2-hcc-lb.yaml": {VIPInterface: "enp2s0", TrafficPolicyLocal: true, ManagementNetwork: "default/vlan1",
+			NodeIPCIDR: "10.52.0.0/16", NodeExcludeIPRanges: []string{"10.52.0.1", "10.52.1.0/24"}},
+		"rke2-hcc-interface.yaml": {VIPInterface: "eth1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			out, err := HelmChartConfig("guest-a", lb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			goldenfile.Assert(t, name, out)
+		})
+	}
+	var hcc struct {
+		Spec struct {
+			ValuesContent string `yaml:"valuesContent"`
+		}
+	}
+	out, _ := HelmChartConfig("guest-a", addons.LoadBalancing{TrafficPolicyLocal: true, ManagementNetwork: "default/vlan1"})
+	mustYAML(t, out, &hcc)
+	var values map[string]any
+	mustYAML(t, []byte(hcc.Spec.ValuesContent), &values)
+	kv := values["kube-vip"].(map[string]any)
+	if a, ok := kv["affinity"]; !ok || a != nil {
+		t.Errorf("kube-vip affinity %v (present %v), want null (on every node)", a, ok)
+	}
+	if env := kv["env"].(map[string]any); env["svc_election"] != "true" {
+		t.Errorf("kube-vip env %v", env)
+	}
+	if args := values["extraArgs"].([]any); len(args) != 1 || args[0] != "--management-network=default/vlan1" {
+		t.Errorf("extraArgs %v", args)
+	}
+}
+
 func TestK3sFiles(t *testing.T) {
 	files := nodeFiles(t, K3s)
 	if len(files) != 2 {

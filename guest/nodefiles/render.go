@@ -48,9 +48,43 @@ func K3sSettings() ([]byte, error) {
 	return yamlutil.Marshal(K3sConfig{DisableCloudController: true, KubeletArg: []string{"cloud-provider=external"}})
 }
 
-// HelmChartConfig passes the cluster name to RKE2's bundled CCM chart.
-func HelmChartConfig(clusterName string) ([]byte, error) {
-	values, err := yamlutil.Marshal(map[string]any{"global": map[string]any{"cattle": map[string]any{"clusterName": clusterName}}})
+// rke2ChartValues are the values RKE2's bundled harvester-cloud-provider
+// chart gets: the cluster name, the cloud provider's network flags
+// (extraArgs) and the settings of its kube-vip sub-chart.
+type rke2ChartValues struct {
+	Global    rke2Global     `yaml:"global"`
+	ExtraArgs []string       `yaml:"extraArgs,omitempty"`
+	KubeVIP   *kubeVIPValues `yaml:"kube-vip,omitempty"`
+}
+
+type rke2Global struct {
+	Cattle struct {
+		ClusterName string `yaml:"clusterName"`
+	} `yaml:"cattle"`
+}
+
+type kubeVIPValues struct {
+	Env map[string]string `yaml:"env,omitempty"`
+	// Affinity null removes the chart's control-plane affinity (Helm
+	// deletes a default a user value sets to null): kube-vip on every node.
+	Affinity helmNull `yaml:"affinity,omitempty"`
+}
+
+// helmNull marshals as null when set (and is left out when not).
+type helmNull bool
+
+// MarshalYAML writes null.
+func (helmNull) MarshalYAML() (any, error) { return nil, nil }
+
+// HelmChartConfig passes the cluster name, the cloud provider's network
+// flags and kube-vip's settings to RKE2's bundled CCM chart.
+func HelmChartConfig(clusterName string, lb addons.LoadBalancing) ([]byte, error) {
+	v := rke2ChartValues{ExtraArgs: lb.CCMArgs()}
+	v.Global.Cattle.ClusterName = clusterName
+	if env := lb.KubeVIPEnvOverrides(); len(env) > 0 || lb.KubeVIPOnEveryNode() {
+		v.KubeVIP = &kubeVIPValues{Env: env, Affinity: helmNull(lb.KubeVIPOnEveryNode())}
+	}
+	values, err := yamlutil.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
