@@ -55,9 +55,9 @@ type Options struct {
 	// does by default); it announces the LoadBalancer addresses.
 	KubeVIP bool
 	// LB are the cloud provider's network options and kube-vip's settings.
-	LB LoadBalancing
-	CCMReplicas   int32
-	CSIReplicas   int32
+	LB          LoadBalancing
+	CCMReplicas int32
+	CSIReplicas int32
 	// HostStorageClass is the Harvester StorageClass CSI volumes use ("" = Harvester's default).
 	HostStorageClass string
 }

@@ -36,12 +36,12 @@ func TestRenderGolden(t *testing.T) {
 	older.Versions.CloudProvider.Tag = "v0.2.4"
 	older.Versions.CSIDriver.Tag = "v0.2.3"
 	for name, o := range map[string]Options{
-		"all.yaml":        DefaultOptions("guest-a"),
-		"mirror.yaml":     mirror,
-		"ccm-only.yaml":   ccmOnly,
-		"csi-only.yaml":   csiOnly,
-		"older-tags.yaml": older,
-		"network.yaml":    network,
+		"all.yaml":         DefaultOptions("guest-a"),
+		"mirror.yaml":      mirror,
+		"ccm-only.yaml":    ccmOnly,
+		"csi-only.yaml":    csiOnly,
+		"older-tags.yaml":  older,
+		"network.yaml":     network,
 		"no-kube-vip.yaml": noKubeVIP,
 	} {
 		t.Run(name, func(t *testing.T) {
