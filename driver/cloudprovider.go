@@ -125,8 +125,9 @@ func cloudProviderPermissions() []permission {
 // the node's write_files for the chosen distribution (all mode 0600). They
 // only ever reach the VM's cloud-init Secret. Nothing when the feature is
 // off. The credential belongs to the guest cluster, not to this machine:
-// Remove never revokes it.
-func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API) ([]cloudinit.WriteFile, error) {
+// Remove never revokes it. A machine with several NICs tells the cloud
+// provider which network's address is the node's: the first NIC's.
+func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API, nics []NICPlan) ([]cloudinit.WriteFile, error) {
 	if d.CloudProvider == "" {
 		return nil, nil
 	}
@@ -147,11 +148,21 @@ func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API) 
 	if err != nil {
 		return nil, apiError("make the cloud-provider credential of cluster "+d.ClusterName, err)
 	}
-	files, err := nodefiles.NodeWriteFiles(dist, d.ClusterName, kubeconfig, addons.DefaultOptions(d.ClusterName))
+	files, err := nodefiles.NodeWriteFiles(dist, d.ClusterName, kubeconfig, guestAddons(d.ClusterName, nics))
 	if err != nil {
 		return nil, flagProblem(FlagCloudProvider, "%s: %v", dist, err).Because(err)
 	}
 	return files, nil
+}
+
+// guestAddons are the add-on options of a machine of clusterName: the
+// pinned defaults, and the management network when it has several NICs.
+func guestAddons(clusterName string, nics []NICPlan) addons.Options {
+	o := addons.DefaultOptions(clusterName)
+	if len(nics) > 1 {
+		o.LB.ManagementNetwork = nics[0].Network.String()
+	}
+	return o
 }
 
 // issueGuestKubeconfig ensures the credential's objects (server-side apply,

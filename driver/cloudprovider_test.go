@@ -83,3 +83,21 @@ func TestCloudProviderFlagNamesAvoidUserdataWords(t *testing.T) {
 		}
 	}
 }
+
+// TestGuestAddonsManagementNetwork: a machine with several NICs tells the
+// cloud provider its first network is the management network; one NIC
+// leaves the cloud provider's own choice.
+func TestGuestAddonsManagementNetwork(t *testing.T) {
+	one := []NICPlan{{Name: "nic-0", Network: ObjectRef{Namespace: "default", Name: "vlan1"}}}
+	two := append(one, NICPlan{Name: "nic-1", Network: ObjectRef{Namespace: "storage", Name: "vlan20"}})
+	if o := guestAddons("g", one); o.LB.ManagementNetwork != "" || o.ClusterName != "g" || !o.KubeVIP {
+		t.Errorf("one NIC: %+v", o)
+	}
+	o := guestAddons("g", two)
+	if got := o.LB.CCMArgs(); len(got) != 1 || got[0] != "--management-network=default/vlan1" {
+		t.Errorf("two NICs: CCM args %q", got)
+	}
+	if err := o.Validate(); err != nil {
+		t.Error(err)
+	}
+}

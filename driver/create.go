@@ -141,7 +141,7 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (VMPla
 	if err != nil {
 		return plan, nil, nil, err
 	}
-	files, err := d.cloudProviderFiles(ctx, api)
+	files, err := d.cloudProviderFiles(ctx, api, plan.NICs)
 	if err != nil {
 		return plan, nil, nil, err
 	}
