@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
@@ -69,6 +70,14 @@ func ccm(args ...string) appsv1.Deployment {
 		}}}}}}
 }
 
+func kubeVIP(svcEnable string) appsv1.DaemonSet {
+	return appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "kube-vip", Namespace: "kube-system"},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "kube-vip", Image: "rancher/mirrored-kube-vip-kube-vip-iptables:v1.2.3", Args: []string{"manager"},
+			Env: []corev1.EnvVar{{Name: "svc_enable", Value: svcEnable}, {Name: "vip_arp", Value: "true"}},
+		}}}}}}
+}
+
 func node(name, zone string) corev1.Node {
 	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{harvester.ZoneKey: zone}},
 		Spec: corev1.NodeSpec{ProviderID: harvester.ProviderIDPrefix + "uid-" + name}}
@@ -100,6 +109,7 @@ func healthy() *clusterstate.Snapshot {
 			Nodes:       []corev1.Node{node("guest-a-pool1-x1", "zone-a"), node("guest-a-pool1-x2", "zone-b")},
 			Services:    []corev1.Service{svc},
 			Deployments: []appsv1.Deployment{ccm("--cloud-config=/etc/kubernetes/cloud-config", "--cluster-name="+cluster)},
+			DaemonSets:  []appsv1.DaemonSet{kubeVIP("true")},
 			Errors:      map[string]string{},
 		},
 	}
@@ -107,8 +117,8 @@ func healthy() *clusterstate.Snapshot {
 
 func TestHealthySnapshotIsAllOK(t *testing.T) {
 	r := Run(healthy())
-	if len(r) != 14 {
-		t.Errorf("got %d rows, want 14 (every check once): %+v", len(r), r)
+	if len(r) != 15 {
+		t.Errorf("got %d rows, want 15 (every check once): %+v", len(r), r)
 	}
 	for _, row := range r {
 		if row.Status != OK {
@@ -203,6 +213,21 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 			s.Harvester.LoadBalancers[0].Labels[harvester.LabelLBCluster] = DefaultCCMCluster
 		}},
 		{CheckGuestServices, Fail, "no Harvester LoadBalancer", func(s *clusterstate.Snapshot) { s.Harvester.LoadBalancers = nil }},
+		{CheckKubeVIP, Fail, "no kube-vip in kube-system: nothing announces default/web 192.168.100.2", func(s *clusterstate.Snapshot) { s.Guest.DaemonSets = nil }},
+		{CheckKubeVIP, Fail, "nothing announces default/web 10.9.9.9", func(s *clusterstate.Snapshot) {
+			s.Guest.DaemonSets, s.Harvester.LoadBalancers = nil, nil
+			s.Guest.Services[0].Annotations = map[string]string{"kube-vip.io/loadbalancerIPs": "10.9.9.9"}
+		}},
+		{CheckKubeVIP, Warn, "the cloud provider runs without kube-vip", func(s *clusterstate.Snapshot) {
+			s.Guest.DaemonSets, s.Guest.Services = nil, nil
+		}},
+		{CheckKubeVIP, Fail, `DaemonSet kube-vip svc_enable="false": it announces no Service addresses`, func(s *clusterstate.Snapshot) {
+			s.Guest.DaemonSets = []appsv1.DaemonSet{kubeVIP("false")}
+		}},
+		{CheckKubeVIP, Fail, "DaemonSet kube-vip svc_enable=unset", func(s *clusterstate.Snapshot) {
+			s.Guest.DaemonSets = []appsv1.DaemonSet{kubeVIP("")}
+			s.Guest.DaemonSets[0].Spec.Template.Spec.Containers[0].Env = nil
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.check+"/"+c.seen, func(t *testing.T) {
@@ -258,5 +283,19 @@ func TestOutputs(t *testing.T) {
 	}
 	if !got.Failed || len(got.Checks) != len(r) || got.Checks[0].Check != CheckKubeconfig {
 		t.Errorf("json = %+v", got)
+	}
+}
+
+// TestKubeVIPAsRendered: the kube-vip the add-ons render passes the check.
+func TestKubeVIPAsRendered(t *testing.T) {
+	s := healthy()
+	s.Guest.DaemonSets = nil
+	for _, obj := range addons.KubeVIPObjects(addons.DefaultOptions(cluster)) {
+		if ds, ok := obj.(*appsv1.DaemonSet); ok {
+			s.Guest.DaemonSets = append(s.Guest.DaemonSets, *ds)
+		}
+	}
+	if row := KubeVIP(s); row.Status != OK || row.Seen != "DaemonSet kube-vip svc_enable=true" {
+		t.Errorf("rendered kube-vip: %+v", row)
 	}
 }
