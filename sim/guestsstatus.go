@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -69,6 +70,20 @@ func addonSummary(addons []unstructured.Unstructured) []string {
 	return out
 }
 
+// workloadSummary is "name (Kind)" of each Deployment and DaemonSet the
+// add-ons put in kube-system, sorted (pure).
+func workloadSummary(deps []appsv1.Deployment, dss []appsv1.DaemonSet) []string {
+	var out []string
+	for _, d := range deps {
+		out = append(out, d.Name+" (Deployment)")
+	}
+	for _, d := range dss {
+		out = append(out, d.Name+" (DaemonSet)")
+	}
+	sort.Strings(out)
+	return out
+}
+
 // guestClusters lists the guest clusters with a kubeconfig in DIR/guests.
 func guestClusters(stateDir string) []string {
 	entries, _ := os.ReadDir(filepath.Join(stateDir, GuestsDir))
@@ -82,7 +97,8 @@ func guestClusters(stateDir string) []string {
 }
 
 // PrintGuests writes each running guest cluster's nodes (ready, address,
-// taints, zone) and the add-ons it applied.
+// taints, zone), the add-ons it applied and the workloads they run in
+// kube-system (the cloud provider, kube-vip, the CSI driver).
 func PrintGuests(ctx context.Context, stateDir string, w io.Writer) error {
 	clusters := guestClusters(stateDir)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -92,7 +108,7 @@ func PrintGuests(ctx context.Context, stateDir string, w io.Writer) error {
 		fmt.Fprintln(tw, "(no guest clusters: start with --guest-clusters and label VMs guestcluster.harvesterhci.io/name)")
 		return tw.Flush()
 	}
-	addonLines := map[string][]string{}
+	addonLines, workloadLines := map[string][]string{}, map[string][]string{}
 	for _, cluster := range clusters {
 		cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(stateDir, GuestsDir, cluster, KubeconfigFile))
 		if err != nil {
@@ -120,12 +136,18 @@ func PrintGuests(ctx context.Context, stateDir string, w io.Writer) error {
 		if addons, err := dyn.Resource(guests.AddonGVR).Namespace(guests.AddonNamespace).List(ctx, metav1.ListOptions{}); err == nil {
 			addonLines[cluster] = addonSummary(addons.Items)
 		}
+		deps, derr := kube.AppsV1().Deployments(guests.AddonNamespace).List(ctx, metav1.ListOptions{})
+		dss, serr := kube.AppsV1().DaemonSets(guests.AddonNamespace).List(ctx, metav1.ListOptions{})
+		if derr == nil && serr == nil {
+			workloadLines[cluster] = workloadSummary(deps.Items, dss.Items)
+		}
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "GUEST CLUSTER\tADD-ONS APPLIED")
+	fmt.Fprintln(tw, "GUEST CLUSTER\tADD-ONS APPLIED\tWORKLOADS IN "+guests.AddonNamespace)
 	for _, cluster := range clusters {
 		list := strings.Join(addonLines[cluster], ", ")
-		fmt.Fprintf(tw, "%s\t%s\n", cluster, orDash(list))
+		workloads := strings.Join(workloadLines[cluster], ", ")
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", cluster, orDash(list), orDash(workloads))
 	}
 	return tw.Flush()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -116,6 +117,16 @@ func TestGuestNodeRows(t *testing.T) {
 	}
 	if len(rows) != 2 || rows[0] != want[0] || rows[1] != want[1] {
 		t.Fatalf("rows = %+v\nwant %+v", rows, want)
+	}
+}
+
+func TestWorkloadSummary(t *testing.T) {
+	got := workloadSummary(
+		[]appsv1.Deployment{{ObjectMeta: metav1.ObjectMeta{Name: "harvester-cloud-provider"}}},
+		[]appsv1.DaemonSet{{ObjectMeta: metav1.ObjectMeta{Name: "kube-vip"}}, {ObjectMeta: metav1.ObjectMeta{Name: "harvester-csi-driver"}}})
+	want := "harvester-cloud-provider (Deployment), harvester-csi-driver (DaemonSet), kube-vip (DaemonSet)"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("workloads %q, want %q", strings.Join(got, ", "), want)
 	}
 }
 

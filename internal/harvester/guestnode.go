@@ -12,4 +12,7 @@ const (
 	// cluster (its LoadBalancers' cluster label); without it the cluster is
 	// "kubernetes".
 	CCMClusterNameFlag = "--cluster-name"
+	// AnnProvidedNodeIP is the annotation kubelet with --node-ip puts on its
+	// Node; only then does the cloud provider set the node's addresses.
+	AnnProvidedNodeIP = "alpha.kubernetes.io/provided-node-ip"
 )

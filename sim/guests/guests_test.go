@@ -62,7 +62,7 @@ func TestNodeLifecycle(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, n.Labels[k], v)
 		}
 	}
-	if n.Annotations[AnnProvidedNodeIP] != "10.0.0.5" || !hasTaint(n, harvester.TaintUninitialized, corev1.TaintEffectNoSchedule) {
+	if n.Annotations[harvester.AnnProvidedNodeIP] != "10.0.0.5" || !hasTaint(n, harvester.TaintUninitialized, corev1.TaintEffectNoSchedule) {
 		t.Fatalf("registered node = %+v, want provided IP and the uninitialized taint", n.ObjectMeta)
 	}
 	st, _ := NodeStatus(n, true, "10.0.0.5", now)
@@ -77,7 +77,7 @@ func TestNodeLifecycle(t *testing.T) {
 		t.Fatalf("stopped node = %+v %+v, want Ready Unknown and unreachable taints", n.Spec, n.Status.Conditions)
 	}
 	_, sp = NodeStatus(n, true, "10.0.0.9", now)
-	if !sp || hasTaint(n, TaintUnreachable, corev1.TaintEffectNoSchedule) || n.Annotations[AnnProvidedNodeIP] != "10.0.0.9" {
+	if !sp || hasTaint(n, TaintUnreachable, corev1.TaintEffectNoSchedule) || n.Annotations[harvester.AnnProvidedNodeIP] != "10.0.0.9" {
 		t.Fatalf("restarted node = %+v, want unreachable taints gone and the new address", n.ObjectMeta)
 	}
 	if !hasTaint(n, harvester.TaintUninitialized, corev1.TaintEffectNoSchedule) {

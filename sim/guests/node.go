@@ -18,7 +18,6 @@ import (
 const (
 	TaintUnreachable  = "node.kubernetes.io/unreachable"
 	TaintNotReady     = "node.kubernetes.io/not-ready"
-	AnnProvidedNodeIP = "alpha.kubernetes.io/provided-node-ip"
 	LabelHostname     = "kubernetes.io/hostname"
 	LabelOS           = "kubernetes.io/os"
 	LabelArch         = "kubernetes.io/arch"
@@ -80,7 +79,7 @@ func BuildNode(name, ip string) *corev1.Node {
 			Labels: map[string]string{
 				LabelHostname: name, LabelOS: "linux", LabelArch: "amd64", LabelBetaOS: "linux", LabelBetaArch: "amd64",
 			},
-			Annotations: map[string]string{AnnProvidedNodeIP: ip},
+			Annotations: map[string]string{harvester.AnnProvidedNodeIP: ip},
 		},
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: harvester.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
 	}
@@ -124,11 +123,11 @@ func NodeStatus(node *corev1.Node, running bool, ip string, now time.Time) (stat
 		if !slices.Equal(node.Status.Addresses, addrs) {
 			node.Status.Addresses, statusChanged = addrs, true
 		}
-		if node.Annotations[AnnProvidedNodeIP] != ip {
+		if node.Annotations[harvester.AnnProvidedNodeIP] != ip {
 			if node.Annotations == nil {
 				node.Annotations = map[string]string{}
 			}
-			node.Annotations[AnnProvidedNodeIP], specChanged = ip, true
+			node.Annotations[harvester.AnnProvidedNodeIP], specChanged = ip, true
 		}
 		if node.Status.NodeInfo.KubeletVersion == "" {
 			node.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: KubeletVersion, OperatingSystem: "linux", Architecture: "amd64",

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/restmapper"
 )
 
@@ -138,7 +140,7 @@ func addonState(t *testing.T, ctx context.Context) map[string]string {
 	state := map[string]string{}
 	for _, gk := range []struct{ group, version, kind string }{
 		{"", "v1", "Secret"}, {"", "v1", "ServiceAccount"}, {"rbac.authorization.k8s.io", "v1", "ClusterRole"},
-		{"rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"}, {"rbac.authorization.k8s.io", "v1", "RoleBinding"},
+		{"rbac.authorization.k8s.io", "v1", "ClusterRoleBinding"}, {"rbac.authorization.k8s.io", "v1", "Role"}, {"rbac.authorization.k8s.io", "v1", "RoleBinding"},
 		{"apps", "v1", "Deployment"}, {"apps", "v1", "DaemonSet"}, {"storage.k8s.io", "v1", "CSIDriver"}, {"storage.k8s.io", "v1", "StorageClass"},
 	} {
 		m, err := mapper.RESTMapping(schemaGK(gk.group, gk.kind), gk.version)
@@ -194,6 +196,43 @@ func TestApplyIdempotentAndPrunes(t *testing.T) {
 	if !strings.Contains(noCSI.stdout, "CSIDriver driver.harvesterhci.io pruned") || state3["Deployment kube-system/harvester-cloud-provider"] == "" {
 		t.Errorf("prune result:\n%s", noCSI.stdout)
 	}
+	// kube-vip comes with the cloud provider; --kube-vip=false prunes it,
+	// and its options reach the DaemonSet and the CCM.
+	for _, k := range []string{"ServiceAccount kube-system/kube-vip", "ClusterRole /kube-vip", "ClusterRoleBinding /kube-vip", "Role kube-system/kube-vip", "RoleBinding kube-system/kube-vip", "DaemonSet kube-system/kube-vip"} {
+		if state3[k] == "" {
+			t.Errorf("apply did not install %s", k)
+		}
+	}
+	noVIP := mustRun(t, append(base, "--csi=false", "--kube-vip=false")...)
+	state4 := addonState(t, ctx)
+	for k := range state4 {
+		if strings.Contains(k, "kube-vip") {
+			t.Errorf("--kube-vip=false did not prune %s", k)
+		}
+	}
+	if !strings.Contains(noVIP.stdout, "DaemonSet kube-system/kube-vip pruned") || state4["Deployment kube-system/harvester-cloud-provider"] == "" {
+		t.Errorf("prune result:\n%s", noVIP.stdout)
+	}
+	mustRun(t, append(base, "--csi=false", "--vip-interface", "enp2s0", "--external-traffic-policy-local", "--management-network", "default/vlan1")...)
+	ds, err := kubernetes.NewForConfigOrDie(adminCfg).AppsV1().DaemonSets("kube-system").Get(ctx, "kube-vip", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	if env["vip_interface"] != "enp2s0" || env["svc_election"] != "true" || env["svc_enable"] != "true" || ds.Spec.Template.Spec.Affinity != nil {
+		t.Errorf("kube-vip for externalTrafficPolicy Local: env %v, affinity %+v", env, ds.Spec.Template.Spec.Affinity)
+	}
+	ccm, err := kubernetes.NewForConfigOrDie(adminCfg).AppsV1().Deployments("kube-system").Get(ctx, "harvester-cloud-provider", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args := ccm.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--management-network=default/vlan1") {
+		t.Errorf("CCM args: %v", args)
+	}
+
 	// --no-prune keeps what is no longer rendered.
 	mustRun(t, base...)
 	mustRun(t, append(base, "--ccm=false", "--no-prune")...)

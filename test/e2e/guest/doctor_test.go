@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/doctor"
@@ -85,39 +84,6 @@ func waitRow(t *testing.T, cluster, check string, want doctor.Status, args ...st
 		return row.Status == want, string(row.Status) + " " + row.Seen
 	})
 	return r
-}
-
-// playCCMOnNodes does what the cloud provider does to a new node:
-// providerID harvester://<VM UID>, the VMI's zone, the taint removed.
-func playCCMOnNodes(t *testing.T, guest kubernetes.Interface, machines []string) {
-	t.Helper()
-	ctx := testContext(t)
-	for _, name := range machines {
-		vm, err := env.dyn.Resource(gvrVM).Namespace(vmNamespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		vmi, err := env.dyn.Resource(gvrVMI).Namespace(vmNamespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := guest.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.Spec.ProviderID = harvester.ProviderIDPrefix + string(vm.GetUID())
-		n.Labels[harvester.ZoneKey] = vmi.GetAnnotations()[harvester.ZoneKey]
-		var taints []corev1.Taint
-		for _, tn := range n.Spec.Taints {
-			if tn.Key != harvester.TaintUninitialized {
-				taints = append(taints, tn)
-			}
-		}
-		n.Spec.Taints = taints
-		if _, err := guest.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // setCreatorLabel removes (value "") or restores the creator label on a
@@ -198,14 +164,16 @@ func TestDoctor(t *testing.T) {
 	if row := r.row(t, doctor.CheckNodes); row.Status != doctor.Fail || !strings.Contains(row.Seen, harvester.TaintUninitialized) {
 		t.Errorf("guest-nodes before the cloud provider ran: %+v", row)
 	}
-	playCCMOnNodes(t, guest, machines)
+	if _, err := simtest.CCMInitNodes(testContext(t), guest, env.dyn, vmNamespace); err != nil {
+		t.Fatal(err)
+	}
 	r = runDoctor(t, testContext(t), cluster, guestKC)
 	for _, row := range r.Checks {
 		if row.Status != doctor.OK {
 			t.Errorf("healthy cluster: %s %s %q (fix %q)", row.Check, row.Status, row.Seen, row.Fix)
 		}
 	}
-	if r.code != 0 || len(r.Checks) != 14 {
+	if r.code != 0 || len(r.Checks) != 15 {
 		t.Fatalf("healthy cluster: exit %d, %d rows", r.code, len(r.Checks))
 	}
 
@@ -265,6 +233,38 @@ func TestDoctor(t *testing.T) {
 		if row := r.row(t, doctor.CheckLoadBalancers); row.Status != doctor.OK || !strings.Contains(row.Seen, "10.232.0.") {
 			t.Errorf("loadbalancers once fixed: %+v", row)
 		}
+	})
+
+	t.Run("no kube-vip", func(t *testing.T) {
+		// The LoadBalancer Service default/web has its address (above); without
+		// kube-vip nothing in the guest announces it.
+		ctx := testContext(t)
+		dss := guest.AppsV1().DaemonSets(addons.DefaultNamespace)
+		ds, err := dss.Get(ctx, addons.KubeVIPName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("kube-vip did not come with the driver's K3s add-ons: %v", err)
+		}
+		if r := runDoctor(t, ctx, cluster, guestKC); r.row(t, doctor.CheckKubeVIP).Status != doctor.OK {
+			t.Errorf("kube-vip as deployed: %+v", r.row(t, doctor.CheckKubeVIP))
+		}
+		if err := dss.Delete(ctx, ds.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		r := waitRow(t, cluster, doctor.CheckKubeVIP, doctor.Fail, guestKC)
+		if row := r.row(t, doctor.CheckKubeVIP); !strings.Contains(row.Seen, "nothing announces default/web 10.232.0.") || !strings.Contains(row.Fix, "harvester-bootstrap apply") || r.code != 1 {
+			t.Errorf("kube-vip gone: exit %d, %+v", r.code, row)
+		}
+		// The fix doctor names: apply the add-ons (server-side) to the guest.
+		secret, err := guest.CoreV1().Secrets(addons.DefaultNamespace).Get(ctx, addons.DefaultCloudConfigSecret, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc := writeSecretFile(t, "cloud-config", secret.Data[addons.CloudConfigKey])
+		out := bootstrap(t, "apply", guestKC, "--cloud-config", cc, "--cluster-name", cluster)
+		if !strings.Contains(out, "DaemonSet kube-system/kube-vip created") || !strings.Contains(out, "Deployment kube-system/harvester-cloud-provider unchanged") {
+			t.Errorf("apply:\n%s", out)
+		}
+		waitRow(t, cluster, doctor.CheckKubeVIP, doctor.OK, guestKC)
 	})
 
 	t.Run("exhausted pool", func(t *testing.T) {

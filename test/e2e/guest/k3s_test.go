@@ -42,7 +42,7 @@ func runK3sPool(t *testing.T, cluster string, driverFlags ...string) {
 	checkLoadBalancer(t, harvester, ns, cluster, cluster+"-lb", cluster+"-other")
 
 	status := simStatus(t)
-	for _, want := range []string{machines[0], machines[2], guestsTaint, " (/var/lib/rancher/k3s/server/manifests/"} {
+	for _, want := range []string{machines[0], machines[2], guestsTaint, " (/var/lib/rancher/k3s/server/manifests/", "kube-vip (DaemonSet)"} {
 		if !strings.Contains(status, want) {
 			t.Errorf("harvester-sim status lacks %q:\n%s", want, status)
 		}

@@ -207,8 +207,8 @@ func checkNodesJoined(t *testing.T, guest kubernetes.Interface, machines []strin
 		}) {
 			t.Errorf("node %s taints = %v, want %s=true:NoSchedule", name, n.Spec.Taints, harvester.TaintUninitialized)
 		}
-		if n.Annotations[guests.AnnProvidedNodeIP] != ip || ip == "" {
-			t.Errorf("node %s provided-node-ip = %q, want the VM's address %q", name, n.Annotations[guests.AnnProvidedNodeIP], ip)
+		if n.Annotations[harvester.AnnProvidedNodeIP] != ip || ip == "" {
+			t.Errorf("node %s provided-node-ip = %q, want the VM's address %q", name, n.Annotations[harvester.AnnProvidedNodeIP], ip)
 		}
 		if !slices.Contains(n.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip}) {
 			t.Errorf("node %s addresses = %v, want InternalIP %s", name, n.Status.Addresses, ip)
@@ -255,6 +255,7 @@ func checkAddons(t *testing.T, guest kubernetes.Interface, guestDyn dynamic.Inte
 	if _, err := guest.AppsV1().DaemonSets(ns).Get(ctx, addons.CSIName, metav1.GetOptions{}); err != nil {
 		t.Errorf("CSI DaemonSet %s: %v", addons.CSIName, err)
 	}
+	checkKubeVIP(t, ctx, guest)
 	secret, err := guest.CoreV1().Secrets(ns).Get(ctx, addons.DefaultCloudConfigSecret, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("cloud-config Secret: %v", err)
@@ -264,6 +265,33 @@ func checkAddons(t *testing.T, guest kubernetes.Interface, guestDyn dynamic.Inte
 		t.Fatalf("cloud-config Secret has no %s key: %v", addons.CloudConfigKey, secret.Data)
 	}
 	return cc
+}
+
+// checkKubeVIP: kube-vip came with the cloud provider from the node files,
+// as Harvester's chart deploys it (announcing Service addresses).
+func checkKubeVIP(t *testing.T, ctx context.Context, guest kubernetes.Interface) {
+	t.Helper()
+	ns := addons.DefaultNamespace
+	ds, err := guest.AppsV1().DaemonSets(ns).Get(ctx, addons.KubeVIPName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("kube-vip DaemonSet: %v", err)
+	}
+	c := ds.Spec.Template.Spec.Containers[0]
+	svcEnable := ""
+	for _, e := range c.Env {
+		if e.Name == addons.KubeVIPEnvSvcEnable {
+			svcEnable = e.Value
+		}
+	}
+	if !ds.Spec.Template.Spec.HostNetwork || svcEnable != "true" || !strings.Contains(c.Image, "kube-vip-iptables:"+addons.KubeVIPVersion) {
+		t.Errorf("kube-vip DaemonSet: hostNetwork %v, svc_enable %q, image %s", ds.Spec.Template.Spec.HostNetwork, svcEnable, c.Image)
+	}
+	if _, err := guest.RbacV1().ClusterRoles().Get(ctx, addons.KubeVIPName, metav1.GetOptions{}); err != nil {
+		t.Errorf("kube-vip ClusterRole: %v", err)
+	}
+	if _, err := guest.RbacV1().Roles(ns).Get(ctx, addons.KubeVIPName, metav1.GetOptions{}); err != nil {
+		t.Errorf("kube-vip Role: %v", err)
+	}
 }
 
 func containerArgs(dep *appsv1.Deployment) []string {
