@@ -113,8 +113,11 @@ for m in "${machines[@]}"; do
   printf '%-22s status=%-8s ip=%-14s url=%s\n' "$m" "$(rancher-machine status "$m")" "$(rancher-machine ip "$m")" "$(rancher-machine url "$m")"
 done
 harvester-sim status --state-dir "$state" | sed -n '/^NAMESPACE *VM /,/^$/p' | grep -E "^NAMESPACE|$cluster-$pool"
-hosts=$(harvester-sim status --state-dir "$state" | awk -v p="$cluster-$pool" '$2 ~ "^"p {print $5}' | sort -u | wc -l)
-echo "the pool is spread over $hosts hosts" >&2
+# Count the HOST column of the VM table only (the guest cluster's node
+# table also has the machines' names in its second column).
+hosts=$(harvester-sim status --state-dir "$state" | sed -n '/^NAMESPACE *VM /,/^$/p' |
+  awk -v p="$cluster-$pool" '$2 ~ "^"p && $5 != "-" {print $5}' | sort -u | wc -l)
+echo "the pool's ${#machines[@]} VMs are spread over $hosts hosts" >&2
 
 step "The cloud provider's Harvester kubeconfig for $cluster (harvester-bootstrap kubeconfig; the token is not shown)"
 harvester-bootstrap kubeconfig --kubeconfig "$state/kubeconfig" --cluster-name "$cluster" --namespace default \
@@ -130,20 +133,31 @@ for _ in $(seq 1 300); do
   [ "$(grep -c "^$cluster .* Ready " "$work/status.txt")" -eq 3 ] && grep -q "harvester-addons (" "$work/status.txt" && break
   sleep 0.2
 done
-cat "$work/status.txt"
+sed -n '/^GUEST CLUSTER/,$p' "$work/status.txt"
 grep -q "harvester-addons (" "$work/status.txt" || { echo "the guest cluster did not come up" >&2; tail -20 "$work/sim.log" >&2; exit 1; }
+grep -q "kube-vip (DaemonSet)" "$work/status.txt" || { echo "kube-vip did not come with the add-ons" >&2; exit 1; }
 echo "guest cluster kubeconfig: $guest_kubeconfig (mode $(stat -c %a "$guest_kubeconfig"))" >&2
+echo "kube-vip came with the cloud provider (it will announce the load balancers' addresses); nodes still carry the" >&2
+echo "cloud provider's uninitialized taint and no zone until it runs" >&2
 
-step "A load balancer for Service default/web of $cluster: an IP pool for the cluster, then the cloud provider's LoadBalancer"
+step "The cloud provider initialises the guest's nodes: providerID harvester://<VM UID>, zone and region of the VM's host, taint removed"
+# The demo's stand-in does what the CCM does (test/simtest.CCMInitNodes), with
+# the cloud-config the guest's add-ons hold.
+"$work/ccmlb" init-nodes --guest-kubeconfig "$guest_kubeconfig"
+harvester-sim status --state-dir "$state" | sed -n '/^GUEST CLUSTER *NODE/,/^$/p'
+
+step "A load balancer for Service default/web of $cluster: an IP pool for the cluster, the cloud provider's LoadBalancer, kube-vip announces"
 harvester-bootstrap lb pool --name "$cluster-lb" --range 192.168.100.0/24@192.168.100.10-192.168.100.20 \
   --scope-guest-cluster "$cluster" > "$work/pool.yaml"
 cat "$work/pool.yaml"
 "$tools/ccmlb" apply-pool --kubeconfig "$state/kubeconfig" --file "$work/pool.yaml"
-# With the cloud-config the guest's add-ons hold, as the CCM does.
+# With the cloud-config the guest's add-ons hold, as the CCM does: the
+# Service's LoadBalancer on Harvester, its address written on the Service for
+# kube-vip, which announces it.
 "$tools/ccmlb" create --guest-kubeconfig "$guest_kubeconfig" --cluster "$cluster" --service default/web
 harvester-sim status --state-dir "$state" | sed -n '/^NAMESPACE *LOADBALANCER/,/^GUEST CLUSTER/p' | sed '$d'
 
-step "The Service goes: the cloud provider deletes the LoadBalancer and the address returns to the pool"
+step "The Service goes: the cloud provider deletes its LoadBalancer and the address returns to the pool"
 "$tools/ccmlb" delete --guest-kubeconfig "$guest_kubeconfig" --cluster "$cluster" --service default/web
 harvester-sim status --state-dir "$state" | sed -n '/^IPPOOL/,/^$/p'
 "$tools/ccmlb" delete-pool --kubeconfig "$state/kubeconfig" --file "$work/pool.yaml"
@@ -151,7 +165,10 @@ harvester-sim status --state-dir "$state" | sed -n '/^IPPOOL/,/^$/p'
 step "RKE1 cluster.yml add-ons for $cluster (harvester-bootstrap addon rke1), summarised"
 harvester-bootstrap addon rke1 --cluster-name "$cluster" --namespace default --csi > "$work/rke1-addons.yaml"
 echo "$(wc -l < "$work/rke1-addons.yaml") lines; the objects it holds:"
-grep -E '^\s*kind: ' "$work/rke1-addons.yaml" | sed -E 's/^\s*kind: //' | sort | uniq -c | sed 's/^/    /'
+# Objects' kinds sit two spaces in (inside the addons block); deeper ones
+# are references (roleRef, subjects).
+grep -E '^  kind: ' "$work/rke1-addons.yaml" | sed -E 's/^  kind: //' | sort | uniq -c | sed 's/^/    /'
+echo "kube-vip announces the load balancers' addresses here too: $(grep -cE '^      app.kubernetes.io/name: kube-vip$' "$work/rke1-addons.yaml") kube-vip objects (ServiceAccount, RBAC, DaemonSet)"
 
 step "Removing the machines as Rancher's delete job does (rm -y --update-config, credential only in the environment)"
 for m in "${machines[@]}"; do rancher-machine rm -y --update-config "$m" >/dev/null && progress "removed $m"; done
