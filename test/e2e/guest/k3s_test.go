@@ -4,11 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/harvester-kit/harvester-machine/guest/addons"
 )
 
 // TestK3sPoolWithBootstrapUserData is how users bring up the cloud
@@ -80,4 +83,27 @@ const guestsTaint = "node.cloudprovider.kubernetes.io/uninitialized=true:" + str
 // writes the K3s manifests and drop-in into each node's cloud-init.
 func TestK3sPoolWithDriverCloudProvider(t *testing.T) {
 	runK3sPool(t, "k3s-driver", "--harvester-cloud-provider=k3s")
+}
+
+// TestK3sMachineWithTwoNICsNamesItsManagementNetwork: a machine with two
+// NICs tells the cloud provider (in its K3s add-ons) that the node's
+// address is its first network's.
+func TestK3sMachineWithTwoNICsNamesItsManagementNetwork(t *testing.T) {
+	const cluster = "k3s-two-nics"
+	nics := `{"interfaces":[{"networkName":"default/vlan1"},{"networkName":"default/vlan1","model":"e1000"}]}`
+	createPool(t, cluster, 1, "--harvester-cloud-provider=k3s", "--harvester-network-info="+nics)
+	guest, _ := guestClients(t, cluster)
+	var args []string
+	poll(t, "the CCM Deployment", func(ctx context.Context) (bool, string) {
+		dep, err := guest.AppsV1().Deployments(addons.DefaultNamespace).Get(ctx, addons.CCMName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		args = containerArgs(dep)
+		return true, ""
+	})
+	if !slices.Contains(args, "--management-network=default/vlan1") {
+		t.Errorf("CCM args %q lack --management-network=default/vlan1", args)
+	}
+	checkKubeVIP(t, testContext(t), guest)
 }
