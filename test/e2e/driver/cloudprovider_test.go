@@ -205,13 +205,14 @@ func checkNodeFiles(t *testing.T, dist nodefiles.Distribution, cluster string, n
 	}
 }
 
-// k3sCloudConfig finds the CCM (with --cluster-name) and the cloud-config
-// Secret in the K3s manifest and returns the Secret's kubeconfig.
+// k3sCloudConfig finds the CCM (with --cluster-name), kube-vip (announcing
+// Service addresses) and the cloud-config Secret in the K3s manifest and
+// returns the Secret's kubeconfig.
 func k3sCloudConfig(t *testing.T, cluster string, manifest []byte) []byte {
 	t.Helper()
 	dec := yaml.NewDecoder(strings.NewReader(string(manifest)))
 	var kc []byte
-	ccm := false
+	ccm, kubeVIP := false, false
 	for {
 		var doc map[string]any
 		if err := dec.Decode(&doc); err != nil {
@@ -228,7 +229,13 @@ func k3sCloudConfig(t *testing.T, cluster string, manifest []byte) []byte {
 			kc = b
 		case "Deployment":
 			ccm = ccm || strings.Contains(mustJSON(t, doc), "--cluster-name="+cluster)
+		case "DaemonSet":
+			js := mustJSON(t, doc)
+			kubeVIP = kubeVIP || (strings.Contains(js, `"name":"kube-vip"`) && strings.Contains(js, `{"name":"svc_enable","value":"true"}`))
 		}
+	}
+	if !kubeVIP {
+		t.Errorf("the K3s manifest has no kube-vip DaemonSet with svc_enable true")
 	}
 	if !ccm {
 		t.Errorf("the K3s manifest has no CCM Deployment with --cluster-name=%s", cluster)
