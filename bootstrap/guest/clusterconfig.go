@@ -61,6 +61,9 @@ func RenderRKE1(o addons.Options, kubeconfig []byte) (clusterYML, nodeCloudInit 
 func RenderRKE2(clusterName string, lb addons.LoadBalancing, kubeconfig []byte, format string) ([]byte, error) {
 	switch format {
 	case FormatConfig, "":
+		if !lb.IsZero() {
+			return nil, field.Problem(FieldFormat, "%s holds no load-balancing options (they go into the HelmChartConfig): use %s", FormatConfig, FormatCloudInit)
+		}
 		cfg, err := nodefiles.RKE2Settings()
 		if err != nil {
 			return nil, fmt.Errorf("render rke2 config: %w", err)

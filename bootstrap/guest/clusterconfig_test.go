@@ -58,6 +58,9 @@ func TestClusterConfigErrors(t *testing.T) {
 	if _, err := RenderRKE2("g", addons.LoadBalancing{ManagementNetwork: "vlan1"}, kc, FormatCloudInit); err == nil || !strings.Contains(err.Error(), `management network "vlan1"`) {
 		t.Errorf("rke2 bad management network: %v", err)
 	}
+	if _, err := RenderRKE2("g", addons.LoadBalancing{VIPInterface: "eth1"}, nil, FormatConfig); err == nil || !strings.Contains(err.Error(), "format: config holds no load-balancing options") {
+		t.Errorf("rke2 config with load-balancing options: %v", err)
+	}
 	if _, err := RenderK3s(addons.DefaultOptions("g"), kc, "xml"); err == nil || !strings.Contains(err.Error(), "format") {
 		t.Errorf("k3s bad format: %v", err)
 	}

@@ -61,6 +61,11 @@ func (l LoadBalancing) CCMArgs() []string {
 	return args
 }
 
+// IsZero reports whether l keeps every chart default.
+func (l LoadBalancing) IsZero() bool {
+	return l.VIPInterface == "" && !l.TrafficPolicyLocal && !l.hasNetworkFlags()
+}
+
 // hasNetworkFlags reports whether l needs the cloud provider's network flags.
 func (l LoadBalancing) hasNetworkFlags() bool {
 	return len(l.CCMArgs()) > 0
