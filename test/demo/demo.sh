@@ -143,7 +143,7 @@ echo "cloud provider's uninitialized taint and no zone until it runs" >&2
 step "The cloud provider initialises the guest's nodes: providerID harvester://<VM UID>, zone and region of the VM's host, taint removed"
 # The demo's stand-in does what the CCM does (test/simtest.CCMInitNodes), with
 # the cloud-config the guest's add-ons hold.
-"$work/ccmlb" init-nodes --guest-kubeconfig "$guest_kubeconfig"
+"$tools/ccmlb" init-nodes --guest-kubeconfig "$guest_kubeconfig"
 harvester-sim status --state-dir "$state" | sed -n '/^GUEST CLUSTER *NODE/,/^$/p'
 
 step "A load balancer for Service default/web of $cluster: an IP pool for the cluster, the cloud provider's LoadBalancer, kube-vip announces"
