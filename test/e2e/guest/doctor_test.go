@@ -154,9 +154,12 @@ func TestDoctor(t *testing.T) {
 	guest, _ := guestClients(t, cluster)
 	checkNodesJoined(t, guest, machines)
 	guestKC := "--guest-kubeconfig=" + filepath.Join(env.sim.Dir, "guests", cluster, "kubeconfig")
-	poll(t, "the CCM Deployment", func(ctx context.Context) (bool, string) {
+	poll(t, "the add-ons (the CCM Deployment and kube-vip)", func(ctx context.Context) (bool, string) {
 		_, err := guest.AppsV1().Deployments(addons.DefaultNamespace).Get(ctx, addons.CCMName, metav1.GetOptions{})
-		return err == nil, "CCM Deployment: " + errString(err)
+		if err == nil {
+			_, err = guest.AppsV1().DaemonSets(addons.DefaultNamespace).Get(ctx, addons.KubeVIPName, metav1.GetOptions{})
+		}
+		return err == nil, "CCM Deployment, kube-vip DaemonSet: " + errString(err)
 	})
 
 	// Nodes the cloud provider has not initialised yet.

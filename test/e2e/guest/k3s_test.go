@@ -94,13 +94,14 @@ func TestK3sMachineWithTwoNICsNamesItsManagementNetwork(t *testing.T) {
 	createPool(t, cluster, 1, "--harvester-cloud-provider=k3s", "--harvester-network-info="+nics)
 	guest, _ := guestClients(t, cluster)
 	var args []string
-	poll(t, "the CCM Deployment", func(ctx context.Context) (bool, string) {
+	poll(t, "the CCM Deployment and kube-vip", func(ctx context.Context) (bool, string) {
 		dep, err := guest.AppsV1().Deployments(addons.DefaultNamespace).Get(ctx, addons.CCMName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		args = containerArgs(dep)
-		return true, ""
+		_, err = guest.AppsV1().DaemonSets(addons.DefaultNamespace).Get(ctx, addons.KubeVIPName, metav1.GetOptions{})
+		return err == nil, errString(err)
 	})
 	if !slices.Contains(args, "--management-network=default/vlan1") {
 		t.Errorf("CCM args %q lack --management-network=default/vlan1", args)

@@ -227,7 +227,7 @@ func checkNodesJoined(t *testing.T, guest kubernetes.Interface, machines []strin
 // folder. It returns the Secret's kubeconfig for Harvester.
 func checkAddons(t *testing.T, guest kubernetes.Interface, guestDyn dynamic.Interface, cluster string) []byte {
 	t.Helper()
-	poll(t, "an Addon from "+guests.ManifestDirs[0]+" and the CCM Deployment", func(ctx context.Context) (bool, string) {
+	poll(t, "an Addon from "+guests.ManifestDirs[0]+", the CCM Deployment and the rest of the add-ons", func(ctx context.Context) (bool, string) {
 		list, err := guestDyn.Resource(guests.AddonGVR).Namespace(guests.AddonNamespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -238,7 +238,11 @@ func checkAddons(t *testing.T, guest kubernetes.Interface, guestDyn dynamic.Inte
 			found = found || strings.HasPrefix(src, guests.ManifestDirs[0]+"/")
 		}
 		_, err = guest.AppsV1().Deployments(addons.DefaultNamespace).Get(ctx, addons.CCMName, metav1.GetOptions{})
-		return found && err == nil, fmt.Sprintf("%d Addons, CCM Deployment: %v", len(list.Items), err)
+		if err == nil {
+			// The manifest's last object: everything before it is applied.
+			_, err = guest.StorageV1().StorageClasses().Get(ctx, addons.StorageClass, metav1.GetOptions{})
+		}
+		return found && err == nil, fmt.Sprintf("%d Addons, CCM Deployment and StorageClass: %v", len(list.Items), err)
 	})
 	ctx := testContext(t)
 	ns := addons.DefaultNamespace
