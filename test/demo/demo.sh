@@ -130,7 +130,7 @@ step "Guest cluster $cluster comes up: the machines join as nodes, K3s applies t
 guest_kubeconfig="$state/guests/$cluster/kubeconfig"
 for _ in $(seq 1 300); do
   harvester-sim status --state-dir "$state" > "$work/status.txt" 2>&1 || true
-  [ "$(grep -c "^$cluster .* Ready " "$work/status.txt")" -eq 3 ] && grep -q "harvester-addons (" "$work/status.txt" && break
+  [ "$(grep -c "^$cluster .* Ready " "$work/status.txt")" -eq 3 ] && grep -q "harvester-addons (" "$work/status.txt" && grep -q "kube-vip (DaemonSet)" "$work/status.txt" && break
   sleep 0.2
 done
 sed -n '/^GUEST CLUSTER/,$p' "$work/status.txt"
