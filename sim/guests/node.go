@@ -16,15 +16,15 @@ import (
 // Keys kubelet (with --cloud-provider=external) and the node lifecycle
 // controller put on Nodes.
 const (
-	TaintUnreachable  = "node.kubernetes.io/unreachable"
-	TaintNotReady     = "node.kubernetes.io/not-ready"
-	LabelHostname     = "kubernetes.io/hostname"
-	LabelOS           = "kubernetes.io/os"
-	LabelArch         = "kubernetes.io/arch"
-	LabelBetaOS       = "beta.kubernetes.io/os"
-	LabelBetaArch     = "beta.kubernetes.io/arch"
-	LabelZone         = "topology.kubernetes.io/zone"
-	LabelRegion       = "topology.kubernetes.io/region"
+	TaintUnreachable = "node.kubernetes.io/unreachable"
+	TaintNotReady    = "node.kubernetes.io/not-ready"
+	LabelHostname    = "kubernetes.io/hostname"
+	LabelOS          = "kubernetes.io/os"
+	LabelArch        = "kubernetes.io/arch"
+	LabelBetaOS      = "beta.kubernetes.io/os"
+	LabelBetaArch    = "beta.kubernetes.io/arch"
+	LabelZone        = "topology.kubernetes.io/zone"
+	LabelRegion      = "topology.kubernetes.io/region"
 
 	// KubeletVersion is what the simulated kubelets report (the guest API
 	// server's version, as K3s would).
