@@ -1,23 +1,26 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
+
+	ucli "github.com/urfave/cli/v2"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	ucli "github.com/urfave/cli/v2"
 )
 
 // targetFlags name the guest cluster doctor and gc look at.
-func targetFlags() []ucli.Flag {
-	return []ucli.Flag{
+func targetFlags(extra ...ucli.Flag) []ucli.Flag {
+	return append([]ucli.Flag{
 		kubeconfigFlag(),
 		&ucli.StringFlag{Name: FlagClusterName, Usage: "guest cluster `NAME` (the driver's --harvester-cluster-name, the cloud provider's --cluster-name)", EnvVars: env(FlagClusterName)},
 		&ucli.StringFlag{Name: FlagNamespace, Usage: "Harvester `NAMESPACE` where the guest VMs live", EnvVars: env(FlagNamespace)},
 		&ucli.StringFlag{Name: FlagOutput, Aliases: []string{"o"}, Value: OutputTable, Usage: "report `FORMAT`: " + OutputTable + " or " + OutputJSON, EnvVars: env(FlagOutput)},
 		timeoutFlag(),
-	}
+	}, extra...)
 }
 
 // targetFrom validates --cluster-name, --namespace and --output together.
@@ -28,6 +31,29 @@ func targetFrom(c *ucli.Context) (clusterstate.Target, error) {
 		err = joinErrs([]error{err, fmt.Errorf("--%s %q: must be %s or %s", FlagOutput, o, OutputTable, OutputJSON)})
 	}
 	return t, err
+}
+
+// targetAction is the action of a command over one guest cluster's state
+// (doctor, gc; flags: targetFlags): act runs with the validated target,
+// the clients of --kubeconfig and a context of --timeout.
+func targetAction(act func(ctx context.Context, c *ucli.Context, t clusterstate.Target, clients *clusterstate.Clients) error) ucli.ActionFunc {
+	return func(c *ucli.Context) error {
+		t, clients, err := openTarget(c)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := withTimeout(c)
+		defer cancel()
+		return act(ctx, c, t, clients)
+	}
+}
+
+// writeReport writes a report in --output's format.
+func writeReport(c *ucli.Context, table, json func(io.Writer) error) error {
+	if c.String(FlagOutput) == OutputJSON {
+		return json(c.App.Writer)
+	}
+	return table(c.App.Writer)
 }
 
 // openTarget validates the flags and connects to --kubeconfig.

@@ -1,15 +1,17 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
 
+	ucli "github.com/urfave/cli/v2"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	"github.com/harvester-kit/harvester-machine/bootstrap/doctor"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	ucli "github.com/urfave/cli/v2"
-	"k8s.io/client-go/kubernetes"
 )
 
 // errChecksFailed makes doctor exit 1 once the report is printed.
@@ -27,19 +29,16 @@ func doctorCommand() *ucli.Command {
 			"With --guest-kubeconfig: nodes initialised by the cloud provider, zone labels, the CCM's --cluster-name,\n" +
 			"LoadBalancer Services and their Harvester LoadBalancers. Exit 1 when a check fails. Never prints a secret.\n\n" +
 			"Example:\n  harvester-bootstrap doctor --cluster-name guest-a --namespace default --guest-kubeconfig guest.yaml",
-		Flags: append(targetFlags(),
+		Flags: targetFlags(
 			&ucli.StringFlag{Name: FlagGuestKubeconfig, Usage: "kubeconfig `FILE` of the guest cluster (adds the guest-side checks)", EnvVars: env(FlagGuestKubeconfig)},
 			&ucli.StringFlag{Name: FlagCloudConfig, Usage: "the guest's kubeconfig `FILE` for Harvester (from `kubeconfig`): check that its token authenticates and when it expires", EnvVars: env(FlagCloudConfig)},
 		),
-		Action: doctorAction,
+		Action: targetAction(doctorAction),
 	}
 }
 
-func doctorAction(c *ucli.Context) error {
-	t, clients, err := openTarget(c)
-	if err != nil {
-		return err
-	}
+func doctorAction(ctx context.Context, c *ucli.Context, t clusterstate.Target, clients *clusterstate.Clients) error {
+	var err error
 	src := clusterstate.Sources{AdminSource: "--" + FlagKubeconfig, CloudConfigSource: "--" + FlagCloudConfig}
 	if p := c.String(FlagCloudConfig); p != "" {
 		if src.CloudConfig, err = kubeapi.ConfigFromFile(p, userAgent); err != nil {
@@ -55,16 +54,9 @@ func doctorAction(c *ucli.Context) error {
 			return fmt.Errorf("--%s: %w", FlagGuestKubeconfig, err)
 		}
 	}
-	ctx, cancel := withTimeout(c)
-	defer cancel()
 	snap := clients.Take(ctx, t, src, time.Now())
 	report := doctor.Run(&snap)
-	if c.String(FlagOutput) == OutputJSON {
-		err = report.WriteJSON(c.App.Writer)
-	} else {
-		err = report.WriteTable(c.App.Writer)
-	}
-	if err != nil {
+	if err := writeReport(c, report.WriteTable, report.WriteJSON); err != nil {
 		return fmt.Errorf("doctor: write report: %w", err)
 	}
 	if report.Failed() {

@@ -1,16 +1,18 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
 
+	ucli "github.com/urfave/cli/v2"
+
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	"github.com/harvester-kit/harvester-machine/bootstrap/gc"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	ucli "github.com/urfave/cli/v2"
 )
 
 // errDeleteFailed makes gc exit 1 once every result is printed.
@@ -26,19 +28,13 @@ func gcCommand() *ucli.Command {
 			"Running it again after --delete changes nothing.\n\n" +
 			"Example:\n  harvester-bootstrap gc --cluster-name guest-a --namespace default            # dry run\n" +
 			"  harvester-bootstrap gc --cluster-name guest-a --namespace default --delete",
-		Flags: append(targetFlags(),
+		Flags: targetFlags(
 			&ucli.BoolFlag{Name: FlagDelete, Usage: "delete the candidates (default: only list them)", EnvVars: env(FlagDelete)}),
-		Action: gcAction,
+		Action: targetAction(gcAction),
 	}
 }
 
-func gcAction(c *ucli.Context) error {
-	t, clients, err := openTarget(c)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := withTimeout(c)
-	defer cancel()
+func gcAction(ctx context.Context, c *ucli.Context, t clusterstate.Target, clients *clusterstate.Clients) error {
 	if a := clusterstate.Authenticate(ctx, clients.Config, "--"+FlagKubeconfig); a.Rejected {
 		return fmt.Errorf("gc: %w", &kubeapi.CredentialsRejectedError{Source: "--" + FlagKubeconfig})
 	}
@@ -55,7 +51,7 @@ func gcAction(c *ucli.Context) error {
 	if c.Bool(FlagDelete) {
 		results, failed = gc.Delete(ctx, clients, candidates)
 	}
-	if err := writeGC(c.App.Writer, c.String(FlagOutput), results); err != nil {
+	if err := writeReport(c, gcTable(results), gcJSON(results)); err != nil {
 		return fmt.Errorf("gc: write report: %w", err)
 	}
 	if failed {
@@ -64,10 +60,9 @@ func gcAction(c *ucli.Context) error {
 	return nil
 }
 
-// writeGC prints one row per candidate: what it is, why, and (with
-// --delete) what happened to it.
-func writeGC(w io.Writer, format string, results []gc.Result) error {
-	if format == OutputJSON {
+// gcJSON writes the results as a JSON list.
+func gcJSON(results []gc.Result) func(io.Writer) error {
+	return func(w io.Writer) error {
 		if results == nil {
 			results = []gc.Result{}
 		}
@@ -75,6 +70,15 @@ func writeGC(w io.Writer, format string, results []gc.Result) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(results)
 	}
+}
+
+// gcTable prints one row per candidate: what it is, why, and (with
+// --delete) what happened to it.
+func gcTable(results []gc.Result) func(io.Writer) error {
+	return func(w io.Writer) error { return writeGCTable(w, results) }
+}
+
+func writeGCTable(w io.Writer, results []gc.Result) error {
 	if len(results) == 0 {
 		_, err := fmt.Fprintln(w, "nothing left behind")
 		return err
