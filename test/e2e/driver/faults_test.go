@@ -84,81 +84,90 @@ func away(t *testing.T, args []string) <-chan error {
 	return done
 }
 
-// TestAPIServerFaultDuringCreate: kube-apiserver restarted, or frozen for
-// 6 s, as the create starts or right after it made the cloud-init Secret
-// (while it creates the VM and waits for it): the create completes; rm
-// cleans up.
-func TestAPIServerFaultDuringCreate(t *testing.T) {
-	for i, f := range apiServerFaults {
-		for _, moment := range faultMoments {
-			t.Run(f.name+"/"+moment, func(t *testing.T) {
-				cluster := fmt.Sprintf("e2e-apicr%d%c", i, moment[0])
-				name := cluster + "-pool1-a0000"
-				r := newRM(t, cluster)
-				var faulted <-chan error
-				start := time.Now()
-				if moment == "calls" {
-					faulted = away(t, f.args)
-				}
-				done := background(func() (string, error) { return r.create(name, imageAndNet...) })
-				if moment == "waits" {
-					waitObject(t, secretKind(), name+"-cloudinit", func(s *corev1.Secret) bool { return s != nil })
-					faulted = away(t, f.args)
-				}
-				res := <-done
-				took := time.Since(start)
-				if err := <-faulted; err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("create took %s; the fault command ended %s after it started", took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-				if res.err != nil {
-					t.Fatalf("create did not survive the kube-apiserver %s: %v\n%s", f.name, res.err, res.out)
-				}
-				if s := status(t, r, name); s != "Running" {
-					t.Errorf("status after the create: %q, want Running", s)
-				}
-				r.mustRun("rm", "-y", "--update-config", name)
+// faultedCommands are the commands an API server fault hits: each names
+// its clusters, makes what it needs first, runs, says when it has made its
+// first change, and checks its outcome.
+var faultedCommands = []struct {
+	name    string // create, rm
+	cluster string // prefix of the cluster name
+	// prepare makes what the command needs (before any fault).
+	prepare func(r *rm, machine string)
+	run     func(r *rm, machine string) (string, error)
+	// changed holds once the command made its first change.
+	changed func(t *testing.T, machine string)
+	check   func(t *testing.T, r *rm, machine string)
+}{
+	{
+		// Create: the fault hits as it starts or right after it made the
+		// cloud-init Secret (while it creates the VM and waits for it):
+		// the create completes; rm cleans up.
+		name: "create", cluster: "apicr",
+		prepare: func(*rm, string) {},
+		run:     func(r *rm, machine string) (string, error) { return r.create(machine, imageAndNet...) },
+		changed: func(t *testing.T, machine string) {
+			waitObject(t, secretKind(), machine+"-cloudinit", func(s *corev1.Secret) bool { return s != nil })
+		},
+		check: func(t *testing.T, r *rm, machine string) {
+			if s := status(t, r, machine); s != "Running" {
+				t.Errorf("status after the create: %q, want Running", s)
+			}
+			r.mustRun("rm", "-y", "--update-config", machine)
+		},
+	},
+	{
+		// Remove: the fault hits as rm starts or right after it made its
+		// first change (the VM's removedPersistentVolumeClaims
+		// annotation): the removal completes and leaves nothing.
+		name: "rm", cluster: "apirm",
+		prepare: func(r *rm, machine string) { r.mustCreate(machine, imageAndNet...) },
+		run:     func(r *rm, machine string) (string, error) { return r.run("rm", "-y", "--update-config", machine) },
+		changed: func(t *testing.T, machine string) {
+			waitObject(t, vmKind(), machine, func(vm *kubevirtv1.VirtualMachine) bool {
+				return vm == nil || vm.Annotations["harvesterhci.io/removedPersistentVolumeClaims"] != ""
 			})
-		}
-	}
+		},
+		check: func(t *testing.T, r *rm, _ string) {
+			if ls := r.stdout("ls", "-q"); ls != "" {
+				t.Errorf("rancher-machine still lists %q", ls)
+			}
+		},
+	},
 }
 
-// TestAPIServerFaultDuringRemove: the same faults as rm starts, or right
-// after it made its first change (the VM's removedPersistentVolumeClaims
-// annotation): the removal completes and leaves nothing.
-func TestAPIServerFaultDuringRemove(t *testing.T) {
-	for i, f := range apiServerFaults {
-		for _, moment := range faultMoments {
-			t.Run(f.name+"/"+moment, func(t *testing.T) {
-				cluster := fmt.Sprintf("e2e-apirm%d%c", i, moment[0])
-				name := cluster + "-pool1-a0000"
-				r := newRM(t, cluster)
-				r.mustCreate(name, imageAndNet...)
-				var faulted <-chan error
-				start := time.Now()
-				if moment == "calls" {
-					faulted = away(t, f.args)
-				}
-				done := background(func() (string, error) { return r.run("rm", "-y", "--update-config", name) })
-				if moment == "waits" {
-					waitObject(t, vmKind(), name, func(vm *kubevirtv1.VirtualMachine) bool {
-						return vm == nil || vm.Annotations["harvesterhci.io/removedPersistentVolumeClaims"] != ""
-					})
-					faulted = away(t, f.args)
-				}
-				res := <-done
-				took := time.Since(start)
-				if err := <-faulted; err != nil {
-					t.Fatal(err)
-				}
-				t.Logf("rm took %s; the fault command ended %s after it started", took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-				if res.err != nil {
-					t.Fatalf("rm did not survive the kube-apiserver %s: %v\n%s", f.name, res.err, res.out)
-				}
-				if ls := r.stdout("ls", "-q"); ls != "" {
-					t.Errorf("rancher-machine still lists %q", ls)
-				}
-			})
+// TestAPIServerFault: kube-apiserver restarted, or frozen for 6 s, as a
+// create or rm starts or right after its first change: the command
+// completes (see faultedCommands for what each must leave).
+func TestAPIServerFault(t *testing.T) {
+	for _, c := range faultedCommands {
+		for i, f := range apiServerFaults {
+			for _, moment := range faultMoments {
+				t.Run(c.name+"/"+f.name+"/"+moment, func(t *testing.T) {
+					cluster := fmt.Sprintf("e2e-%s%d%c", c.cluster, i, moment[0])
+					machine := cluster + "-pool1-a0000"
+					r := newRM(t, cluster)
+					c.prepare(r, machine)
+					var faulted <-chan error
+					start := time.Now()
+					if moment == "calls" {
+						faulted = away(t, f.args)
+					}
+					done := background(func() (string, error) { return c.run(r, machine) })
+					if moment == "waits" {
+						c.changed(t, machine)
+						faulted = away(t, f.args)
+					}
+					res := <-done
+					took := time.Since(start)
+					if err := <-faulted; err != nil {
+						t.Fatal(err)
+					}
+					t.Logf("%s took %s; the fault command ended %s after it started", c.name, took.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+					if res.err != nil {
+						t.Fatalf("%s did not survive the kube-apiserver %s: %v\n%s", c.name, f.name, res.err, res.out)
+					}
+					c.check(t, r, machine)
+				})
+			}
 		}
 	}
 }
