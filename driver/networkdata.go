@@ -3,6 +3,7 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -105,11 +106,11 @@ func validateNetworkV2(root *yaml.Node, prefix string) error {
 		key, val := root.Content[i].Value, root.Content[i+1]
 		at := prefix + key
 		switch {
-		case oneOf(key, v2OtherKeys):
+		case slices.Contains(v2OtherKeys, key):
 			if key == "renderer" && val.Kind != yaml.ScalarNode {
 				errs = append(errs, fmt.Errorf("%s: must be a string (networkd or NetworkManager)", at))
 			}
-		case oneOf(key, v2DeviceSections):
+		case slices.Contains(v2DeviceSections, key):
 			errs = append(errs, validateV2Section(key, val, at)...)
 		default:
 			errs = append(errs, fmt.Errorf("%s: unknown key; valid: %s", at, strings.Join(append(append([]string{}, v2OtherKeys...), v2DeviceSections...), ", ")))
@@ -176,7 +177,7 @@ var yaml11Bools = []string{"true", "false", "yes", "no", "on", "off", "y", "n"}
 func hasKind(n *yaml.Node, k settingKind) bool {
 	switch k {
 	case kindBool:
-		return n.Kind == yaml.ScalarNode && oneOf(strings.ToLower(n.Value), yaml11Bools)
+		return n.Kind == yaml.ScalarNode && slices.Contains(yaml11Bools, strings.ToLower(n.Value))
 	case kindInt:
 		_, err := strconv.ParseInt(n.Value, 0, 64)
 		return n.Kind == yaml.ScalarNode && n.Tag == "!!int" && err == nil

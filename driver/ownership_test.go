@@ -1,6 +1,9 @@
 package driver
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
@@ -260,7 +263,7 @@ func TestRemoveFindsDisksByLabel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(sortedKeys(r.claims), ","); got != testMachine+"-disk-0" {
+	if got := strings.Join(slices.Sorted(maps.Keys(r.claims)), ","); got != testMachine+"-disk-0" {
 		t.Errorf("volumes to remove: %s", got)
 	}
 	if r.vm != nil || r.secret == nil {

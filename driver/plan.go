@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -175,7 +176,7 @@ func (p VMPlan) OwnedBy(machineID string) VMPlan {
 	if machineID == "" {
 		return p
 	}
-	p.Labels = copyMap(p.Labels)
+	p.Labels = maps.Clone(p.Labels)
 	if p.Labels == nil {
 		p.Labels = map[string]string{}
 	}

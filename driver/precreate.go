@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
@@ -121,7 +123,7 @@ func (d *Driver) checkImages(ctx context.Context, api *harvesterapi.API, in Inpu
 // warning when the credential may not read them).
 func (d *Driver) checkStorageClasses(ctx context.Context, api *harvesterapi.API, storageClasses map[string]string) []error {
 	var problems []error
-	for _, sc := range sortedKeys(storageClasses) {
+	for _, sc := range slices.Sorted(maps.Keys(storageClasses)) {
 		if _, err := api.GetStorageClass(ctx, sc); apierrors.IsForbidden(err) {
 			log.Warnf("cannot read storage class %s (forbidden); skipping that check", sc)
 		} else if err != nil {

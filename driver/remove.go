@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -109,7 +111,7 @@ func (d *Driver) removeMachineOf(parent context.Context, api *harvesterapi.API, 
 	if r.withVM() {
 		return d.removeWithVM(ctx, api, r)
 	}
-	claims := sortedKeys(r.claims)
+	claims := slices.Sorted(maps.Keys(r.claims))
 	var targets []harvesterapi.Target
 	if r.vm != nil {
 		if err := d.markClaimsForRemoval(ctx, api, r.vm.UID, claims); err != nil {
@@ -153,7 +155,7 @@ func (r removal) describe() string {
 		parts = append(parts, "VM "+r.vm.Name)
 	}
 	if len(r.claims) > 0 {
-		parts = append(parts, "volumes "+strings.Join(sortedKeys(r.claims), ", "))
+		parts = append(parts, "volumes "+strings.Join(slices.Sorted(maps.Keys(r.claims)), ", "))
 	}
 	switch {
 	case r.secret != nil:
@@ -321,7 +323,7 @@ func ClaimsToRemove(vm *kubevirtv1.VirtualMachine) []string {
 		}
 	}
 	for name := range templateClaimNames(vm) {
-		if !hot[name] && !contains(out, name) {
+		if !hot[name] && !slices.Contains(out, name) {
 			out = append(out, name)
 		}
 	}
@@ -370,22 +372,4 @@ func (d *Driver) markClaimsForRemoval(ctx context.Context, api *harvesterapi.API
 		return nil
 	}
 	return err
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

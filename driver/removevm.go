@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +30,7 @@ import (
 // (one list when it already is gone, and a watch when not).
 func (d *Driver) removeWithVM(ctx context.Context, api *harvesterapi.API, r removal) error {
 	ns, vm := d.VMNamespace, r.vm
-	claims := sortedKeys(r.claims)
+	claims := slices.Sorted(maps.Keys(r.claims))
 	rv := vm.ResourceVersion
 	if want := strings.Join(claims, ","); vm.Annotations[harvester.AnnotationRemovedPVCs] != want {
 		patched, err := api.PatchVMAnnotations(ctx, ns, vm.Name, vm.UID, map[string]string{harvester.AnnotationRemovedPVCs: want})

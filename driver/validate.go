@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -72,10 +73,10 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 	if c.DiskSizeGiB < 0 {
 		add(FlagDiskSize, "must be 0 (image size) or a positive number of GiB, got %d", c.DiskSizeGiB)
 	}
-	if c.DiskBus != "" && !oneOf(c.DiskBus, validDiskBuses) {
+	if c.DiskBus != "" && !slices.Contains(validDiskBuses, c.DiskBus) {
 		add(FlagDiskBus, "%q is not a disk bus; valid: %s", c.DiskBus, strings.Join(validDiskBuses, ", "))
 	}
-	if c.NetworkModel != "" && !oneOf(c.NetworkModel, validNICModels) {
+	if c.NetworkModel != "" && !slices.Contains(validNICModels, c.NetworkModel) {
 		add(FlagNetworkModel, "%q is not a NIC model; valid: %s", c.NetworkModel, strings.Join(validNICModels, ", "))
 	}
 	if sshUser == "" {
@@ -165,10 +166,10 @@ func validateDisks(c Config, disks []Disk, parseErr error) []error {
 		} else if d.Size > MaxDiskGiB {
 			at("size %d GiB is too large; the largest valid value is %d", d.Size, MaxDiskGiB)
 		}
-		if d.Bus != "" && !oneOf(d.Bus, validDiskBuses) {
+		if d.Bus != "" && !slices.Contains(validDiskBuses, d.Bus) {
 			at("bus %q is not valid; valid: %s", d.Bus, strings.Join(validDiskBuses, ", "))
 		}
-		if d.Type != "" && !oneOf(d.Type, validDiskTypes) {
+		if d.Type != "" && !slices.Contains(validDiskTypes, d.Type) {
 			at("type %q is not valid; valid: %s", d.Type, strings.Join(validDiskTypes, ", "))
 		}
 		if d.BootOrder < 0 {
@@ -215,10 +216,10 @@ func validateNetworks(c Config, nics []NetworkInterface, parseErr error) []error
 				at("macAddress %q is not a MAC address like 52:54:00:12:34:56", n.MACAddress)
 			}
 		}
-		if n.Model != "" && !oneOf(n.Model, validNICModels) {
+		if n.Model != "" && !slices.Contains(validNICModels, n.Model) {
 			at("model %q is not valid; valid: %s", n.Model, strings.Join(validNICModels, ", "))
 		}
-		if n.Type != "" && !oneOf(n.Type, validInterfaceType) {
+		if n.Type != "" && !slices.Contains(validInterfaceType, n.Type) {
 			at("type %q is not valid; valid: %s", n.Type, strings.Join(validInterfaceType, ", "))
 		}
 	}
@@ -232,15 +233,6 @@ func strictJSON(s string, v any) error {
 		return fmt.Errorf("invalid JSON: %w", err)
 	}
 	return nil
-}
-
-func oneOf(v string, set []string) bool {
-	for _, s := range set {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // joinProblems joins non-nil errors under a heading, or returns nil.

@@ -3,6 +3,7 @@ package driver
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,12 +116,12 @@ func BuildVM(p VMPlan) (*kubevirtv1.VirtualMachine, error) {
 		TypeMeta: metav1.TypeMeta{APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Name, Namespace: p.Namespace,
-			Labels: copyMap(p.Labels), Annotations: annotations,
+			Labels: maps.Clone(p.Labels), Annotations: annotations,
 		},
 		Spec: kubevirtv1.VirtualMachineSpec{
 			RunStrategy: &runStrategy,
 			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: copyMap(p.Labels)},
+				ObjectMeta: metav1.ObjectMeta{Labels: maps.Clone(p.Labels)},
 				Spec: kubevirtv1.VirtualMachineInstanceSpec{
 					Domain:                        domain,
 					Affinity:                      p.Affinity,
@@ -142,7 +143,7 @@ func volumeClaimTemplates(p VMPlan) (string, error) {
 	block := corev1.PersistentVolumeBlock
 	for _, d := range p.Disks {
 		sc := d.StorageClassName
-		labels := copyMap(p.Labels)
+		labels := maps.Clone(p.Labels)
 		if d.HotPlug {
 			if labels == nil {
 				labels = map[string]string{}
@@ -179,7 +180,7 @@ func BuildUserDataSecret(p VMPlan, userData, networkData []byte) *corev1.Secret 
 	s := &corev1.Secret{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: p.UserDataSecret, Namespace: p.Namespace, Labels: copyMap(p.Labels),
+			Name: p.UserDataSecret, Namespace: p.Namespace, Labels: maps.Clone(p.Labels),
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{"userdata": userData},
@@ -197,15 +198,4 @@ func VMOwnerReference(vm *kubevirtv1.VirtualMachine) metav1.OwnerReference {
 		APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine",
 		Name: vm.Name, UID: vm.UID, Controller: &yes,
 	}
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

@@ -11,6 +11,7 @@ import (
 	mimemultipart "mime/multipart"
 	"mime/quotedprintable"
 	"net/textproto"
+	"slices"
 	"strings"
 )
 
@@ -173,18 +174,9 @@ func handling(d document) (merge bool, passType string, err error) {
 			return false, rawContentType(d.data), nil
 		}
 		return false, "", nil
-	case oneOfType(d.contentType, passThroughTypes):
+	case slices.Contains(passThroughTypes, d.contentType):
 		return false, d.contentType, nil
 	}
 	return false, "", fmt.Errorf("content type %s is not supported: cloud-init handles %s and %s (merged), and %s (passed on)",
 		d.contentType, typeCloudConfig, typePlain, strings.Join(passThroughTypes, ", "))
-}
-
-func oneOfType(t string, set []string) bool {
-	for _, s := range set {
-		if t == s {
-			return true
-		}
-	}
-	return false
 }

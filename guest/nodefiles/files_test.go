@@ -5,13 +5,16 @@ import (
 	"encoding/base64"
 	"errors"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	goldenfile "github.com/harvester-kit/harvester-machine/internal/golden"
-	"gopkg.in/yaml.v3"
 )
 
 const testKubeconfig = `apiVersion: v1
@@ -170,7 +173,7 @@ func TestK3sFiles(t *testing.T) {
 	}
 	secret := kinds["Secret/"+addons.DefaultCloudConfigSecret]
 	if secret == nil {
-		t.Fatalf("no cloud-config Secret in %v", keys(kinds))
+		t.Fatalf("no cloud-config Secret in %v", slices.Collect(maps.Keys(kinds)))
 	}
 	data := secret["data"].(map[string]any)[addons.CloudConfigKey].(string)
 	if kc, _ := base64.StdEncoding.DecodeString(data); string(kc) != testKubeconfig {
@@ -190,7 +193,7 @@ func TestK3sFiles(t *testing.T) {
 func TestRKE1Files(t *testing.T) {
 	files := nodeFiles(t, RKE1)
 	if len(files) != 1 || string(files[RKE1CloudConfigPath]) != testKubeconfig {
-		t.Errorf("rke1 files %v", keys(files))
+		t.Errorf("rke1 files %v", slices.Collect(maps.Keys(files)))
 	}
 }
 
@@ -238,12 +241,4 @@ func mustYAML(t *testing.T, b []byte, v any) {
 func fmtYAML(v any) string {
 	b, _ := yaml.Marshal(v)
 	return string(b)
-}
-
-func keys[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -283,9 +284,9 @@ func nodeMatchesTerm(h corev1.Node, term corev1.NodeSelectorTerm) bool {
 func requirementMatches(r corev1.NodeSelectorRequirement, value string, present bool) bool {
 	switch r.Operator {
 	case corev1.NodeSelectorOpIn:
-		return present && contains(r.Values, value)
+		return present && slices.Contains(r.Values, value)
 	case corev1.NodeSelectorOpNotIn:
-		return !present || !contains(r.Values, value)
+		return !present || !slices.Contains(r.Values, value)
 	case corev1.NodeSelectorOpExists:
 		return present
 	case corev1.NodeSelectorOpDoesNotExist:
@@ -303,15 +304,6 @@ func requirementMatches(r corev1.NodeSelectorRequirement, value string, present 
 			return have > want
 		}
 		return have < want
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
 	}
 	return false
 }

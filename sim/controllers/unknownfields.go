@@ -3,8 +3,9 @@ package controllers
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,7 +26,7 @@ func unknownFields(value any, t reflect.Type, path string) []error {
 		switch t.Kind() {
 		case reflect.Map:
 			var errs []error
-			for _, k := range sortedKeys(v) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				errs = append(errs, unknownFields(v[k], t.Elem(), joinPath(path, k))...)
 			}
 			return errs
@@ -35,7 +36,7 @@ func unknownFields(value any, t reflect.Type, path string) []error {
 				return nil // an opaque value with its own JSON form (Time, Quantity, RawExtension)
 			}
 			var errs []error
-			for _, k := range sortedKeys(v) {
+			for _, k := range slices.Sorted(maps.Keys(v)) {
 				ft, ok := fields[k]
 				if !ok {
 					errs = append(errs, fmt.Errorf("unknown field %q", joinPath(path, k)))
@@ -62,15 +63,6 @@ func joinPath(path, key string) string {
 		return key
 	}
 	return path + "." + key
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 var jsonFieldCache sync.Map // reflect.Type -> map[string]reflect.Type

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // VMFinalizer is added to every VM so its disks can be handled on
@@ -157,8 +159,8 @@ func (s *sim) createVMI(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*ku
 		TypeMeta: metav1.TypeMeta{APIVersion: kubevirtv1.SchemeGroupVersion.String(), Kind: "VirtualMachineInstance"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: vm.Name, Namespace: vm.Namespace,
-			Labels:      copyMap(vm.Spec.Template.ObjectMeta.Labels),
-			Annotations: copyMap(vm.Spec.Template.ObjectMeta.Annotations),
+			Labels:      maps.Clone(vm.Spec.Template.ObjectMeta.Labels),
+			Annotations: maps.Clone(vm.Spec.Template.ObjectMeta.Annotations),
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: kubevirtv1.SchemeGroupVersion.String(), Kind: "VirtualMachine",
 				Name: vm.Name, UID: vm.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
@@ -190,17 +192,6 @@ func (s *sim) createVMI(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*ku
 	}
 	vmi.UID = res.GetUID()
 	return vmi, nil
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // ensureClaims creates the VM's templated PVCs that do not exist yet and

@@ -2,6 +2,7 @@ package simctl
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -147,7 +148,7 @@ func TestMissingImageBlocksStart(t *testing.T) {
 	createVM(t, ns, "vm", vmOpts{claims: []corev1.PersistentVolumeClaim{claimTemplate("vm-disk-0", ns+"/later", nil)}})
 	vm := waitVM(t, ns, "vm", "blocked by the image", printable(kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding))
 	c := vmCond(vm, kubevirtv1.VirtualMachineReady)
-	if c == nil || c.Reason != "ImageNotFound" || !contains(c.Message, ns+"/later") {
+	if c == nil || c.Reason != "ImageNotFound" || !strings.Contains(c.Message, ns+"/later") {
 		t.Errorf("Ready condition = %+v, want ImageNotFound naming the image", c)
 	}
 	if _, err := env.dyn.Resource(gvrVMI).Namespace(ns).Get(testContext(t), "vm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -165,7 +166,7 @@ func TestMissingImageBlocksStart(t *testing.T) {
 	})
 	waitVM(t, ns, "vm", "ImageNotReady", func(vm *kubevirtv1.VirtualMachine) bool {
 		c := vmCond(vm, kubevirtv1.VirtualMachineReady)
-		return c != nil && c.Reason == "ImageNotReady" && contains(c.Message, "simulated import failure")
+		return c != nil && c.Reason == "ImageNotReady" && strings.Contains(c.Message, "simulated import failure")
 	})
 
 	// Once the image imports, the VM starts.
@@ -183,7 +184,7 @@ func TestMissingDirectClaimBlocksStart(t *testing.T) {
 	ns := testNamespace(t)
 	createVM(t, ns, "vm", vmOpts{directClaims: []string{"existing-later"}})
 	vm := waitVM(t, ns, "vm", "ErrorPvcNotFound", printable(kubevirtv1.VirtualMachineStatusPvcNotFound))
-	if c := vmCond(vm, kubevirtv1.VirtualMachineReady); c == nil || !contains(c.Message, `"existing-later" not found`) {
+	if c := vmCond(vm, kubevirtv1.VirtualMachineReady); c == nil || !strings.Contains(c.Message, `"existing-later" not found`) {
 		t.Errorf("Ready condition = %+v", c)
 	}
 	_, err := env.kube.CoreV1().PersistentVolumeClaims(ns).Create(testContext(t), &corev1.PersistentVolumeClaim{

@@ -2,6 +2,7 @@ package simctl
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,7 +48,7 @@ func TestFaultNoIP(t *testing.T) {
 
 	createVM(t, ns, "noip", vmOpts{userData: agentCloudConfig})
 	createVM(t, ns, "withip", vmOpts{userData: agentCloudConfig})
-	if msg := waitEvent(t, ns, "noip", "NoGuestAddress"); !contains(msg, "no-ip") {
+	if msg := waitEvent(t, ns, "noip", "NoGuestAddress"); !strings.Contains(msg, "no-ip") {
 		t.Errorf("NoGuestAddress event says %q, want the no-ip fault", msg)
 	}
 	waitVMI(t, ns, "withip", "an IP", hasIP)

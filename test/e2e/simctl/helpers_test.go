@@ -348,5 +348,3 @@ func createObjectWith(t *testing.T, gvr schema.GroupVersionResource, obj any, ed
 	}
 	return res
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }

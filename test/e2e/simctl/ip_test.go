@@ -2,6 +2,7 @@ package simctl
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
@@ -86,7 +87,7 @@ func TestIPRule(t *testing.T) {
 	}
 
 	// The controller says when it decided a guest has no agent.
-	if msg := waitEvent(t, ns, "no-agent", "NoGuestAddress"); !contains(msg, "qemu-guest-agent") {
+	if msg := waitEvent(t, ns, "no-agent", "NoGuestAddress"); !strings.Contains(msg, "qemu-guest-agent") {
 		t.Errorf("NoGuestAddress event says %q", msg)
 	}
 	vmi := waitVMI(t, ns, "no-agent", "Running", running)

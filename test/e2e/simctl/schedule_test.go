@@ -2,6 +2,7 @@ package simctl
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -98,7 +99,7 @@ func TestUnsatisfiableStaysScheduling(t *testing.T) {
 	if c := vmCond(vm, "PodScheduled"); c == nil || c.Reason != "Unschedulable" {
 		t.Errorf("vm PodScheduled condition = %+v", c)
 	}
-	if msg := waitEvent(t, ns, "nowhere", "FailedScheduling"); !contains(msg, "didn't match") {
+	if msg := waitEvent(t, ns, "nowhere", "FailedScheduling"); !strings.Contains(msg, "didn't match") {
 		t.Errorf("FailedScheduling event says %q", msg)
 	}
 

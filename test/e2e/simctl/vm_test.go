@@ -1,6 +1,7 @@
 package simctl
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -101,7 +102,7 @@ func TestInvalidSpecReported(t *testing.T) {
 	})
 	got := waitVM(t, ns, "bad", "InvalidSpec", printable("ErrorInvalidSpec"))
 	c := vmCond(got, kubevirtv1.VirtualMachineFailure)
-	if c == nil || c.Reason != "InvalidSpec" || !contains(c.Message, `unknown field "spec.runStrategyy"`) {
+	if c == nil || c.Reason != "InvalidSpec" || !strings.Contains(c.Message, `unknown field "spec.runStrategyy"`) {
 		t.Errorf("Failure condition = %+v", c)
 	}
 }
@@ -122,7 +123,7 @@ func TestInvalidVMISpecReported(t *testing.T) {
 		c := vmiCond(v, kubevirtv1.VirtualMachineInstanceSynchronized)
 		return c != nil && c.Status == corev1.ConditionFalse && c.Reason == "InvalidSpec"
 	})
-	if c := vmiCond(got, kubevirtv1.VirtualMachineInstanceSynchronized); !contains(c.Message, `unknown field "spec.nodeSelectr"`) {
+	if c := vmiCond(got, kubevirtv1.VirtualMachineInstanceSynchronized); !strings.Contains(c.Message, `unknown field "spec.nodeSelectr"`) {
 		t.Errorf("message %q does not name the field", c.Message)
 	}
 	if got.Status.Phase == kubevirtv1.Running {
