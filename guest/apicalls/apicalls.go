@@ -1,7 +1,8 @@
 // Package apicalls lists every Harvester API request the cloud provider
-// (CCM) and CSI driver releases pinned in guest/addons/versions.go make with the
-// guest cluster's credential (../shared/REFERENCE.md, "The cloud provider
-// (CCM) and CSI driver in the guest cluster"). The credential
+// (CCM) and CSI driver releases pinned in guest/addons/versions.go make with
+// the guest cluster's credential, as their sources at those releases make
+// them (github.com/harvester/harvester-cloud-provider and
+// github.com/harvester/harvester-csi-driver). The credential
 // harvester-bootstrap and the node driver give guests must allow exactly
 // these; the end-to-end test test/e2e/bootstrap checks it with access
 // reviews. A version bump edits this list (and the releases below, which a
