@@ -9,19 +9,16 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
-
-	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
-
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
+	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
 // rancherProxyPath marks a Rancher proxy URL of a downstream cluster

@@ -12,9 +12,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
-
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	"github.com/harvester-kit/harvester-machine/internal/version"
 )
 

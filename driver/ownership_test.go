@@ -1,15 +1,10 @@
 package driver
 
 import (
-	"maps"
-	"slices"
-
-	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
-	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
-
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +21,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	virtfake "kubevirt.io/client-go/kubevirt/fake"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 )
 
 const (

@@ -14,9 +14,8 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
-
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
 // removeWithVM removes a machine whose VM takes everything with it (see

@@ -10,12 +10,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	"github.com/harvester-kit/harvester-machine/sim/fault"
-	"github.com/harvester-kit/harvester-machine/sim/guestnet"
 	"github.com/urfave/cli/v2"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	"github.com/harvester-kit/harvester-machine/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/guestnet"
 )
 
 // Flag names of bin/harvester-sim.

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // crdSpec describes one custom resource the simulated Harvester serves.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // gvrOf maps a served kind to its resource, from the CRD table.

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 func TestOptionsValidateReportsEveryProblem(t *testing.T) {

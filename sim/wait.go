@@ -3,8 +3,9 @@ package sim
 import (
 	"context"
 
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // waitFor watches the object namespace/name of kind k until it exists and

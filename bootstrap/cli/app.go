@@ -13,10 +13,11 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/harvester-kit/harvester-machine/internal/field"
-	"github.com/harvester-kit/harvester-machine/internal/version"
 	ucli "github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
+
+	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/version"
 )
 
 // userAgent names this tool in the API servers' audit logs.

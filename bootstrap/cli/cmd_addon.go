@@ -1,11 +1,12 @@
 package cli
 
 import (
+	ucli "github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
-	ucli "github.com/urfave/cli/v2"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // addonFlags select and parameterise the embedded add-ons.

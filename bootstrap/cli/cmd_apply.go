@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"strings"
 
+	ucli "github.com/urfave/cli/v2"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	ucli "github.com/urfave/cli/v2"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func applyCommand() *ucli.Command {

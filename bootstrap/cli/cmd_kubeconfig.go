@@ -7,10 +7,11 @@ import (
 	"os"
 	"time"
 
+	ucli "github.com/urfave/cli/v2"
+
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	ucli "github.com/urfave/cli/v2"
 )
 
 // accessFlags identify the guest cluster's Harvester identity.

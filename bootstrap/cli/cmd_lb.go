@@ -9,9 +9,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/harvester-kit/harvester-machine/bootstrap/loadbalancer"
 	ucli "github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/loadbalancer"
 )
 
 func joinErrs(errs []error) error { return errors.Join(errs...) }

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"os"
 
+	ucli "github.com/urfave/cli/v2"
+
 	"github.com/harvester-kit/harvester-machine/bootstrap/affinity"
 	"github.com/harvester-kit/harvester-machine/bootstrap/nodedriver"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
-	ucli "github.com/urfave/cli/v2"
 )
 
 func affinityCommand() *ucli.Command {

@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 
+	ucli "github.com/urfave/cli/v2"
+
 	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
-	ucli "github.com/urfave/cli/v2"
 )
 
 // nodePart renders the distribution-specific cloud-config for a node.

@@ -10,11 +10,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // Credential kinds (Auth.Kind).

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/harvester-kit/harvester-machine/guest/credentials"
-	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +13,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
 // Resources of the kinds listed through the dynamic client.

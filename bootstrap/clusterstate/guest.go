@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/harvester-kit/harvester-machine/guest/addons"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/harvester-kit/harvester-machine/guest/addons"
 )
 
 // FetchGuest lists the guest cluster's nodes, LoadBalancer Services and the

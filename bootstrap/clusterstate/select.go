@@ -1,8 +1,9 @@
 package clusterstate
 
 import (
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // ClusterSelector selects the driver's objects (VMs, VMIs, cloud-init

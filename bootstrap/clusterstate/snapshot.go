@@ -8,11 +8,12 @@ package clusterstate
 import (
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
 // Target names the guest cluster.

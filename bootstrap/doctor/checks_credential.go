@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"slices"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
-	rbacv1 "k8s.io/api/rbac/v1"
 )
 
 // Check names of the cloud-provider credential checks.

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"strings"
 
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // Check names of the VM checks.

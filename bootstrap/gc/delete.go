@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 )
 
 // Outcomes of deleting one candidate.

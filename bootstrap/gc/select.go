@@ -10,12 +10,13 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
-	"github.com/harvester-kit/harvester-machine/guest/credentials"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // Candidate is one object gc would delete, and why.

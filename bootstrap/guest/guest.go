@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"sort"
 
-	"github.com/harvester-kit/harvester-machine/guest/addons"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
+
+	"github.com/harvester-kit/harvester-machine/guest/addons"
 )
 
 // PruneKinds are every kind the add-ons have ever contained; objects of

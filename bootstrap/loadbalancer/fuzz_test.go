@@ -4,8 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/internal/field"
 	"gopkg.in/yaml.v3"
+
+	"github.com/harvester-kit/harvester-machine/internal/field"
 )
 
 // FuzzIPRanges: ranges are parsed into ordered, non-overlapping ranges or

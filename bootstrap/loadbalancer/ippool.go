@@ -3,18 +3,19 @@ package loadbalancer
 import (
 	"errors"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
 	"net/netip"
 	"sort"
 	"strings"
 
-	"github.com/harvester-kit/harvester-machine/guest/addons"
-	"github.com/harvester-kit/harvester-machine/internal/field"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
 )
 
 // Input fields, as problems name them (a CLI renames them to its flags).

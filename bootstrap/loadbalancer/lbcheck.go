@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
-
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 

@@ -7,15 +7,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
 	"io"
 	"net/url"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/field"
-
-	"k8s.io/apimachinery/pkg/util/validation"
+	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
 )
 
 // Input fields, as problems name them (a CLI renames them to its flags).

@@ -1,12 +1,13 @@
 package addons
 
 import (
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 const ccmServiceAccount = "harvester-cloud-controller-manager"

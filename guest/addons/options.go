@@ -5,8 +5,9 @@ import (
 	"regexp"
 	"strconv"
 
-	"github.com/harvester-kit/harvester-machine/internal/field"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/harvester-kit/harvester-machine/internal/field"
 )
 
 // Labels every add-on object carries; PruneSelector selects them all.

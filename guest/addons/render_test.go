@@ -5,10 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	goldenfile "github.com/harvester-kit/harvester-machine/internal/golden"
-
 	"gopkg.in/yaml.v3"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	goldenfile "github.com/harvester-kit/harvester-machine/internal/golden"
 )
 
 // golden compares got with testdata/name (rewritten with -update).

@@ -6,8 +6,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/harvester-kit/harvester-machine/internal/field"
 	"gopkg.in/yaml.v3"
+
+	"github.com/harvester-kit/harvester-machine/internal/field"
 )
 
 const (

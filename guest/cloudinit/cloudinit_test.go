@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	goldenfile "github.com/harvester-kit/harvester-machine/internal/golden"
-
 	"gopkg.in/yaml.v3"
+
+	goldenfile "github.com/harvester-kit/harvester-machine/internal/golden"
 )
 
 // rancherFile is what rancher-machine writes for --harvester-cloud-config.

@@ -5,8 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/internal/hostile"
 	"gopkg.in/yaml.v3"
+
+	"github.com/harvester-kit/harvester-machine/internal/hostile"
 )
 
 // Values that break YAML never change the meaning of the generated

@@ -4,9 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/golden"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 var testCreds = Credentials{Server: "https://10.0.0.10:6443", CAData: []byte("-----BEGIN CERTIFICATE-----\nTESTCA\n-----END CERTIFICATE-----\n"), Token: "TEST-TOKEN", Namespace: "guests", Cluster: "guest-a"}

@@ -4,10 +4,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/internal/field"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/harvester-kit/harvester-machine/internal/field"
 )
 
 // FuzzKubeconfigCheck: CheckKubeconfig accepts only kubeconfigs client-go

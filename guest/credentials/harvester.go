@@ -8,10 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/guest/addons"
-	"github.com/harvester-kit/harvester-machine/internal/field"
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	"github.com/harvester-kit/harvester-machine/internal/restapi"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -22,6 +18,11 @@ import (
 	"k8s.io/client-go/rest"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
+
+	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	"github.com/harvester-kit/harvester-machine/internal/restapi"
 )
 
 // Harvester is the thin API layer over the Harvester cluster.

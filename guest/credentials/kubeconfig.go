@@ -7,12 +7,12 @@ import (
 	"net/url"
 	"strings"
 
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
 	"github.com/harvester-kit/harvester-machine/internal/field"
-
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Output formats of the kubeconfig command.

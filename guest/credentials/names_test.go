@@ -2,13 +2,14 @@ package credentials
 
 import (
 	"context"
-	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 	"io"
 	"log/slog"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 )
 
 // A service account whose derived names are invalid (a 250-character name

@@ -2,7 +2,6 @@ package credentials
 
 import (
 	"context"
-	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 	"sort"
 	"strings"
 	"testing"
@@ -10,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 )
 
 func accessObjects(a Access) []runtime.Object {

@@ -6,8 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/internal/hostile"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/harvester-kit/harvester-machine/internal/hostile"
 )
 
 // A token, namespace, CA or cluster name that breaks YAML comes back from

@@ -2,9 +2,9 @@ package nodefiles
 
 import (
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
 
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
+	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
 )
 
 // CloudConfig is the subset of #cloud-config this tool emits.

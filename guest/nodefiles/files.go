@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Distribution is the Kubernetes distribution of a guest cluster.

@@ -7,10 +7,11 @@ import (
 	"io"
 	"testing"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/internal/hostile"
-	"gopkg.in/yaml.v3"
 )
 
 // hostileKubeconfig is a kubeconfig whose token and namespace are v.

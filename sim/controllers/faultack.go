@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/sim/fault"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/harvester-kit/harvester-machine/sim/fault"
 )
 
 // acknowledgeFaults records on the fault ConfigMap which data the

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -13,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // reconcileImage imports a VirtualMachineImage at once: its storage class

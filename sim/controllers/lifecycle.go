@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/sim/fault"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/sim/fault"
 )
 
 // printableInvalidSpec is shown when a VM spec does not decode into the

@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/harvester-kit/harvester-machine/sim/fault"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/harvester-kit/harvester-machine/sim/fault"
 )
 
 // handler calls fn with the object of every add, update and delete.

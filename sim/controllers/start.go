@@ -11,8 +11,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/sim/fault"
-	"github.com/harvester-kit/harvester-machine/sim/guestnet"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
@@ -20,6 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/harvester-kit/harvester-machine/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/guestnet"
 )
 
 // Options tune the simulated controllers.

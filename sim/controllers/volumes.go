@@ -7,9 +7,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // Harvester annotations and labels about VM disks.

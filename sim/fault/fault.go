@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +18,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // Fault names (the `harvester-sim fault` subcommands); see the README's

@@ -7,8 +7,6 @@
 package guests
 
 import (
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
-
 	"context"
 	"fmt"
 	"log/slog"
@@ -29,6 +27,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // ControlPlanes starts and stops guest clusters' API servers.

@@ -13,8 +13,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"k8s.io/client-go/rest"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 const modulePath = "github.com/harvester-kit/harvester-machine"

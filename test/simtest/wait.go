@@ -4,10 +4,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // WaitObject watches one object until cond holds. cond gets nil while the

@@ -3,7 +3,6 @@
 package restapifake
 
 import (
-	"github.com/harvester-kit/harvester-machine/internal/restapi"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -11,6 +10,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/harvester-kit/harvester-machine/internal/restapi"
 )
 
 // Clients is a restapi.Interface over Kube and Virt (either may be nil

@@ -3,8 +3,6 @@ package bootstrap_test
 import (
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/guest/apicalls"
-	simfix "github.com/harvester-kit/harvester-machine/sim"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,6 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/harvester-kit/harvester-machine/guest/apicalls"
+	simfix "github.com/harvester-kit/harvester-machine/sim"
 )
 
 // TestGuestCredentialCoversThePinnedReleases: the credential `kubeconfig`

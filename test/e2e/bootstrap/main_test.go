@@ -12,12 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/test/harness"
-	"github.com/harvester-kit/harvester-machine/test/simtest"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/harvester-kit/harvester-machine/test/harness"
+	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
 var (

@@ -9,9 +9,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"github.com/harvester-kit/harvester-machine/sim/fault"
-	corev1 "k8s.io/api/core/v1"
 )
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

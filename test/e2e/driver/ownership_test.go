@@ -1,8 +1,6 @@
 package driver_test
 
 import (
-	"github.com/harvester-kit/harvester-machine/sim/fault"
-
 	"context"
 	"encoding/json"
 	"os"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/sim/fault"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 

@@ -1,8 +1,6 @@
 package guest
 
 import (
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
-
 	"context"
 	"fmt"
 	"os"
@@ -17,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // guestVM is a running VM of cluster whose inline cloud-init installs the
