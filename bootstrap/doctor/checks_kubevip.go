@@ -4,9 +4,10 @@ import (
 	"sort"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	"github.com/harvester-kit/harvester-machine/guest/addons"
-	corev1 "k8s.io/api/core/v1"
 )
 
 // CheckKubeVIP is the name of the check that something in the guest

@@ -5,8 +5,9 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/harvester-kit/harvester-machine/internal/field"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/harvester-kit/harvester-machine/internal/field"
 )
 
 // The cloud provider's network flags (v0.2.7): which NIC's address becomes
