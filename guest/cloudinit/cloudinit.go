@@ -1,7 +1,6 @@
 package cloudinit
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -118,47 +117,14 @@ func partProblem(name, where string, err error) error {
 
 // Merge merges the tool's parts of in (login, SSH keys, password, agent,
 // write_files; in.UserData and in.CloudConfig are not read) and then the
-// user's parsed parts, in order, into one user-data document.
+// user's parsed parts, in order, into one user-data document. It is
+// MergeDocument and Marshal in one.
 func Merge(in Input, user ...Part) ([]byte, error) {
-	merged, err := basePart(in)
+	doc, err := MergeDocument(in, user...)
 	if err != nil {
-		return nil, fmt.Errorf("build cloud-init base part: %w", err)
+		return nil, err
 	}
-	jinja := false
-	var extra []rawPart
-	for _, p := range user {
-		for _, d := range p.docs {
-			switch {
-			case d.raw != nil:
-				extra = append(extra, *d.raw)
-			case d.node != nil:
-				if err := mergeMapping(merged, cloneNode(d.node), ""); err != nil {
-					return nil, partProblem(p.name, d.where, err)
-				}
-				jinja = jinja || d.jinja
-			}
-		}
-	}
-	moveInstallScriptLast(merged)
-
-	var out bytes.Buffer
-	if jinja {
-		out.WriteString(JinjaHeader + "\n")
-	}
-	out.WriteString(CloudConfigHeader + "\n")
-	enc := yaml.NewEncoder(&out)
-	enc.SetIndent(2)
-	if err := enc.Encode(merged); err != nil {
-		return nil, fmt.Errorf("encode cloud-config: %w", err)
-	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("encode cloud-config: %w", err)
-	}
-	if len(extra) == 0 {
-		return out.Bytes(), nil
-	}
-	parts := append([]rawPart{{contentType: "text/cloud-config", data: out.Bytes()}}, extra...)
-	return multipart(parts)
+	return doc.Marshal()
 }
 
 // parseDocument parses a document as the cloud-config mapping to merge, or

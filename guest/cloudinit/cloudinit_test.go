@@ -25,31 +25,33 @@ write_files:
 // golden compares got with testdata/name (rewritten with -update).
 var golden = goldenfile.Assert
 
+// goldenCases are the inputs of the golden user-data files.
+var goldenCases = []struct {
+	name string
+	in   Input
+}{
+	{"key-agent-rancher.yaml", Input{User: "ubuntu", SSHAuthorizedKeys: []string{"ssh-ed25519 AAAAC3Nza test@example"}, InstallQemuGuestAgent: true, CloudConfig: []byte(rancherFile)}},
+	{"password-root-quote.yaml", Input{User: "root", Password: `pa"ss: 'word #1`, InstallQemuGuestAgent: true, CloudConfig: []byte(rancherFile)}},
+	{"user-data-merge.yaml", Input{User: "ubuntu", SSHAuthorizedKeys: []string{"ssh-rsa AAAAB3 k"}, InstallQemuGuestAgent: true,
+		UserData:    []byte("#cloud-config\npackage_update: true\npackages:\n- qemu-guest-agent\n- [htop, 3.0]\nruncmd:\n- - systemctl\n  - enable\n  - '--now'\n  - qemu-guest-agent.service\n- echo user\nwrite_files:\n- path: /etc/user.conf\n  content: hello\n"),
+		CloudConfig: []byte(rancherFile)}},
+	{"install-first-in-user-data.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: true,
+		UserData:    []byte("runcmd:\n- sh /usr/local/custom_script/install.sh\n- echo after\n"),
+		CloudConfig: []byte("#cloud-config\nruncmd:\n- echo from-file\n")}},
+	{"jinja.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: true,
+		UserData:    []byte("## template: jinja\n#cloud-config\nruncmd:\n- echo {{ v1.local_hostname }}\n"),
+		CloudConfig: []byte(rancherFile)}},
+	{"script-multipart.txt", Input{User: "ubuntu", SSHAuthorizedKeys: []string{"ssh-ed25519 AAAA k"}, InstallQemuGuestAgent: true,
+		UserData:    []byte("#!/bin/bash\necho hello > /tmp/hello\n"),
+		CloudConfig: []byte(rancherFile)}},
+	{"skip-agent-empty.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: false}},
+	{"write-files-rancher.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: true, CloudConfig: []byte(rancherFile),
+		UserData:   []byte("#cloud-config\nwrite_files:\n- path: /etc/user.conf\n  content: hello\n"),
+		WriteFiles: []WriteFile{SecretFile("/etc/kubernetes/cloud-config", []byte("kubeconfig")), PrivateFile("/etc/x.yaml", []byte("a: 1\n"))}}},
+}
+
 func TestBuildGolden(t *testing.T) {
-	cases := []struct {
-		name string
-		in   Input
-	}{
-		{"key-agent-rancher.yaml", Input{User: "ubuntu", SSHAuthorizedKeys: []string{"ssh-ed25519 AAAAC3Nza test@example"}, InstallQemuGuestAgent: true, CloudConfig: []byte(rancherFile)}},
-		{"password-root-quote.yaml", Input{User: "root", Password: `pa"ss: 'word #1`, InstallQemuGuestAgent: true, CloudConfig: []byte(rancherFile)}},
-		{"user-data-merge.yaml", Input{User: "ubuntu", SSHAuthorizedKeys: []string{"ssh-rsa AAAAB3 k"}, InstallQemuGuestAgent: true,
-			UserData:    []byte("#cloud-config\npackage_update: true\npackages:\n- qemu-guest-agent\n- [htop, 3.0]\nruncmd:\n- - systemctl\n  - enable\n  - '--now'\n  - qemu-guest-agent.service\n- echo user\nwrite_files:\n- path: /etc/user.conf\n  content: hello\n"),
-			CloudConfig: []byte(rancherFile)}},
-		{"install-first-in-user-data.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: true,
-			UserData:    []byte("runcmd:\n- sh /usr/local/custom_script/install.sh\n- echo after\n"),
-			CloudConfig: []byte("#cloud-config\nruncmd:\n- echo from-file\n")}},
-		{"jinja.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: true,
-			UserData:    []byte("## template: jinja\n#cloud-config\nruncmd:\n- echo {{ v1.local_hostname }}\n"),
-			CloudConfig: []byte(rancherFile)}},
-		{"script-multipart.txt", Input{User: "ubuntu", SSHAuthorizedKeys: []string{"ssh-ed25519 AAAA k"}, InstallQemuGuestAgent: true,
-			UserData:    []byte("#!/bin/bash\necho hello > /tmp/hello\n"),
-			CloudConfig: []byte(rancherFile)}},
-		{"skip-agent-empty.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: false}},
-		{"write-files-rancher.yaml", Input{User: "ubuntu", InstallQemuGuestAgent: true, CloudConfig: []byte(rancherFile),
-			UserData:   []byte("#cloud-config\nwrite_files:\n- path: /etc/user.conf\n  content: hello\n"),
-			WriteFiles: []WriteFile{SecretFile("/etc/kubernetes/cloud-config", []byte("kubeconfig")), PrivateFile("/etc/x.yaml", []byte("a: 1\n"))}}},
-	}
-	for _, tc := range cases {
+	for _, tc := range goldenCases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Build(tc.in)
 			if err != nil {
