@@ -12,7 +12,6 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
-	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	"github.com/harvester-kit/harvester-machine/internal/version"
 )
@@ -144,10 +143,7 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (VMPla
 	if err != nil {
 		return plan, nil, nil, err
 	}
-	userData, err := mergeUserData(cloudinit.Input{
-		User: d.GetSSHUsername(), SSHAuthorizedKeys: keys, Password: d.SSHPassword,
-		InstallQemuGuestAgent: !d.SkipQemuGuestAgent, WriteFiles: files,
-	}, in.UserData, in.CloudConfig)
+	userData, err := d.renderUserData(in, keys, files)
 	if err != nil {
 		return plan, nil, nil, fmt.Errorf("build cloud-init user data: %w", err)
 	}

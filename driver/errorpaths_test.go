@@ -9,7 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -305,14 +307,16 @@ func TestInputsParsedOnLoad(t *testing.T) {
 	}
 }
 
-// TestUserDataMergedOncePerStep: the user data and cloud-config file are
-// parsed once, when the flags are read, and merged with the driver's parts
-// once to validate them and once when Create builds the Secret.
-func TestUserDataMergedOncePerStep(t *testing.T) {
+// TestUserDataMergedOncePerCommand: the user data and cloud-config file
+// are parsed once, when the flags are read, and merged with the driver's
+// parts once per create: validation merges them (stand-ins for the SSH key
+// and cloud-provider files), the pre-create check does not, and Create
+// only renders that document with the machine's key.
+func TestUserDataMergedOncePerCommand(t *testing.T) {
 	merge := mergeUserData
 	t.Cleanup(func() { mergeUserData = merge })
 	merges := 0
-	mergeUserData = func(in cloudinit.Input, user ...cloudinit.Part) ([]byte, error) {
+	mergeUserData = func(in cloudinit.Input, user ...cloudinit.Part) (*cloudinit.Document, error) {
 		merges++
 		return merge(in, user...)
 	}
@@ -330,6 +334,17 @@ func TestUserDataMergedOncePerStep(t *testing.T) {
 		t.Errorf("%d merges while reading the flags, want 1", merges)
 	}
 	d.api = api // the fake Harvester
+	f.kube.PrependReactor("create", "selfsubjectrulesreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectRulesReview).DeepCopy()
+		r.Status.ResourceRules = []authv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}
+		return true, r, nil
+	})
+	if err := f.kube.Tracker().Add(&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "longhorn-ubuntu"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.PreCreateCheck(); err != nil {
+		t.Fatalf("pre-create check: %v", err)
+	}
 	var userData string
 	f.kube.PrependReactor("create", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		s, _ := a.(k8stesting.CreateAction).GetObject().(*corev1.Secret)
@@ -340,8 +355,8 @@ func TestUserDataMergedOncePerStep(t *testing.T) {
 	if err := d.Create(); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("create: %v", err)
 	}
-	if merges != 2 {
-		t.Errorf("%d merges after Create, want 2", merges)
+	if merges != 1 {
+		t.Errorf("%d merges after PreCreateCheck and Create, want 1", merges)
 	}
 	for _, want := range []string{"htop", "echo", "installed", "qemu-guest-agent"} {
 		if !strings.Contains(userData, want) {

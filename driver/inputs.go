@@ -32,6 +32,10 @@ type Inputs struct {
 	// UserData and CloudConfig are --harvester-user-data and the
 	// --harvester-cloud-config file, parsed (empty when not given).
 	UserData, CloudConfig cloudinit.Part
+	// Cloudinit is UserData and CloudConfig merged with the driver's own
+	// parts (userDataDocument), when validation merged them (nil otherwise):
+	// Create only puts the machine's SSH key and cloud-provider files in.
+	Cloudinit *cloudinit.Document
 	// Harvester is --harvester-kubeconfig-content as a client configuration
 	// (parseKubeconfig), when validation parsed it (nil otherwise).
 	Harvester *rest.Config

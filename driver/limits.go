@@ -5,8 +5,6 @@ import (
 	"math"
 	"strings"
 	"time"
-
-	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 )
 
 // Largest sizes whose quantities (bytes) still fit in an int64, the range
@@ -63,34 +61,6 @@ type secretPart struct {
 	flag  string
 	bytes int
 }
-
-// validateUserData merges the parsed user data and cloud-config file with
-// what the driver adds (login, an SSH key standing for the machine's,
-// password, qemu-guest-agent), as Create will, and checks that they merge
-// and that the cloud-init Secret stays within MaxSecretBytes with
-// secretReserveBytes to spare (merging overhead counted).
-func validateUserData(c Config, in Inputs, sshUser string) error {
-	login := sshUser
-	if login == "" {
-		login = "root" // --harvester-ssh-user reports the empty user
-	}
-	userData, err := mergeUserData(cloudinit.Input{User: login, SSHAuthorizedKeys: []string{validationKey}, Password: c.SSHPassword,
-		InstallQemuGuestAgent: !c.SkipQemuGuestAgent}, in.UserData, in.CloudConfig)
-	if err != nil {
-		flag := FlagUserData
-		if c.UserData == "" {
-			flag = FlagCloudConfig
-		}
-		return flagError(flag, err)
-	}
-	return checkSecretSize(len(userData)+secretReserveBytes, len(c.NetworkData), secretParts(c))
-}
-
-// mergeUserData merges the driver's cloud-init parts with the user's
-// parsed ones: once when the flags are validated, once in Create (with the
-// machine's SSH key and cloud-provider files). A variable, so tests count
-// the merges.
-var mergeUserData = cloudinit.Merge
 
 // secretParts are the flags that fill the cloud-init Secret.
 func secretParts(c Config) []secretPart {

@@ -28,11 +28,8 @@ func Validate(c Config, machineName, sshUser string, sshPort int) error {
 	return err
 }
 
-// validate is Validate that also returns the parsed JSON flags.
-// validationKey stands for the machine's SSH key when user data is merged
-// at validation (the key itself is made or read later).
-const validationKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIValidationOnly validation"
-
+// validate is Validate that also returns the parsed JSON flags, and the
+// user data merged with the driver's parts when it is valid.
 func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error) {
 	in, parseErrs := parseInputs(c)
 	var (
@@ -111,7 +108,8 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 	}
 	errs = append(errs, parseErrs.userData, parseErrs.cloudConfig)
 	if parseErrs.userData == nil && parseErrs.cloudConfig == nil {
-		errs = append(errs, validateUserData(c, in, sshUser))
+		in.Cloudinit, err = validateUserData(c, in, sshUser)
+		errs = append(errs, err)
 	}
 	if c.EnableSecureBoot && !c.EnableEFI {
 		add(FlagEnableSecureBoot, "needs --%s", FlagEnableEFI)
