@@ -2,7 +2,7 @@
 // typed parts. It is pure: no I/O, no clock, no randomness, so the same
 // Input always yields the same bytes.
 //
-// The single entry point is Build:
+// The entry point is Build:
 //
 //	userData, err := cloudinit.Build(cloudinit.Input{
 //		User:                  "ubuntu",
@@ -23,6 +23,11 @@
 //  4. Input.CloudConfig (the file rancher-machine writes for
 //     --harvester-cloud-config: hostname, the install script in write_files
 //     and `sh /usr/local/custom_script/install.sh` in runcmd).
+//
+// A tool that learns its SSH keys or write_files only later merges once,
+// early, with stand-ins for them (ParseUserData, ParseCloudConfig, then
+// MergeDocument), and later renders that Document with the real entries
+// (Document.Render): the bytes are those Build makes with the real ones.
 //
 // Merging is done on YAML trees (gopkg.in/yaml.v3), never on text: mappings
 // merge key by key, sequences are concatenated (the `packages` sequence
