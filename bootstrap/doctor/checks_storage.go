@@ -174,14 +174,15 @@ func hostClaimCause(h *clusterstate.Harvester, claim string) (string, string) {
 }
 
 // Volumes: the hot-plugged volumes of the cluster's VMs are attached
-// (the VMI's volumeStatus Ready, no volume request left pending).
+// (the VMI's volumeStatus Ready; FAIL otherwise) and no volume request is
+// left pending (WARN: KubeVirt applies them within seconds).
 func Volumes(s *clusterstate.Snapshot) Row {
 	h := &s.Harvester
 	if row, bad := unlisted(h.Errors, CheckVolumes, clusterstate.KindVM, clusterstate.KindVMI, clusterstate.KindPVC, clusterstate.KindStorageClass); bad {
 		return row
 	}
 	var p problems
-	ready := 0
+	ready, failed := 0, false
 	for _, vm := range h.ClusterVMs() {
 		for _, r := range vm.Status.VolumeRequests {
 			p.add(vm.Name+": "+volumeRequest(r)+" not applied yet",
@@ -208,10 +209,14 @@ func Volumes(s *clusterstate.Snapshot) Row {
 				fix = "wait for the attachment pod on Harvester; if it stays, look at the VMI's events"
 			}
 			p.add(seen, fix)
+			failed = true
 		}
 	}
-	if len(p.seen) > 0 {
+	switch {
+	case failed:
 		return fail(CheckVolumes, names(p.seen), p.fix())
+	case len(p.seen) > 0: // requests KubeVirt has not applied yet
+		return warn(CheckVolumes, names(p.seen), p.fix())
 	}
 	if ready == 0 {
 		return ok(CheckVolumes, "no hot-plugged volume")

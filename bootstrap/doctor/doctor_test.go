@@ -292,7 +292,7 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 			hotplugged(&s.Harvester.VMIs[1], "pvc-4444", "pvc-4444", kubevirtv1.VolumePending, "PVCNotReady")
 			s.Harvester.Claims = append(s.Harvester.Claims, claim(ns, "pvc-4444", "harvester-longhorn", corev1.ClaimPending))
 		}},
-		{CheckVolumes, Fail, "guest-a-pool1-x2: request to add volume pvc-5555 not applied yet", func(s *clusterstate.Snapshot) {
+		{CheckVolumes, Warn, "guest-a-pool1-x2: request to add volume pvc-5555 not applied yet", func(s *clusterstate.Snapshot) {
 			s.Harvester.VMs[1].Status.VolumeRequests = []kubevirtv1.VirtualMachineVolumeRequest{{AddVolumeOptions: &kubevirtv1.AddVolumeOptions{Name: "pvc-5555"}}}
 		}},
 		{CheckGuestVolumes, Fail, `default/web-data Pending: StorageClass "fast" not found in the guest cluster`, func(s *clusterstate.Snapshot) {
