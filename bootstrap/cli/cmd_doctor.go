@@ -23,14 +23,16 @@ func doctorCommand() *ucli.Command {
 		Usage: "say why a guest cluster is unhealthy: one OK/WARN/FAIL row per check, with what was seen and the fix",
 		Description: "Checks on Harvester: the cluster's VMs and their state, the creator label on VM and template, topology\n" +
 			"annotations and a guest-agent address on each VMI, the cloud-provider credential (ServiceAccount, bindings,\n" +
-			"token Secret, the token authenticates), the cluster's LoadBalancers and IP pools, leftovers (as gc finds them),\n" +
+			"token Secret, the token authenticates), the cluster's LoadBalancers and IP pools, the CSI add-on's host StorageClass\n" +
+			"exists, hot-plugged volumes attached (pending volume requests, host PVCs not Bound), leftovers (as gc finds them),\n" +
 			"and --kubeconfig itself (authenticates; a JWT's or certificate's expiry, WARN under 7 days).\n" +
 			"With --cloud-config: the guest's kubeconfig for Harvester (e.g. a time-bound token from kubeconfig --ttl).\n" +
 			"With --guest-kubeconfig: nodes initialised by the cloud provider, zone labels, the CCM's --cluster-name,\n" +
-			"LoadBalancer Services and their Harvester LoadBalancers. Exit 1 when a check fails. Never prints a secret.\n\n" +
+			"LoadBalancer Services and their Harvester LoadBalancers, PVCs stuck Pending and VolumeAttachments failing. Exit 1 when a check fails. Never prints a secret.\n\n" +
 			"Example:\n  harvester-bootstrap doctor --cluster-name guest-a --namespace default --guest-kubeconfig guest.yaml",
 		Flags: targetFlags(
 			&ucli.StringFlag{Name: FlagGuestKubeconfig, Usage: "kubeconfig `FILE` of the guest cluster (adds the guest-side checks)", EnvVars: env(FlagGuestKubeconfig)},
+			&ucli.StringFlag{Name: FlagHostStorageClass, Usage: "the CSI add-on's Harvester `STORAGECLASS` (as given to `addon`; the guest's CSI driver and StorageClasses are read too with --guest-kubeconfig): check that it exists", EnvVars: env(FlagHostStorageClass)},
 			&ucli.StringFlag{Name: FlagCloudConfig, Usage: "the guest's kubeconfig `FILE` for Harvester (from `kubeconfig`): check that its token authenticates and when it expires", EnvVars: env(FlagCloudConfig)},
 		),
 		Action: targetAction(doctorAction),
@@ -39,7 +41,7 @@ func doctorCommand() *ucli.Command {
 
 func doctorAction(ctx context.Context, c *ucli.Context, t clusterstate.Target, clients *clusterstate.Clients) error {
 	var err error
-	src := clusterstate.Sources{AdminSource: "--" + FlagKubeconfig, CloudConfigSource: "--" + FlagCloudConfig}
+	src := clusterstate.Sources{AdminSource: "--" + FlagKubeconfig, CloudConfigSource: "--" + FlagCloudConfig, HostStorageClass: c.String(FlagHostStorageClass)}
 	if p := c.String(FlagCloudConfig); p != "" {
 		if src.CloudConfig, err = kubeapi.ConfigFromFile(p, userAgent); err != nil {
 			return fmt.Errorf("--%s: %w", FlagCloudConfig, err)

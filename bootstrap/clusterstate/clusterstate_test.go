@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 func jwt(payload string) string {
@@ -87,7 +89,10 @@ func TestFetchRecordsListErrorsAndKeepsNoToken(t *testing.T) {
 }
 
 func TestFetchListsEachKindOnce(t *testing.T) {
-	kube := fake.NewClientset()
+	labelled := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "disk-0", Namespace: "default",
+		Labels: map[string]string{harvester.LabelGuestCluster: harvester.LabelValue("a")}}}
+	hostVolume := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "pvc-1234", Namespace: "default"}}
+	kube := fake.NewClientset(labelled, hostVolume)
 	dyn := dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		GVRVM: "VirtualMachineList", GVRVMI: "VirtualMachineInstanceList", GVRLoadBalancer: "LoadBalancerList", GVRIPPool: "IPPoolList",
 	})
@@ -95,6 +100,9 @@ func TestFetchListsEachKindOnce(t *testing.T) {
 	h := c.FetchHarvester(context.Background(), Target{Cluster: "a", Namespace: "default"}, false)
 	if len(h.Errors) != 0 {
 		t.Fatal(h.Errors)
+	}
+	if len(h.PVCs) != 1 || h.PVCs[0].Name != "disk-0" || len(h.Claims) != 2 {
+		t.Errorf("PVCs = %v, Claims = %v; want the labelled one of both", h.PVCs, h.Claims)
 	}
 	count := map[string]int{}
 	for _, a := range append(kube.Actions(), dyn.Actions()...) {
@@ -104,8 +112,8 @@ func TestFetchListsEachKindOnce(t *testing.T) {
 		count[a.GetResource().Resource]++
 	}
 	want := map[string]int{"virtualmachines": 1, "virtualmachineinstances": 1, "loadbalancers": 1, "ippools": 1,
-		"persistentvolumeclaims": 1, "secrets": 2, "serviceaccounts": 1, "rolebindings": 1, "clusterrolebindings": 1}
+		"persistentvolumeclaims": 1, "secrets": 2, "serviceaccounts": 1, "rolebindings": 1, "clusterrolebindings": 1, "storageclasses": 1}
 	if fmt.Sprint(count) != fmt.Sprint(want) {
-		t.Errorf("requests = %v, want %v (10 lists: the cloud-init and the token Secrets by their own labels)", count, want)
+		t.Errorf("requests = %v, want %v (11 lists: the cloud-init and the token Secrets by their own labels)", count, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -77,7 +78,7 @@ func items[T any](errs map[string]string, kind, ns string, err error, get func()
 	return get()
 }
 
-// FetchHarvester lists, once each, the kinds the checks look at (10 list
+// FetchHarvester lists, once each, the kinds the checks look at (11 list
 // calls); with authTokens it also authenticates with each filled token
 // Secret's token (one SelfSubjectReview each). A kind that cannot be listed
 // is recorded in Errors; the others are still listed.
@@ -95,8 +96,15 @@ func (c *Clients) FetchHarvester(ctx context.Context, t Target, authTokens bool)
 	h.IPPools, err = listDyn[lbapi.IPPool](ctx, c.Dyn.Resource(GVRIPPool), "")
 	record(h.Errors, KindIPPool, "", err)
 	core, rbac := c.Kube.CoreV1(), c.Kube.RbacV1()
-	pvcs, err := core.PersistentVolumeClaims(ns).List(ctx, own)
-	h.PVCs = items(h.Errors, KindPVC, ns, err, func() []corev1.PersistentVolumeClaim { return pvcs.Items })
+	pvcs, err := core.PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{})
+	h.Claims = items(h.Errors, KindPVC, ns, err, func() []corev1.PersistentVolumeClaim { return pvcs.Items })
+	for _, p := range h.Claims {
+		if t.OfCluster(p.Labels) {
+			h.PVCs = append(h.PVCs, p)
+		}
+	}
+	scs, err := c.Kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	h.StorageClasses = items(h.Errors, KindStorageClass, "", err, func() []storagev1.StorageClass { return scs.Items })
 	cloudInit, err := core.Secrets(ns).List(ctx, own)
 	h.CloudInit = items(h.Errors, KindSecret, ns, err, func() []corev1.Secret { return cloudInit.Items })
 	sas, err := core.ServiceAccounts(ns).List(ctx, creds)

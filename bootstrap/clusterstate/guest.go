@@ -12,7 +12,8 @@ import (
 )
 
 // FetchGuest lists the guest cluster's nodes, LoadBalancer Services and the
-// kube-system Deployments and DaemonSets (where the cloud provider runs).
+// kube-system Deployments and DaemonSets (where the cloud provider runs),
+// the PVCs, StorageClasses and VolumeAttachments (the CSI driver's work).
 func FetchGuest(ctx context.Context, guest kubernetes.Interface) Guest {
 	g := Guest{Errors: map[string]string{}}
 	fail := func(kind, ns string, err error) {
@@ -42,6 +43,22 @@ func FetchGuest(ctx context.Context, guest kubernetes.Interface) Guest {
 		g.DaemonSets = l.Items
 	} else {
 		fail(KindWorkload, addons.DefaultNamespace, err)
+	}
+	if l, err := guest.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{}); err == nil {
+		g.PVCs = l.Items
+	} else {
+		fail(KindPVC, "", err)
+	}
+	storage := guest.StorageV1()
+	if l, err := storage.StorageClasses().List(ctx, metav1.ListOptions{}); err == nil {
+		g.StorageClasses = l.Items
+	} else {
+		fail(KindStorageClass, "", err)
+	}
+	if l, err := storage.VolumeAttachments().List(ctx, metav1.ListOptions{}); err == nil {
+		g.VolumeAttachments = l.Items
+	} else {
+		fail(KindVolumeAttachment, "", err)
 	}
 	return g
 }

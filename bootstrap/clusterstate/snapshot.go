@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
@@ -36,6 +37,8 @@ const (
 	KindNode               = "Node"
 	KindService            = "Service"
 	KindWorkload           = "Deployment/DaemonSet"
+	KindStorageClass       = "StorageClass"
+	KindVolumeAttachment   = "VolumeAttachment"
 )
 
 // Harvester is the Harvester side of one guest cluster.
@@ -47,6 +50,11 @@ type Harvester struct {
 	// PVCs and cloud-init Secrets labelled with the guest cluster's name.
 	PVCs      []corev1.PersistentVolumeClaim
 	CloudInit []corev1.Secret
+	// Claims are every PVC of the namespace (PVCs among them): the CSI
+	// driver's host volumes carry no label of the cluster.
+	Claims []corev1.PersistentVolumeClaim
+	// StorageClasses of Harvester.
+	StorageClasses []storagev1.StorageClass
 	// The credential objects harvester-bootstrap (or the driver's
 	// --harvester-cloud-provider) created for the cluster.
 	ServiceAccounts     []corev1.ServiceAccount
@@ -91,7 +99,11 @@ type Guest struct {
 	Services    []corev1.Service // of type LoadBalancer, every namespace
 	Deployments []appsv1.Deployment
 	DaemonSets  []appsv1.DaemonSet // both in kube-system
-	Errors      map[string]string
+	// PVCs of every namespace, the StorageClasses and VolumeAttachments.
+	PVCs              []corev1.PersistentVolumeClaim
+	StorageClasses    []storagev1.StorageClass
+	VolumeAttachments []storagev1.VolumeAttachment
+	Errors            map[string]string
 }
 
 // Snapshot is everything the checks look at.
@@ -104,4 +116,7 @@ type Snapshot struct {
 	CloudConfig *Auth
 	// Guest is nil without --guest-kubeconfig.
 	Guest *Guest
+	// HostStorageClass is the CSI add-on's host StorageClass as the user
+	// gave it (--host-storage-class); "" when not given.
+	HostStorageClass string
 }

@@ -17,12 +17,14 @@ type Sources struct {
 	CloudConfigSource string
 	// Guest, when set, is a client of the guest cluster.
 	Guest kubernetes.Interface
+	// HostStorageClass is --host-storage-class, when given.
+	HostStorageClass string
 }
 
 // Take authenticates the admin credential and, when it is accepted, lists
 // everything the checks look at. now is the time expiries are judged by.
 func (c *Clients) Take(ctx context.Context, t Target, src Sources, now time.Time) Snapshot {
-	s := Snapshot{Now: now, Harvester: Harvester{Target: t}}
+	s := Snapshot{Now: now, Harvester: Harvester{Target: t}, HostStorageClass: src.HostStorageClass}
 	s.Admin = Authenticate(ctx, c.Config, src.AdminSource)
 	if src.CloudConfig != nil {
 		a := Authenticate(ctx, src.CloudConfig, src.CloudConfigSource)

@@ -24,7 +24,7 @@ func Guest(s *clusterstate.Snapshot) []Row {
 	if s.Guest == nil {
 		return nil
 	}
-	return []Row{Nodes(s), Zones(s), CCMClusterName(s), KubeVIP(s), GuestServices(s)}
+	return []Row{Nodes(s), Zones(s), CCMClusterName(s), KubeVIP(s), GuestServices(s), GuestVolumes(s)}
 }
 
 // Nodes: the cloud provider initialised every node (providerID

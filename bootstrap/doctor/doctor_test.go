@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -84,11 +85,43 @@ func node(name, zone string) corev1.Node {
 		Spec: corev1.NodeSpec{ProviderID: harvester.ProviderIDPrefix + "uid-" + name}}
 }
 
+func storageClass(name, provisioner string, isDefault bool, params map[string]string) storagev1.StorageClass {
+	sc := storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: provisioner, Parameters: params}
+	if isDefault {
+		sc.Annotations = map[string]string{addons.AnnDefaultStorageClass: "true"}
+	}
+	return sc
+}
+
+func claim(ns, name, class string, phase corev1.PersistentVolumeClaimPhase) corev1.PersistentVolumeClaim {
+	return corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class}, Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
+}
+
+// hotplugged adds the hot-plugged volume name (claim pvc) to the VMI.
+func hotplugged(v *kubevirtv1.VirtualMachineInstance, name, pvc string, phase kubevirtv1.VolumePhase, reason string) {
+	v.Spec.Volumes = append(v.Spec.Volumes, kubevirtv1.Volume{Name: name, VolumeSource: kubevirtv1.VolumeSource{
+		PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{Hotpluggable: true,
+			PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc}}}})
+	v.Status.VolumeStatus = append(v.Status.VolumeStatus, kubevirtv1.VolumeStatus{Name: name, Target: "sdb", Phase: phase, Reason: reason,
+		HotplugVolume: &kubevirtv1.HotplugVolumeStatus{}})
+}
+
+func csiDaemonSet(args ...string) appsv1.DaemonSet {
+	return appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: addons.CSIName, Namespace: "kube-system"},
+		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: addons.CSIName, Image: "rancher/harvester-csi-driver:v0.2.9", Args: args,
+		}}}}}}
+}
+
 // healthy is a snapshot on which every check is OK.
 func healthy() *clusterstate.Snapshot {
 	a := credentials.Access{ClusterName: cluster, Namespace: ns}.WithDefaults()
 	objs := credentials.BuildAccess(a)
 	exp := now.Add(30 * 24 * time.Hour)
+	vmis := []kubevirtv1.VirtualMachineInstance{vmi("guest-a-pool1-x1", "zone-a"), vmi("guest-a-pool1-x2", "zone-b")}
+	hotplugged(&vmis[0], "pvc-1111", "pvc-1111", kubevirtv1.VolumeReady, "VolumeReady")
+	va := storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-1111"}, Status: storagev1.VolumeAttachmentStatus{Attached: true}}
 	svc := corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
 	return &clusterstate.Snapshot{
 		Now:   now,
@@ -96,7 +129,9 @@ func healthy() *clusterstate.Snapshot {
 		Harvester: clusterstate.Harvester{
 			Target:              clusterstate.Target{Cluster: cluster, Namespace: ns},
 			VMs:                 []kubevirtv1.VirtualMachine{vm("guest-a-pool1-x1"), vm("guest-a-pool1-x2")},
-			VMIs:                []kubevirtv1.VirtualMachineInstance{vmi("guest-a-pool1-x1", "zone-a"), vmi("guest-a-pool1-x2", "zone-b")},
+			VMIs:                vmis,
+			Claims:              []corev1.PersistentVolumeClaim{claim(ns, "pvc-1111", "harvester-longhorn", corev1.ClaimBound)},
+			StorageClasses:      []storagev1.StorageClass{storageClass("harvester-longhorn", "driver.longhorn.io", true, nil)},
 			ServiceAccounts:     []corev1.ServiceAccount{*objs.ServiceAccount},
 			RoleBindings:        []rbacv1.RoleBinding{*objs.RoleBinding},
 			ClusterRoleBindings: []rbacv1.ClusterRoleBinding{*objs.ClusterRoleBinding},
@@ -107,19 +142,22 @@ func healthy() *clusterstate.Snapshot {
 			Errors:        map[string]string{},
 		},
 		Guest: &clusterstate.Guest{
-			Nodes:       []corev1.Node{node("guest-a-pool1-x1", "zone-a"), node("guest-a-pool1-x2", "zone-b")},
-			Services:    []corev1.Service{svc},
-			Deployments: []appsv1.Deployment{ccm("--cloud-config=/etc/kubernetes/cloud-config", "--cluster-name="+cluster)},
-			DaemonSets:  []appsv1.DaemonSet{kubeVIP("true")},
-			Errors:      map[string]string{},
+			Nodes:             []corev1.Node{node("guest-a-pool1-x1", "zone-a"), node("guest-a-pool1-x2", "zone-b")},
+			Services:          []corev1.Service{svc},
+			Deployments:       []appsv1.Deployment{ccm("--cloud-config=/etc/kubernetes/cloud-config", "--cluster-name="+cluster)},
+			DaemonSets:        []appsv1.DaemonSet{kubeVIP("true"), csiDaemonSet("--nodeid=$(NODE_ID)")},
+			PVCs:              []corev1.PersistentVolumeClaim{claim("default", "data", addons.StorageClass, corev1.ClaimBound)},
+			StorageClasses:    []storagev1.StorageClass{storageClass(addons.StorageClass, addons.CSIDriverName, true, nil)},
+			VolumeAttachments: []storagev1.VolumeAttachment{va},
+			Errors:            map[string]string{},
 		},
 	}
 }
 
 func TestHealthySnapshotIsAllOK(t *testing.T) {
 	r := Run(healthy())
-	if len(r) != 15 {
-		t.Errorf("got %d rows, want 15 (every check once): %+v", len(r), r)
+	if len(r) != 18 {
+		t.Errorf("got %d rows, want 18 (every check once): %+v", len(r), r)
 	}
 	for _, row := range r {
 		if row.Status != OK {
@@ -228,6 +266,51 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 		{CheckKubeVIP, Fail, "DaemonSet kube-vip svc_enable=unset", func(s *clusterstate.Snapshot) {
 			s.Guest.DaemonSets = []appsv1.DaemonSet{kubeVIP("")}
 			s.Guest.DaemonSets[0].Spec.Template.Spec.Containers[0].Env = nil
+		}},
+		{CheckCSIStorageClass, Fail, "no default StorageClass", func(s *clusterstate.Snapshot) {
+			s.Harvester.StorageClasses[0].Annotations = nil
+		}},
+		{CheckCSIStorageClass, Fail, "not on Harvester: fast (--host-storage-class); Harvester has: harvester-longhorn", func(s *clusterstate.Snapshot) {
+			s.HostStorageClass = "fast"
+		}},
+		{CheckCSIStorageClass, Fail, "not on Harvester: ssd (DaemonSet harvester-csi-driver --host-storage-class)", func(s *clusterstate.Snapshot) {
+			s.Guest.DaemonSets = []appsv1.DaemonSet{csiDaemonSet("--host-storage-class=ssd")}
+		}},
+		{CheckCSIStorageClass, Fail, "not on Harvester: nvme (guest StorageClass harvester)", func(s *clusterstate.Snapshot) {
+			s.Guest.StorageClasses[0].Parameters = map[string]string{addons.ParamHostStorageClass: "nvme"}
+		}},
+		{CheckCSIStorageClass, Fail, "forbidden", func(s *clusterstate.Snapshot) { s.Harvester.Errors[clusterstate.KindStorageClass] = "list: forbidden" }},
+		{CheckVolumes, Fail, `guest-a-pool1-x1: volume pvc-2222 Pending (PVCNotReady: PVC is in phase ClaimPending), host PVC pvc-2222 is Pending: StorageClass "gone" not found on Harvester`, func(s *clusterstate.Snapshot) {
+			hotplugged(&s.Harvester.VMIs[0], "pvc-2222", "pvc-2222", kubevirtv1.VolumePending, "PVCNotReady")
+			s.Harvester.VMIs[0].Status.VolumeStatus[1].Message = "PVC is in phase ClaimPending"
+			s.Harvester.Claims = append(s.Harvester.Claims, claim(ns, "pvc-2222", "gone", corev1.ClaimPending))
+		}},
+		{CheckVolumes, Fail, "host PVC pvc-3333 does not exist", func(s *clusterstate.Snapshot) {
+			hotplugged(&s.Harvester.VMIs[1], "pvc-3333", "pvc-3333", kubevirtv1.VolumePending, "FailedPvcNotFound")
+		}},
+		{CheckVolumes, Fail, "host PVC pvc-4444 is Pending", func(s *clusterstate.Snapshot) {
+			hotplugged(&s.Harvester.VMIs[1], "pvc-4444", "pvc-4444", kubevirtv1.VolumePending, "PVCNotReady")
+			s.Harvester.Claims = append(s.Harvester.Claims, claim(ns, "pvc-4444", "harvester-longhorn", corev1.ClaimPending))
+		}},
+		{CheckVolumes, Warn, "guest-a-pool1-x2: request to add volume pvc-5555 not applied yet", func(s *clusterstate.Snapshot) {
+			s.Harvester.VMs[1].Status.VolumeRequests = []kubevirtv1.VirtualMachineVolumeRequest{{AddVolumeOptions: &kubevirtv1.AddVolumeOptions{Name: "pvc-5555"}}}
+		}},
+		{CheckGuestVolumes, Fail, `default/web-data Pending: StorageClass "fast" not found in the guest cluster`, func(s *clusterstate.Snapshot) {
+			s.Guest.PVCs = append(s.Guest.PVCs, claim("default", "web-data", "fast", corev1.ClaimPending))
+		}},
+		{CheckGuestVolumes, Fail, "default/db Pending: waiting for harvester-csi-driver", func(s *clusterstate.Snapshot) {
+			s.Guest.PVCs = append(s.Guest.PVCs, claim("default", "db", addons.StorageClass, corev1.ClaimPending))
+		}},
+		{CheckGuestVolumes, Fail, "default/x Pending: no StorageClass and the guest cluster has no default", func(s *clusterstate.Snapshot) {
+			p := claim("default", "x", "", corev1.ClaimPending)
+			p.Spec.StorageClassName = nil
+			s.Guest.PVCs, s.Guest.StorageClasses[0].Annotations = append(s.Guest.PVCs, p), nil
+		}},
+		{CheckGuestVolumes, Fail, "VolumeAttachment csi-1111 (volume pvc-1111 on node guest-a-pool1-x1): rpc error: attach timed out", func(s *clusterstate.Snapshot) {
+			pv := "pvc-1111"
+			va := &s.Guest.VolumeAttachments[0]
+			va.Spec.Source.PersistentVolumeName, va.Spec.NodeName = &pv, "guest-a-pool1-x1"
+			va.Status = storagev1.VolumeAttachmentStatus{AttachError: &storagev1.VolumeError{Message: "rpc error: attach timed out"}}
 		}},
 	}
 	for _, c := range cases {

@@ -144,7 +144,7 @@ func csiNodeDaemonSet(o Options, labels map[string]string) *appsv1.DaemonSet {
 func csiDriverArgs(o Options) []string {
 	args := []string{"--nodeid=$(NODE_ID)", "--endpoint=$(CSI_ENDPOINT)", "--kubeconfig=/var/lib/harvester/cloud-provider-config"}
 	if o.HostStorageClass != "" {
-		args = append(args, "--host-storage-class="+o.HostStorageClass)
+		args = append(args, CSIHostStorageClassFlag+"="+o.HostStorageClass)
 	}
 	return args
 }
@@ -205,7 +205,7 @@ func storageClass(o Options, labels map[string]string) *storagev1.StorageClass {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        StorageClass,
 			Labels:      labels,
-			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
+			Annotations: map[string]string{AnnDefaultStorageClass: "true"},
 		},
 		Provisioner:          CSIDriverName,
 		AllowVolumeExpansion: ptr(true),
@@ -213,7 +213,7 @@ func storageClass(o Options, labels map[string]string) *storagev1.StorageClass {
 		VolumeBindingMode:    ptr(storagev1.VolumeBindingImmediate),
 	}
 	if o.HostStorageClass != "" {
-		sc.Parameters = map[string]string{"hostStorageClass": o.HostStorageClass}
+		sc.Parameters = map[string]string{ParamHostStorageClass: o.HostStorageClass}
 	}
 	return sc
 }

@@ -30,11 +30,18 @@ const (
 	// DefaultNamespace is where the add-ons run in the guest cluster.
 	DefaultNamespace = "kube-system"
 
-	CCMName        = "harvester-cloud-provider"
-	CSIName        = "harvester-csi-driver"
-	CSIDriverName  = "driver.harvesterhci.io"
-	StorageClass   = "harvester"
-	defaultCCMArgs = "--cloud-config=/etc/kubernetes/cloud-config"
+	CCMName       = "harvester-cloud-provider"
+	CSIName       = "harvester-csi-driver"
+	CSIDriverName = "driver.harvesterhci.io"
+	StorageClass  = "harvester"
+	// CSIHostStorageClassFlag is the CSI driver's flag naming the Harvester
+	// StorageClass of its volumes; ParamHostStorageClass is the guest
+	// StorageClass parameter that overrides it per class.
+	CSIHostStorageClassFlag = "--host-storage-class"
+	ParamHostStorageClass   = "hostStorageClass"
+	// AnnDefaultStorageClass marks a cluster's default StorageClass.
+	AnnDefaultStorageClass = "storageclass.kubernetes.io/is-default-class"
+	defaultCCMArgs         = "--cloud-config=/etc/kubernetes/cloud-config"
 )
 
 // Options select and parameterise the add-ons.

@@ -26,14 +26,19 @@ const (
 
 	pvcProtectionFinalizer = "kubernetes.io/pvc-protection"
 	pvProtectionFinalizer  = "kubernetes.io/pv-protection"
-	annDefaultClass        = "storageclass.kubernetes.io/is-default-class"
 	defaultClaimSize       = "10Gi"
 )
 
-// reconcilePVC plays the storage provisioner and the PV and PVC protection
-// controllers: it binds claims of existing storage classes (waiting for
-// their image to be imported), releases deleted claims no VMI uses, and
-// deletes the volumes of deleted claims.
+// annStorageProvisioner is what kube-controller-manager's
+// persistentvolume-binder sets on a claim whose StorageClass has an
+// external provisioner: the provisioner that should create its volume.
+const annStorageProvisioner = "volume.kubernetes.io/storage-provisioner"
+
+// reconcilePVC plays Longhorn's provisioner (the binding itself is done by
+// kube-controller-manager's persistentvolume-binder, as on Harvester):
+// it creates the volume of each claim the binder handed to
+// driver.longhorn.io (waiting for an image to be imported), releases
+// deleted claims no VMI uses, and deletes the volumes of deleted claims.
 func (s *sim) reconcilePVC(ctx context.Context, key string) (time.Duration, error) {
 	if name, ok := strings.CutPrefix(key, pvPrefix); ok {
 		return 0, s.reclaimPV(ctx, name)
@@ -46,49 +51,25 @@ func (s *sim) reconcilePVC(ctx context.Context, key string) (time.Duration, erro
 	if cached.DeletionTimestamp != nil {
 		return 0, s.releaseClaim(ctx, cached)
 	}
-	if cached.Status.Phase == corev1.ClaimBound {
-		return 0, nil
+	if cached.Status.Phase == corev1.ClaimBound || cached.Spec.VolumeName != "" ||
+		cached.Annotations[annStorageProvisioner] != LonghornProvisioner || cached.Spec.StorageClassName == nil {
+		return 0, nil // the binder's (or another provisioner's) turn
 	}
-	sc := s.storageClassFor(cached)
-	if sc == nil {
-		msg := "no storage class for the claim"
-		if cached.Spec.StorageClassName != nil {
-			msg = fmt.Sprintf("storageclass.storage.k8s.io %q not found", *cached.Spec.StorageClassName)
-		}
-		if s.state.once("pvc/"+key, "provisioning", msg) {
-			s.event.emit(pvcObject(cached), corev1.EventTypeWarning, "ProvisioningFailed", msg)
-		}
-		return 0, nil
+	sc, err := s.kubeInformers.Storage().V1().StorageClasses().Lister().Get(*cached.Spec.StorageClassName)
+	if err != nil {
+		return 0, nil // the binder reports a missing class
 	}
 	if ref := cached.Annotations[harvester.AnnotationImageID]; ref != "" {
 		if img := s.checkImage(ref); !img.Found || !img.Imported {
 			return 0, nil // re-queued when images change
 		}
 	}
-	return 0, s.bind(ctx, cached.DeepCopy(), sc)
+	return 0, s.provision(ctx, cached, sc)
 }
 
-// storageClassFor returns the claim's storage class (or the default one).
-func (s *sim) storageClassFor(pvc *corev1.PersistentVolumeClaim) *storagev1.StorageClass {
-	lister := s.kubeInformers.Storage().V1().StorageClasses().Lister()
-	if pvc.Spec.StorageClassName != nil && *pvc.Spec.StorageClassName != "" {
-		sc, err := lister.Get(*pvc.Spec.StorageClassName)
-		if err != nil {
-			return nil
-		}
-		return sc
-	}
-	list, _ := lister.List(labels.Everything())
-	for _, sc := range list {
-		if sc.Annotations[annDefaultClass] == "true" {
-			return sc
-		}
-	}
-	return nil
-}
-
-// bind creates a PersistentVolume for the claim and binds both.
-func (s *sim) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass) error {
+// provision creates the claim's PersistentVolume, pre-bound to it, as an
+// external provisioner does; the binder then binds both.
+func (s *sim) provision(ctx context.Context, pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass) error {
 	size, ok := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 	if !ok {
 		size = resource.MustParse(defaultClaimSize)
@@ -115,57 +96,19 @@ func (s *sim) bind(ctx context.Context, pvc *corev1.PersistentVolumeClaim, sc *s
 			StorageClassName:              sc.Name,
 			PersistentVolumeReclaimPolicy: reclaim,
 			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", APIVersion: "v1",
-				Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID},
+				Namespace: pvc.Namespace, Name: pvc.Name, UID: pvc.UID, ResourceVersion: pvc.ResourceVersion},
 			PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{
 				Driver: sc.Provisioner, VolumeHandle: pvName}},
 		},
 	}
-	pvs := s.kube.CoreV1().PersistentVolumes()
-	created, err := pvs.Create(ctx, pv, metav1.CreateOptions{})
+	_, err := s.kube.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		created, err = pvs.Get(ctx, pvName, metav1.GetOptions{})
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("provision pv for pvc %s/%s: %w", pvc.Namespace, pvc.Name, err)
 	}
-	if created.Status.Phase != corev1.VolumeBound {
-		created.Status.Phase = corev1.VolumeBound
-		if _, err := pvs.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("mark pv %s bound: %w", pvName, err)
-		}
-	}
-	claims := s.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace)
-	var bound *corev1.PersistentVolumeClaim
-	err = retryConflict(func() error {
-		cur, err := claims.Get(ctx, pvc.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if cur.UID != pvc.UID {
-			return fmt.Errorf("pvc %s/%s was replaced", pvc.Namespace, pvc.Name)
-		}
-		if cur.Spec.VolumeName == "" {
-			cur.Spec.VolumeName = pvName
-			if cur.Annotations == nil {
-				cur.Annotations = map[string]string{}
-			}
-			cur.Annotations["pv.kubernetes.io/bind-completed"] = "yes"
-			cur.Annotations["pv.kubernetes.io/bound-by-controller"] = "yes"
-			cur.Annotations["volume.kubernetes.io/storage-provisioner"] = sc.Provisioner
-			if cur, err = claims.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
-				return err
-			}
-		}
-		cur.Status.Phase = corev1.ClaimBound
-		cur.Status.AccessModes = modes
-		cur.Status.Capacity = corev1.ResourceList{corev1.ResourceStorage: size}
-		bound, err = claims.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("bind pvc %s/%s: %w", pvc.Namespace, pvc.Name, err)
-	}
-	s.event.emit(pvcObject(bound), corev1.EventTypeNormal, "ProvisioningSucceeded",
+	s.event.emit(pvcObject(pvc), corev1.EventTypeNormal, "ProvisioningSucceeded",
 		fmt.Sprintf("Successfully provisioned volume %s", pvName))
 	return nil
 }

@@ -12,7 +12,7 @@ tools="$root/.cache/demo"
 # loopback and the guests' network only, no default route.
 if [ -z "${HARVESTER_E2E_NETNS:-}" ]; then
   mkdir -p "$tools"
-  (cd "$root" && go build -o "$tools/" ./test/harness/harvester-netns ./test/demo/ccmlb)
+  (cd "$root" && go build -o "$tools/" ./test/harness/harvester-netns ./test/demo/ccmlb ./test/demo/csiattach)
   exec "$tools/harvester-netns" bash "$0" "$@"
 fi
 guest_net=()
@@ -161,6 +161,16 @@ step "The Service goes: the cloud provider deletes its LoadBalancer and the addr
 "$tools/ccmlb" delete --guest-kubeconfig "$guest_kubeconfig" --cluster "$cluster" --service default/web
 harvester-sim status --state-dir "$state" | sed -n '/^IPPOOL/,/^$/p'
 "$tools/ccmlb" delete-pool --kubeconfig "$state/kubeconfig" --file "$work/pool.yaml"
+
+step "A volume for $cluster: the CSI driver's calls with the guest's credential, hot-plugged into ${machines[0]}'s VM"
+# What harvester-csi-driver v0.2.9 does for a guest PVC: a host PVC named
+# after the volume, Bound, then addvolume on the node's VM; KubeVirt reports
+# the disk in the VMI's status.
+"$tools/csiattach" attach --guest-kubeconfig "$guest_kubeconfig" --node "${machines[0]}" --volume pvc-demo-data
+echo "harvester-bootstrap doctor's storage rows:" >&2
+{ harvester-bootstrap doctor --kubeconfig "$state/kubeconfig" --cluster-name "$cluster" --namespace default \
+    --guest-kubeconfig "$guest_kubeconfig" 2>/dev/null || true; } | grep -E '^(CHECK|csi-storageclass|volumes|guest-volumes) '
+"$tools/csiattach" detach --guest-kubeconfig "$guest_kubeconfig" --node "${machines[0]}" --volume pvc-demo-data
 
 step "RKE1 cluster.yml add-ons for $cluster (harvester-bootstrap addon rke1), summarised"
 harvester-bootstrap addon rke1 --cluster-name "$cluster" --namespace default --csi > "$work/rke1-addons.yaml"

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
@@ -105,6 +106,18 @@ func CCMDelete(ctx context.Context, harvester dynamic.Interface, namespace, name
 // kubeconfig the cloud provider reads) and returns the namespace it uses:
 // its current context's, or default.
 func CloudProviderClient(cloudConfig []byte) (dynamic.Interface, string, error) {
+	cfg, namespace, err := CloudConfigREST(cloudConfig)
+	if err != nil {
+		return nil, "", err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	return dyn, namespace, err
+}
+
+// CloudConfigREST is the connection a cloud-config kubeconfig describes and
+// the namespace of its context (default "default"), as the CCM and the CSI
+// driver read it.
+func CloudConfigREST(cloudConfig []byte) (*rest.Config, string, error) {
 	cc, err := clientcmd.Load(cloudConfig)
 	if err != nil {
 		return nil, "", fmt.Errorf("cloud-config is not a kubeconfig: %w", err)
@@ -117,6 +130,5 @@ func CloudProviderClient(cloudConfig []byte) (dynamic.Interface, string, error) 
 	if err != nil {
 		return nil, "", fmt.Errorf("cloud-config: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	return dyn, namespace, err
+	return cfg, namespace, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/harvester-kit/harvester-machine/test/harness"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
@@ -19,6 +20,7 @@ var env struct {
 	sim  *simtest.Sim
 	kube kubernetes.Interface
 	dyn  dynamic.Interface
+	virt kubevirt.Interface
 }
 
 func TestMain(m *testing.M) {
@@ -26,7 +28,7 @@ func TestMain(m *testing.M) {
 		Bins:    []string{"rancher-machine", "docker-machine-driver-harvester", "harvester-bootstrap"},
 		SimArgs: []string{"--guest-clusters", "--schedule-delay=100ms", "--boot-delay=100ms", "--ip-delay=100ms"},
 		Ready: func(e *harness.Env) error {
-			env.sim, env.kube, env.dyn = e.Sim, e.Kube, e.Dyn
+			env.sim, env.kube, env.dyn, env.virt = e.Sim, e.Kube, e.Dyn, e.Virt
 			return nil
 		},
 	})

@@ -197,3 +197,46 @@ func TestMissingDirectClaimBlocksStart(t *testing.T) {
 		t.Errorf("directly used pvc owned by %v", got)
 	}
 }
+
+// TestClaimsBindAsOnHarvester: kube-controller-manager's
+// persistentvolume-binder hands a claim of a Longhorn StorageClass to
+// driver.longhorn.io (the simulator provisions it) and binds it; a claim
+// naming a StorageClass that does not exist stays Pending with the event
+// Kubernetes itself gives.
+func TestClaimsBindAsOnHarvester(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	ctx := testContext(t)
+	claims := env.kube.CoreV1().PersistentVolumeClaims(ns)
+	for _, name := range []string{"good", "no-class"} {
+		class := map[string]string{"good": "harvester-longhorn", "no-class": "no-such-class"}[name]
+		pvc := claimTemplate(name, "", nil)
+		pvc.Namespace, pvc.Spec.StorageClassName = ns, &class
+		if _, err := claims.Create(ctx, &pvc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if msg := waitEvent(t, ns, "no-class", "ProvisioningFailed"); msg != `storageclass.storage.k8s.io "no-such-class" not found` {
+		t.Errorf("ProvisioningFailed message %q", msg)
+	}
+	if msg := waitEvent(t, ns, "good", "ExternalProvisioning"); !strings.Contains(msg, "Waiting for a volume to be created either by the external provisioner 'driver.longhorn.io'") {
+		t.Errorf("ExternalProvisioning message %q", msg)
+	}
+	good := waitFor(t, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"), ns, "good", "Bound",
+		func(p *corev1.PersistentVolumeClaim) bool { return p != nil && p.Status.Phase == corev1.ClaimBound })
+	if good.Annotations["pv.kubernetes.io/bind-completed"] != "yes" || good.Spec.VolumeName != "pvc-"+string(good.UID) {
+		t.Errorf("bound claim: annotations %v, volume %q", good.Annotations, good.Spec.VolumeName)
+	}
+	events, err := env.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events.Items {
+		if ev.Reason == "ProvisioningFailed" && ev.Source.Component != "persistentvolume-controller" {
+			t.Errorf("ProvisioningFailed from %q, want kube-controller-manager's persistentvolume-controller", ev.Source.Component)
+		}
+	}
+	if p := getPVC(t, ns, "no-class"); p.Status.Phase != corev1.ClaimPending || p.Spec.VolumeName != "" {
+		t.Errorf("claim of a missing StorageClass: phase %s volume %q, want Pending without a volume", p.Status.Phase, p.Spec.VolumeName)
+	}
+}
