@@ -16,6 +16,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
+	"github.com/harvester-kit/harvester-machine/internal/staticip"
 )
 
 // Resources of the kinds listed through the dynamic client.
@@ -77,7 +78,7 @@ func items[T any](errs map[string]string, kind, ns string, err error, get func()
 	return get()
 }
 
-// FetchHarvester lists, once each, the kinds the checks look at (10 list
+// FetchHarvester lists, once each, the kinds the checks look at (11 list
 // calls); with authTokens it also authenticates with each filled token
 // Secret's token (one SelfSubjectReview each). A kind that cannot be listed
 // is recorded in Errors; the others are still listed.
@@ -97,6 +98,8 @@ func (c *Clients) FetchHarvester(ctx context.Context, t Target, authTokens bool)
 	core, rbac := c.Kube.CoreV1(), c.Kube.RbacV1()
 	pvcs, err := core.PersistentVolumeClaims(ns).List(ctx, own)
 	h.PVCs = items(h.Errors, KindPVC, ns, err, func() []corev1.PersistentVolumeClaim { return pvcs.Items })
+	claims, err := core.ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: t.ClusterSelector() + "," + staticip.LabelClaim})
+	h.AddressClaims = items(h.Errors, KindAddressClaim, ns, err, func() []corev1.ConfigMap { return claims.Items })
 	cloudInit, err := core.Secrets(ns).List(ctx, own)
 	h.CloudInit = items(h.Errors, KindSecret, ns, err, func() []corev1.Secret { return cloudInit.Items })
 	sas, err := core.ServiceAccounts(ns).List(ctx, creds)

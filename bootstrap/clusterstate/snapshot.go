@@ -36,6 +36,7 @@ const (
 	KindNode               = "Node"
 	KindService            = "Service"
 	KindWorkload           = "Deployment/DaemonSet"
+	KindAddressClaim       = "ConfigMap (address claim)"
 )
 
 // Harvester is the Harvester side of one guest cluster.
@@ -47,6 +48,9 @@ type Harvester struct {
 	// PVCs and cloud-init Secrets labelled with the guest cluster's name.
 	PVCs      []corev1.PersistentVolumeClaim
 	CloudInit []corev1.Secret
+	// AddressClaims are the driver's static-address claims (ConfigMaps)
+	// labelled with the guest cluster's name.
+	AddressClaims []corev1.ConfigMap
 	// The credential objects harvester-bootstrap (or the driver's
 	// --harvester-cloud-provider) created for the cluster.
 	ServiceAccounts     []corev1.ServiceAccount

@@ -118,8 +118,8 @@ func healthy() *clusterstate.Snapshot {
 
 func TestHealthySnapshotIsAllOK(t *testing.T) {
 	r := Run(healthy())
-	if len(r) != 15 {
-		t.Errorf("got %d rows, want 15 (every check once): %+v", len(r), r)
+	if len(r) != 16 {
+		t.Errorf("got %d rows, want 16 (every check once): %+v", len(r), r)
 	}
 	for _, row := range r {
 		if row.Status != OK {
