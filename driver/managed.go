@@ -2,12 +2,13 @@ package driver
 
 import (
 	"context"
-	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"net/netip"
 	"strings"
 
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
 // managedNIC is the machine's first NIC on a network managed DHCP serves

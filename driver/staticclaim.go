@@ -4,19 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
-	"github.com/harvester-kit/harvester-machine/internal/field"
 	"net/netip"
 	"strings"
 
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
+	"github.com/harvester-kit/harvester-machine/internal/field"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	"github.com/harvester-kit/harvester-machine/internal/staticip"
 )
 

@@ -8,9 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
-	"github.com/harvester-kit/harvester-machine/sim/fault"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/fault"
 )
 
 // The simulated vm-dhcp-controller: one reconcile per managed-DHCP IPPool
