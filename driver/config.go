@@ -55,6 +55,11 @@ type Config struct {
 
 	CloudProvider       string
 	CloudProviderServer string
+
+	StaticAddressRange string
+	StaticGateway      string
+	StaticDNS          []string
+	StaticInterface    string
 }
 
 // readConfig reads every flag into a Config (decoding base64 where the flag
@@ -107,6 +112,11 @@ func readConfig(opts drivers.DriverOptions, base *drivers.BaseDriver) (Config, [
 
 		CloudProvider:       strings.TrimSpace(opts.String(FlagCloudProvider)),
 		CloudProviderServer: strings.TrimSpace(opts.String(FlagCloudProviderServer)),
+
+		StaticAddressRange: strings.TrimSpace(opts.String(FlagStaticAddressRange)),
+		StaticGateway:      strings.TrimSpace(opts.String(FlagStaticGateway)),
+		StaticDNS:          opts.StringSlice(FlagStaticDNS),
+		StaticInterface:    strings.TrimSpace(opts.String(FlagStaticInterface)),
 	}
 	if c.CloudConfigPath != "" {
 		b, err := os.ReadFile(c.CloudConfigPath)

@@ -12,6 +12,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	"github.com/harvester-kit/harvester-machine/internal/version"
 )
@@ -44,6 +45,49 @@ func (d *Driver) Create() (err error) {
 	if err != nil {
 		return err
 	}
+	in, err := d.inputs()
+	if err != nil {
+		return err
+	}
+	var goal vmiGoal = runningWithAddress
+	static := newStaticPlan(in.Static, plan)
+	managed := managedNIC(plan)
+	if static == nil {
+		err = d.createSecretThenVM(ctx, api, &undo, plan, secret, vm)
+		if managed != nil {
+			goal = runningWithAddressOn(managed.Name)
+		}
+	} else {
+		err = d.createWithStaticAddress(ctx, api, &undo, plan, secret, vm, static)
+		goal = reportsOn(static.NICName(), static.Held)
+	}
+	if err != nil {
+		return err
+	}
+	what := "to run and report an address"
+	if static != nil {
+		what = "to run and report " + static.Held.String() + " on " + static.NICName()
+	}
+	vmi, err := d.waitVMI(ctx, api, d.createdRV, what, goal)
+	if err != nil {
+		return err
+	}
+	ip, _ := SelectAddress(vmi.Status.Interfaces)
+	switch {
+	case static != nil:
+		ip = static.Held.String()
+		d.checkStaticWithDHCP(ctx, api, static)
+	case managed != nil:
+		ip = d.holdManaged(ctx, api, managed, vmi)
+	}
+	d.IPAddress = ip
+	log.Infof("%s: running, address %s", d.MachineName, ip)
+	return nil
+}
+
+// createSecretThenVM makes the cloud-init Secret, then the VM, then makes
+// the VM the Secret's owner.
+func (d *Driver) createSecretThenVM(ctx context.Context, api *harvesterapi.API, undo *rollback, plan VMPlan, secret *corev1.Secret, vm *kubevirtv1.VirtualMachine) error {
 	// A create whose answer was lost (a timeout while the API server was
 	// frozen, a connection cut) may still have been applied: its undo is
 	// registered unless the name was taken by another object.
@@ -54,28 +98,66 @@ func (d *Driver) Create() (err error) {
 	if err != nil {
 		return err
 	}
+	created, err := d.createMachineVM(ctx, api, undo, plan, vm)
+	if err != nil {
+		return err
+	}
+	return api.SetSecretOwners(ctx, d.VMNamespace, secret.Name, madeSecret.UID, []metav1.OwnerReference{VMOwnerReference(created)})
+}
 
+// createWithStaticAddress makes a machine that holds a static address:
+// before anything is created it checks that the range has a free address;
+// it creates the VM halted, holds an address with a claim the VM owns,
+// creates the cloud-init Secret (owned by the VM too) with the network
+// data of that address, and only then starts the VM. A failure after the
+// VM exists removes the VM, and garbage collection the rest.
+func (d *Driver) createWithStaticAddress(ctx context.Context, api *harvesterapi.API, undo *rollback, plan VMPlan, secret *corev1.Secret, vm *kubevirtv1.VirtualMachine, s *staticPlan) error {
+	free, err := d.freeAddresses(ctx, api, s)
+	if err != nil {
+		return err
+	}
+	halted := kubevirtv1.RunStrategyHalted
+	vm.Spec.RunStrategy = &halted
+	d.secretPending = true
+	created, err := d.createMachineVM(ctx, api, undo, plan, vm)
+	if err != nil {
+		return err
+	}
+	if err := d.claimAddress(ctx, api, s, free, created); err != nil {
+		return err
+	}
+	d.HeldAddress, d.HeldInterface = s.Held.String(), s.NICName()
+	data, err := s.networkData(d.NetworkData)
+	if err != nil {
+		return err
+	}
+	secret.Data["networkdata"] = data
+	secret.OwnerReferences = []metav1.OwnerReference{VMOwnerReference(created)}
+	_, err = d.createSecret(ctx, api, secret)
+	if !errors.Is(err, errNameTaken) {
+		undo.add(func(c context.Context) error { return d.removeOwnSecret(c, api, secret.Name) })
+	}
+	if err != nil {
+		return err
+	}
+	d.secretPending = false
+	return api.StartVM(ctx, d.VMNamespace, created.Name, created.UID, plan.RunStrategy, s.annotations())
+}
+
+// createMachineVM creates the VM, registers its removal as an undo step
+// and records its UID.
+func (d *Driver) createMachineVM(ctx context.Context, api *harvesterapi.API, undo *rollback, plan VMPlan, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 	log.Infof("%s: creating VM %s/%s (%d CPU, %d GiB, %d disk(s), %d NIC(s)) with %s", d.MachineName, d.VMNamespace, vm.Name, plan.CPU, plan.MemoryGiB, len(plan.Disks), len(plan.NICs), version.String(BinaryName))
 	created, err := d.createVM(ctx, api, vm)
 	if !errors.Is(err, errNameTaken) {
 		undo.add(func(c context.Context) error { return d.removeMachine(c, api) })
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d.VMUID = string(created.UID)
-
-	if err := api.SetSecretOwners(ctx, d.VMNamespace, secret.Name, madeSecret.UID, []metav1.OwnerReference{VMOwnerReference(created)}); err != nil {
-		return err
-	}
-	vmi, err := d.waitVMI(ctx, api, created.ResourceVersion, "to run and report an address", runningWithAddress)
-	if err != nil {
-		return err
-	}
-	ip, _ := SelectAddress(vmi.Status.Interfaces)
-	d.IPAddress = ip
-	log.Infof("%s: running, address %s", d.MachineName, ip)
-	return nil
+	d.createdRV = created.ResourceVersion
+	return created, nil
 }
 
 // rollback runs, newest first, the undo steps of a failed create.
@@ -130,9 +212,13 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (VMPla
 	plan = plan.OwnedBy(d.MachineID)
 	// The networks may have gone since the pre-create check; KubeVirt would
 	// only fail to start the VM.
-	for _, nic := range plan.NICs {
-		if err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name); err != nil {
+	for i, nic := range plan.NICs {
+		labels, err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name)
+		if err != nil {
 			return plan, nil, nil, notFoundOr(err, fmt.Errorf("network %s does not exist; nothing was created", nic.Network))
+		}
+		if ns, name := dhcpapi.PoolOf(labels); name != "" {
+			plan.NICs[i].DHCPPool = &ObjectRef{Namespace: ns, Name: name}
 		}
 	}
 	keys, err := d.prepareSSHKeys(ctx, api, plan.KeyPair)

@@ -37,6 +37,19 @@ type Driver struct {
 	sessionKubeconfig string
 	// clusterConfirmed: the credential's cluster is the machine's.
 	clusterConfirmed bool
+	// createdRV is the resource version of the VM this process created.
+	createdRV string
+	// secretPending: this process created the VM before its cloud-init
+	// Secret (static addresses), and the Secret is not made yet.
+	secretPending bool
+
+	// HeldAddress is the address the machine holds on its NIC
+	// HeldInterface (--harvester-static-address-range), once held, with
+	// the claim (ConfigMap) that holds it.
+	HeldAddress   string
+	HeldInterface string
+	HeldClaim     string
+	HeldClaimUID  string
 }
 
 // New returns a driver with the flag defaults, for plugin.RegisterDriver.

@@ -51,6 +51,12 @@ const (
 	// flag that does carries rancher-machine's install script.
 	FlagCloudProvider       = "harvester-cloud-provider"
 	FlagCloudProviderServer = "harvester-cloud-provider-server"
+
+	// Per-machine static addresses (see staticnet.go).
+	FlagStaticAddressRange = "harvester-static-address-range"
+	FlagStaticGateway      = "harvester-static-gateway"
+	FlagStaticDNS          = "harvester-static-dns"
+	FlagStaticInterface    = "harvester-static-interface"
 )
 
 // Defaults.
@@ -85,6 +91,10 @@ func str(name, usage, value string) mcnflag.Flag {
 
 func num(name, usage string, value int) mcnflag.Flag {
 	return mcnflag.IntFlag{Name: name, EnvVar: envVar(name), Usage: usage, Value: value}
+}
+
+func strList(name, usage string) mcnflag.Flag {
+	return mcnflag.StringSliceFlag{Name: name, EnvVar: envVar(name), Usage: usage}
 }
 
 func boolean(name, usage string) mcnflag.Flag {
@@ -135,6 +145,10 @@ func createFlags() []mcnflag.Flag {
 		num(FlagAPITimeout, "seconds allowed for each single Harvester API call", DefaultAPITimeoutSeconds),
 		str(FlagCloudProvider, "put the Harvester cloud provider's credential and config into the node for this distribution: rke2, k3s or rke1 (empty: off; needs --harvester-cluster-name)", ""),
 		str(FlagCloudProviderServer, "Harvester API URL the guest nodes reach, e.g. https://<VIP>:6443 (default: the server of the driver's kubeconfig; required when that is a Rancher proxy URL)", ""),
+		str(FlagStaticAddressRange, "give each machine of the pool its own address from FIRST-LAST/PREFIX (e.g. 10.0.0.10-10.0.0.59/24), the lowest free one, on its first NIC (or --harvester-static-interface)", ""),
+		str(FlagStaticGateway, "default gateway of the static addresses (in the range's subnet, outside the range)", ""),
+		strList(FlagStaticDNS, "name servers of the static addresses (repeat the flag or separate with commas)"),
+		str(FlagStaticInterface, "NIC that gets the static address: nic-<i>, the i-th interface (default nic-0)", ""),
 	}
 }
 

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -100,6 +101,10 @@ func TestNewFlags(t *testing.T) {
 		FlagAPITimeout:          {"int", DefaultAPITimeoutSeconds},
 		FlagCloudProvider:       {"string", ""},
 		FlagCloudProviderServer: {"string", ""},
+		FlagStaticAddressRange:  {"string", ""},
+		FlagStaticGateway:       {"string", ""},
+		FlagStaticDNS:           {"[]string", "[]"},
+		FlagStaticInterface:     {"string", ""},
 	}
 	n := 0
 	for _, f := range createFlags() {
@@ -108,7 +113,7 @@ func TestNewFlags(t *testing.T) {
 		}
 		if w, ok := want[f.String()]; ok {
 			n++
-			if kind, _ := flagInfo(f); kind != w.kind || f.Default() != w.def {
+			if kind, _ := flagInfo(f); kind != w.kind || fmt.Sprint(f.Default()) != fmt.Sprint(w.def) {
 				t.Errorf("%s: %s %v, want %s %v", f.String(), kind, f.Default(), w.kind, w.def)
 			}
 		}

@@ -39,15 +39,18 @@ type Inputs struct {
 	// Harvester is --harvester-kubeconfig-content as a client configuration
 	// (parseKubeconfig), when validation parsed it (nil otherwise).
 	Harvester *rest.Config
+	// Static is --harvester-static-address-range and its companions (nil
+	// when no range is given).
+	Static *StaticAddressing
 }
 
 // inputErrors are ParseInputs' problems, one per flag (nil: parsed).
 type inputErrors struct {
-	disks, nics, vgpus, affinity, userData, cloudConfig error
+	disks, nics, vgpus, affinity, userData, cloudConfig, static error
 }
 
 func (e inputErrors) join() error {
-	return errors.Join(e.disks, e.nics, e.vgpus, e.affinity, e.userData, e.cloudConfig)
+	return errors.Join(e.disks, e.nics, e.vgpus, e.affinity, e.userData, e.cloudConfig, e.static)
 }
 
 // ParseInputs parses the JSON flags of c. A flag that fails to parse is
@@ -106,6 +109,7 @@ func parseInputs(c Config) (Inputs, inputErrors) {
 	if in.CloudConfig, err = cloudinit.ParseCloudConfig([]byte(c.CloudConfig)); err != nil {
 		errs.cloudConfig = flagProblem(FlagCloudConfig, "file %s: %v", c.CloudConfigPath, err).Because(err)
 	}
+	in.Static, errs.static = parseStatic(c)
 	return in, errs
 }
 

@@ -9,6 +9,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/internal/staticip"
 )
 
 // ImageFacts is what the driver learned about a VirtualMachineImage.
@@ -58,6 +59,9 @@ type NICPlan struct {
 	Model   string
 	MAC     string
 	Type    string
+	// DHCPPool is the managed-DHCP IPPool serving the network (nil: none),
+	// from the network's labels.
+	DHCPPool *ObjectRef
 }
 
 const (
@@ -100,7 +104,7 @@ func PlanFromConfig(c Config, in Inputs, machineName string, images map[string]I
 		CPUPinning: c.CPUPinning, IsolateEmulatorThread: c.IsolateEmulatorThread,
 		Labels:         labels,
 		UserDataSecret: UserDataSecretName(machineName),
-		HasNetworkData: c.NetworkData != "",
+		HasNetworkData: c.NetworkData != "" || in.Static != nil,
 		RunStrategy:    kubevirtv1.RunStrategyRerunOnFailure,
 		VGPUs:          in.VGPUs,
 		Affinity:       harvester.MergeAffinity(in.Affinity, labels[harvester.LabelMachineSet]),
@@ -111,6 +115,11 @@ func PlanFromConfig(c Config, in Inputs, machineName string, images map[string]I
 	}
 	if p.NICs, err = PlanNICs(c, in); err != nil {
 		return p, err
+	}
+	for i := range p.NICs {
+		if p.NICs[i].MAC == "" {
+			p.NICs[i].MAC = staticip.MAC(c.VMNamespace, machineName, p.NICs[i].Name)
+		}
 	}
 	for i, d := range in.Disks {
 		dp := DiskPlan{
@@ -162,7 +171,7 @@ func PlanNICs(c Config, in Inputs) ([]NICPlan, error) {
 			return nil, fmt.Errorf("interface %d network: %w", i, err)
 		}
 		nics = append(nics, NICPlan{
-			Name: "nic-" + strconv.Itoa(i), Network: network,
+			Name: nicName(i), Network: network,
 			Model: orDefault(n.Model, DefaultNetworkModel), MAC: n.MACAddress,
 			Type: orDefault(n.Type, InterfaceTypeBridge),
 		})

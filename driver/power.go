@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"time"
 
 	"github.com/rancher/machine/libmachine/state"
@@ -63,7 +64,14 @@ func (d *Driver) GetState() (state.State, error) {
 // GetIP returns the address of the machine's running VMI: its first usable
 // IPv4 address, or its IPv6 address when it has none (rancher-machine's
 // commands that use only GetIP work for IPv6-only guests too).
+// A machine holding a static address reports that address as soon as the
+// guest reports it on the NIC that holds it.
 func (d *Driver) GetIP() (string, error) {
+	if held, err := netip.ParseAddr(d.HeldAddress); err == nil {
+		return d.vmiAddress(held.String()+" on "+d.HeldInterface, func(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface) (string, bool) {
+			return held.String(), nicReports(ifaces, d.HeldInterface, held)
+		})
+	}
 	return d.vmiAddress("an address", SelectAddress)
 }
 

@@ -36,6 +36,13 @@ func requiredPermissions() []permission {
 	return out
 }
 
+// staticAddressPermissions are the verbs --harvester-static-address-range
+// adds: the address claims (ConfigMaps) are read, listed, watched (rm waits until the garbage collector removed them) and created; removing
+// them is the garbage collector's.
+func staticAddressPermissions() []permission {
+	return []permission{{verb: "get", resource: "configmaps"}, {verb: "list", resource: "configmaps"}, {verb: "watch", resource: "configmaps"}, {verb: "create", resource: "configmaps"}}
+}
+
 // PreCreateCheck checks everything Create needs and reports every problem at
 // once: server version, namespace, images (existing and Imported), storage
 // classes, networks, key pair (validated), permissions, and that no disk
@@ -141,7 +148,7 @@ func (d *Driver) checkNetworks(ctx context.Context, api *harvesterapi.API, in In
 	}
 	var problems []error
 	for _, nic := range nics {
-		if err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name); err != nil {
+		if _, err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name); err != nil {
 			problems = append(problems, notFoundOr(err, fmt.Errorf("network %s does not exist (see --%s / --%s)", nic.Network, FlagNetworkName, FlagNetworkInfo)))
 		}
 	}

@@ -122,6 +122,7 @@ func (d *Driver) removeMachineOf(parent context.Context, api *harvesterapi.API, 
 			return err
 		}
 		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindVM, Name: r.vm.Name, UID: r.vm.UID}, harvesterapi.Target{Kind: harvesterapi.KindVMI, Name: r.vm.Name})
+		targets = append(targets, d.heldClaimTargets()...)
 	}
 	var errs []error
 	for _, c := range claims {
@@ -147,6 +148,16 @@ func (d *Driver) removeMachineOf(parent context.Context, api *harvesterapi.API, 
 // is gone.
 func (d *Driver) waitRemoved(ctx context.Context, api *harvesterapi.API, targets ...harvesterapi.Target) error {
 	return api.WaitRemoved(ctx, d.VMNamespace, d.waitTimeout(), targets)
+}
+
+// heldClaimTargets is the machine's address claim, if it holds one: the
+// garbage collector deletes it once the VM is gone, which frees the
+// address for the next machine.
+func (d *Driver) heldClaimTargets() []harvesterapi.Target {
+	if d.HeldClaim == "" {
+		return nil
+	}
+	return []harvesterapi.Target{{Kind: harvesterapi.KindClaim, Name: d.HeldClaim, UID: types.UID(d.HeldClaimUID)}}
 }
 
 func (r removal) describe() string {

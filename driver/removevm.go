@@ -61,7 +61,12 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterapi.API, r remo
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := d.waitSecretGone(ctx, api, vm, rv); err != nil {
+	if d.secretPending {
+		// A create rolled back before it made the Secret: wait for the VM.
+		if err := d.waitRemoved(ctx, api, harvesterapi.Target{Kind: harvesterapi.KindVM, Name: vm.Name, UID: vm.UID}); err != nil {
+			return err
+		}
+	} else if err := d.waitSecretGone(ctx, api, vm, rv); err != nil {
 		return err
 	}
 	pvcs := api.PVCs(ns)
@@ -79,7 +84,7 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterapi.API, r remo
 	// The garbage collector deletes the VM instance once the VM is gone,
 	// in no fixed order with the Secret: make sure it is gone too (one
 	// read when it already is).
-	if err := d.waitRemoved(ctx, api, harvesterapi.Target{Kind: harvesterapi.KindVMI, Name: vm.Name}); err != nil {
+	if err := d.waitRemoved(ctx, api, append([]harvesterapi.Target{{Kind: harvesterapi.KindVMI, Name: vm.Name}}, d.heldClaimTargets()...)...); err != nil {
 		return err
 	}
 	log.Infof("%s: removed %s", d.MachineName, r.describe())

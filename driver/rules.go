@@ -110,6 +110,9 @@ func (d *Driver) checkPermissions(ctx context.Context, api *harvesterapi.API) []
 	if d.CloudProvider != "" {
 		perms = append(perms, cloudProviderPermissions()...)
 	}
+	if d.StaticAddressRange != "" {
+		perms = append(perms, staticAddressPermissions()...)
+	}
 	ns := d.VMNamespace
 	review, err := api.RulesReview(ctx, ns)
 	if err != nil {

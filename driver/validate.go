@@ -93,6 +93,8 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 	errs = append(errs, validateDisks(c, in.Disks, parseErrs.disks)...)
 	errs = append(errs, validateNetworks(c, in.NICs, parseErrs.nics)...)
 	errs = append(errs, validateCloudProvider(c, in.Harvester)...)
+	errs = append(errs, parseErrs.static)
+	errs = append(errs, validateStatic(c, in.Static, in.NICs)...)
 
 	errs = append(errs, parseErrs.vgpus)
 	for i, r := range in.VGPUs {
@@ -101,7 +103,7 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 		}
 	}
 	errs = append(errs, parseErrs.affinity)
-	if c.NetworkData != "" {
+	if c.NetworkData != "" && c.StaticAddressRange == "" {
 		if err := validateNetworkData(c.NetworkData); err != nil {
 			add(FlagNetworkData, "%v", err)
 		}

@@ -222,6 +222,18 @@ func faultCommand() *cli.Command {
 				}),
 			},
 			{
+				Name: fault.DHCPAgentDown, Usage: "take the agent of matching managed-DHCP IPPools (network.harvesterhci.io) down: no new leases on their networks, AgentReady False; returns once their status shows it",
+				ArgsUsage: "NAMESPACE/NAME-GLOB",
+				Flags:     []cli.Flag{&cli.BoolFlag{Name: flagRemove, Usage: "remove the pattern instead of adding it"}},
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, c *cli.Context) error {
+					pattern, err := one(c, fault.DHCPAgentDown)
+					if err != nil {
+						return err
+					}
+					return fault.SetDHCPAgentDown(ctx, kube, dyn, pattern, c.Bool(flagRemove))
+				}),
+			},
+			{
 				Name: fault.DelayAllocation, Usage: "matching LoadBalancers get their address only --delay after their creation",
 				ArgsUsage: "NAMESPACE/NAME-GLOB",
 				Flags: []cli.Flag{

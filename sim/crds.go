@@ -52,6 +52,12 @@ var simCRDs = []crdSpec{
 		schema: ipPoolSchema(),
 		columns: []apiextv1.CustomResourceColumnDefinition{column("Network", ".spec.selector.network"),
 			{Name: "Available", Type: "integer", JSONPath: ".status.available"}, {Name: "Total", Type: "integer", JSONPath: ".status.total"}}},
+	// Managed DHCP (the vm-dhcp-controller add-on).
+	{group: "network.harvesterhci.io", version: "v1alpha1", kind: "IPPool", plural: "ippools", shortNames: []string{"ippl", "ippls"}, status: true,
+		columns: []apiextv1.CustomResourceColumnDefinition{column("Network", ".spec.networkName"),
+			{Name: "Available", Type: "integer", JSONPath: ".status.ipv4.available"}, {Name: "Used", Type: "integer", JSONPath: ".status.ipv4.used"}}},
+	{group: "network.harvesterhci.io", version: "v1alpha1", kind: "VirtualMachineNetworkConfig", plural: "virtualmachinenetworkconfigs", shortNames: []string{"vmnetcfg", "vmnetcfgs"}, status: true,
+		columns: []apiextv1.CustomResourceColumnDefinition{column("VMName", ".spec.vmName")}},
 }
 
 // buildCRD is the CustomResourceDefinition object for spec.

@@ -112,7 +112,7 @@ func TestFetchListsEachKindOnce(t *testing.T) {
 		count[a.GetResource().Resource]++
 	}
 	want := map[string]int{"virtualmachines": 1, "virtualmachineinstances": 1, "loadbalancers": 1, "ippools": 1,
-		"persistentvolumeclaims": 1, "secrets": 2, "serviceaccounts": 1, "rolebindings": 1, "clusterrolebindings": 1, "storageclasses": 1}
+		"persistentvolumeclaims": 1, "secrets": 2, "serviceaccounts": 1, "rolebindings": 1, "clusterrolebindings": 1, "storageclasses": 1, "configmaps": 1}
 	if fmt.Sprint(count) != fmt.Sprint(want) {
 		t.Errorf("requests = %v, want %v (11 lists: the cloud-init and the token Secrets by their own labels)", count, want)
 	}

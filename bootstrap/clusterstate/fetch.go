@@ -17,6 +17,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
+	"github.com/harvester-kit/harvester-machine/internal/staticip"
 )
 
 // Resources of the kinds listed through the dynamic client.
@@ -105,6 +106,8 @@ func (c *Clients) FetchHarvester(ctx context.Context, t Target, authTokens bool)
 	}
 	scs, err := c.Kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
 	h.StorageClasses = items(h.Errors, KindStorageClass, "", err, func() []storagev1.StorageClass { return scs.Items })
+	claims, err := core.ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: t.ClusterSelector() + "," + staticip.LabelClaim})
+	h.AddressClaims = items(h.Errors, KindAddressClaim, ns, err, func() []corev1.ConfigMap { return claims.Items })
 	cloudInit, err := core.Secrets(ns).List(ctx, own)
 	h.CloudInit = items(h.Errors, KindSecret, ns, err, func() []corev1.Secret { return cloudInit.Items })
 	sas, err := core.ServiceAccounts(ns).List(ctx, creds)

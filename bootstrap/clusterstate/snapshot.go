@@ -39,6 +39,7 @@ const (
 	KindWorkload           = "Deployment/DaemonSet"
 	KindStorageClass       = "StorageClass"
 	KindVolumeAttachment   = "VolumeAttachment"
+	KindAddressClaim       = "ConfigMap (address claim)"
 )
 
 // Harvester is the Harvester side of one guest cluster.
@@ -55,6 +56,9 @@ type Harvester struct {
 	Claims []corev1.PersistentVolumeClaim
 	// StorageClasses of Harvester.
 	StorageClasses []storagev1.StorageClass
+	// AddressClaims are the driver's static-address claims (ConfigMaps)
+	// labelled with the guest cluster's name.
+	AddressClaims []corev1.ConfigMap
 	// The credential objects harvester-bootstrap (or the driver's
 	// --harvester-cloud-provider) created for the cluster.
 	ServiceAccounts     []corev1.ServiceAccount

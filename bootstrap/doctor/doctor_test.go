@@ -156,8 +156,8 @@ func healthy() *clusterstate.Snapshot {
 
 func TestHealthySnapshotIsAllOK(t *testing.T) {
 	r := Run(healthy())
-	if len(r) != 18 {
-		t.Errorf("got %d rows, want 18 (every check once): %+v", len(r), r)
+	if len(r) != 19 {
+		t.Errorf("got %d rows, want 19 (every check once): %+v", len(r), r)
 	}
 	for _, row := range r {
 		if row.Status != OK {

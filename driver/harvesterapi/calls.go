@@ -306,10 +306,14 @@ func (a *API) GetKeyPair(ctx context.Context, ns, name string) (*KeyPair, error)
 	return readOnce(&a.seen, op, func() (*KeyPair, error) { return getDynamic[KeyPair](ctx, a, op, GVRKeyPair, ns, name) })
 }
 
-// GetNetwork checks that the network attachment definition exists.
-func (a *API) GetNetwork(ctx context.Context, ns, name string) error {
-	_, err := do(ctx, a, "get network "+ref(ns, name), func(c context.Context) (*unstructured.Unstructured, error) {
+// GetNetwork checks that the network attachment definition exists and
+// returns its labels (managed DHCP labels the networks it serves).
+func (a *API) GetNetwork(ctx context.Context, ns, name string) (map[string]string, error) {
+	u, err := do(ctx, a, "get network "+ref(ns, name), func(c context.Context) (*unstructured.Unstructured, error) {
 		return a.dyn.Resource(GVRNetwork).Namespace(ns).Get(c, name, metav1.GetOptions{})
 	})
-	return err
+	if err != nil {
+		return nil, err
+	}
+	return u.GetLabels(), nil
 }

@@ -55,7 +55,7 @@ type Target struct {
 // WaitRemoved waits, with watches, until every target in namespace ns is
 // gone; waitTimeout (the deadline of ctx) names the wait in its error.
 func (a *API) WaitRemoved(ctx context.Context, ns string, waitTimeout time.Duration, targets []Target) error {
-	kinds := map[string]kubeapi.Kind{KindVM: a.VMs(ns), KindVMI: a.VMIs(ns), KindPVC: a.PVCs(ns), KindSecret: a.Secrets(ns)}
+	kinds := map[string]kubeapi.Kind{KindVM: a.VMs(ns), KindVMI: a.VMIs(ns), KindPVC: a.PVCs(ns), KindSecret: a.Secrets(ns), KindClaim: a.ConfigMaps(ns)}
 	for _, t := range targets {
 		if err := a.waitGone(ctx, kinds[t.Kind], ns, t.Name, t.UID, waitTimeout); err != nil {
 			return err

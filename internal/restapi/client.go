@@ -20,6 +20,7 @@ import (
 // call, each as a Resource (or a Creator for reviews).
 type Interface interface {
 	Secrets(ns string) Resource[*corev1.Secret, *corev1.SecretList]
+	ConfigMaps(ns string) Resource[*corev1.ConfigMap, *corev1.ConfigMapList]
 	PersistentVolumeClaims(ns string) Resource[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList]
 	Events(ns string) Resource[*corev1.Event, *corev1.EventList]
 	ServiceAccounts(ns string) ServiceAccounts
@@ -98,6 +99,10 @@ func newOf[T any]() func() *T { return func() *T { return new(T) } }
 
 func (c *Client) Secrets(ns string) Resource[*corev1.Secret, *corev1.SecretList] {
 	return newResource(c.core, "secrets", ns, newOf[corev1.Secret](), newOf[corev1.SecretList]())
+}
+
+func (c *Client) ConfigMaps(ns string) Resource[*corev1.ConfigMap, *corev1.ConfigMapList] {
+	return newResource(c.core, "configmaps", ns, newOf[corev1.ConfigMap](), newOf[corev1.ConfigMapList]())
 }
 
 func (c *Client) PersistentVolumeClaims(ns string) Resource[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList] {

@@ -168,7 +168,7 @@ func interfaceStatuses(spec *kubevirtv1.VirtualMachineInstanceSpec, key string, 
 			MAC:        macFor(spec, key, name),
 			InfoSource: infoSourceDomain,
 		}
-		if i < len(ips) {
+		if i < len(ips) && ips[i] != "" {
 			st.IP = ips[i]
 			st.IPs = []string{ips[i]}
 			if ll := linkLocalFor(st.MAC); ll != "" && netip.MustParseAddr(ips[i]).Is6() {

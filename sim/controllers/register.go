@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
 	"github.com/harvester-kit/harvester-machine/sim/fault"
 )
 
@@ -47,6 +48,9 @@ func (s *sim) register(ctx context.Context) error {
 	lbInf := s.dynInformers.ForResource(gvrLB)
 	poolInf := s.dynInformers.ForResource(gvrPool)
 	s.lbs, s.pools = lbInf.Lister(), poolInf.Lister()
+	dhcpPoolInf := s.dynInformers.ForResource(dhcpapi.GVRIPPool)
+	netCfgInf := s.dynInformers.ForResource(dhcpapi.GVRNetworkConfig)
+	s.dhcpPools, s.netConfigs = dhcpPoolInf.Lister(), netCfgInf.Lister()
 
 	regs := []struct {
 		what string
@@ -57,6 +61,15 @@ func (s *sim) register(ctx context.Context) error {
 			key, _ := keyOf(obj)
 			s.vmQ.add(key)
 			s.vmiQ.add(key)
+			s.enqueueNamespace(s.dhcpQ, "", s.dhcpPoolKeys)
+		}},
+		{"managed-DHCP ippools", dhcpPoolInf.Informer(), func(obj any) {
+			key, _ := keyOf(obj)
+			s.dhcpQ.add(key)
+			s.enqueueNamespace(s.vmiQ, "", s.vmiKeys) // guests' leases follow the pool's allocation
+		}},
+		{"virtualmachinenetworkconfigs", netCfgInf.Informer(), func(any) {
+			s.enqueueNamespace(s.dhcpQ, "", s.dhcpPoolKeys)
 		}},
 		{"virtualmachineinstances", vmiInf.Informer(), func(obj any) {
 			key, ns := keyOf(obj)
@@ -110,6 +123,7 @@ func (s *sim) register(ctx context.Context) error {
 			if key, _ := keyOf(obj); key == fault.ConfigMapKey {
 				s.enqueueNamespace(s.vmiQ, "", s.vmiKeys)
 				s.enqueueNamespace(s.lbQ, "", func(string) []string { return s.poolKeys() })
+				s.enqueueNamespace(s.dhcpQ, "", s.dhcpPoolKeys)
 				s.acknowledgeFaults(ctx, obj)
 			}
 		}},

@@ -86,9 +86,10 @@ type sim struct {
 	dynInformers   dynamicinformer.DynamicSharedInformerFactory
 
 	vms, vmis, images, keyPairs, lbs, pools cache.GenericLister
+	dhcpPools, netConfigs                   cache.GenericLister
 	vmiInformer                             cache.SharedIndexInformer
 
-	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ *queue
+	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ *queue
 
 	state *vmiState
 }
@@ -134,6 +135,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 	s.imageQ = newQueue("image", s.reconcileImage, log)
 	s.keyPairQ = newQueue("keypair", s.reconcileKeyPair, log)
 	s.lbQ = newQueue("loadbalancer", s.reconcileLoadBalancer, log)
+	s.dhcpQ = newQueue("managed-dhcp", s.reconcileDHCPPool, log)
 	if err := s.register(ctx); err != nil {
 		return nil, err
 	}
@@ -142,7 +144,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 
 func (s *sim) run(ctx context.Context) {
 	go s.event.run(ctx)
-	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ} {
+	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ} {
 		go q.run(ctx)
 	}
 }

@@ -243,6 +243,7 @@ func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) 
 			}
 		}
 		s.state.setAddrs(c.key, ips)
+		ips = s.guestConfigured(c, ips)
 		setVMICondition(c.st, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceAgentConnected, Status: corev1.ConditionTrue}, c.now)
 	} else {
 		s.state.setAddrs(c.key, nil)

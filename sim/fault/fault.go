@@ -33,6 +33,7 @@ const (
 	GuestBridges     = "guest-bridges"
 	ExhaustPool      = "exhaust-pool"
 	DelayAllocation  = "delay-allocation"
+	DHCPAgentDown    = "dhcp-agent-down"
 	RestartAPIServer = "restart-apiserver"
 	FreezeAPIServer  = "freeze-apiserver"
 	ClearAll         = "clear"

@@ -34,7 +34,7 @@ type delayRule struct {
 // patterns are kept out and reported by Problems.
 func ParsePatterns(data map[string]string) Patterns {
 	f := Patterns{patterns: map[string][]string{}}
-	for _, key := range append(slices.Clone(VMFaults), ExhaustPool, DelayAllocation) {
+	for _, key := range append(slices.Clone(VMFaults), ExhaustPool, DelayAllocation, DHCPAgentDown) {
 		for _, line := range strings.Split(data[key], "\n") {
 			p := strings.TrimSpace(line)
 			if p == "" || strings.HasPrefix(p, "#") {

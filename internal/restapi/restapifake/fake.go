@@ -27,6 +27,10 @@ func (c Clients) Secrets(ns string) restapi.Resource[*corev1.Secret, *corev1.Sec
 	return c.Kube.CoreV1().Secrets(ns)
 }
 
+func (c Clients) ConfigMaps(ns string) restapi.Resource[*corev1.ConfigMap, *corev1.ConfigMapList] {
+	return c.Kube.CoreV1().ConfigMaps(ns)
+}
+
 func (c Clients) PersistentVolumeClaims(ns string) restapi.Resource[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList] {
 	return c.Kube.CoreV1().PersistentVolumeClaims(ns)
 }

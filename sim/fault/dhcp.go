@@ -1,0 +1,73 @@
+package fault
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
+)
+
+// SetDHCPAgentDown takes the agent of the managed-DHCP IPPools matching
+// pattern (NAMESPACE/NAME glob) down (with remove, up again): no new
+// leases are served on their networks and their AgentReady condition is
+// False. It returns once the matching pools' status shows it.
+func SetDHCPAgentDown(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, pattern string, remove bool) error {
+	if _, err := path.Match(pattern, ""); err != nil || !strings.Contains(pattern, "/") || strings.Contains(pattern, " ") {
+		return fmt.Errorf("fault %s: pattern %q must be NAMESPACE/NAME of IPPools with optional * ? [] globs", DHCPAgentDown, pattern)
+	}
+	if err := SetLine(ctx, kube, DHCPAgentDown, pattern, remove); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	pools := dyn.Resource(dhcpapi.GVRIPPool)
+	lw := &cache.ListWatch{
+		ListWithContextFunc:  func(c context.Context, o metav1.ListOptions) (runtime.Object, error) { return pools.List(c, o) },
+		WatchFuncWithContext: func(c context.Context, o metav1.ListOptions) (watch.Interface, error) { return pools.Watch(c, o) },
+	}
+	want := "False"
+	if remove {
+		want = "True"
+	}
+	var store cache.Store
+	shown := func() bool {
+		for _, obj := range store.List() {
+			p, ok := obj.(*unstructured.Unstructured)
+			if m, _ := path.Match(pattern, p.GetNamespace()+"/"+p.GetName()); ok && m && agentReady(p) != want {
+				return false
+			}
+		}
+		return true
+	}
+	_, err := watchtools.UntilWithSync(wctx, lw, &unstructured.Unstructured{}, func(s cache.Store) (bool, error) {
+		store = s
+		return shown(), nil
+	}, func(watch.Event) (bool, error) { return shown(), nil })
+	if err != nil {
+		return fmt.Errorf("fault %s %s: pool status does not show it after 30s: %w", DHCPAgentDown, pattern, err)
+	}
+	return nil
+}
+
+func agentReady(p *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == dhcpapi.CondAgentReady {
+			s, _ := m["status"].(string)
+			return s
+		}
+	}
+	return ""
+}
