@@ -26,7 +26,7 @@ func (d *Driver) session(ctx context.Context) (*harvesterapi.API, error) {
 	if err := d.confirmCluster(ctx, api); err != nil {
 		return nil, fmt.Errorf("machine %s: %w", d.MachineName, err)
 	}
-	d.clusterConfirmed = true
+	d.confirmed()
 	return api, nil
 }
 

@@ -137,7 +137,7 @@ func (d *Driver) SetConfigFromFlags(opts drivers.DriverOptions) error {
 	c, problems := readConfig(opts, d.BaseDriver)
 	d.Config = c
 	// On create the flags are the credential to use and to store.
-	d.api, d.clusterConfirmed, d.sessionKubeconfig = nil, false, ""
+	d.api, d.clusterConfirmed, d.sessionKubeconfig, d.storeOnConfirm = nil, false, "", ""
 	if d.MachineID == "" {
 		id, err := newMachineID()
 		if err != nil {

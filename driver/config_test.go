@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/rancher/machine/libmachine/drivers"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/harvester-kit/harvester-machine/internal/field"
 )
@@ -229,7 +230,7 @@ func TestUnmarshalJSONRereadsCredentials(t *testing.T) {
 
 // TestCommandCredentialsPersistedOnlyOnRequest: the environment's
 // credential is used by every command but replaces the stored one only
-// with --update-config.
+// with --update-config, and only once it is confirmed.
 func TestCommandCredentialsPersistedOnlyOnRequest(t *testing.T) {
 	env := func(string) string { return "fresh-kubeconfig" }
 	cases := []struct {
@@ -250,6 +251,10 @@ func TestCommandCredentialsPersistedOnlyOnRequest(t *testing.T) {
 		if d.kubeconfig() != "fresh-kubeconfig" {
 			t.Errorf("%v: command uses %q, want the fresh credential", tc.args, d.kubeconfig())
 		}
+		if d.KubeconfigContent != "stale" {
+			t.Errorf("%v: stored before the credential was confirmed", tc.args)
+		}
+		d.confirmed()
 		raw, err := json.Marshal(d)
 		if err != nil {
 			t.Fatal(err)
@@ -294,5 +299,24 @@ func TestValidateProblemsNameTheirFlags(t *testing.T) {
 	want := []string{"--" + FlagCPUCount, "--" + FlagDiskBus, "--" + FlagSSHPort}
 	if !slices.Equal(got, want) {
 		t.Errorf("fields %q, want %q (error: %v)", got, want, err)
+	}
+}
+
+// TestRefusedCredentialNotStored: `status --update-config` (or any command)
+// with a credential of another cluster is refused and does not store it;
+// with the machine's cluster's credential it is stored.
+func TestRefusedCredentialNotStored(t *testing.T) {
+	for _, c := range []struct {
+		setting, want string
+	}{{"another-cluster", "stale"}, {testCluster, "fresh"}} {
+		d, _ := newFakeDriver(t, c.setting, nil, []runtime.Object{fakeVM(testMachineID, "uid-1"), fakeVMI(testMachineID, "uid-vmi")})
+		d.KubeconfigContent, d.storeOnConfirm = "stale", "fresh"
+		_, err := d.GetState()
+		if (err != nil) != (c.want == "stale") {
+			t.Errorf("setting %s: GetState: %v", c.setting, err)
+		}
+		if d.KubeconfigContent != c.want {
+			t.Errorf("setting %s: stored credential %q, want %q", c.setting, d.KubeconfigContent, c.want)
+		}
 	}
 }

@@ -37,6 +37,10 @@ type Driver struct {
 	sessionKubeconfig string
 	// clusterConfirmed: the credential's cluster is the machine's.
 	clusterConfirmed bool
+	// storeOnConfirm is the command's credential given with
+	// --update-config: it replaces the stored one once it is confirmed to
+	// point at the machine's cluster (see confirmed).
+	storeOnConfirm string
 	// createdRV is the resource version of the VM this process created.
 	createdRV string
 	// secretPending: this process created the VM before its cloud-init
@@ -73,7 +77,9 @@ func (d *Driver) DriverName() string { return DriverName }
 // fresh credentials to `rm` because the stored ones may have been rotated
 // since create. The fresh credential is used for this command; it replaces
 // the stored one (which rancher-machine saves back after most commands)
-// only when the command line asks for it with --update-config.
+// only when the command line asks for it with --update-config, and only
+// once it is confirmed to point at the machine's cluster (a refused
+// credential is never stored).
 func (d *Driver) UnmarshalJSON(data []byte) error {
 	type plain Driver
 	target := plain(*d)
@@ -88,14 +94,23 @@ func (d *Driver) UnmarshalJSON(data []byte) error {
 
 // useCommandCredentials takes the command's credential (arguments or
 // environment) for this command, and into the stored state only when args
-// has --update-config.
+// has --update-config and the credential is confirmed (see confirmed).
 func (d *Driver) useCommandCredentials(args []string, getenv func(string) string) {
-	d.api, d.clusterConfirmed, d.sessionKubeconfig = nil, false, ""
+	d.api, d.clusterConfirmed, d.sessionKubeconfig, d.storeOnConfirm = nil, false, "", ""
 	if fresh, ok := credentialsFrom(args, getenv); ok {
 		d.sessionKubeconfig = fresh
 		if updateConfigRequested(args) {
-			d.KubeconfigContent = fresh
+			d.storeOnConfirm = fresh
 		}
+	}
+}
+
+// confirmed records that the command's credential points at the machine's
+// cluster, and stores it when --update-config asked for that.
+func (d *Driver) confirmed() {
+	d.clusterConfirmed = true
+	if d.storeOnConfirm != "" {
+		d.KubeconfigContent, d.storeOnConfirm = d.storeOnConfirm, ""
 	}
 }
 

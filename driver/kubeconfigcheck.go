@@ -3,10 +3,12 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
@@ -24,6 +26,9 @@ func parseKubeconfig(s string) (*rest.Config, error) {
 	cfg, err := clientcmd.Load([]byte(s))
 	if err != nil {
 		return nil, errors.New("is not a usable kubeconfig (plain YAML or base64 of it): it does not read as a kubeconfig (apiVersion v1, kind Config, clusters, users, contexts)")
+	}
+	if err := checkReferences(cfg); err != nil {
+		return nil, err
 	}
 	var secrets []string
 	for name, u := range cfg.AuthInfos {
@@ -51,4 +56,37 @@ func redact(msg string, secrets []string) string {
 		}
 	}
 	return msg
+}
+
+// checkReferences checks that the current context and the cluster and user
+// it names are defined, saying which names exist: client-go's own errors
+// say "was not found", which rancher-machine reads as "the machine is gone".
+func checkReferences(cfg *clientcmdapi.Config) error {
+	if cfg.CurrentContext == "" {
+		return fmt.Errorf("has no current-context (contexts: %s)", names(cfg.Contexts))
+	}
+	c := cfg.Contexts[cfg.CurrentContext]
+	if c == nil {
+		return fmt.Errorf("current-context %q names no context of the kubeconfig (contexts: %s)", cfg.CurrentContext, names(cfg.Contexts))
+	}
+	if cfg.Clusters[c.Cluster] == nil {
+		return fmt.Errorf("context %q uses cluster %q, which the kubeconfig does not define (clusters: %s)", cfg.CurrentContext, c.Cluster, names(cfg.Clusters))
+	}
+	if c.AuthInfo != "" && cfg.AuthInfos[c.AuthInfo] == nil {
+		return fmt.Errorf("context %q uses user %q, which the kubeconfig does not define (users: %s)", cfg.CurrentContext, c.AuthInfo, names(cfg.AuthInfos))
+	}
+	return nil
+}
+
+// names lists a kubeconfig section's names, sorted and quoted.
+func names[V any](m map[string]V) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, fmt.Sprintf("%q", k))
+	}
+	slices.Sort(out)
+	return strings.Join(out, ", ")
 }

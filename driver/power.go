@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -19,7 +20,8 @@ const restoreTimeout = time.Minute
 // getVMI returns the machine's VMI, nil when there is none, or an error
 // wrapping ErrNotOwned when the VMI of that name is not the machine's.
 func (d *Driver) getVMI(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachineInstance, error) {
-	vmi, err := harvesterapi.Absent(api.GetVMI(ctx, d.VMNamespace, d.MachineName))
+	vmi, err := api.GetVMI(ctx, d.VMNamespace, d.MachineName)
+	vmi, err = harvesterapi.Absent(d.MachineName, vmi, err)
 	if err != nil || vmi == nil {
 		return nil, err
 	}
@@ -38,10 +40,20 @@ func (d *Driver) currentVMI(ctx context.Context, api *harvesterapi.API) (*kubevi
 	return d.getVMI(ctx, api)
 }
 
-// GetState maps the VMI to a machine state (no VMI: Stopped). A missing VM
-// is an error that says "not found"; a VM of the machine's name that is not
-// the machine's is an error that says so.
+// GetState maps the VMI to a machine state (no VMI: Stopped). A VM missing
+// on the machine's cluster is an error that says "not found" (rancher-machine
+// reports the machine as gone); no other error says it (see keepMachine); a
+// VM of the machine's name that is not the machine's is an error that says
+// so.
 func (d *Driver) GetState() (state.State, error) {
+	st, err := d.getState()
+	if err != nil && !errors.Is(err, errMachineGone) {
+		err = keepMachine(err)
+	}
+	return st, err
+}
+
+func (d *Driver) getState() (state.State, error) {
 	ctx := context.Background()
 	api, err := d.session(ctx)
 	if err != nil {
@@ -52,7 +64,7 @@ func (d *Driver) GetState() (state.State, error) {
 		return state.Error, err
 	}
 	if vm == nil {
-		return state.None, fmt.Errorf("VM %s/%s not found", d.VMNamespace, d.MachineName)
+		return state.None, d.machineGone()
 	}
 	vmi, err := d.currentVMI(ctx, api)
 	if err != nil {

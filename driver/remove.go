@@ -28,14 +28,24 @@ import (
 // the VM is annotated harvesterhci.io/removeAllPersistentVolumeClaims=true)
 // and its cloud-init Secret, and waits until they are gone. Another object
 // of the machine's name is left alone with an error, and nothing is
-// deleted. A machine already gone is success, on the right cluster only.
+// deleted. A machine already gone is success, on the right cluster only;
+// no error says "not found" (see keepMachine). A server that cannot be
+// reached ends the command at the first failed call.
 func (d *Driver) Remove() error {
+	return keepMachine(d.remove())
+}
+
+func (d *Driver) remove() error {
 	ctx := context.Background()
 	api, err := d.client()
 	if err != nil {
 		return fmt.Errorf("remove: %w", err)
 	}
+	endFailFast := api.FailFast()
 	vm, err := d.confirmByVM(ctx, api)
+	if unreachable := endFailFast(); unreachable != nil {
+		return fmt.Errorf("remove: %w", unreachable)
+	}
 	if err != nil {
 		return fmt.Errorf("remove: %w", err)
 	}
@@ -49,12 +59,13 @@ func (d *Driver) Remove() error {
 // It returns that VM when it read it (nil otherwise).
 func (d *Driver) confirmByVM(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachine, error) {
 	if !d.clusterConfirmed && d.VMUID != "" {
-		vm, err := harvesterapi.Absent(api.GetVM(ctx, d.VMNamespace, d.MachineName))
+		vm, err := api.GetVM(ctx, d.VMNamespace, d.MachineName)
+		vm, err = harvesterapi.Absent(d.MachineName, vm, err)
 		if err != nil && harvesterapi.IsTerminal(err) {
 			return nil, err
 		}
 		if vm != nil && string(vm.UID) == d.VMUID {
-			d.clusterConfirmed = true
+			d.confirmed()
 			return vm, nil
 		}
 	}
@@ -215,7 +226,8 @@ func (d *Driver) findRemoval(ctx context.Context, api *harvesterapi.API, vm *kub
 // ownVM returns the machine's VM, nil when there is none, or an error
 // wrapping ErrNotOwned when the VM of that name is not the machine's.
 func (d *Driver) ownVM(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachine, error) {
-	vm, err := harvesterapi.Absent(api.GetVM(ctx, d.VMNamespace, d.MachineName))
+	vm, err := api.GetVM(ctx, d.VMNamespace, d.MachineName)
+	vm, err = harvesterapi.Absent(d.MachineName, vm, err)
 	if err != nil || vm == nil {
 		return nil, err
 	}
@@ -241,7 +253,8 @@ func (d *Driver) checkOwnVM(vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualM
 // ownSecret returns the Secret called name if it is the machine's, nil if
 // there is none, or an error wrapping ErrNotOwned.
 func (d *Driver) ownSecret(ctx context.Context, api *harvesterapi.API, name string) (*corev1.Secret, error) {
-	s, err := harvesterapi.Absent(api.GetSecret(ctx, d.VMNamespace, name))
+	s, err := api.GetSecret(ctx, d.VMNamespace, name)
+	s, err = harvesterapi.Absent(name, s, err)
 	if err != nil || s == nil {
 		return nil, err
 	}
@@ -290,7 +303,8 @@ func (d *Driver) vmClaimsToRemove(ctx context.Context, api *harvesterapi.API, vm
 		if _, ok := found[name]; ok {
 			continue
 		}
-		p, err := harvesterapi.Absent(api.GetPVC(ctx, d.VMNamespace, name))
+		p, err := api.GetPVC(ctx, d.VMNamespace, name)
+		p, err = harvesterapi.Absent(name, p, err)
 		if err != nil || p == nil {
 			if err != nil {
 				return nil, err

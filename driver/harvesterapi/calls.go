@@ -3,6 +3,7 @@ package harvesterapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	authv1 "k8s.io/api/authorization/v1"
@@ -41,12 +42,26 @@ func do[T any](ctx context.Context, a *API, op string, fn func(context.Context) 
 	return v, err
 }
 
-// Absent turns a NotFound of a get into (nil, nil).
-func Absent[T any](obj *T, err error) (*T, error) {
-	if apierrors.IsNotFound(err) {
+// Absent turns the NotFound of a get of the object called name into (nil,
+// nil). Only the API server's answer that this object does not exist
+// counts: a 404 without the object's name (a resource the server does not
+// serve, a proxy's page) stays an error.
+func Absent[T any](name string, obj *T, err error) (*T, error) {
+	if ObjectNotFound(err, name) {
 		return nil, nil
 	}
 	return obj, err
+}
+
+// ObjectNotFound reports whether err is the API server's NotFound for the
+// object called name.
+func ObjectNotFound(err error, name string) bool {
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Name == name
 }
 
 func ref(ns, name string) string { return ns + "/" + name }

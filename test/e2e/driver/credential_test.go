@@ -2,6 +2,8 @@ package driver_test
 
 import (
 	"context"
+	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -139,4 +141,41 @@ func TestCredentialRevokedMidLife(t *testing.T) {
 		t.Errorf("with the renewed credential: status %q, want Running (the failed stop must not have stopped it)", s)
 	}
 	r.mustRun("rm", "-y", "--update-config", name) // r's environment has the renewed (admin) credential
+}
+
+// TestBrokenCredentialKeepsMachine (issue 24 case 0): a credential whose
+// kubeconfig names a current-context it does not define fails rm (with and
+// without --update-config) and status, saying what is wrong; rancher-machine
+// keeps the machine (the error never says "not found", which it reads as
+// "already gone"), and the VM, VMI, disk and Secret stay until an rm with
+// the right credential removes them.
+func TestBrokenCredentialKeepsMachine(t *testing.T) {
+	r := newRM(t, "e2e-brokencred")
+	name := "e2e-brokencred-pool1-b0000"
+	r.mustCreate(name, imageAndNet...)
+	want := objectsOf(t, name)
+	broken := []string{"HARVESTER_KUBECONFIG_CONTENT=" + b64(strings.Replace(kubeconfig, "current-context: ", "current-context: gone-", 1))}
+	if strings.Count(kubeconfig, "current-context: ") != 1 {
+		t.Fatalf("the admin kubeconfig has no single current-context:\n%s", kubeconfig)
+	}
+	for _, args := range [][]string{{"rm", "-y", name}, {"rm", "-y", "--update-config", name}, {"status", name}, {"status", "--update-config", name}} {
+		out, err := r.runEnv(broken, args...)
+		mustFail(t, out, err, "--harvester-kubeconfig-content", `current-context "gone-`, "names no context of the kubeconfig")
+		if strings.Contains(strings.ToLower(out), "not found") || strings.Contains(out, "Successfully removed") {
+			t.Errorf("%v: rancher-machine was told the machine is gone:\n%s", args, out)
+		}
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() == 4 {
+			t.Errorf("%v: exit 4 (machine not found)", args)
+		}
+	}
+	if ls := strings.Fields(r.stdout("ls", "-q")); len(ls) != 1 || ls[0] != name {
+		t.Errorf("rancher-machine lists %v, want %s", ls, name)
+	}
+	assertSame(t, name, want, "rm with a broken credential")
+	getVMI(t, name)
+	if stored := storedKubeconfig(t, r, name); strings.Contains(stored, "gone-") {
+		t.Errorf("status --update-config stored the broken credential")
+	}
+	r.mustRun("rm", "-y", "--update-config", name)
 }
