@@ -3,15 +3,14 @@
 package main
 
 import (
-	"github.com/rancher/machine/libmachine/drivers/plugin"
-
 	"github.com/harvester-kit/harvester-machine/driver"
 	"github.com/harvester-kit/harvester-machine/internal/pluginlog"
+	"github.com/harvester-kit/harvester-machine/internal/pluginserver"
 	"github.com/harvester-kit/harvester-machine/internal/version"
 )
 
 func main() {
 	pluginlog.Route()
 	pluginlog.Debugf("%s", version.String(driver.BinaryName))
-	plugin.RegisterDriver(driver.New())
+	pluginserver.Serve(driver.New())
 }

@@ -1,0 +1,143 @@
+package pluginserver
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRun: the plugin ends with 0 when closed, with 1 when its parent
+// exits or stays silent for the timeout, and heartbeats keep it alive.
+func TestRun(t *testing.T) {
+	t.Run("closed", func(t *testing.T) {
+		closed := make(chan bool, 1)
+		closed <- true
+		if got := run(closed, nil, nil, time.Hour); got != 0 {
+			t.Errorf("exit %d, want 0", got)
+		}
+	})
+	t.Run("parent gone", func(t *testing.T) {
+		gone := make(chan struct{})
+		close(gone)
+		if got := run(nil, nil, gone, time.Hour); got != 1 {
+			t.Errorf("exit %d, want 1", got)
+		}
+	})
+	t.Run("heartbeats, then silence", func(t *testing.T) {
+		heartbeat := make(chan bool)
+		done := make(chan int, 1)
+		const timeout = 50 * time.Millisecond
+		go func() { done <- run(nil, heartbeat, nil, timeout) }()
+		// Each heartbeat is sent (unbuffered) only while run listens, so
+		// run is alive after 20 heartbeats spread over 4 timeouts.
+		for range 20 {
+			heartbeat <- true
+			time.Sleep(timeout / 5)
+		}
+		if got := <-done; got != 1 {
+			t.Errorf("exit %d after silence, want 1", got)
+		}
+	})
+}
+
+// helperEnv selects the role of this test binary when re-executed.
+const helperEnv = "PLUGINSERVER_TEST_ROLE"
+
+// TestMain lets the test binary play the parent (which starts a child
+// and then waits to be killed) and the child (which watches its parent
+// and exits when it is gone).
+func TestMain(m *testing.M) {
+	switch os.Getenv(helperEnv) {
+	case "parent":
+		child := exec.Command(os.Args[0], "-test.run=^$")
+		child.Env = append(os.Environ(), helperEnv+"=child")
+		child.Stdout, child.Stderr = os.Stdout, os.Stderr
+		if err := child.Start(); err != nil {
+			fmt.Println("start child:", err)
+			os.Exit(2)
+		}
+		fmt.Println("child", child.Process.Pid)
+		select {}
+	case "child":
+		gone, err := watchParent()
+		if err != nil {
+			fmt.Println("watch:", err)
+			os.Exit(2)
+		}
+		fmt.Println("watching")
+		<-gone
+		os.Exit(run(nil, nil, gone, time.Hour))
+	}
+	os.Exit(m.Run())
+}
+
+// TestChildEndsWithParent: a process watching its parent exits when the
+// parent is killed (no Close, no heartbeat timeout: the watch alone).
+func TestChildEndsWithParent(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	parent := exec.Command(os.Args[0], "-test.run=^$")
+	parent.Env = append(os.Environ(), helperEnv+"=parent")
+	parent.Stdout, parent.Stderr = w, w
+	if err := parent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	lines := bufio.NewReader(r)
+	first := readLine(t, lines)
+	pid, ok := strings.CutPrefix(first, "child ")
+	if !ok {
+		t.Fatalf("parent: %s", first)
+	}
+	childPid, err := strconv.Atoi(pid)
+	if err != nil {
+		t.Fatalf("child pid %q: %v", pid, err)
+	}
+	if second := readLine(t, lines); second != "watching" {
+		t.Fatalf("child: %s", second)
+	}
+	if err := parent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = parent.Wait()
+	// Every writer of the pipe is gone once the child has exited. The
+	// deadline only bounds a failure: the child has no heartbeat timeout.
+	if err := r.SetReadDeadline(time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	rest, err := io.ReadAll(r)
+	if err != nil {
+		_ = syscallKill(childPid)
+		t.Fatalf("child %d still running after its parent was killed: %v (output %q)", childPid, err, rest)
+	}
+}
+
+func readLine(t *testing.T, r *bufio.Reader) string {
+	t.Helper()
+	line, err := r.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		t.Fatal(err)
+	}
+	if line == "" {
+		t.Fatal("helper output ended early")
+	}
+	return strings.TrimSpace(line)
+}
+
+func syscallKill(pid int) error {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return err
+	}
+	return p.Kill()
+}
