@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"os"
 	"strings"
 
 	"github.com/rancher/machine/libmachine/drivers"
@@ -119,9 +118,9 @@ func readConfig(opts drivers.DriverOptions, base *drivers.BaseDriver) (Config, [
 		StaticInterface:    strings.TrimSpace(opts.String(FlagStaticInterface)),
 	}
 	if c.CloudConfigPath != "" {
-		b, err := os.ReadFile(c.CloudConfigPath)
+		b, err := readUserFile("the cloud-config file", c.CloudConfigPath, MaxSecretBytes)
 		if err != nil {
-			problems = append(problems, flagProblem(FlagCloudConfig, "cannot read the cloud-config file: %v", err).Because(err))
+			problems = append(problems, flagError(FlagCloudConfig, err))
 		}
 		c.CloudConfig = string(b)
 	}

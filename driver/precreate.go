@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,8 +79,8 @@ func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterapi.API, i
 	problems = append(problems, d.checkNetworks(ctx, api, in)...)
 	problems = append(problems, d.checkKeyPair(ctx, api)...)
 	if d.SSHPrivateKeyPath != "" {
-		if _, err := os.ReadFile(d.SSHPrivateKeyPath); err != nil {
-			problems = append(problems, flagProblem(FlagSSHPrivateKeyPath, "cannot read the private key: %v", err).Because(err))
+		if _, err := readPrivateKeyFile(d.SSHPrivateKeyPath); err != nil {
+			problems = append(problems, err)
 		}
 	}
 	claims := make([]string, len(in.Disks))

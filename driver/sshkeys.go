@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 
@@ -42,9 +43,9 @@ func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterapi.API, keyP
 		if err := copyPrivateKey(d.SSHPrivateKeyPath, keyPath); err != nil {
 			return nil, err
 		}
-		pub, err := os.ReadFile(d.SSHPrivateKeyPath + ".pub")
+		pub, err := readPublicKeyFile(d.SSHPrivateKeyPath + ".pub")
 		if err != nil {
-			return nil, flagProblem(FlagSSHPrivateKeyPath, "the public key %s.pub is needed when no --%s is given: %v", d.SSHPrivateKeyPath, FlagKeyPairName, err).Because(err)
+			return nil, err
 		}
 		return []string{strings.TrimSpace(string(pub))}, nil
 	default:
@@ -61,9 +62,9 @@ func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterapi.API, keyP
 }
 
 func copyPrivateKey(src, dst string) error {
-	b, err := os.ReadFile(src)
+	b, err := readPrivateKeyFile(src)
 	if err != nil {
-		return flagError(FlagSSHPrivateKeyPath, err)
+		return err
 	}
 	if err := os.WriteFile(dst, b, 0o600); err != nil {
 		return fmt.Errorf("store SSH private key: %w", err)
@@ -87,10 +88,9 @@ func checkSSHKeyFiles(c Config) []error {
 		return nil
 	}
 	pubPath := c.SSHPrivateKeyPath + ".pub"
-	b, err := os.ReadFile(pubPath)
+	b, err := readPublicKeyFile(pubPath)
 	if err != nil {
-		return []error{flagProblem(FlagSSHPrivateKeyPath, "the public key %s is needed when no --%s is given (it is authorized on the VM): %v",
-			pubPath, FlagKeyPairName, err).Because(err)}
+		return []error{err}
 	}
 	pub, _, _, _, err := cryptossh.ParseAuthorizedKey(b)
 	if err != nil {
@@ -107,9 +107,9 @@ func checkSSHKeyFiles(c Config) []error {
 // (and no error) for an encrypted key whose public key the file does not
 // carry.
 func privateKeyPublic(path string) (cryptossh.PublicKey, error) {
-	b, err := os.ReadFile(path)
+	b, err := readPrivateKeyFile(path)
 	if err != nil {
-		return nil, flagProblem(FlagSSHPrivateKeyPath, "cannot read the private key: %v", err).Because(err)
+		return nil, err
 	}
 	signer, err := cryptossh.ParsePrivateKey(b)
 	var missing *cryptossh.PassphraseMissingError
@@ -143,4 +143,28 @@ func checkKeyPairMatches(path, keyPair, publicKey string) error {
 			cryptossh.FingerprintSHA256(got), keyPair, FlagKeyPairName, cryptossh.FingerprintSHA256(want))
 	}
 	return nil
+}
+
+// readPrivateKeyFile reads --harvester-ssh-private-key-path (see
+// readUserFile).
+func readPrivateKeyFile(path string) ([]byte, error) {
+	b, err := readUserFile("the private key", path, MaxKeyFileBytes)
+	if err != nil {
+		return nil, flagError(FlagSSHPrivateKeyPath, err)
+	}
+	return b, nil
+}
+
+// readPublicKeyFile reads <--harvester-ssh-private-key-path>.pub, needed
+// when no key pair is given (see readUserFile).
+func readPublicKeyFile(path string) ([]byte, error) {
+	b, err := readUserFile("the public key", path, MaxKeyFileBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, flagProblem(FlagSSHPrivateKeyPath, "the public key %s is needed when no --%s is given (it is authorized on the VM): %v",
+			path, FlagKeyPairName, err).Because(err)
+	case err != nil:
+		return nil, flagError(FlagSSHPrivateKeyPath, err)
+	}
+	return b, nil
 }

@@ -7,7 +7,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -40,4 +42,31 @@ func TestKeyPairWithAnotherPrivateKey(t *testing.T) {
 		t.Errorf("output lacks the key pair mismatch:\n%s", out)
 	}
 	r.assertNothingLeft()
+}
+
+// TestSpecialKeyPathFailsFast (issue 24 case 3): an SSH key path that is a
+// FIFO (which never ends unless someone writes to it) or /dev/zero fails
+// the create at once, saying what the path is; nothing is created and no
+// plugin process is left waiting.
+func TestSpecialKeyPathFailsFast(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "key-fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := newRM(t, "e2e-fifo")
+	for _, c := range []struct{ path, want string }{
+		{fifo, fifo + " (the private key) is a named pipe (FIFO), not a regular file"},
+		{"/dev/zero", "/dev/zero (the private key) is a character device, not a regular file"},
+	} {
+		name := "e2e-fifo-pool1-f0000"
+		start := time.Now()
+		out, err := r.create(name, append(imageAndNet, "--harvester-ssh-private-key-path="+c.path)...)
+		mustFail(t, out, err, "--harvester-ssh-private-key-path: "+c.want)
+		if took := time.Since(start); took > time.Minute {
+			t.Errorf("%s: create took %s to fail", c.path, took)
+		}
+		if ls := r.stdout("ls", "-q"); strings.Contains(ls, name) {
+			r.mustRun("rm", "-y", "-f", name)
+		}
+	}
 }
