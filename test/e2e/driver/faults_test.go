@@ -137,7 +137,10 @@ var faultedCommands = []struct {
 // TestAPIServerFault: kube-apiserver restarted, or frozen for 6 s, as a
 // create or rm starts or right after its first change: the command
 // completes (see faultedCommands for what each must leave).
-func TestAPIServerFault(t *testing.T) {
+// TestUnderCPUHog runs it again with every core busy.
+func TestAPIServerFault(t *testing.T) { apiServerFault(t) }
+
+func apiServerFault(t *testing.T) {
 	for _, c := range faultedCommands {
 		for i, f := range apiServerFaults {
 			for _, moment := range faultMoments {

@@ -15,6 +15,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
 const (
@@ -50,7 +52,10 @@ func newRM(t *testing.T, cluster string) *rm {
 		"PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"HARVESTER_KUBECONFIG_CONTENT="+base64.StdEncoding.EncodeToString([]byte(kubeconfig)),
 	)
-	t.Cleanup(func() { r.assertNothingLeft() })
+	t.Cleanup(func() {
+		r.assertNothingLeft()
+		simtest.NoPluginLeft(t, r.store)
+	})
 	return r
 }
 
@@ -64,6 +69,11 @@ func (r *rm) runEnv(extraEnv []string, args ...string) (string, error) {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
+	return r.runCtx(ctx, extraEnv, args...)
+}
+
+// runCtx runs rancher-machine until it ends or ctx does.
+func (r *rm) runCtx(ctx context.Context, extraEnv []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(binDir, "rancher-machine"), args...)
 	cmd.Env = append(append([]string{}, r.env...), extraEnv...)
 	var out bytes.Buffer
@@ -105,6 +115,12 @@ func (r *rm) create(name string, extra ...string) (string, error) {
 // createEnv is create with extra environment variables.
 func (r *rm) createEnv(env []string, name string, extra ...string) (string, error) {
 	r.t.Helper()
+	return r.runEnv(env, r.createArgs(name, extra...)...)
+}
+
+// createArgs are the arguments of create: Rancher's, then extra (a flag
+// given twice takes the later value).
+func (r *rm) createArgs(name string, extra ...string) []string {
 	args := []string{"create", "-d", "harvester",
 		"--custom-install-script=" + r.script,
 		"--harvester-cluster-name=" + r.cluster,
@@ -112,7 +128,7 @@ func (r *rm) createEnv(env []string, name string, extra ...string) (string, erro
 		"--harvester-wait-timeout=120",
 	}
 	args = append(args, extra...)
-	return r.runEnv(env, append(args, name)...)
+	return append(args, name)
 }
 
 func (r *rm) mustCreate(name string, extra ...string) string {

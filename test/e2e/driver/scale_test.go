@@ -2,9 +2,9 @@ package driver_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -12,53 +12,127 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
-// Concurrent machines per round and rounds of TestConcurrentMachines.
+// Concurrent machines per round and rounds of the soak.
 const (
 	scaleMachines = 50
 	scaleRounds   = 3
 )
 
-// TestConcurrentMachines creates scaleMachines machines at once through
-// rancher-machine, checks that rancher-machine and the simulator agree on
-// them, removes them all at once (one rm each, as Rancher's delete jobs
-// do), and checks that no object, no machine and no driver process is
-// left; scaleRounds times.
+// TestConcurrentMachines is the soak: scaleMachines machines created at
+// once through rancher-machine, checked, removed at once (one rm each, as
+// Rancher's delete jobs do), and nothing left; scaleRounds times.
+// TestUnderCPUHog runs it again with every core busy.
 func TestConcurrentMachines(t *testing.T) {
-	r := newRM(t, "e2e-scale")
+	soak(t, "e2e-scale")
+}
+
+// soak runs the rounds. Its only deadline moves with progress (a command
+// ending, a VM or VMI of the pool changing): a round fails when nothing
+// progressed for a window derived from one machine's create and rm
+// measured first, on this machine under its current load.
+func soak(t *testing.T, cluster string) {
+	r := newRM(t, cluster)
+	window := calibrate(t, r)
 	for round := range scaleRounds {
-		start := time.Now()
-		names := make([]string, scaleMachines)
-		for i := range names {
-			names[i] = fmt.Sprintf("e2e-scale-pool1-r%dm%02d", round, i)
-		}
-		parallel(t, names, func(name string) (string, error) { return r.create(name, imageAndNet...) })
-		created := time.Since(start)
-		if got := strings.Fields(r.stdout("ls", "-q", "--filter", "state=Running")); !sameSet(got, names) {
-			t.Fatalf("round %d: rancher-machine lists %d running machines, want the %d created: %v", round, len(got), len(names), got)
-		}
-		if got := simVMs(t, r.cluster); !sameSet(got, names) {
-			t.Fatalf("round %d: the simulator has VMs %v, want %v", round, got, names)
-		}
-		parallel(t, names, func(name string) (string, error) { return r.run("rm", "-y", "--update-config", name) })
-		if ls := r.stdout("ls", "-q"); ls != "" {
-			t.Errorf("round %d: rancher-machine still lists %q", round, ls)
-		}
-		if vms := simVMs(t, r.cluster); len(vms) != 0 {
-			t.Errorf("round %d: VMs left: %v", round, vms)
-		}
-		r.assertNothingLeft()
-		if pids := driverProcessesAfter(t, 30*time.Second); len(pids) != 0 {
-			t.Errorf("round %d: driver processes left: %v", round, pids)
-		}
-		t.Logf("round %d: %d machines created in %s, removed in %s", round, scaleMachines, created.Round(time.Second), (time.Since(start) - created).Round(time.Second))
+		soakRound(t, r, round, window)
 	}
 }
 
-// parallel runs fn for every name at once and fails the test with every
-// failure.
-func parallel(t *testing.T, names []string, fn func(name string) (string, error)) {
+// calibrate creates and removes one machine and derives the soak's stall
+// window: the time the round's work would take done one machine after
+// another on the machine's cores, twice, and at least a minute.
+func calibrate(t *testing.T, r *rm) time.Duration {
+	t.Helper()
+	name := r.cluster + "-pool1-calib"
+	start := time.Now()
+	r.mustCreate(name, imageAndNet...)
+	created := time.Since(start)
+	r.mustRun("rm", "-y", "--update-config", name)
+	one := time.Since(start)
+	window := max(time.Minute, 2*one*scaleMachines/time.Duration(runtime.NumCPU()))
+	t.Logf("one machine: create %s, create+rm %s on %d CPUs: a round fails after %s without progress",
+		created.Round(time.Millisecond), one.Round(time.Millisecond), runtime.NumCPU(), window.Round(time.Second))
+	return window
+}
+
+func soakRound(t *testing.T, r *rm, round int, window time.Duration) {
+	t.Helper()
+	p, ctx := simtest.NewProgress(context.Background(), window)
+	defer p.Stop()
+	go watchPool(ctx, p, r.cluster)
+	start := time.Now()
+	names := make([]string, scaleMachines)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s-pool1-r%dm%02d", r.cluster, round, i)
+	}
+	// The driver's own wait for each VM gets the same window.
+	wait := fmt.Sprintf("--harvester-wait-timeout=%d", int(window.Seconds()))
+	parallel(t, ctx, p, names, func(name string) (string, error) {
+		return r.runCtx(ctx, nil, r.createArgs(name, append(imageAndNet, wait)...)...)
+	})
+	created := time.Since(start)
+	if got := strings.Fields(r.stdout("ls", "-q", "--filter", "state=Running")); !sameSet(got, names) {
+		t.Fatalf("round %d: rancher-machine lists %d running machines, want the %d created: %v", round, len(got), len(names), got)
+	}
+	if got := simVMs(t, r.cluster); !sameSet(got, names) {
+		t.Fatalf("round %d: the simulator has VMs %v, want %v", round, got, names)
+	}
+	parallel(t, ctx, p, names, func(name string) (string, error) {
+		return r.runCtx(ctx, nil, "rm", "-y", "--update-config", name)
+	})
+	if ls := r.stdout("ls", "-q"); ls != "" {
+		t.Errorf("round %d: rancher-machine still lists %q", round, ls)
+	}
+	if vms := simVMs(t, r.cluster); len(vms) != 0 {
+		t.Errorf("round %d: VMs left: %v", round, vms)
+	}
+	r.assertNothingLeft()
+	simtest.NoPluginLeft(t, r.store)
+	t.Logf("round %d: %d machines created in %s, removed in %s", round, scaleMachines, created.Round(time.Second), (time.Since(start) - created).Round(time.Second))
+}
+
+// watchPool reports every change of the pool's VMs and VMIs as progress
+// until ctx ends.
+func watchPool(ctx context.Context, p *simtest.Progress, cluster string) {
+	opts := metav1.ListOptions{LabelSelector: labelCluster + "=" + cluster}
+	watches := []func() (watch.Interface, error){
+		func() (watch.Interface, error) { return virt.KubevirtV1().VirtualMachines(namespace).Watch(ctx, opts) },
+		func() (watch.Interface, error) {
+			return virt.KubevirtV1().VirtualMachineInstances(namespace).Watch(ctx, opts)
+		},
+	}
+	for _, start := range watches {
+		go func() {
+			for ctx.Err() == nil {
+				w, err := start()
+				if err != nil {
+					p.Step("watch error: " + err.Error())
+					select {
+					case <-ctx.Done():
+					case <-time.After(time.Second):
+					}
+					continue
+				}
+				for ev := range w.ResultChan() {
+					if m, ok := ev.Object.(metav1.Object); ok {
+						p.Step(fmt.Sprintf("%s %T %s", ev.Type, ev.Object, m.GetName()))
+					}
+				}
+				w.Stop()
+			}
+		}()
+	}
+}
+
+// parallel runs fn for every name at once, each end counting as progress,
+// and fails the test with every failure (and the stall, if the round
+// stalled).
+func parallel(t *testing.T, ctx context.Context, p *simtest.Progress, names []string, fn func(name string) (string, error)) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make([]error, len(names))
@@ -68,9 +142,13 @@ func parallel(t *testing.T, names []string, fn func(name string) (string, error)
 		go func() {
 			defer wg.Done()
 			outs[i], errs[i] = fn(name)
+			p.Step(name + " done")
 		}()
 	}
 	wg.Wait()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		t.Errorf("stalled: %v", cause)
+	}
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("%s: %v\n%s", names[i], err, outs[i])
@@ -99,38 +177,4 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
-}
-
-// driverProcessesAfter waits up to grace for this worktree's driver
-// processes to end and returns those still running. A plugin whose
-// rancher-machine ended without closing it exits after libmachine's 10 s
-// heartbeat timeout; processes have no watch, so this polls.
-func driverProcessesAfter(t *testing.T, grace time.Duration) []string {
-	t.Helper()
-	deadline := time.Now().Add(grace)
-	for {
-		pids := driverProcesses(t)
-		if len(pids) == 0 || time.Now().After(deadline) {
-			return pids
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-}
-
-// driverProcesses lists the pids of processes running this worktree's
-// bin/docker-machine-driver-harvester (other checkouts' are not counted).
-func driverProcesses(t *testing.T) []string {
-	t.Helper()
-	want := filepath.Join(binDir, "docker-machine-driver-harvester")
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pids []string
-	for _, e := range entries {
-		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == want {
-			pids = append(pids, e.Name())
-		}
-	}
-	return pids
 }

@@ -124,6 +124,7 @@ func createPool(t *testing.T, cluster string, n int, extra ...string) (*simtest.
 		ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 		defer cancel()
 		_, _ = m.Remove(ctx, names...)
+		simtest.NoPluginLeft(t, m.Store)
 	})
 	for i, err := range errs {
 		if err != nil {

@@ -1,0 +1,100 @@
+package simtest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestWaitExit: a process that exits is seen exiting; one that does not is
+// reported running when the context ends.
+func TestWaitExit(t *testing.T) {
+	quick := exec.Command("sleep", "0.1")
+	slow := exec.Command("sleep", "60")
+	for _, c := range []*exec.Cmd{quick, slow} {
+		if err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func() { _ = slow.Process.Kill(); _ = slow.Wait() }()
+	reaped := make(chan struct{})
+	go func() { _ = quick.Wait(); close(reaped) }()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if exited, err := waitExit(ctx, quick.Process.Pid); err != nil || !exited {
+		t.Errorf("sleep 0.1: exited %v, %v", exited, err)
+	}
+	<-reaped
+	short, cancelShort := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancelShort()
+	if exited, err := waitExit(short, slow.Process.Pid); err != nil || exited {
+		t.Errorf("sleep 60: exited %v, %v", exited, err)
+	}
+	if exited, err := waitExit(ctx, quick.Process.Pid); err != nil || !exited {
+		t.Errorf("a reaped process: exited %v, %v", exited, err)
+	}
+}
+
+// TestReadPlugin reads this process's parent and store.
+func TestReadPlugin(t *testing.T) {
+	t.Setenv("MACHINE_STORAGE_PATH", "/tmp/x") // not in this process's initial environment: not seen
+	p, ok := readPlugin(os.Getpid())
+	if !ok || p.Parent != os.Getppid() || p.Pid != os.Getpid() {
+		t.Fatalf("got %+v %v, want parent %d", p, ok, os.Getppid())
+	}
+	if _, ok := readPlugin(1 << 30); ok {
+		t.Error("a pid that does not exist was read")
+	}
+}
+
+// TestCPUHog: the hog burns CPU while it runs and stops by itself at its
+// limit.
+func TestCPUHog(t *testing.T) {
+	const limit = 300 * time.Millisecond
+	before := cpuTime(t)
+	stop := CPUHog(context.Background(), limit)
+	time.Sleep(2 * limit)
+	during := cpuTime(t) - before
+	if during < limit/4 {
+		t.Errorf("the hog used %s of CPU in %s", during, 2*limit)
+	}
+	// It stopped by itself: the process uses (nearly) no CPU any more.
+	mark := cpuTime(t)
+	time.Sleep(limit)
+	if after := cpuTime(t) - mark; after > limit/4 {
+		t.Errorf("still %s of CPU used in the %s after the hog's limit", after, limit)
+	}
+	stop()
+}
+
+func cpuTime(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestProgress: steps keep the context alive past the window; without them
+// it ends, saying what happened last.
+func TestProgress(t *testing.T) {
+	const window = time.Second
+	p, ctx := NewProgress(context.Background(), window)
+	defer p.Stop()
+	for range 6 {
+		time.Sleep(window / 20)
+		p.Step("tick")
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("ended despite progress: %v", context.Cause(ctx))
+	}
+	<-ctx.Done()
+	if cause := context.Cause(ctx).Error(); !strings.Contains(cause, "no progress for 1s (6 steps; the last") || !strings.Contains(cause, "tick") {
+		t.Errorf("cause %q", cause)
+	}
+}
