@@ -2,6 +2,7 @@ package driver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
+	"github.com/harvester-kit/harvester-machine/internal/field"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
@@ -86,10 +88,15 @@ func GuestServer(c Config, harvester *rest.Config) (string, error) {
 }
 
 func checkGuestServer(server string) error {
-	u, err := url.Parse(server)
+	if err := credentials.CheckServer(server); err != nil {
+		var f *field.Error
+		if errors.As(err, &f) {
+			return fmt.Errorf("%q: %s", server, f.Detail)
+		}
+		return err
+	}
+	u, _ := url.Parse(server)
 	switch {
-	case err != nil || u.Scheme != "https" || u.Host == "":
-		return fmt.Errorf("%q is not an https URL with a host; valid: https://<Harvester VIP>:6443", server)
 	case strings.Contains(u.Path, rancherProxyPath):
 		return fmt.Errorf("%q is a Rancher proxy URL, through which the guests' ServiceAccount token is not accepted; valid: the Harvester API itself, e.g. https://<Harvester VIP>:6443", server)
 	}

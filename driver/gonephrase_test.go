@@ -88,14 +88,17 @@ func TestNoErrorSaysGone(t *testing.T) {
 			t.Fatalf("%s made %d calls; the enumeration would prove nothing", name, total)
 		}
 		for n := range total {
-			for _, fault := range faults {
-				kubeObjs, virtObjs := machineObjects(name == "status")
-				d, f := newFakeDriver(t, testCluster, kubeObjs, virtObjs)
-				d.WaitTimeoutSeconds = 1
-				(&failingCall{n: n, err: fault}).install(f)
-				if err := run(d); saysGone(err) {
-					t.Errorf("%s, call %d of %d fails with %q: the error says the machine is gone: %v", name, n, total, fault, err)
-				}
+			for i, fault := range faults {
+				t.Run(fmt.Sprintf("%s/call%d/fault%d", name, n, i), func(t *testing.T) {
+					t.Parallel()
+					kubeObjs, virtObjs := machineObjects(name == "status")
+					d, f := newFakeDriver(t, testCluster, kubeObjs, virtObjs)
+					d.WaitTimeoutSeconds = 1
+					(&failingCall{n: n, err: fault}).install(f)
+					if err := run(d); saysGone(err) {
+						t.Errorf("%s, call %d of %d fails with %q: the error says the machine is gone: %v", name, n, total, fault, err)
+					}
+				})
 			}
 		}
 	}

@@ -287,7 +287,8 @@ func TestRemoveKeepsForeignVolumeOfOwnVM(t *testing.T) {
 
 // TestPreCreateRefusesLeftovers: a disk of an earlier machine of the name
 // makes the name unusable, and the problem says which; the VM and Secret
-// names are not read (Create's own creates find them taken).
+// names are not read (Create's own creates find them taken), the VM
+// instance's is (see TestPreCreateRefusesOrphanedVMI).
 func TestPreCreateRefusesLeftovers(t *testing.T) {
 	d, f := newFakeDriver(t, testCluster, []runtime.Object{fakePVC(testMachine+"-disk-0", nil), fakeSecret(nil)}, nil)
 	claims := []string{testMachine + "-disk-0", testMachine + "-disk-1"}
@@ -297,7 +298,7 @@ func TestPreCreateRefusesLeftovers(t *testing.T) {
 		t.Errorf("got %v", got)
 	}
 	for _, a := range append(f.kube.Actions(), f.virt.Actions()...) {
-		if r := a.GetResource().Resource; r != "persistentvolumeclaims" {
+		if r := a.GetResource().Resource; r != "persistentvolumeclaims" && r != "virtualmachineinstances" {
 			t.Errorf("read %s %s", a.GetVerb(), r)
 		}
 	}

@@ -175,13 +175,23 @@ func (d *Driver) checkKeyPair(ctx context.Context, api *harvesterapi.API) []erro
 
 // checkNameFree reports every disk volume (claim) of the machine that
 // already exists: left from an earlier machine of this name, it would be
-// booted again. The VM and the cloud-init Secret need no read here: Create
+// booted again; and a VM instance of the machine's name (left running by a
+// VM deleted with --cascade=orphan): no new VM of the name could run, and
+// the create would wait out its timeout. The VM and the cloud-init Secret
+// need no read here: Create
 // makes the Secret first and the VM next, and a name taken by another
 // object fails that create with nothing of this machine left (createSecret,
 // createVM), so two requests per machine are saved.
 func (d *Driver) checkNameFree(ctx context.Context, api *harvesterapi.API, claims []string) []error {
 	ns := d.VMNamespace
 	var problems []error
+	vmi, err := api.GetVMI(ctx, ns, d.MachineName)
+	switch {
+	case err == nil:
+		problems = append(problems, vmiHoldsName(vmi))
+	case !harvesterapi.ObjectNotFound(err, d.MachineName):
+		problems = append(problems, fmt.Errorf("check that no VM instance holds the name %s: %w", d.MachineName, err))
+	}
 	for _, c := range claims {
 		_, err := api.GetPVC(ctx, ns, c)
 		switch {

@@ -75,7 +75,10 @@ func (d *Driver) confirmByVM(ctx context.Context, api *harvesterapi.API) (*kubev
 
 // removal is what removeMachine found to delete.
 type removal struct {
-	vm     *kubevirtv1.VirtualMachine
+	vm *kubevirtv1.VirtualMachine
+	// vmi is the machine's VM instance left running without its VM (see
+	// orphanedVMI); only looked for when the VM is gone.
+	vmi    *kubevirtv1.VirtualMachineInstance
 	claims map[string]types.UID
 	secret *corev1.Secret
 	// labelled are the claims found by the machine's label, as of
@@ -135,6 +138,13 @@ func (d *Driver) removeMachineOf(parent context.Context, api *harvesterapi.API, 
 		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindVM, Name: r.vm.Name, UID: r.vm.UID}, harvesterapi.Target{Kind: harvesterapi.KindVMI, Name: r.vm.Name})
 		targets = append(targets, d.heldClaimTargets()...)
 	}
+	if r.vmi != nil {
+		log.Infof("%s: deleting VM instance %s/%s (UID %s), left running without its VM", d.MachineName, d.VMNamespace, r.vmi.Name, r.vmi.UID)
+		if err := api.DeleteVMI(ctx, d.VMNamespace, r.vmi.Name, r.vmi.UID, nil); err != nil {
+			return err
+		}
+		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindVMI, Name: r.vmi.Name, UID: r.vmi.UID})
+	}
 	var errs []error
 	for _, c := range claims {
 		log.Infof("%s: deleting volume %s/%s", d.MachineName, d.VMNamespace, c)
@@ -176,6 +186,9 @@ func (r removal) describe() string {
 	if r.vm != nil {
 		parts = append(parts, "VM "+r.vm.Name)
 	}
+	if r.vmi != nil {
+		parts = append(parts, "VM instance "+r.vmi.Name)
+	}
 	if len(r.claims) > 0 {
 		parts = append(parts, "volumes "+strings.Join(slices.Sorted(maps.Keys(r.claims)), ", "))
 	}
@@ -205,6 +218,11 @@ func (d *Driver) findRemoval(ctx context.Context, api *harvesterapi.API, vm *kub
 		return removal{}, err
 	}
 	r := removal{vm: vm}
+	if vm == nil {
+		if r.vmi, err = d.orphanedVMI(ctx, api); err != nil {
+			return removal{}, err
+		}
+	}
 	if r.claims, r.labelled, r.listedAt, err = d.claimsToRemove(ctx, api, vm); err != nil {
 		return removal{}, err
 	}

@@ -98,3 +98,51 @@ func TestPreCreateStopsAtFirstConnectionFailure(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoveStopsAtFirstConnectionFailure: rm against a server that never
+// answers (or refuses connections) fails after one call's timeout with the
+// same "cannot reach" error as the pre-create check, never saying "not
+// found".
+func TestRemoveStopsAtFirstConnectionFailure(t *testing.T) {
+	for _, addr := range []func(*testing.T) string{silentServer, closedPort} {
+		a := addr(t)
+		d := New()
+		d.MachineName, d.VMNamespace = testMachine, testNS
+		d.Ownership = Ownership{MachineID: testMachineID, VMUID: "uid-1", ClusterUID: testCluster}
+		d.KubeconfigContent = kubeconfigFor(a)
+		d.APITimeoutSeconds = 1
+		err := d.Remove()
+		if !errors.Is(err, harvesterapi.ErrUnreachable) || saysGone(err) {
+			t.Fatalf("%s: got %v, want ErrUnreachable", a, err)
+		}
+		msg := err.Error()
+		if !strings.Contains(msg, "cannot reach the Harvester API server at https://"+a) || !strings.Contains(msg, "stopped at the first failed call: get VM "+testNS+"/"+testMachine) {
+			t.Errorf("%s: %v", a, msg)
+		}
+		if strings.Contains(msg, "server-version") {
+			t.Errorf("%s: a second call was made after the first failed: %v", a, msg)
+		}
+	}
+}
+
+// TestTLSStallHonoursAPITimeout: a server that accepts connections but
+// never completes the TLS handshake fails the call at
+// --harvester-api-timeout (here 12 s, beyond client-go's 10 s handshake
+// timeout), saying so.
+func TestTLSStallHonoursAPITimeout(t *testing.T) {
+	t.Parallel()
+	addr := silentServer(t)
+	d := New()
+	d.Config = baseConfig()
+	d.MachineName = testMachine
+	d.KubeconfigContent = kubeconfigFor(addr)
+	d.APITimeoutSeconds = 12
+	start := time.Now()
+	err := d.PreCreateCheck()
+	if took := time.Since(start); took < 12*time.Second {
+		t.Errorf("failed after %s, before --%s (12s)", took, FlagAPITimeout)
+	}
+	if !errors.Is(err, harvesterapi.ErrUnreachable) || !strings.Contains(err.Error(), "TLS: the server accepted connections but completed no TLS handshake within 12s (--"+FlagAPITimeout+")") {
+		t.Errorf("got %v", err)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -78,6 +80,8 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 	}
 	if sshUser == "" {
 		add(FlagSSHUser, "must not be empty")
+	} else if !linuxUserName.MatchString(sshUser) {
+		add(FlagSSHUser, "%q is not a Linux user name: a letter or '_', then letters, digits, '.', '_' or '-', at most 32 characters", sshUser)
 	}
 	if sshPort < 1 || sshPort > 65535 {
 		add(FlagSSHPort, "must be a port between 1 and 65535, got %d", sshPort)
@@ -226,11 +230,21 @@ func validateNetworks(c Config, nics []NetworkInterface, parseErr error) []error
 	return errs
 }
 
+// strictJSON decodes the one JSON value s holds into v: unknown fields and
+// anything after the value (`{...}xyz`, `{} []`) are errors.
+// linuxUserName is a user name useradd and cloud-init accept everywhere
+// (no whitespace, control characters or passwd separators).
+var linuxUserName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9._-]{0,30}[A-Za-z0-9._$-]?$`)
+
 func strictJSON(s string, v any) error {
 	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	end := dec.InputOffset()
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("invalid JSON: unexpected data after the JSON object (which ends at byte %d)", end)
 	}
 	return nil
 }

@@ -46,9 +46,13 @@ func checkTTL(ttl time.Duration) error {
 }
 
 // issueKubeconfig ensures the Harvester objects and returns the kubeconfig.
+// Every flag is checked before anything is created.
 func issueKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([]byte, error) {
 	a, err := accessFrom(c)
-	err = errors.Join(err, checkTTL(c.Duration(FlagTTL)))
+	err = errors.Join(err, checkTTL(c.Duration(FlagTTL)), credentials.CheckFormat(c.String(FlagFormat)))
+	if server := c.String(FlagServer); server != "" {
+		err = errors.Join(err, credentials.CheckServer(server))
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -120,7 +120,7 @@ func lbCommand() *ucli.Command {
 					formatFlag("ippool", "ippool (loadbalancer.harvesterhci.io/v1beta1) or kubevip (ConfigMap kube-system/kubevip keys)"),
 					&ucli.StringFlag{Name: FlagPoolName, Usage: "IPPool `NAME`", EnvVars: env("pool-name")},
 					&ucli.StringFlag{Name: FlagNetwork, Usage: "restrict to VM network `NS/NAME`", EnvVars: env(FlagNetwork)},
-					&ucli.UintFlag{Name: FlagPriority, Usage: "pool selection `PRIORITY`", EnvVars: env(FlagPriority)},
+					&ucli.Uint64Flag{Name: FlagPriority, Usage: "pool selection `PRIORITY`", EnvVars: env(FlagPriority)},
 					&ucli.StringFlag{Name: FlagScopeProject, Usage: "scope: Rancher `PROJECT`", EnvVars: env(FlagScopeProject)},
 					&ucli.StringFlag{Name: FlagScopeNamespace, Usage: "scope: `NAMESPACE` of the guest VMs (kubevip: key suffix, default global)", EnvVars: env(FlagScopeNamespace)},
 					&ucli.StringFlag{Name: FlagScopeGuestCluster, Usage: "scope: guest `CLUSTER` name", EnvVars: env(FlagScopeGuestCluster)},
@@ -147,7 +147,7 @@ func lbCommand() *ucli.Command {
 					case "ippool":
 						out, err = loadbalancer.BuildIPPool(loadbalancer.PoolSpec{
 							Name: c.String(FlagPoolName), Ranges: ranges, Network: c.String(FlagNetwork),
-							Priority: uint32(c.Uint(FlagPriority)), Project: c.String(FlagScopeProject),
+							Priority: c.Uint64(FlagPriority), Project: c.String(FlagScopeProject),
 							Namespace: c.String(FlagScopeNamespace), GuestCluster: c.String(FlagScopeGuestCluster),
 						})
 					case "kubevip":

@@ -106,6 +106,7 @@ var fieldFlags = map[string]string{
 	cloudinit.FieldUserData:          FlagUserData,
 	cloudinit.FieldCloudConfig:       FlagInstallScript,
 	loadbalancer.FieldExisting:       FlagExisting,
+	loadbalancer.FieldPriority:       FlagPriority,
 	nodedriver.FieldName:             FlagDriverName,
 	nodedriver.FieldURL:              FlagURL,
 	nodedriver.FieldUIURL:            FlagUIURL,

@@ -74,6 +74,31 @@ func TestKubeconfigDerivedNamesBeforeAnyRequest(t *testing.T) {
 	}
 }
 
+// TestKubeconfigFlagsCheckedBeforeAnyRequest: a bad --server (port 99999,
+// not https) or --format fails `kubeconfig` before anything is created
+// (before, it exited 1 after creating a working credential).
+func TestKubeconfigFlagsCheckedBeforeAnyRequest(t *testing.T) {
+	kc, requests := countingServer(t)
+	cases := []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--server", "https://10.0.0.10:99999"}, `--server "https://10.0.0.10:99999": port 99999 is not a port (1 to 65535)`},
+		{[]string{"--server", "http://10.0.0.10:6443"}, `--server "http://10.0.0.10:6443": must be an https:// URL`},
+		{[]string{"--format", "yaml"}, `--format "yaml": must be one of kubeconfig, base64, cloud-init`},
+	}
+	for _, tc := range cases {
+		args := append([]string{"kubeconfig", "--kubeconfig", kc, "--cluster-name", "g", "--namespace", "default"}, tc.flags...)
+		_, stderr, code := run(t, args...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %s\nwant %q", tc.flags, code, stderr, tc.want)
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Errorf("%d API requests made before rejecting the flags", n)
+	}
+}
+
 func TestHostileFlagValuesRejected(t *testing.T) {
 	notKubeconfig := writeTemp(t, "cc", "hello: world\n")
 	noContext := writeTemp(t, "cc2", strings.Replace(testGuestKubeconfig, "current-context: g@harvester/default", "", 1))
@@ -83,6 +108,7 @@ func TestHostileFlagValuesRejected(t *testing.T) {
 		want string
 	}{
 		{[]string{"lb", "pool", "--name", "p", "--range", "10.0.0.0/24", "--scope-namespace", "Bad NS"}, `--scope-namespace "Bad NS": must be "*" or a namespace name`},
+		{[]string{"lb", "pool", "--name", "p", "--range", "10.0.0.0/24", "--priority", "99999999999999"}, `--priority "99999999999999": must be at most 4294967295 (the IPPool's priority is a 32-bit number)`},
 		{[]string{"lb", "pool", "--name", "p", "--range", "10.0.0.0/24", "--scope-project", "p/x"}, `--scope-project "p/x": must be "*" or a Rancher project ID`},
 		{[]string{"lb", "pool", "--name", "p", "--range", "10.0.0.0/24", "--scope-guest-cluster", "ünï"}, `--scope-guest-cluster "ünï": must be "*" or a guest cluster name`},
 		{[]string{"addon", "rke1", "--cluster-name", "g", "--cloud-config", notKubeconfig}, "--cloud-config " + notKubeconfig + ": not a usable kubeconfig: no current-context"},

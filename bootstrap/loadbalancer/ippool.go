@@ -3,8 +3,10 @@ package loadbalancer
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,6 +29,7 @@ const (
 	FieldScopeProject   = "scope project"
 	FieldScopeCluster   = "scope guest cluster"
 	FieldExisting       = "existing pools"
+	FieldPriority       = "priority"
 )
 
 // IPRange is one address range: a subnet, optionally limited to Start-End.
@@ -140,7 +143,7 @@ type PoolSpec struct {
 	Name         string
 	Ranges       []IPRange
 	Network      string // ns/name, optional
-	Priority     uint32
+	Priority     uint64 // as given; the IPPool holds a uint32 (Validate)
 	Project      string
 	Namespace    string
 	GuestCluster string
@@ -198,6 +201,9 @@ func (p PoolSpec) Validate() error {
 			errs = append(errs, field.Problem(FieldNetwork, "%v", err))
 		}
 	}
+	if p.Priority > math.MaxUint32 {
+		errs = append(errs, field.Invalid(FieldPriority, strconv.FormatUint(p.Priority, 10), "must be at most %d (the IPPool's priority is a 32-bit number)", uint32(math.MaxUint32)))
+	}
 	errs = append(errs, validateScope(p)...)
 	return errors.Join(errs...)
 }
@@ -249,7 +255,7 @@ func BuildIPPool(p PoolSpec) ([]byte, error) {
 		}
 		pool.Spec.Ranges = append(pool.Spec.Ranges, pr)
 	}
-	pool.Spec.Selector = ipPoolSelector{Network: p.Network, Priority: p.Priority}
+	pool.Spec.Selector = ipPoolSelector{Network: p.Network, Priority: uint32(p.Priority)} //nolint:gosec // at most MaxUint32 (Validate)
 	if p.Project != "" || p.Namespace != "" || p.GuestCluster != "" {
 		// A scope field left out means any: Harvester matches an empty field
 		// only against an empty requirement, and a LoadBalancer's namespace

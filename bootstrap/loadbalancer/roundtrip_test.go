@@ -33,7 +33,7 @@ func TestIPPoolNamesRoundTrip(t *testing.T) {
 			t.Fatalf("IPPool has keys the builder did not write, or does not parse: %v\n%s", err, out)
 		}
 		sel := strict.Spec.Selector
-		if strict.Metadata.Name != p.Name || sel.Network != p.Network || sel.Priority != p.Priority || len(strict.Spec.Ranges) != 2 {
+		if strict.Metadata.Name != p.Name || sel.Network != p.Network || uint64(sel.Priority) != p.Priority || len(strict.Spec.Ranges) != 2 {
 			t.Errorf("pool changed: %+v", strict)
 		}
 		if len(sel.Scope) != 1 || sel.Scope[0] != (ipPoolScope{Project: orAny(p.Project), Namespace: orAny(p.Namespace), GuestCluster: orAny(p.GuestCluster)}) {

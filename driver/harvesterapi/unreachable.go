@@ -57,6 +57,8 @@ func connectionFailure(err error, callTimeout string) (string, bool) {
 		return "TLS: the server's certificate is not accepted", true
 	case errors.As(err, &header):
 		return "TLS: the server does not speak TLS", true
+	case errors.Is(err, kubeapi.ErrTLSHandshakeStalled):
+		return "TLS: the server accepted connections but completed no TLS handshake within " + callTimeout, true
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused", true
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH), errors.Is(err, syscall.ECONNRESET):

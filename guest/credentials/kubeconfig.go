@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -37,8 +39,8 @@ type Credentials struct {
 // Validate reports every problem at once.
 func (c Credentials) Validate() error {
 	var errs []error
-	if u, err := url.Parse(c.Server); err != nil || u.Scheme != "https" || u.Host == "" {
-		errs = append(errs, field.Invalid(FieldServer, c.Server, "must be an https:// URL a guest can reach, e.g. https://10.0.0.10:6443"))
+	if err := CheckServer(c.Server); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Token == "" {
 		errs = append(errs, errors.New("the service-account token is empty"))
@@ -47,6 +49,30 @@ func (c Credentials) Validate() error {
 		errs = append(errs, field.Problem(FieldNamespace, "required"))
 	}
 	return errors.Join(errs...)
+}
+
+// CheckServer reports why server cannot be the Harvester API URL a guest
+// uses: it must be an https:// URL with a host and, when it has one, a
+// port from 1 to 65535.
+func CheckServer(server string) error {
+	u, err := url.Parse(server)
+	if err != nil || u.Scheme != "https" || u.Hostname() == "" {
+		return field.Invalid(FieldServer, server, "must be an https:// URL a guest can reach, e.g. https://10.0.0.10:6443")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return field.Invalid(FieldServer, server, "port %s is not a port (1 to 65535), e.g. https://10.0.0.10:6443", p)
+		}
+	}
+	return nil
+}
+
+// CheckFormat reports a --format that FormatKubeconfigAs does not know.
+func CheckFormat(format string) error {
+	if format == "" || slices.Contains(KubeconfigFormats, format) {
+		return nil
+	}
+	return field.Invalid(FieldFormat, format, "must be one of %s", strings.Join(KubeconfigFormats, ", "))
 }
 
 // CheckKubeconfig reports why kc cannot be a guest's Harvester kubeconfig:
@@ -113,5 +139,5 @@ func FormatKubeconfigAs(kc []byte, format string) ([]byte, error) {
 			cloudinit.SecretFile(nodefiles.RKE2CloudConfigPath, kc),
 		}}.Marshal()
 	}
-	return nil, field.Invalid(FieldFormat, format, "must be one of %s", strings.Join(KubeconfigFormats, ", "))
+	return nil, CheckFormat(format)
 }

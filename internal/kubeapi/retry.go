@@ -20,7 +20,8 @@ import (
 //
 // What is retried depends on whether the server can have acted on the
 // request:
-//   - never reached the server (connection refused), or refused before any
+//   - never reached the server (connection refused, a TLS handshake the
+//     server never completed), or refused before any
 //     work (429 Too Many Requests, 503 Service Unavailable, 500 with
 //     "etcdserver: leader changed": the write was dropped): every method;
 //   - cut off in flight (connection reset, EOF, HTTP/2 connection lost) or
@@ -43,6 +44,25 @@ const (
 	peekLimit = 64 << 10
 )
 
+// ErrTLSHandshakeStalled matches (errors.Is) a request that failed after
+// the server accepted connections but never completed the TLS handshake.
+// Such a stall is retried like a refused connection (the server never saw
+// the request), so the request's deadline ends it, not the transport's
+// fixed handshake timeout (client-go's 10 s).
+var ErrTLSHandshakeStalled = errors.New("the server accepted the connection but did not complete the TLS handshake")
+
+// tlsHandshakeTimeout is the text of net/http's (unexported) error.
+const tlsHandshakeTimeout = "TLS handshake timeout"
+
+// stalledError is a request's final error once a TLS handshake stalled.
+type stalledError struct{ err error }
+
+func (e *stalledError) Error() string {
+	return e.err.Error() + " (" + ErrTLSHandshakeStalled.Error() + ")"
+}
+
+func (e *stalledError) Unwrap() []error { return []error{e.err, ErrTLSHandshakeStalled} }
+
 // retryTransport resends requests that failed transiently.
 type retryTransport struct {
 	next  http.RoundTripper
@@ -59,23 +79,31 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	start := time.Now()
 	attempt := req
+	stalled := false
+	fail := func(resp *http.Response, err error) (*http.Response, error) {
+		if stalled && err != nil {
+			return resp, &stalledError{err: err}
+		}
+		return resp, err
+	}
 	for n := 0; ; n++ {
 		resp, err := t.next.RoundTrip(attempt)
+		stalled = stalled || (err != nil && strings.Contains(err.Error(), tlsHandshakeTimeout))
 		retryAfter, transient := classify(req.Method, resp, err)
 		if !transient {
-			return resp, err
+			return fail(resp, err)
 		}
 		delay := backoff(n, retryAfter)
 		if !mayWait(ctx, start, delay) {
-			return resp, err
+			return fail(resp, err)
 		}
 		next, rerr := rewind(req)
 		if rerr != nil {
-			return resp, err
+			return fail(resp, err)
 		}
 		discard(resp)
 		if serr := t.sleep(ctx, delay); serr != nil {
-			return nil, serr
+			return fail(nil, serr)
 		}
 		attempt = next
 	}
@@ -88,7 +116,7 @@ func classify(method string, resp *http.Response, err error) (time.Duration, boo
 		switch {
 		case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 			return 0, false
-		case utilnet.IsConnectionRefused(err):
+		case utilnet.IsConnectionRefused(err), strings.Contains(err.Error(), tlsHandshakeTimeout):
 			return 0, true
 		case utilnet.IsConnectionReset(err), utilnet.IsProbableEOF(err), utilnet.IsHTTP2ConnectionLost(err):
 			return 0, replayable(method)

@@ -2,6 +2,7 @@ package kubeapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -234,5 +235,61 @@ func TestBackoff(t *testing.T) {
 		if got := backoff(c.n, c.retryAfter); got != c.want {
 			t.Errorf("backoff(%d, %s) = %s, want %s", c.n, c.retryAfter, got, c.want)
 		}
+	}
+}
+
+// TestTLSHandshakeStallEndsAtTheDeadline: a server that accepts
+// connections but never completes the TLS handshake fails a request at
+// the request's deadline, not at the transport's handshake timeout, with
+// an error saying so.
+func TestTLSHandshakeStallEndsAtTheDeadline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	var conns []net.Conn
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	accepted := 0
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns, accepted = append(conns, c), accepted+1
+			mu.Unlock()
+		}
+	}()
+	const handshake = 100 * time.Millisecond
+	rt := WithRetries(&http.Transport{TLSHandshakeTimeout: handshake})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*handshake)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://"+ln.Addr().String()+"/api", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("{}")), nil }
+	start := time.Now()
+	_, err = rt.RoundTrip(req)
+	took := time.Since(start)
+	if !errors.Is(err, ErrTLSHandshakeStalled) {
+		t.Fatalf("got %v, want ErrTLSHandshakeStalled", err)
+	}
+	mu.Lock()
+	n := accepted
+	mu.Unlock()
+	// Retried until the deadline: more than one handshake attempted, and
+	// the request ended after the first handshake timeout.
+	if n < 2 || took < 2*handshake {
+		t.Errorf("%d connections in %s: the stall was not retried until the deadline", n, took)
 	}
 }
