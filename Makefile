@@ -8,6 +8,10 @@ PRODUCT_BINS := docker-machine-driver-harvester harvester-bootstrap harvester-si
 E2E_PKGS := ./test/e2e/...
 UNIT_PKGS = $$($(GO) list ./... | grep -v /test/e2e/)
 GOTEST_FLAGS ?=
+# Go's per-package test timeout (its default is 10m). test/e2e/driver runs
+# the 50 x 3 soak twice, once with every core busy (TestUnderCPUHog): about
+# 15 minutes on 2 loaded cores; 45m leaves room on a cold, busy machine.
+GOTEST_TIMEOUT ?= 45m
 
 .PHONY: help build tools test unit e2e fuzz bench lint demo release clean
 
@@ -22,13 +26,13 @@ tools: ## build the pinned test tools (kube-apiserver, kube-controller-manager, 
 	@bash test/tools/build.sh
 
 test: build tools ## unit and end-to-end tests (the simulator is started by the tests)
-	$(GO) test $(GOTEST_FLAGS) -count=1 ./...
+	$(GO) test $(GOTEST_FLAGS) -timeout $(GOTEST_TIMEOUT) -count=1 ./...
 
 unit: ## unit tests only
-	$(GO) test $(GOTEST_FLAGS) -count=1 $(UNIT_PKGS)
+	$(GO) test $(GOTEST_FLAGS) -timeout $(GOTEST_TIMEOUT) -count=1 $(UNIT_PKGS)
 
 e2e: build tools ## end-to-end tests against the simulated Harvester
-	$(GO) test $(GOTEST_FLAGS) -count=1 $(E2E_PKGS)
+	$(GO) test $(GOTEST_FLAGS) -timeout $(GOTEST_TIMEOUT) -count=1 $(E2E_PKGS)
 
 # Every `func FuzzX(f *testing.F)` in a tracked test file is a fuzz target.
 # A count of inputs, not a duration: with a duration, Go's fuzzing engine
