@@ -111,7 +111,7 @@ func newEnv(s *simtest.Sim, iso Isolation, checks []Check) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	env := &Env{Isolation: iso, Sim: s, Config: cfg, checks: checks}
+	env := &Env{Isolation: iso, Sim: s, Config: cfg, checks: append([]Check{noPluginLeft}, checks...)}
 	if env.Kube, err = kubernetes.NewForConfig(cfg); err != nil {
 		return nil, err
 	}
@@ -123,6 +123,23 @@ func newEnv(s *simtest.Sim, iso Isolation, checks []Check) (*Env, error) {
 	}
 	return env, nil
 }
+
+// noPluginLeft is every package's check: no process of this checkout's
+// driver plugin is running once the tests' rancher-machine commands have
+// returned (a plugin exits with the rancher-machine that started it; each
+// test of test/e2e/driver and test/e2e/guest also checks its own with
+// simtest.NoPluginLeft).
+var noPluginLeft = Check{Name: "no driver plugin process left", Run: func(ctx context.Context, _ *Env) error {
+	left, err := simtest.PluginsLeft(ctx, "")
+	if err != nil || len(left) == 0 {
+		return err
+	}
+	var pids []string
+	for _, p := range left {
+		pids = append(pids, p.String())
+	}
+	return fmt.Errorf("still running: %s", strings.Join(pids, "; "))
+}}
 
 // AddCheck registers another check (e.g. from a test helper's first use).
 func (e *Env) AddCheck(c Check) { e.checks = append(e.checks, c) }
