@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // A VM deleted with `kubectl delete vm --cascade=orphan` leaves its VM
