@@ -72,7 +72,7 @@ func soakRound(t *testing.T, r *rm, round int, window time.Duration) {
 	}
 	// The driver's own wait for each VM gets the same window.
 	wait := fmt.Sprintf("--harvester-wait-timeout=%d", int(window.Seconds()))
-	parallel(t, ctx, p, names, func(name string) (string, error) {
+	parallelProgress(t, ctx, p, names, func(name string) (string, error) {
 		return r.runCtx(ctx, nil, r.createArgs(name, append(imageAndNet, wait)...)...)
 	})
 	created := time.Since(start)
@@ -82,7 +82,7 @@ func soakRound(t *testing.T, r *rm, round int, window time.Duration) {
 	if got := simVMs(t, r.cluster); !sameSet(got, names) {
 		t.Fatalf("round %d: the simulator has VMs %v, want %v", round, got, names)
 	}
-	parallel(t, ctx, p, names, func(name string) (string, error) {
+	parallelProgress(t, ctx, p, names, func(name string) (string, error) {
 		return r.runCtx(ctx, nil, "rm", "-y", "--update-config", name)
 	})
 	if ls := r.stdout("ls", "-q"); ls != "" {
@@ -129,10 +129,16 @@ func watchPool(ctx context.Context, p *simtest.Progress, cluster string) {
 	}
 }
 
-// parallel runs fn for every name at once, each end counting as progress,
-// and fails the test with every failure (and the stall, if the round
-// stalled).
-func parallel(t *testing.T, ctx context.Context, p *simtest.Progress, names []string, fn func(name string) (string, error)) {
+// parallel runs fn for every name at once and fails the test with every
+// failure.
+func parallel(t *testing.T, names []string, fn func(name string) (string, error)) {
+	t.Helper()
+	parallelProgress(t, context.Background(), nil, names, fn)
+}
+
+// parallelProgress is parallel with each end counting as progress (p may
+// be nil), failing the test also when ctx ended with a stall.
+func parallelProgress(t *testing.T, ctx context.Context, p *simtest.Progress, names []string, fn func(name string) (string, error)) {
 	t.Helper()
 	var wg sync.WaitGroup
 	errs := make([]error, len(names))
@@ -142,7 +148,9 @@ func parallel(t *testing.T, ctx context.Context, p *simtest.Progress, names []st
 		go func() {
 			defer wg.Done()
 			outs[i], errs[i] = fn(name)
-			p.Step(name + " done")
+			if p != nil {
+				p.Step(name + " done")
+			}
 		}()
 	}
 	wg.Wait()
