@@ -51,6 +51,7 @@ type Config struct {
 	SkipQemuGuestAgent bool
 	WaitTimeoutSeconds int
 	APITimeoutSeconds  int
+	VMLabels           string
 
 	CloudProvider       string
 	CloudProviderServer string
@@ -108,6 +109,7 @@ func readConfig(opts drivers.DriverOptions, base *drivers.BaseDriver) (Config, [
 		SkipQemuGuestAgent: opts.Bool(FlagSkipQemuGuestAgent),
 		WaitTimeoutSeconds: opts.Int(FlagWaitTimeout),
 		APITimeoutSeconds:  opts.Int(FlagAPITimeout),
+		VMLabels:           opts.String(FlagVMLabels),
 
 		CloudProvider:       strings.TrimSpace(opts.String(FlagCloudProvider)),
 		CloudProviderServer: strings.TrimSpace(opts.String(FlagCloudProviderServer)),

@@ -70,6 +70,7 @@ func TestValidateErrors(t *testing.T) {
 		{"machine name", nil, "Bad_Name", []string{`machine name "Bad_Name" cannot be a VM name`}},
 		{"long machine name", nil, strings.Repeat("a", 64), []string{"cannot be a VM name", "63"}},
 		{"namespace", map[string]any{FlagVMNamespace: "Not OK"}, "m", []string{"--harvester-vm-namespace:"}},
+		{"vm labels", map[string]any{FlagVMLabels: "kubevirt.io/x=y,app"}, "m", []string{`--harvester-vm-labels: "kubevirt.io/x=y": key "kubevirt.io/x" is reserved`, `--harvester-vm-labels: "app": is not key=value`}},
 		{"cpu", map[string]any{FlagCPUCount: 0}, "m", []string{"--harvester-cpu-count: must be at least 1"}},
 		{"memory", map[string]any{FlagMemorySize: 0}, "m", []string{"--harvester-memory-size: must be at least 1"}},
 		{"reserved negative", map[string]any{FlagReservedMemorySize: -5}, "m", []string{"--harvester-reserved-memory-size: must be -1"}},

@@ -45,6 +45,7 @@ const (
 	FlagSkipQemuGuestAgent = "harvester-skip-qemu-guest-agent"
 	FlagWaitTimeout        = "harvester-wait-timeout"
 	FlagAPITimeout         = "harvester-api-timeout"
+	FlagVMLabels           = "harvester-vm-labels"
 
 	// The cloud provider dropped into the nodes. None of these names may
 	// contain user-data, userdata, custom-data or cloud-config: the first
@@ -143,6 +144,7 @@ func createFlags() []mcnflag.Flag {
 		boolean(FlagSkipQemuGuestAgent, "do not install and enable qemu-guest-agent through cloud-init (the image must run it: it reports the VM's IP)"),
 		num(FlagWaitTimeout, "seconds to wait for the VM to be running with an address, and for stop/remove to finish", DefaultWaitTimeoutSeconds),
 		num(FlagAPITimeout, "seconds allowed for each single Harvester API call", DefaultAPITimeoutSeconds),
+		str(FlagVMLabels, "labels of the VM and its VMI template: key=value,... (keys under harvesterhci.io/, kubevirt.io/ and the driver's own are refused)", ""),
 		str(FlagCloudProvider, "put the Harvester cloud provider's credential and config into the node for this distribution: rke2, k3s or rke1 (empty: off; needs --harvester-cluster-name)", ""),
 		str(FlagCloudProviderServer, "Harvester API URL the guest nodes reach, e.g. https://<VIP>:6443 (default: the server of the driver's kubeconfig; required when that is a Rancher proxy URL)", ""),
 		str(FlagStaticAddressRange, "give each machine of the pool its own address from FIRST-LAST/PREFIX (e.g. 10.0.0.10-10.0.0.59/24), the lowest free one, on its first NIC (or --harvester-static-interface)", ""),

@@ -99,6 +99,7 @@ func TestNewFlags(t *testing.T) {
 		FlagSkipQemuGuestAgent:  {"bool", false},
 		FlagWaitTimeout:         {"int", DefaultWaitTimeoutSeconds},
 		FlagAPITimeout:          {"int", DefaultAPITimeoutSeconds},
+		FlagVMLabels:            {"string", ""},
 		FlagCloudProvider:       {"string", ""},
 		FlagCloudProviderServer: {"string", ""},
 		FlagStaticAddressRange:  {"string", ""},

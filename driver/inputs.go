@@ -42,15 +42,17 @@ type Inputs struct {
 	// Static is --harvester-static-address-range and its companions (nil
 	// when no range is given).
 	Static *StaticAddressing
+	// Labels are --harvester-vm-labels (nil when not given).
+	Labels map[string]string
 }
 
 // inputErrors are ParseInputs' problems, one per flag (nil: parsed).
 type inputErrors struct {
-	disks, nics, vgpus, affinity, userData, cloudConfig, static error
+	disks, nics, vgpus, affinity, userData, cloudConfig, static, labels error
 }
 
 func (e inputErrors) join() error {
-	return errors.Join(e.disks, e.nics, e.vgpus, e.affinity, e.userData, e.cloudConfig, e.static)
+	return errors.Join(e.disks, e.nics, e.vgpus, e.affinity, e.userData, e.cloudConfig, e.static, e.labels)
 }
 
 // ParseInputs parses the JSON flags of c. A flag that fails to parse is
@@ -110,6 +112,8 @@ func parseInputs(c Config) (Inputs, inputErrors) {
 		errs.cloudConfig = flagProblem(FlagCloudConfig, "file %s: %v", c.CloudConfigPath, err).Because(err)
 	}
 	in.Static, errs.static = parseStatic(c)
+	labels, labelErrs := ParseVMLabels(c.VMLabels)
+	in.Labels, errs.labels = labels, errors.Join(labelErrs...)
 	return in, errs
 }
 

@@ -32,6 +32,7 @@ type VMPlan struct {
 	CPUPinning            bool
 	IsolateEmulatorThread bool
 	Labels                map[string]string
+	UserLabels            map[string]string // the VM's and its template's only
 	Affinity              *corev1.Affinity
 	UserDataSecret        string
 	HasNetworkData        bool
@@ -103,6 +104,7 @@ func PlanFromConfig(c Config, in Inputs, machineName string, images map[string]I
 		EFI: c.EnableEFI, SecureBoot: c.EnableSecureBoot, TPM: c.EnableTPM,
 		CPUPinning: c.CPUPinning, IsolateEmulatorThread: c.IsolateEmulatorThread,
 		Labels:         labels,
+		UserLabels:     in.Labels,
 		UserDataSecret: UserDataSecretName(machineName),
 		HasNetworkData: c.NetworkData != "" || in.Static != nil,
 		RunStrategy:    kubevirtv1.RunStrategyRerunOnFailure,

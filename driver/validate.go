@@ -106,7 +106,7 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 			add(FlagVGPUInfo, "vGPURequests[%d] needs both name and deviceName", i)
 		}
 	}
-	errs = append(errs, parseErrs.affinity)
+	errs = append(errs, parseErrs.affinity, parseErrs.labels)
 	if c.NetworkData != "" && c.StaticAddressRange == "" {
 		if err := validateNetworkData(c.NetworkData); err != nil {
 			add(FlagNetworkData, "%v", err)

@@ -45,6 +45,7 @@ func TestBuildVMGolden(t *testing.T) {
 			c.VGPUInfo = `{"vGPURequests":[{"name":"gpu1","deviceName":"nvidia.com/GRID_A100-1B"}]}`
 		}},
 		{"efi-no-secureboot", func(c *Config) { c.EnableEFI = true }},
+		{"user-labels", func(c *Config) { c.VMLabels = "app=web, billing.example.com/team=db,tier=" }},
 		{"key-pair-network-data", func(c *Config) {
 			c.KeyPairName = "sim-key"
 			c.SSHPrivateKeyPath = "/tmp/k"

@@ -36,11 +36,40 @@ const (
 	// template and so its VMIs, and the PVCs of its volume claim templates)
 	// with the random ID the driver recorded for that machine; the driver
 	// changes only objects carrying its machine's ID.
-	LabelMachineID = "node-driver.harvester-kit.io/machine-id"
+	LabelMachineID = DriverLabelDomain + "/machine-id"
 	// LabelHotplug marks the PVC of a hot-pluggable disk: like the guest
 	// cluster's CSI volumes it survives a normal node delete.
-	LabelHotplug = "node-driver.harvester-kit.io/hotplug"
+	LabelHotplug = DriverLabelDomain + "/hotplug"
 )
+
+// DriverLabelDomain is the prefix of this project's node driver's label keys.
+const DriverLabelDomain = "node-driver.harvester-kit.io"
+
+// reservedLabelDomains are the label-key prefixes a user's label may not
+// use (the domain itself and its subdomains), and who reacts to them.
+var reservedLabelDomains = []struct{ domain, owner string }{
+	{"harvesterhci.io", "Harvester"},
+	{"kubevirt.io", "KubeVirt"},
+	{DriverLabelDomain, "the node driver"},
+}
+
+// ReservedLabelKey says whose a label key is when its prefix belongs to
+// Harvester (harvesterhci.io and its subdomains, such as
+// guestcluster.harvesterhci.io), KubeVirt (kubevirt.io, vm.kubevirt.io, ...)
+// or the node driver: those labels steer their controllers or the driver's
+// ownership, so a user may not set them. "" for any other key.
+func ReservedLabelKey(key string) string {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return ""
+	}
+	for _, r := range reservedLabelDomains {
+		if prefix == r.domain || strings.HasSuffix(prefix, "."+r.domain) {
+			return fmt.Sprintf("keys under %s/ are %s's", r.domain, r.owner)
+		}
+	}
+	return ""
+}
 
 // Annotations on VMs and volumes.
 const (
