@@ -35,6 +35,13 @@ func TestCloudProviderValidation(t *testing.T) {
 			[]string{`--harvester-cloud-provider-server: "https://10.0.0.10:99999": port 99999 is not a port (1 to 65535)`}},
 		{"server without feature", map[string]any{FlagCloudProviderServer: "https://10.0.0.10:6443"},
 			[]string{"--harvester-cloud-provider-server: is set but --harvester-cloud-provider is not"}},
+		{"hostname is the machine name", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1", FlagUserData: "#cloud-config\nhostname: c1-pool1-abcde\nfqdn: c1-pool1-abcde.example.com\n"}, nil},
+		{"hostname templated", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1", FlagUserData: "## template: jinja\n#cloud-config\nhostname: \"{{ v1.local_hostname }}\"\n"}, nil},
+		{"hostname without cloud provider", map[string]any{FlagUserData: "#cloud-config\nhostname: web1\n"}, nil},
+		{"hostname differs", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1", FlagUserData: "#cloud-config\nhostname: web1\n"},
+			[]string{`--harvester-user-data: sets hostname "web1", but with --harvester-cloud-provider the guest's node name must be the machine name "c1-pool1-abcde"`}},
+		{"fqdn differs", map[string]any{FlagCloudProvider: "k3s", FlagClusterName: "c1", FlagUserData: b64("#cloud-config\nfqdn: web1.example.com\n")},
+			[]string{`--harvester-user-data: sets fqdn "web1.example.com"`, "drop fqdn"}},
 		{"all at once", map[string]any{FlagCloudProvider: "x", FlagKubeconfigContent: proxyKubeconfig()},
 			[]string{"--harvester-cloud-provider: \"x\"", "--harvester-cluster-name: is required", "--harvester-cloud-provider-server: is required"}},
 	}

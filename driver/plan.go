@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -123,6 +124,13 @@ func PlanFromConfig(c Config, in Inputs, machineName string, images map[string]I
 			p.NICs[i].MAC = staticip.MAC(c.VMNamespace, machineName, p.NICs[i].Name)
 		}
 	}
+	sizes := make(map[string]int64, len(images))
+	for id, f := range images {
+		sizes[id] = f.VirtualSizeBytes
+	}
+	if errs := disksFitImages(c, in, sizes); len(errs) > 0 {
+		return p, errors.Join(errs...)
+	}
 	for i, d := range in.Disks {
 		dp := DiskPlan{
 			Name: "disk-" + strconv.Itoa(i), ClaimName: DiskClaimName(machineName, i),
@@ -150,6 +158,39 @@ func PlanFromConfig(c Config, in Inputs, machineName string, images map[string]I
 		p.Disks = append(p.Disks, dp)
 	}
 	return p, nil
+}
+
+// disksFitImages refuses an explicit disk size smaller than its image's
+// virtual size (virtualSizes: <namespace>/<name> -> bytes; 0 or absent:
+// unknown, not judged): the VM would not boot from a truncated volume, or
+// Longhorn refuses the volume only after the VM exists (harvester#4905).
+func disksFitImages(c Config, in Inputs, virtualSizes map[string]int64) []error {
+	var errs []error
+	for i, d := range in.Disks {
+		if d.ImageName == "" || d.Size <= 0 {
+			continue
+		}
+		ref, err := parseRef(d.ImageName, c.VMNamespace)
+		if err != nil {
+			continue // validation reports it
+		}
+		virtual := virtualSizes[ref.String()]
+		if virtual <= 0 || int64(d.Size)<<30 >= virtual {
+			continue
+		}
+		flag, at := FlagDiskSize, ""
+		if c.DiskInfo != "" {
+			flag, at = FlagDiskInfo, fmt.Sprintf("disks[%d]: size: ", i)
+		}
+		errs = append(errs, flagProblem(flag, "%s%d GiB is smaller than image %s's virtual size %s; give at least %d GiB, or 0 for the image's size",
+			at, d.Size, ref, formatGiB(virtual), (virtual+(1<<30-1))>>30))
+	}
+	return errs
+}
+
+// formatGiB shows a byte count in GiB with two decimals ("2.20 GiB").
+func formatGiB(b int64) string {
+	return strconv.FormatFloat(float64(b)/(1<<30), 'f', 2, 64) + " GiB"
 }
 
 // KeyPairRef is --harvester-key-pair-name's key pair (nil: none).

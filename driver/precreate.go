@@ -102,12 +102,14 @@ func (d *Driver) checkImages(ctx context.Context, api *harvesterapi.API, in Inpu
 	if err != nil {
 		problems = append(problems, err)
 	}
+	virtualSizes := map[string]int64{}
 	for _, ref := range refs {
 		img, err := api.GetImage(ctx, ref.Namespace, ref.Name)
 		if err != nil {
 			problems = append(problems, notFoundOr(err, fmt.Errorf("image %s does not exist (see --%s / --%s)", ref, FlagImageName, FlagDiskInfo)))
 			continue
 		}
+		virtualSizes[ref.String()] = img.Status.VirtualSize
 		nsSeen = nsSeen || ref.Namespace == d.VMNamespace
 		if ok, msg := harvesterapi.ConditionTrue(img.Status.Conditions, "Imported"); !ok {
 			problems = append(problems, fmt.Errorf("image %s is not imported yet (condition Imported is not True%s)", ref, suffix(msg)))
@@ -115,6 +117,7 @@ func (d *Driver) checkImages(ctx context.Context, api *harvesterapi.API, in Inpu
 			problems = append(problems, fmt.Errorf("image %s has no storage class in its status", ref))
 		}
 	}
+	problems = append(problems, disksFitImages(d.Config, in, virtualSizes)...)
 	if d.DiskInfo != "" {
 		for i, disk := range in.Disks {
 			if disk.ImageName == "" && disk.StorageClassName != "" {

@@ -116,6 +116,7 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 	if parseErrs.userData == nil && parseErrs.cloudConfig == nil {
 		in.Cloudinit, err = validateUserData(c, in, sshUser)
 		errs = append(errs, err)
+		errs = append(errs, validateGuestNames(c, in, machineName)...)
 	}
 	if c.EnableSecureBoot && !c.EnableEFI {
 		add(FlagEnableSecureBoot, "needs --%s", FlagEnableEFI)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
@@ -13,6 +14,15 @@ import (
 // AnnImportResult set to "fail" on a VirtualMachineImage makes the
 // simulated import fail (for tests of the failure path).
 const AnnImportResult = "sim.harvesterhci.io/import"
+
+// AnnVirtualSize on a VirtualMachineImage sets the virtual size (bytes)
+// the simulated import reports in status.virtualSize; without it an image
+// reports DefaultVirtualSize. The simulator downloads nothing.
+const AnnVirtualSize = "sim.harvesterhci.io/virtual-size"
+
+// DefaultVirtualSize is the virtual size of the Ubuntu 22.04 cloud image
+// (2.2 GiB), which every simulated image reports unless annotated.
+const DefaultVirtualSize int64 = 2361393152
 
 // LonghornProvisioner is the provisioner of image storage classes.
 const LonghornProvisioner = "driver.longhorn.io"
@@ -49,6 +59,10 @@ func imageStatus(img *harvesterv1.VirtualMachineImage, decodeErr error, now time
 		st.LastFailedTime = ""
 		st.AppliedURL = img.Spec.URL
 		st.StorageClassName = imageStorageClassName(img.Name)
+		st.VirtualSize = DefaultVirtualSize
+		if v, err := strconv.ParseInt(img.Annotations[AnnVirtualSize], 10, 64); err == nil && v > 0 {
+			st.VirtualSize = v
+		}
 		st.Conditions = setHarvesterCondition(st.Conditions, harvesterv1.ImageInitialized, corev1.ConditionTrue, "", "", stamp)
 		st.Conditions = setHarvesterCondition(st.Conditions, harvesterv1.ImageImported, corev1.ConditionTrue, "", "", stamp)
 	}

@@ -66,6 +66,13 @@ func TestImageStatus(t *testing.T) {
 	if imported, msg := imageImported(ok); !imported || ok.Status.StorageClassName != "longhorn-focal" || ok.Status.Progress != 100 {
 		t.Errorf("imported=%v %q status %+v", imported, msg, ok.Status)
 	}
+	if ok.Status.VirtualSize != DefaultVirtualSize {
+		t.Errorf("virtual size %d, want the default %d", ok.Status.VirtualSize, DefaultVirtualSize)
+	}
+	sized := img(map[string]string{AnnVirtualSize: "10737418240"})
+	if st := imageStatus(sized, nil, now); st.VirtualSize != 10<<30 {
+		t.Errorf("annotated virtual size: %d, want %d", st.VirtualSize, int64(10<<30))
+	}
 	again := imageStatus(ok, nil, now.Add(time.Hour))
 	if c := findCond(again.Conditions, "Imported"); c.LastUpdateTime != now.Format(time.RFC3339) {
 		t.Errorf("unchanged status got new time %s", c.LastUpdateTime)

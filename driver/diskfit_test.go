@@ -1,0 +1,57 @@
+package driver
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// checkProblems checks that errs are len(want) problems, the i-th
+// containing want[i].
+func checkProblems(t *testing.T, name string, errs []error, want []string) bool {
+	t.Helper()
+	if len(errs) != len(want) {
+		t.Errorf("%s: %v, want %d problems", name, errors.Join(errs...), len(want))
+		return false
+	}
+	ok := true
+	for i, e := range errs {
+		if !strings.Contains(e.Error(), want[i]) {
+			t.Errorf("%s: %q lacks %q", name, e, want[i])
+			ok = false
+		}
+	}
+	return ok
+}
+
+func TestDisksFitImages(t *testing.T) {
+	const ubuntu = 2361393152 // 2.2 GiB
+	sizes := map[string]int64{"default/ubuntu-22.04": ubuntu, "images/rocky": 0}
+	cases := []struct {
+		name   string
+		mutate func(c *Config)
+		want   []string
+	}{
+		{"image size", func(c *Config) {}, nil},
+		{"larger", func(c *Config) { c.DiskSizeGiB = 3 }, nil},
+		{"smaller", func(c *Config) { c.DiskSizeGiB = 2 },
+			[]string{"--harvester-disk-size: 2 GiB is smaller than image default/ubuntu-22.04's virtual size 2.20 GiB; give at least 3 GiB, or 0 for the image's size"}},
+		{"disk info", func(c *Config) {
+			c.DiskInfo = `{"disks":[{"storageClassName":"x","size":1},{"imageName":"ubuntu-22.04","size":1},{"imageName":"images/rocky","size":1}]}`
+		}, []string{"--harvester-disk-info: disks[1]: size: 1 GiB is smaller than image default/ubuntu-22.04's"}},
+	}
+	for _, tc := range cases {
+		c := baseConfig()
+		tc.mutate(&c)
+		in, err := ParseInputs(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkProblems(t, tc.name, disksFitImages(c, in, sizes), tc.want)
+	}
+	c := baseConfig()
+	c.DiskSizeGiB = 1
+	if _, err := PlanFromConfig(c, Inputs{Disks: []Disk{{ImageName: c.ImageName, Size: 1}}}, "m", testImages); err == nil || !strings.Contains(err.Error(), "smaller than image") {
+		t.Errorf("plan of a disk smaller than its image: %v", err)
+	}
+}
