@@ -103,27 +103,6 @@ func checkGuestServer(server string) error {
 	return nil
 }
 
-// cloudProviderPermissions are the verbs Create needs to make or reuse the
-// guest cluster's credential (server-side apply: get, create, patch), and
-// the right to bind the two Harvester ClusterRoles: the RoleBinding in the
-// VM namespace, the ClusterRoleBinding cluster-wide.
-func cloudProviderPermissions() []permission {
-	var out []permission
-	add := func(p permission, verbs ...string) {
-		for _, v := range verbs {
-			p.verb = v
-			out = append(out, p)
-		}
-	}
-	add(permission{resource: "serviceaccounts"}, "get", "create", "patch")
-	add(permission{resource: "secrets"}, "patch")
-	add(permission{group: "rbac.authorization.k8s.io", resource: "rolebindings"}, "get", "create", "patch")
-	add(permission{group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", clusterScoped: true}, "get", "create", "patch")
-	add(permission{group: "rbac.authorization.k8s.io", resource: "clusterroles", name: credentials.CloudProviderRole}, "bind")
-	add(permission{group: "rbac.authorization.k8s.io", resource: "clusterroles", name: credentials.CSIDriverRole, clusterScoped: true}, "bind")
-	return out
-}
-
 // cloudProviderFiles makes or reuses the guest cluster's cloud-provider
 // credential, exactly as `harvester-bootstrap kubeconfig` does, and returns
 // the node's write_files for the chosen distribution (all mode 0600). They

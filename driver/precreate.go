@@ -14,34 +14,6 @@ import (
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
-// requiredPermissions lists every verb the driver uses. Reads used only for
-// checks and diagnostics (the server-version setting, namespaces, storage
-// classes, events) are not required: when they are forbidden the check is
-// skipped with a warning.
-func requiredPermissions() []permission {
-	var out []permission
-	add := func(group, resource string, cluster bool, verbs ...string) {
-		for _, v := range verbs {
-			out = append(out, permission{verb: v, group: group, resource: resource, clusterScoped: cluster})
-		}
-	}
-	add("kubevirt.io", "virtualmachines", false, "get", "list", "watch", "create", "update", "patch", "delete")
-	add("kubevirt.io", "virtualmachineinstances", false, "get", "list", "watch", "delete")
-	add("", "secrets", false, "get", "list", "watch", "create", "patch", "delete")
-	add("", "persistentvolumeclaims", false, "get", "list", "watch", "delete")
-	add("harvesterhci.io", "virtualmachineimages", false, "get")
-	add("harvesterhci.io", "keypairs", false, "get")
-	add("k8s.cni.cncf.io", "network-attachment-definitions", false, "get")
-	return out
-}
-
-// staticAddressPermissions are the verbs --harvester-static-address-range
-// adds: the address claims (ConfigMaps) are read, listed, watched (rm waits until the garbage collector removed them) and created; removing
-// them is the garbage collector's.
-func staticAddressPermissions() []permission {
-	return []permission{{verb: "get", resource: "configmaps"}, {verb: "list", resource: "configmaps"}, {verb: "watch", resource: "configmaps"}, {verb: "create", resource: "configmaps"}}
-}
-
 // PreCreateCheck checks everything Create needs and reports every problem at
 // once: server version, namespace, images (existing and Imported), storage
 // classes, networks, key pair (validated), permissions, and that no disk

@@ -15,58 +15,10 @@ func rule(verbs, groups, resources, names []string) authv1.ResourceRule {
 
 func list(s ...string) []string { return s }
 
-func TestRulesAllow(t *testing.T) {
-	getVM := permission{verb: "get", group: "kubevirt.io", resource: "virtualmachines"}
-	createSecret := permission{verb: "create", resource: "secrets"}
-	bindRole := permission{verb: "bind", group: "rbac.authorization.k8s.io", resource: "clusterroles", name: "harvesterhci.io:cloudprovider"}
-	vmStatus := permission{verb: "update", group: "kubevirt.io", resource: "virtualmachines", subresource: "status"}
-	cases := []struct {
-		name  string
-		rules []authv1.ResourceRule
-		p     permission
-		want  bool
-	}{
-		{"exact", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("virtualmachines"), nil)}, getVM, true},
-		{"other verb", []authv1.ResourceRule{rule(list("list"), list("kubevirt.io"), list("virtualmachines"), nil)}, getVM, false},
-		{"other group", []authv1.ResourceRule{rule(list("get"), list(""), list("virtualmachines"), nil)}, getVM, false},
-		{"core group is the empty string", []authv1.ResourceRule{rule(list("create"), list(""), list("secrets"), nil)}, createSecret, true},
-		{"other resource", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("virtualmachineinstances"), nil)}, getVM, false},
-		{"no rules", nil, getVM, false},
-		{"verb wildcard", []authv1.ResourceRule{rule(list("*"), list("kubevirt.io"), list("virtualmachines"), nil)}, getVM, true},
-		{"group wildcard", []authv1.ResourceRule{rule(list("get"), list("*"), list("virtualmachines"), nil)}, getVM, true},
-		{"resource wildcard", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("*"), nil)}, getVM, true},
-		{"cluster admin", []authv1.ResourceRule{rule(list("*"), list("*"), list("*"), nil)}, bindRole, true},
-		{"spread over rules is not one grant", []authv1.ResourceRule{
-			rule(list("get"), list("other.io"), list("virtualmachines"), nil),
-			rule(list("list"), list("kubevirt.io"), list("virtualmachines"), nil),
-		}, getVM, false},
-		{"second rule grants", []authv1.ResourceRule{
-			rule(list("list"), list("kubevirt.io"), list("virtualmachines"), nil),
-			rule(list("get", "watch"), list("kubevirt.io"), list("virtualmachines"), nil),
-		}, getVM, true},
-		{"resourceNames grant the named object", []authv1.ResourceRule{rule(list("bind"), list("rbac.authorization.k8s.io"), list("clusterroles"), list("harvesterhci.io:cloudprovider"))}, bindRole, true},
-		{"resourceNames of another object", []authv1.ResourceRule{rule(list("bind"), list("rbac.authorization.k8s.io"), list("clusterroles"), list("admin"))}, bindRole, false},
-		{"resourceNames never grant a request without a name", []authv1.ResourceRule{rule(list("create"), list(""), list("secrets"), list("c1-cloudinit"))}, createSecret, false},
-		{"a resource rule does not grant its subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("virtualmachines"), nil)}, vmStatus, false},
-		{"resource/subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("virtualmachines/status"), nil)}, vmStatus, true},
-		{"*/subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("*/status"), nil)}, vmStatus, true},
-		{"*/other subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("*/scale"), nil)}, vmStatus, false},
-		{"a subresource rule does not grant the resource", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("virtualmachines/status"), nil)}, getVM, false},
-		{"*/subresource does not grant the resource", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("*/status"), nil)}, getVM, false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := rulesAllow(c.rules, c.p); got != c.want {
-				t.Errorf("rulesAllow(%s) = %v, want %v", c.p, got, c.want)
-			}
-		})
-	}
-}
-
 func TestJudge(t *testing.T) {
-	getVM := permission{verb: "get", group: "kubevirt.io", resource: "virtualmachines"}
-	deleteVM := permission{verb: "delete", group: "kubevirt.io", resource: "virtualmachines"}
-	crb := permission{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings", clusterScoped: true}
+	getVM := permission{Verb: "get", Group: "kubevirt.io", Resource: "virtualmachines"}
+	deleteVM := permission{Verb: "delete", Group: "kubevirt.io", Resource: "virtualmachines"}
+	crb := permission{Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings", ClusterScoped: true}
 	perms := []permission{getVM, deleteVM, crb}
 	grants := []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("virtualmachines"), nil), rule(list("*"), list("*"), list("clusterrolebindings"), nil)}
 	cases := []struct {

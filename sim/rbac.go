@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -19,7 +20,7 @@ func harvesterClusterRoles() []*rbacv1.ClusterRole {
 	labels := map[string]string{"app.kubernetes.io/name": "harvester", "app.kubernetes.io/part-of": "harvester", "app.kubernetes.io/component": "apiserver", simLabel: "true"}
 	return []*rbacv1.ClusterRole{
 		{
-			ObjectMeta: metav1.ObjectMeta{Name: "harvesterhci.io:cloudprovider", Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Name: harvester.CloudProviderRole, Labels: labels},
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{"loadbalancer.harvesterhci.io"}, Resources: []string{"loadbalancers"}, Verbs: []string{"get", "list", "watch", "update", "create", "delete"}},
 				{APIGroups: []string{"subresources.kubevirt.io"}, Resources: []string{
@@ -33,7 +34,7 @@ func harvesterClusterRoles() []*rbacv1.ClusterRole {
 			},
 		},
 		{
-			ObjectMeta: metav1.ObjectMeta{Name: "harvesterhci.io:csi-driver", Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Name: harvester.CSIDriverRole, Labels: labels},
 			Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses", "volumeattachments"}, Verbs: readVerbs},
 				{APIGroups: []string{"harvesterhci.io"}, Resources: []string{"settings"}, Verbs: []string{"get", "list"}},

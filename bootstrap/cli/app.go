@@ -34,7 +34,7 @@ func App(stdout, stderr io.Writer) *ucli.App {
 		Description: "Artifacts go to stdout or --output FILE (0600 when they hold a credential); logs go to stderr.\n" +
 			"Every flag can also be set with the environment variable " + EnvPrefix + "<FLAG_NAME>.",
 		Commands: []*ucli.Command{
-			kubeconfigCommand(), addonCommand(), manifestsCommand(), applyCommand(),
+			kubeconfigCommand(), driverCredentialCommand(), addonCommand(), manifestsCommand(), applyCommand(),
 			userdataCommand(), affinityCommand(), lbCommand(), nodedriverCommand(),
 			doctorCommand(), gcCommand(),
 		},

@@ -26,6 +26,7 @@ func doctorCommand() *ucli.Command {
 			"token Secret, the token authenticates), the cluster's LoadBalancers and IP pools, the CSI add-on's host StorageClass\n" +
 			"exists, hot-plugged volumes attached (pending volume requests, host PVCs not Bound), leftovers (as gc finds them),\n" +
 			"and --kubeconfig itself (authenticates; a JWT's or certificate's expiry, WARN under 7 days).\n" +
+			"With --driver-kubeconfig: the node driver's credential (authenticates, expiry, rights exactly the driver's).\n" +
 			"With --cloud-config: the guest's kubeconfig for Harvester (e.g. a time-bound token from kubeconfig --ttl).\n" +
 			"With --guest-kubeconfig: nodes initialised by the cloud provider, zone labels, the CCM's --cluster-name,\n" +
 			"LoadBalancer Services and their Harvester LoadBalancers, PVCs stuck Pending and VolumeAttachments failing. Exit 1 when a check fails. Never prints a secret.\n\n" +
@@ -33,6 +34,7 @@ func doctorCommand() *ucli.Command {
 		Flags: targetFlags(
 			&ucli.StringFlag{Name: FlagGuestKubeconfig, Usage: "kubeconfig `FILE` of the guest cluster (adds the guest-side checks)", EnvVars: env(FlagGuestKubeconfig)},
 			&ucli.StringFlag{Name: FlagHostStorageClass, Usage: "the CSI add-on's Harvester `STORAGECLASS` (as given to `addon`; the guest's CSI driver and StorageClasses are read too with --guest-kubeconfig): check that it exists", EnvVars: env(FlagHostStorageClass)},
+			&ucli.StringFlag{Name: FlagDriverKubeconfig, Usage: "the node driver's kubeconfig `FILE` (Rancher's Harvester cloud credential): check that it authenticates, when it expires, and that its rights in --namespace are exactly the driver's", EnvVars: env(FlagDriverKubeconfig)},
 			&ucli.StringFlag{Name: FlagCloudConfig, Usage: "the guest's kubeconfig `FILE` for Harvester (from `kubeconfig`): check that its token authenticates and when it expires", EnvVars: env(FlagCloudConfig)},
 		),
 		Action: targetAction(doctorAction),
@@ -46,6 +48,12 @@ func doctorAction(ctx context.Context, c *ucli.Context, t clusterstate.Target, c
 		if src.CloudConfig, err = kubeapi.ConfigFromFile(p, userAgent); err != nil {
 			return fmt.Errorf("--%s: %w", FlagCloudConfig, err)
 		}
+	}
+	if p := c.String(FlagDriverKubeconfig); p != "" {
+		if src.Driver, err = kubeapi.ConfigFromFile(p, userAgent); err != nil {
+			return fmt.Errorf("--%s: %w", FlagDriverKubeconfig, err)
+		}
+		src.DriverSource = "--" + FlagDriverKubeconfig
 	}
 	if p := c.String(FlagGuestKubeconfig); p != "" {
 		cfg, err := kubeapi.ConfigFromFile(p, userAgent)

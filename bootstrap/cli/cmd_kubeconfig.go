@@ -100,11 +100,12 @@ func cloudConfigFlag() ucli.Flag {
 	return &ucli.StringFlag{Name: FlagCloudConfig, Usage: "use this previously generated Harvester kubeconfig `FILE` instead of creating one (skips --kubeconfig)", EnvVars: env(FlagCloudConfig)}
 }
 
-func kubeconfigAction(rotate bool) ucli.ActionFunc {
+// issueAction issues a kubeconfig with issue and writes it in --format.
+func issueAction(issue func(context.Context, *ucli.Context, bool) ([]byte, error), rotate bool) ucli.ActionFunc {
 	return func(c *ucli.Context) error {
 		ctx, cancel := withTimeout(c)
 		defer cancel()
-		kc, err := issueKubeconfig(ctx, c, rotate)
+		kc, err := issue(ctx, c, rotate)
 		if err != nil {
 			return err
 		}
@@ -126,14 +127,14 @@ func kubeconfigCommand() *ucli.Command {
 			"in --namespace, a ClusterRoleBinding to harvesterhci.io:csi-driver and the token Secret <sa>-token; waits for the token.\n\n" +
 			"Example:\n  harvester-bootstrap kubeconfig --cluster-name guest-a --namespace default \\\n    --server https://10.0.0.10:6443 -o cloud-config",
 		Flags:  flags,
-		Action: kubeconfigAction(false),
+		Action: issueAction(issueKubeconfig, false),
 		Subcommands: []*ucli.Command{
 			{
 				Name:        "rotate",
 				Usage:       "replace the token (the old one stops working) and print the new kubeconfig",
 				Description: "Example:\n  harvester-bootstrap kubeconfig rotate --cluster-name guest-a --namespace default -o cloud-config",
 				Flags:       flags,
-				Action:      kubeconfigAction(true),
+				Action:      issueAction(issueKubeconfig, true),
 			},
 			{
 				Name:        "revoke",

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"github.com/harvester-kit/harvester-machine/bootstrap/affinity"
+	"github.com/harvester-kit/harvester-machine/bootstrap/drivercred"
 	"github.com/harvester-kit/harvester-machine/bootstrap/guest"
 	"github.com/harvester-kit/harvester-machine/bootstrap/loadbalancer"
 	"github.com/harvester-kit/harvester-machine/bootstrap/nodedriver"
@@ -64,6 +65,15 @@ const (
 	FlagManagementNetwork   = "management-network"
 	FlagNodeIPCIDR          = "node-ip-cidr"
 	FlagNodeExcludeIPRanges = "node-exclude-ip-ranges"
+	// The driver's credential.
+	FlagMachineNamespace = "machine-namespace"
+	// FlagCloudProviderRights grants the driver credential what the
+	// driver's --harvester-cloud-provider needs.
+	FlagCloudProviderRights = "cloud-provider"
+	FlagDriverKubeconfig    = "driver-kubeconfig"
+	// FlagStaticAddressRights grants the driver credential what the
+	// driver's --harvester-static-address-range needs.
+	FlagStaticAddressRights = "static-addresses"
 )
 
 // Values of doctor's and gc's --output.
@@ -79,42 +89,45 @@ const EnvPrefix = "HARVESTER_BOOTSTRAP_"
 // fieldFlags names, for each input field of the pure packages, the flag
 // that sets it; errors name fields, Run shows the user the flag.
 var fieldFlags = map[string]string{
-	credentials.FieldClusterName:     FlagClusterName,
-	credentials.FieldNamespace:       FlagNamespace,
-	credentials.FieldServiceAccount:  FlagServiceAccount,
-	credentials.FieldServer:          FlagServer,
-	credentials.FieldFormat:          FlagFormat,
-	guest.FieldKubeconfig:            FlagCloudConfig,
-	addons.FieldCCM:                  FlagCCM,
-	addons.FieldCSI:                  FlagCSI,
-	addons.FieldImageRegistry:        FlagImageRegistry,
-	addons.FieldCCMVersion:           FlagCCMVersion,
-	addons.FieldCSIVersion:           FlagCSIVersion,
-	loadbalancer.FieldRange:          FlagRange,
-	loadbalancer.FieldPoolName:       FlagPoolName,
-	loadbalancer.FieldNetwork:        FlagNetwork,
-	loadbalancer.FieldScopeNamespace: FlagScopeNamespace,
-	loadbalancer.FieldScopeProject:   FlagScopeProject,
-	loadbalancer.FieldScopeCluster:   FlagScopeGuestCluster,
-	addons.FieldHostStorageClass:     FlagHostStorageClass,
-	addons.FieldKubeVIP:              FlagKubeVIP,
-	addons.FieldVIPInterface:         FlagVIPInterface,
-	addons.FieldTrafficPolicy:        FlagTrafficPolicyLocal,
-	addons.FieldManagementNetwork:    FlagManagementNetwork,
-	addons.FieldNodeIPCIDR:           FlagNodeIPCIDR,
-	addons.FieldNodeExcludeIPRanges:  FlagNodeExcludeIPRanges,
-	cloudinit.FieldUserData:          FlagUserData,
-	cloudinit.FieldCloudConfig:       FlagInstallScript,
-	loadbalancer.FieldExisting:       FlagExisting,
-	loadbalancer.FieldPriority:       FlagPriority,
-	nodedriver.FieldName:             FlagDriverName,
-	nodedriver.FieldURL:              FlagURL,
-	nodedriver.FieldUIURL:            FlagUIURL,
-	affinity.FieldZone:               FlagZone,
-	affinity.FieldRegion:             FlagRegion,
-	affinity.FieldPool:               FlagPool,
-	affinity.FieldMachineName:        FlagMachineName,
-	affinity.FieldRequired:           FlagRequired,
+	credentials.FieldClusterName:      FlagClusterName,
+	credentials.FieldNamespace:        FlagNamespace,
+	credentials.FieldServiceAccount:   FlagServiceAccount,
+	credentials.FieldServer:           FlagServer,
+	credentials.FieldFormat:           FlagFormat,
+	guest.FieldKubeconfig:             FlagCloudConfig,
+	addons.FieldCCM:                   FlagCCM,
+	drivercred.FieldServiceAccount:    FlagServiceAccount,
+	drivercred.FieldNamespace:         FlagNamespace,
+	drivercred.FieldMachineNamespaces: FlagMachineNamespace,
+	addons.FieldCSI:                   FlagCSI,
+	addons.FieldImageRegistry:         FlagImageRegistry,
+	addons.FieldCCMVersion:            FlagCCMVersion,
+	addons.FieldCSIVersion:            FlagCSIVersion,
+	loadbalancer.FieldRange:           FlagRange,
+	loadbalancer.FieldPoolName:        FlagPoolName,
+	loadbalancer.FieldNetwork:         FlagNetwork,
+	loadbalancer.FieldScopeNamespace:  FlagScopeNamespace,
+	loadbalancer.FieldScopeProject:    FlagScopeProject,
+	loadbalancer.FieldScopeCluster:    FlagScopeGuestCluster,
+	addons.FieldHostStorageClass:      FlagHostStorageClass,
+	addons.FieldKubeVIP:               FlagKubeVIP,
+	addons.FieldVIPInterface:          FlagVIPInterface,
+	addons.FieldTrafficPolicy:         FlagTrafficPolicyLocal,
+	addons.FieldManagementNetwork:     FlagManagementNetwork,
+	addons.FieldNodeIPCIDR:            FlagNodeIPCIDR,
+	addons.FieldNodeExcludeIPRanges:   FlagNodeExcludeIPRanges,
+	cloudinit.FieldUserData:           FlagUserData,
+	cloudinit.FieldCloudConfig:        FlagInstallScript,
+	loadbalancer.FieldExisting:        FlagExisting,
+	loadbalancer.FieldPriority:        FlagPriority,
+	nodedriver.FieldName:              FlagDriverName,
+	nodedriver.FieldURL:               FlagURL,
+	nodedriver.FieldUIURL:             FlagUIURL,
+	affinity.FieldZone:                FlagZone,
+	affinity.FieldRegion:              FlagRegion,
+	affinity.FieldPool:                FlagPool,
+	affinity.FieldMachineName:         FlagMachineName,
+	affinity.FieldRequired:            FlagRequired,
 }
 
 // flagOf is how the user typed the flag of a field ("--cluster-name");

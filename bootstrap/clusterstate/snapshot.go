@@ -118,6 +118,8 @@ type Snapshot struct {
 	Admin Auth
 	// CloudConfig is the --cloud-config kubeconfig's, when given.
 	CloudConfig *Auth
+	// Driver is the node driver's credential, when given.
+	Driver *DriverCredential
 	// Guest is nil without --guest-kubeconfig.
 	Guest *Guest
 	// HostStorageClass is the CSI add-on's host StorageClass as the user

@@ -15,6 +15,9 @@ type Sources struct {
 	// CloudConfig, when set, is the guest's kubeconfig for Harvester.
 	CloudConfig       *rest.Config
 	CloudConfigSource string
+	// Driver, when set, is the node driver's kubeconfig.
+	Driver       *rest.Config
+	DriverSource string
 	// Guest, when set, is a client of the guest cluster.
 	Guest kubernetes.Interface
 	// HostStorageClass is --host-storage-class, when given.
@@ -29,6 +32,10 @@ func (c *Clients) Take(ctx context.Context, t Target, src Sources, now time.Time
 	if src.CloudConfig != nil {
 		a := Authenticate(ctx, src.CloudConfig, src.CloudConfigSource)
 		s.CloudConfig = &a
+	}
+	if src.Driver != nil {
+		d := ReviewDriver(ctx, src.Driver, src.DriverSource, t.Namespace)
+		s.Driver = &d
 	}
 	if s.Admin.Err != "" {
 		return s

@@ -8,6 +8,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // Check names of the cloud-provider credential checks.
@@ -53,7 +54,7 @@ func Credential(s *clusterstate.Snapshot) Row {
 		}
 	}
 	seen := fmt.Sprintf("ServiceAccount %s with RoleBinding (%s), ClusterRoleBinding (%s), token Secret",
-		names(accounts), credentials.CloudProviderRole, credentials.CSIDriverRole)
+		names(accounts), harvester.CloudProviderRole, harvester.CSIDriverRole)
 	if len(problems) > 0 {
 		return fail(CheckCredential, names(problems),
 			"re-create it: "+h.issueCmd()+" (an empty token Secret means kube-controller-manager's token controller is not running)")

@@ -32,6 +32,7 @@ func Leftovers(s *clusterstate.Snapshot) Row {
 func Run(s *clusterstate.Snapshot) Report {
 	r := Report{Kubeconfig(s)}
 	r = append(r, CloudConfig(s)...)
+	r = append(r, Driver(s)...)
 	if s.Admin.Err != "" {
 		return r // nothing else could be listed
 	}

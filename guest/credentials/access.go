@@ -133,13 +133,13 @@ func BuildAccess(a Access) AccessObjects {
 		RoleBinding: &rbacv1.RoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
 			ObjectMeta: meta(a.RoleBindingName(), a.Namespace),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: CloudProviderRole},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: harvester.CloudProviderRole},
 			Subjects:   subject,
 		},
 		ClusterRoleBinding: &rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 			ObjectMeta: meta(a.ClusterRoleBindingName(), ""),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: CSIDriverRole},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: harvester.CSIDriverRole},
 			Subjects:   subject,
 		},
 		TokenSecret: &corev1.Secret{

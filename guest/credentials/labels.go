@@ -11,10 +11,6 @@ import "github.com/harvester-kit/harvester-machine/guest/addons"
 // Harvester. Revoke deletes only objects carrying both.
 const (
 	LabelCluster = "harvester-bootstrap.harvesterhci.io/guest-cluster"
-
-	// ClusterRoles that exist on every Harvester cluster.
-	CloudProviderRole = "harvesterhci.io:cloudprovider"
-	CSIDriverRole     = "harvesterhci.io:csi-driver"
 )
 
 func ownLabels(cluster string) map[string]string {

@@ -84,10 +84,8 @@ func newTokenCredential(t *testing.T, sa string) tokenCredential {
 	return c
 }
 
-// waitRejected polls until the API server rejects the kubeconfig's token:
-// it caches successful token authentications for about 10 s, and reports
-// the end of that cache through no watch.
-func waitRejected(t *testing.T, kc string) {
+// clientOf is a client of a kubeconfig's content.
+func clientOf(t *testing.T, kc string) kubernetes.Interface {
 	t.Helper()
 	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kc))
 	if err != nil {
@@ -97,9 +95,18 @@ func waitRejected(t *testing.T, kc string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cs
+}
+
+// waitRejected polls until the API server rejects the kubeconfig's token:
+// it caches successful token authentications for about 10 s, and reports
+// the end of that cache through no watch.
+func waitRejected(t *testing.T, kc string) {
+	t.Helper()
+	cs := clientOf(t, kc)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
 		return apierrors.IsUnauthorized(err), nil
 	})

@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/drivercred"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
+	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	ucli "github.com/urfave/cli/v2"
+	"k8s.io/client-go/kubernetes"
+)
+
+// driverCredentialFlags identify the driver's credential.
+func driverCredentialFlags() []ucli.Flag {
+	return []ucli.Flag{
+		kubeconfigFlag(),
+		&ucli.StringFlag{Name: FlagNamespace, Usage: "Harvester `NAMESPACE` of the driver's ServiceAccount and token Secret", EnvVars: env(FlagNamespace)},
+		&ucli.StringFlag{Name: FlagServiceAccount, Value: drivercred.DefaultServiceAccount, Usage: "the driver's ServiceAccount `NAME`", EnvVars: env(FlagServiceAccount)},
+		&ucli.StringSliceFlag{Name: FlagMachineNamespace, Usage: "`NAMESPACE` machines go into (--harvester-vm-namespace); repeat for several (default: --namespace)", EnvVars: env(FlagMachineNamespace)},
+		&ucli.BoolFlag{Name: FlagCloudProviderRights, Usage: "also grant what --harvester-cloud-provider needs (making the guest clusters' credentials, binding the two Harvester cloud-provider ClusterRoles)", EnvVars: env(FlagCloudProviderRights)},
+		&ucli.BoolFlag{Name: FlagStaticAddressRights, Usage: "also grant what --harvester-static-address-range needs (its address claims, ConfigMaps: get, list, watch, create)", EnvVars: env(FlagStaticAddressRights)},
+		timeoutFlag(),
+	}
+}
+
+func driverSpecFrom(c *ucli.Context) (drivercred.Spec, error) {
+	s := drivercred.Spec{
+		ServiceAccount: c.String(FlagServiceAccount), Namespace: c.String(FlagNamespace),
+		MachineNamespaces: c.StringSlice(FlagMachineNamespace), CloudProvider: c.Bool(FlagCloudProviderRights),
+		StaticAddresses: c.Bool(FlagStaticAddressRights),
+	}.WithDefaults()
+	return s, s.Validate()
+}
+
+// openDriverCred connects with the admin kubeconfig.
+func openDriverCred(c *ucli.Context) (*drivercred.Harvester, *credentials.Harvester, error) {
+	cfg, err := kubeapi.ConfigFromFile(c.String(FlagKubeconfig), userAgent)
+	if err != nil {
+		return nil, nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := credentials.NewHarvester(cfg, logger(c))
+	if err != nil {
+		return nil, nil, err
+	}
+	return &drivercred.Harvester{Kube: kube, Config: cfg, Log: logger(c)}, h, nil
+}
+
+// issueDriverKubeconfig ensures (or rotates) the credential and renders
+// its kubeconfig: the token Secret's token (does not expire) or, with
+// --ttl, a TokenRequest bound to that Secret.
+func issueDriverKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([]byte, error) {
+	s, err := driverSpecFrom(c)
+	if err = errors.Join(err, checkTTL(c.Duration(FlagTTL))); err != nil {
+		return nil, err
+	}
+	if f := c.String(FlagFormat); !slices.Contains(driverKubeconfigFormats, f) {
+		return nil, field.Invalid(credentials.FieldFormat, f, "must be kubeconfig or base64 (for Rancher's Harvester cloud credential or --harvester-kubeconfig-content)")
+	}
+	dc, h, err := openDriverCred(c)
+	if err != nil {
+		return nil, err
+	}
+	if rotate {
+		err = dc.Rotate(ctx, s)
+	} else {
+		err = dc.Ensure(ctx, s)
+	}
+	if err != nil {
+		return nil, explainAuth(err)
+	}
+	a := credentials.Access{ClusterName: s.ServiceAccount, Namespace: s.Namespace, ServiceAccount: s.ServiceAccount}
+	kc, err := h.Kubeconfig(ctx, a, c.String(FlagServer), c.Duration(FlagTTL))
+	return kc, explainAuth(err)
+}
+
+var driverKubeconfigFormats = []string{credentials.FormatKubeconfig, credentials.FormatBase64}
+
+func driverCredentialCommand() *ucli.Command {
+	flags := append(driverCredentialFlags(), outputFlag(),
+		&ucli.StringFlag{Name: FlagServer, Usage: "Harvester API `URL` as Rancher reaches it (default: the server of --kubeconfig)", EnvVars: env(FlagServer)},
+		&ucli.DurationFlag{Name: FlagTTL, Usage: "issue a time-bound token (TokenRequest) valid for `DURATION` (>= 10m) instead of the Secret token, which does not expire", EnvVars: env(FlagTTL)},
+		&ucli.StringFlag{Name: FlagFormat, Value: credentials.FormatKubeconfig, Usage: "kubeconfig or base64", EnvVars: env(FlagFormat)})
+	return &ucli.Command{
+		Name:  "driver-credential",
+		Usage: "create (idempotently) the node driver's own least-privilege credential on Harvester and print its kubeconfig",
+		Description: "Creates or reuses ServiceAccount --service-account in --namespace, a Role and RoleBinding\n" +
+			"harvester-bootstrap:driver:<namespace>:<service-account> in each --machine-namespace with exactly the verbs the\n" +
+			"driver uses there, a ClusterRole and ClusterRoleBinding of that name for the few cluster-scoped rights (access\n" +
+			"reviews, storage classes, the server-version setting; with --cloud-provider also ClusterRoleBindings and bind on\n" +
+			"harvesterhci.io:csi-driver), and the token Secret <service-account>-token, whose token does not expire (Rancher\n" +
+			"issue 5827). Objects of those names it did not create are refused, never changed. The kubeconfig goes into\n" +
+			"Rancher's Harvester cloud credential (Import Harvester Cluster: paste it) or --harvester-kubeconfig-content.\n\n" +
+			"Example:\n  harvester-bootstrap driver-credential --namespace default --machine-namespace default --cloud-provider -o driver.yaml",
+		Flags:  flags,
+		Action: issueAction(issueDriverKubeconfig, false),
+		Subcommands: []*ucli.Command{
+			{
+				Name:        "rotate",
+				Usage:       "replace the token (every earlier one stops working) and print the new kubeconfig",
+				Description: "Example:\n  harvester-bootstrap driver-credential rotate --namespace default -o driver.yaml",
+				Flags:       flags,
+				Action:      issueAction(issueDriverKubeconfig, true),
+			},
+			{
+				Name:        "revoke",
+				Usage:       "delete every object of the credential (found by its labels, in every namespace); nothing else",
+				Description: "Example:\n  harvester-bootstrap driver-credential revoke --namespace default",
+				Flags:       driverCredentialFlags(),
+				Action: func(c *ucli.Context) error {
+					s, err := driverSpecFrom(c)
+					if err != nil {
+						return err
+					}
+					ctx, cancel := withTimeout(c)
+					defer cancel()
+					dc, _, err := openDriverCred(c)
+					if err != nil {
+						return err
+					}
+					deleted, err := dc.Revoke(ctx, s)
+					if err != nil {
+						return explainAuth(err)
+					}
+					if len(deleted) == 0 {
+						logger(c).Info("nothing to revoke", "selector", s.Selector())
+					}
+					return nil
+				},
+			},
+		},
+	}
+}

@@ -1,0 +1,77 @@
+package doctor
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/internal/driverrights"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+)
+
+// Check names of the node driver's credential.
+const (
+	CheckDriverCredential = "driver-credential"
+	CheckDriverRights     = "driver-rights"
+)
+
+// maxListed bounds the permissions a row lists.
+const maxListed = 8
+
+// Driver: the node driver's kubeconfig (--driver-kubeconfig) authenticates,
+// when it expires, and whether its rights in the VM namespace are the
+// driver's: none missing, nothing beyond them.
+func Driver(s *clusterstate.Snapshot) []Row {
+	d := s.Driver
+	if d == nil {
+		return nil
+	}
+	renew := "make a credential that does not expire with `harvester-bootstrap driver-credential --namespace " + d.Namespace +
+		"` (or `driver-credential rotate`) and put it into Rancher's Harvester cloud credential"
+	rejected := &kubeapi.CredentialsRejectedError{Source: d.Source}
+	rows := []Row{authRow(CheckDriverCredential, d.Auth, s.Now, rejected.Error()+"; "+renew)}
+	if d.Err != "" {
+		return rows
+	}
+	return append(rows, driverRights(d, renew))
+}
+
+func driverRights(d *clusterstate.DriverCredential, fix string) Row {
+	if d.RulesErr != "" {
+		return warn(CheckDriverRights, d.RulesErr, "allow the credential to create selfsubjectrulesreviews (every authenticated user may)")
+	}
+	var missing []string
+	for _, p := range driverrights.Of(driverrights.Always) {
+		if !driverrights.RulesAllow(d.Rules, p) {
+			missing = append(missing, p.String())
+		}
+	}
+	if len(missing) > 0 && !d.Incomplete {
+		return fail(CheckDriverRights, fmt.Sprintf("%s may not, in namespace %s: %s", d.Source, d.Namespace, listSome(missing)), fix)
+	}
+	cloudProvider := "without"
+	if allAllowed(d, driverrights.Of(driverrights.CloudProvider)) {
+		cloudProvider = "with"
+	}
+	if excess := driverrights.Excess(d.Rules, driverrights.All()); len(excess) > 0 {
+		return warn(CheckDriverRights, fmt.Sprintf("%s may do more than the driver needs in namespace %s (%d beyond it): %s",
+			d.Source, d.Namespace, len(excess), listSome(excess)), "a credential with exactly the driver's rights: "+fix)
+	}
+	return ok(CheckDriverRights, fmt.Sprintf("%s has exactly the driver's rights in namespace %s (%s those of --harvester-cloud-provider)", d.Source, d.Namespace, cloudProvider))
+}
+
+func allAllowed(d *clusterstate.DriverCredential, perms []driverrights.Permission) bool {
+	for _, p := range perms {
+		if !driverrights.RulesAllow(d.Rules, p) {
+			return false
+		}
+	}
+	return true
+}
+
+func listSome(items []string) string {
+	if len(items) <= maxListed {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:maxListed], ", ") + fmt.Sprintf(" and %d more", len(items)-maxListed)
+}

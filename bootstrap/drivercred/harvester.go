@@ -1,0 +1,272 @@
+package drivercred
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+)
+
+// Harvester makes, rotates and revokes driver credentials.
+type Harvester struct {
+	Kube kubernetes.Interface
+	// Config is the admin's; revoke uses its server and CA to see the
+	// revoked token rejected (nil: it does not wait for that).
+	Config *rest.Config
+	Log    *slog.Logger
+}
+
+// handle is one object of a credential and its API calls.
+type handle struct {
+	kind, ns, name string
+	obj            runtime.Object // the desired object (nil: only deleted)
+	get            func(context.Context) (metav1.Object, error)
+	apply          func(context.Context, []byte) error
+	del            func(context.Context, metav1.DeleteOptions) error
+	watch          kubeapi.Kind
+}
+
+func (h handle) String() string {
+	if h.ns == "" {
+		return h.kind + " " + h.name
+	}
+	return h.kind + " " + h.ns + "/" + h.name
+}
+
+var applyOpts = metav1.PatchOptions{FieldManager: addons.FieldManager, Force: ptr.To(true)}
+
+// typedClient is what a client-go typed client of one kind offers.
+type typedClient[T metav1.Object, L runtime.Object] interface {
+	Get(ctx context.Context, name string, o metav1.GetOptions) (T, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, o metav1.PatchOptions, subresources ...string) (T, error)
+	Delete(ctx context.Context, name string, o metav1.DeleteOptions) error
+	kubeapi.ListWatcher[L]
+}
+
+func newHandle[T metav1.Object, L runtime.Object](kind, ns, name string, obj, example runtime.Object, c typedClient[T, L]) handle {
+	return handle{kind, ns, name, obj,
+		func(ctx context.Context) (metav1.Object, error) { return c.Get(ctx, name, metav1.GetOptions{}) },
+		func(ctx context.Context, b []byte) error {
+			_, err := c.Patch(ctx, name, types.ApplyPatchType, b, applyOpts)
+			return err
+		},
+		func(ctx context.Context, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
+		kubeapi.KindOf[L](kind, example, c)}
+}
+
+func (h *Harvester) serviceAccount(ns, name string, obj runtime.Object) handle {
+	return newHandle("ServiceAccount", ns, name, obj, &corev1.ServiceAccount{}, h.Kube.CoreV1().ServiceAccounts(ns))
+}
+
+func (h *Harvester) secret(ns, name string, obj runtime.Object) handle {
+	return newHandle("Secret", ns, name, obj, &corev1.Secret{}, h.Kube.CoreV1().Secrets(ns))
+}
+
+func (h *Harvester) clusterRole(name string, obj runtime.Object) handle {
+	return newHandle("ClusterRole", "", name, obj, &rbacv1.ClusterRole{}, h.Kube.RbacV1().ClusterRoles())
+}
+
+func (h *Harvester) clusterRoleBinding(name string, obj runtime.Object) handle {
+	return newHandle("ClusterRoleBinding", "", name, obj, &rbacv1.ClusterRoleBinding{}, h.Kube.RbacV1().ClusterRoleBindings())
+}
+
+func (h *Harvester) role(ns, name string, obj runtime.Object) handle {
+	return newHandle("Role", ns, name, obj, &rbacv1.Role{}, h.Kube.RbacV1().Roles(ns))
+}
+
+func (h *Harvester) roleBinding(ns, name string, obj runtime.Object) handle {
+	return newHandle("RoleBinding", ns, name, obj, &rbacv1.RoleBinding{}, h.Kube.RbacV1().RoleBindings(ns))
+}
+
+// handles are the credential's objects, in creation order.
+func (h *Harvester) handles(s Spec) []handle {
+	o := Build(s)
+	out := []handle{
+		h.serviceAccount(s.Namespace, s.ServiceAccount, o.ServiceAccount),
+		h.clusterRole(s.RBACName(), o.ClusterRole),
+		h.clusterRoleBinding(s.RBACName(), o.ClusterRoleBinding),
+	}
+	for i, ns := range s.MachineNamespaces {
+		out = append(out, h.role(ns, s.RBACName(), o.Roles[i]), h.roleBinding(ns, s.RBACName(), o.RoleBindings[i]))
+	}
+	return append(out, h.secret(s.Namespace, s.TokenSecretName(), o.TokenSecret))
+}
+
+// notOwned refuses to change an existing object the credential did not
+// create; nil when it does not exist or is the credential's.
+func notOwned(ctx context.Context, s Spec, x handle) error {
+	obj, err := x.get(ctx)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("get %s: %w", x, err)
+	case !s.Owns(obj.GetLabels()):
+		return field.Problem(FieldServiceAccount, "%s exists and was not created by harvester-bootstrap driver-credential for service account %s/%s (labels %s); refusing to change it: choose another service account name or remove it",
+			x, s.Namespace, s.ServiceAccount, s.Selector())
+	}
+	return nil
+}
+
+// Ensure creates or updates, idempotently (server-side apply), every
+// object of the credential, after checking that none of their names is
+// taken by an object it did not create (then it changes nothing). Roles
+// and RoleBindings it made in namespaces no longer listed are deleted.
+func (h *Harvester) Ensure(ctx context.Context, s Spec) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	hs := h.handles(s)
+	var errs []error
+	for _, x := range hs {
+		errs = append(errs, notOwned(ctx, s, x))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	for _, x := range hs {
+		b, err := json.Marshal(x.obj)
+		if err != nil {
+			return fmt.Errorf("apply %s: %w", x, err)
+		}
+		if err := x.apply(ctx, b); err != nil {
+			return fmt.Errorf("apply %s: %w", x, err)
+		}
+		h.Log.Info("applied", "object", x.String())
+	}
+	stale, err := h.namespaced(ctx, s, func(ns string) bool { return !slices.Contains(s.MachineNamespaces, ns) })
+	if err != nil {
+		return err
+	}
+	_, err = h.deleteAll(ctx, s, stale)
+	return err
+}
+
+// namespaced are the credential's Roles and RoleBindings (found by its
+// labels in every namespace) in the namespaces keep selects.
+func (h *Harvester) namespaced(ctx context.Context, s Spec, keep func(ns string) bool) ([]handle, error) {
+	sel := metav1.ListOptions{LabelSelector: s.Selector()}
+	roles, err := h.Kube.RbacV1().Roles(metav1.NamespaceAll).List(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("list Roles %s: %w", s.Selector(), err)
+	}
+	bindings, err := h.Kube.RbacV1().RoleBindings(metav1.NamespaceAll).List(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("list RoleBindings %s: %w", s.Selector(), err)
+	}
+	var out []handle
+	for _, r := range bindings.Items {
+		if keep(r.Namespace) {
+			out = append(out, h.roleBinding(r.Namespace, r.Name, nil))
+		}
+	}
+	for _, r := range roles.Items {
+		if keep(r.Namespace) {
+			out = append(out, h.role(r.Namespace, r.Name, nil))
+		}
+	}
+	return out, nil
+}
+
+// deleteAll deletes each object that exists and is the credential's (by
+// UID, then watching until it is gone); others are reported, untouched.
+func (h *Harvester) deleteAll(ctx context.Context, s Spec, hs []handle) ([]string, error) {
+	var deleted []string
+	var errs []error
+	for _, x := range hs {
+		obj, err := x.get(ctx)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			errs = append(errs, fmt.Errorf("get %s: %w", x, err))
+			continue
+		case !s.Owns(obj.GetLabels()):
+			errs = append(errs, fmt.Errorf("%s exists but was not created by harvester-bootstrap driver-credential for service account %s/%s; left untouched", x, s.Namespace, s.ServiceAccount))
+			continue
+		}
+		if err := deleteAndWait(ctx, x, obj.GetUID()); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		h.Log.Info("deleted", "object", x.String())
+		deleted = append(deleted, x.String())
+	}
+	return deleted, errors.Join(errs...)
+}
+
+func deleteAndWait(ctx context.Context, x handle, uid types.UID) error {
+	err := x.del(ctx, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %s: %w", x, err)
+	}
+	_, err = kubeapi.Wait(ctx, x.watch, x.ns, x.name, 0, func(obj runtime.Object) (bool, error) {
+		m, ok := obj.(metav1.Object)
+		return obj == nil || !ok || m.GetUID() != uid, nil
+	})
+	if err != nil {
+		return fmt.Errorf("wait for %s to be deleted: %w", x, err)
+	}
+	return nil
+}
+
+// Rotate replaces the token: it deletes the token Secret and the
+// ServiceAccount (a legacy token carries no issue time, so only a new
+// ServiceAccount UID yields a different one; every earlier token, Secret
+// or TokenRequest, stops working) and makes the credential again.
+func (h *Harvester) Rotate(ctx context.Context, s Spec) error {
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	sa := h.serviceAccount(s.Namespace, s.ServiceAccount, nil)
+	if _, err := sa.get(ctx); apierrors.IsNotFound(err) {
+		return fmt.Errorf("rotate: %s does not exist; run `driver-credential` first", sa)
+	}
+	old := h.tokenOf(ctx, s)
+	if _, err := h.deleteAll(ctx, s, []handle{h.secret(s.Namespace, s.TokenSecretName(), nil), sa}); err != nil {
+		return fmt.Errorf("rotate: %w", err)
+	}
+	if err := h.waitRejected(ctx, old); err != nil {
+		return fmt.Errorf("rotate: %w", err)
+	}
+	return h.Ensure(ctx, s)
+}
+
+// Revoke deletes every object of the credential: those of its names and
+// its Roles and RoleBindings in any namespace, each only if it carries the
+// credential's labels. It returns what it deleted.
+func (h *Harvester) Revoke(ctx context.Context, s Spec) ([]string, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	found, err := h.namespaced(ctx, s, func(ns string) bool { return !slices.Contains(s.MachineNamespaces, ns) })
+	if err != nil {
+		return nil, err
+	}
+	token := h.tokenOf(ctx, s)
+	hs := h.handles(s)
+	slices.Reverse(hs) // the token first, the ServiceAccount last
+	deleted, err := h.deleteAll(ctx, s, append(found, hs...))
+	if err == nil && len(deleted) > 0 {
+		err = h.waitRejected(ctx, token)
+	}
+	if err != nil {
+		return deleted, fmt.Errorf("revoke driver credential %s/%s: %w", s.Namespace, s.ServiceAccount, err)
+	}
+	return deleted, nil
+}

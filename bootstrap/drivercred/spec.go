@@ -1,0 +1,112 @@
+// Package drivercred is the node driver's own credential on Harvester: a
+// ServiceAccount with exactly the rights the driver uses (the list in
+// internal/driverrights), granted by a Role in each namespace machines go
+// into and one ClusterRole for the few cluster-scoped rights, and a token
+// Secret whose token does not expire. Pure builders in spec.go and
+// objects.go, API calls in harvester.go.
+package drivercred
+
+import (
+	"errors"
+	"slices"
+
+	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/internal/driverrights"
+	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Input fields, as problems name them (the CLI renames them to its flags).
+const (
+	FieldServiceAccount    = "driver service account"
+	FieldNamespace         = "driver namespace"
+	FieldMachineNamespaces = "machine namespace"
+)
+
+// DefaultServiceAccount names the driver's ServiceAccount by default.
+const DefaultServiceAccount = "docker-machine-driver-harvester"
+
+// LabelCredential marks every object of one driver credential; its value
+// is the ServiceAccount's <namespace>.<name> as a label value.
+const LabelCredential = "harvester-bootstrap.harvesterhci.io/driver-credential"
+
+// Spec names one driver credential.
+type Spec struct {
+	ServiceAccount    string   // default DefaultServiceAccount
+	Namespace         string   // of the ServiceAccount and its token Secret
+	MachineNamespaces []string // where machines go (default: Namespace)
+	CloudProvider     bool     // the machines use --harvester-cloud-provider
+	StaticAddresses   bool     // the machines use --harvester-static-address-range
+}
+
+// WithDefaults fills the defaults and sorts the machine namespaces
+// (duplicates dropped).
+func (s Spec) WithDefaults() Spec {
+	if s.ServiceAccount == "" {
+		s.ServiceAccount = DefaultServiceAccount
+	}
+	if len(s.MachineNamespaces) == 0 && s.Namespace != "" {
+		s.MachineNamespaces = []string{s.Namespace}
+	}
+	s.MachineNamespaces = slices.Compact(slices.Sorted(slices.Values(s.MachineNamespaces)))
+	return s
+}
+
+// Validate reports every problem at once.
+func (s Spec) Validate() error {
+	var errs []error
+	label := func(f, v string) {
+		if v == "" {
+			errs = append(errs, field.Problem(f, "required"))
+		} else if msgs := validation.IsDNS1123Label(v); len(msgs) > 0 {
+			errs = append(errs, field.Invalid(f, v, "must be a DNS-1123 label (lower-case letters, digits, '-', at most 63 characters)"))
+		}
+	}
+	label(FieldServiceAccount, s.ServiceAccount)
+	label(FieldNamespace, s.Namespace)
+	for _, ns := range s.MachineNamespaces {
+		label(FieldMachineNamespaces, ns)
+	}
+	return errors.Join(errs...)
+}
+
+// TokenSecretName is the ServiceAccount's token Secret.
+func (s Spec) TokenSecretName() string { return s.ServiceAccount + "-token" }
+
+// RBACName names the Roles, RoleBindings, ClusterRole and
+// ClusterRoleBinding (unique per ServiceAccount namespace and name).
+func (s Spec) RBACName() string {
+	return "harvester-bootstrap:driver:" + s.Namespace + ":" + s.ServiceAccount
+}
+
+// LabelValue is the LabelCredential value of the credential.
+func (s Spec) LabelValue() string { return harvester.LabelValue(s.Namespace + "." + s.ServiceAccount) }
+
+// Labels are on every object of the credential.
+func (s Spec) Labels() map[string]string {
+	return map[string]string{addons.LabelManagedBy: addons.ManagedBy, LabelCredential: s.LabelValue()}
+}
+
+// Selector selects every object of the credential.
+func (s Spec) Selector() string {
+	return addons.LabelManagedBy + "=" + addons.ManagedBy + "," + LabelCredential + "=" + s.LabelValue()
+}
+
+// Owns reports whether labels mark an object as this credential's.
+func (s Spec) Owns(labels map[string]string) bool {
+	return labels[addons.LabelManagedBy] == addons.ManagedBy && labels[LabelCredential] == s.LabelValue()
+}
+
+// Permissions are the rights granted: every machine's and the checks',
+// and the cloud provider's when the machines use it.
+func (s Spec) Permissions() []driverrights.Permission {
+	needs := []driverrights.Need{driverrights.Always, driverrights.Checks}
+	if s.CloudProvider {
+		needs = append(needs, driverrights.CloudProvider)
+	}
+	if s.StaticAddresses {
+		needs = append(needs, driverrights.StaticAddresses)
+	}
+	return driverrights.Of(needs...)
+}

@@ -1,0 +1,111 @@
+package driverrights
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	authv1 "k8s.io/api/authorization/v1"
+)
+
+// RulesAllow reports whether any of the rules (a SelfSubjectRulesReview's
+// answer) grants p, by RBAC's matching: "*" matches every verb, group and
+// resource (subresources included); "*/sub" matches that subresource of
+// every resource; "resource/sub" names one subresource; a rule with
+// resourceNames grants only requests for one of those names, so never a
+// request without a name (list, watch, create).
+func RulesAllow(rules []authv1.ResourceRule, p Permission) bool {
+	for _, r := range rules {
+		if matchesAll(r.Verbs, p.Verb) && matchesAll(r.APIGroups, p.Group) && resourceMatches(r.Resources, p) && nameMatches(r.ResourceNames, p.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchesAll(values []string, want string) bool {
+	return slices.Contains(values, "*") || slices.Contains(values, want)
+}
+
+func resourceMatches(resources []string, p Permission) bool {
+	want := p.Resource
+	if p.Subresource != "" {
+		want += "/" + p.Subresource
+	}
+	for _, r := range resources {
+		if r == "*" || r == want || (p.Subresource != "" && r == "*/"+p.Subresource) {
+			return true
+		}
+	}
+	return false
+}
+
+func nameMatches(names []string, want string) bool {
+	return len(names) == 0 || (want != "" && slices.Contains(names, want))
+}
+
+// everyUser are the rights Kubernetes grants every authenticated user
+// (ClusterRole system:basic-user): asking who one is and what one may do.
+var everyUser = []Permission{
+	{Verb: "create", Group: "authentication.k8s.io", Resource: "selfsubjectreviews"},
+	{Verb: "create", Group: groupAuthz, Resource: "selfsubjectaccessreviews"},
+	{Verb: "create", Group: groupAuthz, Resource: "selfsubjectrulesreviews"},
+}
+
+// Excess lists what rules (a SelfSubjectRulesReview's answer) grant beyond
+// needed and what every authenticated user may do, one entry per verb and
+// resource ("delete nodes", "* *.*"), sorted. Empty: the credential is no
+// broader than needed.
+func Excess(rules []authv1.ResourceRule, needed []Permission) []string {
+	needed = append(slices.Clone(needed), everyUser...)
+	seen := map[string]bool{}
+	for _, r := range rules {
+		for _, v := range r.Verbs {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					for _, n := range namesOf(r.ResourceNames) {
+						if !covered(needed, v, g, res, n) {
+							seen[describe(v, g, res, n)] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for s := range seen {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func namesOf(names []string) []string {
+	if len(names) == 0 {
+		return []string{""}
+	}
+	return names
+}
+
+// covered: a rule item (verb, group, resource[/sub], name) grants nothing
+// beyond one needed permission. A wildcard is never covered.
+func covered(needed []Permission, verb, group, resource, name string) bool {
+	if verb == "*" || group == "*" || strings.Contains(resource, "*") {
+		return false
+	}
+	for _, p := range needed {
+		want := p.Resource
+		if p.Subresource != "" {
+			want += "/" + p.Subresource
+		}
+		if p.Verb == verb && p.Group == group && want == resource && (p.Name == "" || p.Name == name) {
+			return true
+		}
+	}
+	return false
+}
+
+func describe(verb, group, resource, name string) string {
+	p := Permission{Verb: verb, Group: group, Resource: resource, Name: name}
+	return p.String()
+}

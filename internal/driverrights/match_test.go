@@ -1,0 +1,61 @@
+package driverrights
+
+import (
+	"testing"
+
+	authv1 "k8s.io/api/authorization/v1"
+)
+
+func rule(verbs, groups, resources, names []string) authv1.ResourceRule {
+	return authv1.ResourceRule{Verbs: verbs, APIGroups: groups, Resources: resources, ResourceNames: names}
+}
+
+func list(s ...string) []string { return s }
+
+func TestRulesAllow(t *testing.T) {
+	getVM := Permission{Verb: "get", Group: "kubevirt.io", Resource: "virtualmachines"}
+	createSecret := Permission{Verb: "create", Resource: "secrets"}
+	bindRole := Permission{Verb: "bind", Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: "harvesterhci.io:cloudprovider"}
+	vmStatus := Permission{Verb: "update", Group: "kubevirt.io", Resource: "virtualmachines", Subresource: "status"}
+	cases := []struct {
+		name  string
+		rules []authv1.ResourceRule
+		p     Permission
+		want  bool
+	}{
+		{"exact", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("virtualmachines"), nil)}, getVM, true},
+		{"other verb", []authv1.ResourceRule{rule(list("list"), list("kubevirt.io"), list("virtualmachines"), nil)}, getVM, false},
+		{"other group", []authv1.ResourceRule{rule(list("get"), list(""), list("virtualmachines"), nil)}, getVM, false},
+		{"core group is the empty string", []authv1.ResourceRule{rule(list("create"), list(""), list("secrets"), nil)}, createSecret, true},
+		{"other resource", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("virtualmachineinstances"), nil)}, getVM, false},
+		{"no rules", nil, getVM, false},
+		{"verb wildcard", []authv1.ResourceRule{rule(list("*"), list("kubevirt.io"), list("virtualmachines"), nil)}, getVM, true},
+		{"group wildcard", []authv1.ResourceRule{rule(list("get"), list("*"), list("virtualmachines"), nil)}, getVM, true},
+		{"resource wildcard", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("*"), nil)}, getVM, true},
+		{"cluster admin", []authv1.ResourceRule{rule(list("*"), list("*"), list("*"), nil)}, bindRole, true},
+		{"spread over rules is not one grant", []authv1.ResourceRule{
+			rule(list("get"), list("other.io"), list("virtualmachines"), nil),
+			rule(list("list"), list("kubevirt.io"), list("virtualmachines"), nil),
+		}, getVM, false},
+		{"second rule grants", []authv1.ResourceRule{
+			rule(list("list"), list("kubevirt.io"), list("virtualmachines"), nil),
+			rule(list("get", "watch"), list("kubevirt.io"), list("virtualmachines"), nil),
+		}, getVM, true},
+		{"resourceNames grant the named object", []authv1.ResourceRule{rule(list("bind"), list("rbac.authorization.k8s.io"), list("clusterroles"), list("harvesterhci.io:cloudprovider"))}, bindRole, true},
+		{"resourceNames of another object", []authv1.ResourceRule{rule(list("bind"), list("rbac.authorization.k8s.io"), list("clusterroles"), list("admin"))}, bindRole, false},
+		{"resourceNames never grant a request without a name", []authv1.ResourceRule{rule(list("create"), list(""), list("secrets"), list("c1-cloudinit"))}, createSecret, false},
+		{"a resource rule does not grant its subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("virtualmachines"), nil)}, vmStatus, false},
+		{"resource/subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("virtualmachines/status"), nil)}, vmStatus, true},
+		{"*/subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("*/status"), nil)}, vmStatus, true},
+		{"*/other subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("*/scale"), nil)}, vmStatus, false},
+		{"a subresource rule does not grant the resource", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("virtualmachines/status"), nil)}, getVM, false},
+		{"*/subresource does not grant the resource", []authv1.ResourceRule{rule(list("get"), list("kubevirt.io"), list("*/status"), nil)}, getVM, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := RulesAllow(c.rules, c.p); got != c.want {
+				t.Errorf("RulesAllow(%s) = %v, want %v", c.p, got, c.want)
+			}
+		})
+	}
+}

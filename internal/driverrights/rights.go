@@ -1,0 +1,124 @@
+// Package driverrights is the one list of the Harvester API rights the
+// node driver uses. The driver's pre-create check evaluates the credential
+// against it, `harvester-bootstrap driver-credential` grants exactly it,
+// and `harvester-bootstrap doctor` reports a driver credential that lacks
+// or exceeds it: the three cannot drift apart.
+package driverrights
+
+import (
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+)
+
+// Need says when the driver uses a permission.
+type Need int
+
+const (
+	// Always: every machine (create, stop, start, remove, state).
+	Always Need = iota
+	// CloudProvider: only with --harvester-cloud-provider (the driver makes
+	// or reuses the guest cluster's credential).
+	CloudProvider
+	// StaticAddresses: only with --harvester-static-address-range (the
+	// address claims, ConfigMaps, are read, listed, watched and created;
+	// the garbage collector removes them).
+	StaticAddresses
+	// Checks: reads of checks and diagnostics; when forbidden the driver
+	// skips the check with a warning, so they are granted, never required.
+	Checks
+)
+
+// Permission is one verb on one resource the driver uses.
+type Permission struct {
+	Verb, Group, Resource string
+	Subresource           string // e.g. "status"; "" for the resource itself
+	Name                  string // one object only (for example bind on one ClusterRole)
+	ClusterScoped         bool   // granted by a ClusterRole; otherwise by a Role in each machine namespace
+	Need                  Need
+}
+
+// String names the permission as in messages: "create secrets",
+// "bind clusterroles.rbac.authorization.k8s.io harvesterhci.io:cloudprovider".
+func (p Permission) String() string {
+	resource := p.Resource
+	if p.Subresource != "" {
+		resource += "/" + p.Subresource
+	}
+	if p.Group != "" {
+		resource += "." + p.Group
+	}
+	if p.Name != "" {
+		resource += " " + p.Name
+	}
+	return p.Verb + " " + resource
+}
+
+// API groups of the list.
+const (
+	groupKubeVirt  = "kubevirt.io"
+	groupHarvester = "harvesterhci.io"
+	groupCNI       = "k8s.cni.cncf.io"
+	groupRBAC      = "rbac.authorization.k8s.io"
+	groupAuthz     = "authorization.k8s.io"
+	groupStorage   = "storage.k8s.io"
+)
+
+// ServerVersionSetting is the Harvester Setting the driver reads to
+// identify the cluster.
+const ServerVersionSetting = "server-version"
+
+// All is every permission the driver uses, in a fixed order.
+func All() []Permission {
+	var out []Permission
+	add := func(need Need, p Permission, verbs ...string) {
+		for _, v := range verbs {
+			p.Verb, p.Need = v, need
+			out = append(out, p)
+		}
+	}
+	add(Always, Permission{Group: groupKubeVirt, Resource: "virtualmachines"}, "get", "list", "watch", "create", "update", "patch", "delete")
+	add(Always, Permission{Group: groupKubeVirt, Resource: "virtualmachineinstances"}, "get", "list", "watch", "delete")
+	add(Always, Permission{Resource: "secrets"}, "get", "list", "watch", "create", "patch", "delete")
+	add(Always, Permission{Resource: "persistentvolumeclaims"}, "get", "list", "watch", "delete")
+	add(Always, Permission{Group: groupHarvester, Resource: "virtualmachineimages"}, "get")
+	add(Always, Permission{Group: groupHarvester, Resource: "keypairs"}, "get")
+	add(Always, Permission{Group: groupCNI, Resource: "network-attachment-definitions"}, "get")
+
+	// The guest cluster's credential, made as `harvester-bootstrap
+	// kubeconfig` makes it (server-side apply: get, create, patch), and the
+	// right to bind the two Harvester ClusterRoles: the RoleBinding in the
+	// VM namespace, the ClusterRoleBinding cluster-wide.
+	add(CloudProvider, Permission{Resource: "serviceaccounts"}, "get", "create", "patch")
+	add(CloudProvider, Permission{Resource: "secrets"}, "patch")
+	add(CloudProvider, Permission{Group: groupRBAC, Resource: "rolebindings"}, "get", "create", "patch")
+	add(CloudProvider, Permission{Group: groupRBAC, Resource: "clusterrolebindings", ClusterScoped: true}, "get", "create", "patch")
+	add(CloudProvider, Permission{Group: groupRBAC, Resource: "clusterroles", Name: harvester.CloudProviderRole}, "bind")
+	add(CloudProvider, Permission{Group: groupRBAC, Resource: "clusterroles", Name: harvester.CSIDriverRole, ClusterScoped: true}, "bind")
+
+	add(StaticAddresses, Permission{Resource: "configmaps"}, "get", "list", "watch", "create")
+
+	// Checks: the cluster's identity and version, the namespace (a request
+	// for namespace X is a request in X, so a Role grants it), storage
+	// classes, the events explaining a VM that does not start, and the
+	// rights review itself.
+	add(Checks, Permission{Group: groupHarvester, Resource: "settings", Name: ServerVersionSetting, ClusterScoped: true}, "get")
+	add(Checks, Permission{Resource: "namespaces"}, "get")
+	add(Checks, Permission{Resource: "events"}, "list")
+	add(Checks, Permission{Group: groupStorage, Resource: "storageclasses", ClusterScoped: true}, "get")
+	add(Checks, Permission{Group: groupAuthz, Resource: "selfsubjectrulesreviews", ClusterScoped: true}, "create")
+	add(Checks, Permission{Group: groupAuthz, Resource: "selfsubjectaccessreviews", ClusterScoped: true}, "create")
+	return out
+}
+
+// Of is the permissions of the given needs, in All's order.
+func Of(needs ...Need) []Permission {
+	var out []Permission
+	for _, p := range All() {
+		for _, n := range needs {
+			if p.Need == n {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,70 @@
+package driverrights
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/harvester-kit/harvester-machine/internal/golden"
+	authv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+)
+
+func TestPolicyRulesGolden(t *testing.T) {
+	ns, cluster := PolicyRules(All())
+	out := golden.Must(yaml.Marshal(map[string][]rbacv1.PolicyRule{"role": ns, "clusterRole": cluster}))
+	golden.Assert(t, "policyrules.yaml", out)
+}
+
+// TestPolicyRulesGrantExactlyTheList: the rules granted from the list
+// allow every permission of it and nothing beyond it.
+func TestPolicyRulesGrantExactlyTheList(t *testing.T) {
+	ns, cluster := PolicyRules(All())
+	var rules []authv1.ResourceRule
+	for _, r := range append(ns, cluster...) {
+		rules = append(rules, authv1.ResourceRule{Verbs: r.Verbs, APIGroups: r.APIGroups, Resources: r.Resources, ResourceNames: r.ResourceNames})
+	}
+	for _, p := range All() {
+		if !RulesAllow(rules, p) {
+			t.Errorf("the rules do not grant %s", p)
+		}
+	}
+	if x := Excess(rules, All()); len(x) > 0 {
+		t.Errorf("the rules grant more than the list: %v", x)
+	}
+}
+
+func TestExcess(t *testing.T) {
+	cases := []struct {
+		name  string
+		rules []authv1.ResourceRule
+		want  []string
+	}{
+		{"nothing", nil, nil},
+		{"every user's", []authv1.ResourceRule{rule(list("create"), list("authentication.k8s.io"), list("selfsubjectreviews"), nil)}, nil},
+		{"exact", []authv1.ResourceRule{rule(list("get", "delete"), list("kubevirt.io"), list("virtualmachines"), nil)}, nil},
+		{"cluster admin", []authv1.ResourceRule{rule(list("*"), list("*"), list("*"), nil)}, list("* *.*")},
+		{"verb wildcard", []authv1.ResourceRule{rule(list("*"), list(""), list("secrets"), nil)}, list("* secrets")},
+		{"another resource", []authv1.ResourceRule{rule(list("get", "delete"), list(""), list("nodes", "secrets"), nil)}, list("delete nodes", "get nodes")},
+		{"named need, unnamed grant", []authv1.ResourceRule{rule(list("bind"), list("rbac.authorization.k8s.io"), list("clusterroles"), nil)}, list("bind clusterroles.rbac.authorization.k8s.io")},
+		{"named need, named grant", []authv1.ResourceRule{rule(list("bind"), list("rbac.authorization.k8s.io"), list("clusterroles"), list("harvesterhci.io:csi-driver"))}, nil},
+		{"other name", []authv1.ResourceRule{rule(list("bind"), list("rbac.authorization.k8s.io"), list("clusterroles"), list("cluster-admin"))}, list("bind clusterroles.rbac.authorization.k8s.io cluster-admin")},
+		{"subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("virtualmachines/status"), nil)}, list("update virtualmachines/status.kubevirt.io")},
+	}
+	for _, c := range cases {
+		if got := Excess(c.rules, All()); !slices.Equal(got, c.want) && (len(got) > 0 || len(c.want) > 0) {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+func TestOf(t *testing.T) {
+	if len(Of(Always))+len(Of(CloudProvider))+len(Of(StaticAddresses))+len(Of(Checks)) != len(All()) {
+		t.Error("every permission has exactly one need")
+	}
+	for _, p := range Of(CloudProvider) {
+		if p.Need != CloudProvider {
+			t.Errorf("%s: need %d", p, p.Need)
+		}
+	}
+}
