@@ -44,7 +44,7 @@ func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterapi.API, i
 		return problems
 	}
 	problems = append(problems, d.checkPermissions(ctx, api)...)
-	storageClasses, nsSeen, errs := d.checkImages(ctx, api, in)
+	images, storageClasses, nsSeen, errs := d.checkImages(ctx, api, in)
 	problems = append(problems, errs...)
 	problems = append(problems, d.checkNamespace(ctx, api, nsSeen)...)
 	problems = append(problems, d.checkStorageClasses(ctx, api, storageClasses)...)
@@ -55,6 +55,7 @@ func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterapi.API, i
 			problems = append(problems, err)
 		}
 	}
+	problems = append(problems, d.checkCapacity(ctx, api, in, images)...)
 	claims := make([]string, len(in.Disks))
 	for i := range in.Disks {
 		claims[i] = DiskClaimName(d.MachineName, i)
@@ -68,8 +69,8 @@ func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterapi.API, i
 // Harvester made for the image before marking it imported, so reading the
 // image proves it. nsSeen: an image was read in the VM namespace, which
 // proves that the namespace exists.
-func (d *Driver) checkImages(ctx context.Context, api *harvesterapi.API, in Inputs) (storageClasses map[string]string, nsSeen bool, problems []error) {
-	storageClasses = map[string]string{}
+func (d *Driver) checkImages(ctx context.Context, api *harvesterapi.API, in Inputs) (images map[string]ImageFacts, storageClasses map[string]string, nsSeen bool, problems []error) {
+	storageClasses, images = map[string]string{}, map[string]ImageFacts{}
 	refs, err := in.ImageRefs(d.VMNamespace)
 	if err != nil {
 		problems = append(problems, err)
@@ -82,6 +83,7 @@ func (d *Driver) checkImages(ctx context.Context, api *harvesterapi.API, in Inpu
 			continue
 		}
 		virtualSizes[ref.String()] = img.Status.VirtualSize
+		images[ref.String()] = ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
 		nsSeen = nsSeen || ref.Namespace == d.VMNamespace
 		if ok, msg := harvesterapi.ConditionTrue(img.Status.Conditions, "Imported"); !ok {
 			problems = append(problems, fmt.Errorf("image %s is not imported yet (condition Imported is not True%s)", ref, suffix(msg)))
@@ -97,7 +99,7 @@ func (d *Driver) checkImages(ctx context.Context, api *harvesterapi.API, in Inpu
 			}
 		}
 	}
-	return storageClasses, nsSeen, problems
+	return images, storageClasses, nsSeen, problems
 }
 
 // checkStorageClasses checks that the storage classes exist (skipped with a

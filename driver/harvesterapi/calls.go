@@ -240,6 +240,21 @@ func (a *API) GetNamespace(ctx context.Context, name string) (*corev1.Namespace,
 	})
 }
 
+// ListResourceQuotas lists the namespace's ResourceQuotas (what a new VM
+// must fit into).
+func (a *API) ListResourceQuotas(ctx context.Context, ns string) (*corev1.ResourceQuotaList, error) {
+	return do(ctx, a, "list resource quotas in "+ns, func(c context.Context) (*corev1.ResourceQuotaList, error) {
+		return a.kube.ResourceQuotas(ns).List(c, metav1.ListOptions{})
+	})
+}
+
+// ListNodes lists the hosts (their allocatable vGPU profiles).
+func (a *API) ListNodes(ctx context.Context) (*corev1.NodeList, error) {
+	return do(ctx, a, "list hosts", func(c context.Context) (*corev1.NodeList, error) {
+		return a.kube.Nodes().List(c, metav1.ListOptions{})
+	})
+}
+
 func (a *API) GetStorageClass(ctx context.Context, name string) (*storagev1.StorageClass, error) {
 	return do(ctx, a, "get storage class "+name, func(c context.Context) (*storagev1.StorageClass, error) {
 		return a.kube.StorageClasses().Get(c, name, metav1.GetOptions{})
@@ -307,6 +322,11 @@ func getDynamic[T any](ctx context.Context, a *API, op string, gvr schema.GroupV
 // the version, its UID identifies the cluster.
 func (a *API) ServerVersion(ctx context.Context) (*Setting, error) {
 	return getDynamic[Setting](ctx, a, "read Harvester setting "+ServerVerID, GVRSetting, "", ServerVerID)
+}
+
+// GetSetting reads a Harvester setting.
+func (a *API) GetSetting(ctx context.Context, name string) (*Setting, error) {
+	return getDynamic[Setting](ctx, a, "read Harvester setting "+name, GVRSetting, "", name)
 }
 
 // GetImage reads an image once per process (see Seen).

@@ -25,6 +25,8 @@ type Interface interface {
 	Events(ns string) Resource[*corev1.Event, *corev1.EventList]
 	ServiceAccounts(ns string) ServiceAccounts
 	Namespaces() Resource[*corev1.Namespace, *corev1.NamespaceList]
+	ResourceQuotas(ns string) Resource[*corev1.ResourceQuota, *corev1.ResourceQuotaList]
+	Nodes() Resource[*corev1.Node, *corev1.NodeList]
 	StorageClasses() Resource[*storagev1.StorageClass, *storagev1.StorageClassList]
 	RoleBindings(ns string) Resource[*rbacv1.RoleBinding, *rbacv1.RoleBindingList]
 	ClusterRoleBindings() Resource[*rbacv1.ClusterRoleBinding, *rbacv1.ClusterRoleBindingList]
@@ -119,6 +121,14 @@ func (c *Client) ServiceAccounts(ns string) ServiceAccounts {
 
 func (c *Client) Namespaces() Resource[*corev1.Namespace, *corev1.NamespaceList] {
 	return newResource(c.core, "namespaces", "", newOf[corev1.Namespace](), newOf[corev1.NamespaceList]())
+}
+
+func (c *Client) ResourceQuotas(ns string) Resource[*corev1.ResourceQuota, *corev1.ResourceQuotaList] {
+	return newResource(c.core, "resourcequotas", ns, newOf[corev1.ResourceQuota](), newOf[corev1.ResourceQuotaList]())
+}
+
+func (c *Client) Nodes() Resource[*corev1.Node, *corev1.NodeList] {
+	return newResource(c.core, "nodes", "", newOf[corev1.Node](), newOf[corev1.NodeList]())
 }
 
 func (c *Client) StorageClasses() Resource[*storagev1.StorageClass, *storagev1.StorageClassList] {

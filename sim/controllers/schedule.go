@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // placedVMI is a VMI that already occupies a host, as the scheduler sees it.
@@ -20,6 +21,8 @@ type placedVMI struct {
 	Node      string
 	// RequiredAntiAffinity of the placed VMI also keeps newcomers away.
 	RequiredAntiAffinity []corev1.PodAffinityTerm
+	// Devices are the device-plugin resources (vGPU profiles) it holds.
+	Devices map[string]int64
 }
 
 // scheduleRequest is what the scheduler needs from the VMI being placed.
@@ -28,6 +31,9 @@ type scheduleRequest struct {
 	Labels       map[string]string
 	NodeSelector map[string]string
 	Affinity     *corev1.Affinity
+	// Devices are the device-plugin resources (vGPU profiles by deviceName)
+	// the VMI's launcher pod requests: one per GPU.
+	Devices map[string]int64
 }
 
 // scheduleResult is the decision: a host, or a message saying why none fits.
@@ -91,6 +97,41 @@ func schedule(req scheduleRequest, hosts []corev1.Node, placed []placedVMI) sche
 	return scheduleResult{Node: feasible[0].name}
 }
 
+// insufficientDevice is a device-plugin resource the host lacks room for
+// (its allocatable count less what placed VMIs hold), or "".
+func insufficientDevice(req scheduleRequest, h corev1.Node, placed []placedVMI) string {
+	names := make([]string, 0, len(req.Devices))
+	for d := range req.Devices {
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	for _, d := range names {
+		alloc := h.Status.Allocatable[corev1.ResourceName(d)]
+		free := alloc.Value()
+		for _, p := range placed {
+			if p.Node == h.Name {
+				free -= p.Devices[d]
+			}
+		}
+		if free < req.Devices[d] {
+			return d
+		}
+	}
+	return ""
+}
+
+// gpuDevices counts a VMI spec's GPUs by deviceName.
+func gpuDevices(gpus []kubevirtv1.GPU) map[string]int64 {
+	if len(gpus) == 0 {
+		return nil
+	}
+	out := map[string]int64{}
+	for _, g := range gpus {
+		out[g.DeviceName]++
+	}
+	return out
+}
+
 func unschedulableMessage(total int, failures map[string]int) string {
 	reasons := make([]string, 0, len(failures))
 	for r, n := range failures {
@@ -114,6 +155,9 @@ func vmisOn(node string, placed []placedVMI) int {
 func filterHost(req scheduleRequest, h corev1.Node, hostLabels map[string]map[string]string, placed []placedVMI) string {
 	if h.Spec.Unschedulable {
 		return reasonUnschedulable
+	}
+	if dev := insufficientDevice(req, h, placed); dev != "" {
+		return "Insufficient " + dev
 	}
 	for k, v := range req.NodeSelector {
 		if got, ok := h.Labels[k]; !ok || got != v {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -35,6 +36,12 @@ func antiAffinity(key string, required bool) *corev1.Affinity {
 func requiredNode(reqs ...corev1.NodeSelectorRequirement) *corev1.Affinity {
 	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: reqs}}}}}
+}
+
+// withDevice gives hosts[i] n allocatable of a device-plugin resource.
+func withDevice(hosts []corev1.Node, i int, dev string, n int64) []corev1.Node {
+	hosts[i].Status.Allocatable = corev1.ResourceList{corev1.ResourceName(dev): *resource.NewQuantity(n, resource.DecimalSI)}
+	return hosts
 }
 
 func TestSchedule(t *testing.T) {
@@ -75,6 +82,12 @@ func TestSchedule(t *testing.T) {
 				{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "gpu", Operator: corev1.NodeSelectorOpExists}}},
 				{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: hostnameKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"harvester-node-2"}}}},
 			}}}}}, wantNode: "harvester-node-2"},
+		{name: "vGPU only where allocatable", req: scheduleRequest{Namespace: "default", Devices: map[string]int64{"nvidia.com/A": 1}},
+			hosts: withDevice(testHosts(), 1, "nvidia.com/A", 1), wantNode: "harvester-node-1"},
+		{name: "vGPU held elsewhere", req: scheduleRequest{Namespace: "default", Devices: map[string]int64{"nvidia.com/A": 1}},
+			hosts:   withDevice(testHosts(), 1, "nvidia.com/A", 1),
+			placed:  []placedVMI{{Namespace: "default", Node: "harvester-node-1", Devices: map[string]int64{"nvidia.com/A": 1}}},
+			wantMsg: "0/3 nodes are available: 3 Insufficient nvidia.com/A."},
 		{name: "cordoned host skipped", req: scheduleRequest{Namespace: "default"},
 			hosts: func() []corev1.Node { h := testHosts(); h[0].Spec.Unschedulable = true; return h }(), wantNode: "harvester-node-1"},
 		{name: "preferred anti-affinity spreads by host", req: scheduleRequest{Namespace: "default", Labels: web, Affinity: antiAffinity(hostnameKey, false)},

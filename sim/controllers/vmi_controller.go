@@ -130,7 +130,7 @@ func (s *sim) scheduleVMI(ctx context.Context, c *vmiContext) (time.Duration, er
 	node := s.state.assumedNode(c.key)
 	if node == "" {
 		res := schedule(scheduleRequest{Namespace: ns, Labels: c.vmi.Labels, NodeSelector: c.vmi.Spec.NodeSelector,
-			Affinity: c.vmi.Spec.Affinity}, s.hosts(), s.placedVMIs(c.key))
+			Affinity: c.vmi.Spec.Affinity, Devices: gpuDevices(c.vmi.Spec.Domain.Devices.GPUs)}, s.hosts(), s.placedVMIs(c.key))
 		if res.Node == "" {
 			return 0, s.unschedulable(ctx, c, res.Message)
 		}
@@ -416,6 +416,16 @@ func (s *sim) placedVMIs(key string) []placedVMI {
 			continue
 		}
 		p := placedVMI{Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels(), Node: node}
+		if gpus, ok, _ := unstructured.NestedSlice(u.Object, "spec", "domain", "devices", "gpus"); ok {
+			p.Devices = map[string]int64{}
+			for _, g := range gpus {
+				if m, ok := g.(map[string]any); ok {
+					if name, _ := m["deviceName"].(string); name != "" {
+						p.Devices[name]++
+					}
+				}
+			}
+		}
 		if m, ok, _ := unstructured.NestedMap(u.Object, "spec", "affinity"); ok {
 			var aff corev1.Affinity
 			if runtime.DefaultUnstructuredConverter.FromUnstructured(m, &aff) == nil && aff.PodAntiAffinity != nil {

@@ -47,6 +47,14 @@ func (c Clients) Namespaces() restapi.Resource[*corev1.Namespace, *corev1.Namesp
 	return c.Kube.CoreV1().Namespaces()
 }
 
+func (c Clients) ResourceQuotas(ns string) restapi.Resource[*corev1.ResourceQuota, *corev1.ResourceQuotaList] {
+	return c.Kube.CoreV1().ResourceQuotas(ns)
+}
+
+func (c Clients) Nodes() restapi.Resource[*corev1.Node, *corev1.NodeList] {
+	return c.Kube.CoreV1().Nodes()
+}
+
 func (c Clients) StorageClasses() restapi.Resource[*storagev1.StorageClass, *storagev1.StorageClassList] {
 	return c.Kube.StorageV1().StorageClasses()
 }

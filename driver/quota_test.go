@@ -1,0 +1,125 @@
+package driver
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+)
+
+func quota(name string, labels map[string]string, hard, used map[string]string) corev1.ResourceQuota {
+	rl := func(m map[string]string) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for k, v := range m {
+			out[corev1.ResourceName(k)] = resource.MustParse(v)
+		}
+		return out
+	}
+	return corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels},
+		Spec: corev1.ResourceQuotaSpec{Hard: rl(hard)}, Status: corev1.ResourceQuotaStatus{Hard: rl(hard), Used: rl(used)}}
+}
+
+func TestQuotaShortfalls(t *testing.T) {
+	// 2 CPUs, 4 GiB, one 30 GiB disk of longhorn-ubuntu-22.04; overhead at ratio 1: 276Mi.
+	c := baseConfig()
+	c.DiskSizeGiB = 30
+	in, _ := ParseInputs(c)
+	plan, err := PlanFromConfig(c, in, "c1-pool1-x7k2p", testImages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask := askOf(plan, "1")
+	rancherNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", Annotations: map[string]string{
+		harvester.AnnotationRancherResourceQuota: `{"limit":{"limitsCpu":"4","limitsMemory":"8Gi","requestsStorage":"100Gi"}}`}}}
+	defaultRQ := map[string]string{harvester.LabelDefaultResourceQuota: "true"}
+	cases := []struct {
+		name   string
+		ns     *corev1.Namespace
+		quotas []corev1.ResourceQuota
+		want   []string
+	}{
+		{"no quota", nil, nil, nil},
+		{"room", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"limits.cpu": "4", "limits.memory": "8Gi", "requests.storage": "100Gi"}, nil)}, nil},
+		{"other resources", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"services": "0", "requests.cpu": "0"}, nil)}, nil},
+		{"storage", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"requests.storage": "50Gi"}, map[string]string{"requests.storage": "40Gi"})},
+			[]string{"ResourceQuota default/q: requests.storage: the machine needs 30Gi, 10Gi of 50Gi is free (40Gi used)"}},
+		{"memory with overhead", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"limits.memory": "4Gi", "limits.cpu": "1"}, nil)},
+			[]string{"ResourceQuota default/q: limits.cpu: the machine needs 2, 1 of 1 is free (0 used)",
+				"ResourceQuota default/q: limits.memory: the machine needs 4372Mi, 4Gi of 4Gi is free (0 used) (the VM's memory and Harvester's VM overhead 276Mi)"}},
+		{"counts and class", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"count/virtualmachines.kubevirt.io": "3", "persistentvolumeclaims": "5",
+			"longhorn-ubuntu-22.04.storageclass.storage.k8s.io/requests.storage": "20Gi", "other.storageclass.storage.k8s.io/requests.storage": "0"},
+			map[string]string{"count/virtualmachines.kubevirt.io": "3", "persistentvolumeclaims": "1"})},
+			[]string{"count/virtualmachines.kubevirt.io: the machine needs 1, 0 of 3 is free (3 used)",
+				"longhorn-ubuntu-22.04.storageclass.storage.k8s.io/requests.storage: the machine needs 30Gi, 20Gi of 20Gi is free"}},
+		{"harvester's rule", rancherNS, []corev1.ResourceQuota{quota("default-xyz", defaultRQ, map[string]string{"limits.cpu": "100"},
+			map[string]string{"limits.cpu": "3", "limits.memory": "4Gi", "requests.storage": "50Gi"})},
+			[]string{"namespace default's project quota (field.cattle.io/resourceQuota limitsCpu): limits.cpu: the machine needs 2, 1 of 4 is free (3 used)",
+				"(field.cattle.io/resourceQuota limitsMemory): limits.memory: the machine needs 4372Mi, 4Gi of 8Gi is free (4Gi used)"}},
+		{"harvester's rule without the default quota", rancherNS, []corev1.ResourceQuota{quota("q", nil, map[string]string{"pods": "10"}, map[string]string{"limits.cpu": "4"})}, nil},
+	}
+	for _, tc := range cases {
+		got := quotaShortfalls(ask, tc.ns, tc.quotas)
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: %q, want %d shortfalls", tc.name, got, len(tc.want))
+			continue
+		}
+		for i := range got {
+			if !strings.Contains(got[i], tc.want[i]) {
+				t.Errorf("%s: %q lacks %q", tc.name, got[i], tc.want[i])
+			}
+		}
+	}
+}
+
+func TestMigratingVMsAreNotCountedTwice(t *testing.T) {
+	c := baseConfig()
+	in, _ := ParseInputs(c)
+	plan, _ := PlanFromConfig(c, in, "m", testImages)
+	rq := quota("default-xyz", map[string]string{harvester.LabelDefaultResourceQuota: "true"}, map[string]string{"limits.cpu": "100"}, map[string]string{"limits.cpu": "4"})
+	rq.Annotations = map[string]string{harvester.AnnotationMigratingUIDPrefix + "uid-1": `{"limits.cpu":"2"}`}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", Annotations: map[string]string{harvester.AnnotationRancherResourceQuota: `{"limit":{"limitsCpu":"4"}}`}}}
+	if got := quotaShortfalls(askOf(plan, ""), ns, []corev1.ResourceQuota{rq}); len(got) != 0 {
+		t.Errorf("a migrating VM's CPUs counted twice: %q", got)
+	}
+}
+
+func TestVGPUShortfall(t *testing.T) {
+	const a100 = "nvidia.com/GRID_A100-1B"
+	node := func(name string, n int64) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{a100: *resource.NewQuantity(n, resource.DecimalSI)}}}
+	}
+	holding := func(nodeName string, n int) kubevirtv1.VirtualMachineInstance {
+		vmi := kubevirtv1.VirtualMachineInstance{Status: kubevirtv1.VirtualMachineInstanceStatus{NodeName: nodeName}}
+		for range n {
+			vmi.Spec.Domain.Devices.GPUs = append(vmi.Spec.Domain.Devices.GPUs, kubevirtv1.GPU{DeviceName: a100})
+		}
+		return vmi
+	}
+	one := []VGPURequest{{Name: "g1", DeviceName: a100}}
+	two := []VGPURequest{{Name: "g1", DeviceName: a100}, {Name: "g2", DeviceName: a100}}
+	cases := []struct {
+		name  string
+		want  []VGPURequest
+		nodes []corev1.Node
+		vmis  []kubevirtv1.VirtualMachineInstance
+		msg   string
+	}{
+		{"room", one, []corev1.Node{node("h0", 1)}, nil, ""},
+		{"no profile", []VGPURequest{{Name: "g", DeviceName: "nvidia.com/NOPE"}}, []corev1.Node{node("h0", 2)}, nil, "no host offers the vGPU profile nvidia.com/NOPE"},
+		{"held", one, []corev1.Node{node("h0", 1), node("h1", 1)}, []kubevirtv1.VirtualMachineInstance{holding("h0", 1), holding("h1", 1)},
+			"no host has room for the machine's vGPUs (1 nvidia.com/GRID_A100-1B); free per host: h0: 0 of 1 nvidia.com/GRID_A100-1B; h1: 0 of 1"},
+		{"spread is not room", two, []corev1.Node{node("h0", 1), node("h1", 1)}, nil, "no host has room for the machine's vGPUs (2 nvidia.com/GRID_A100-1B)"},
+		{"one host with two", two, []corev1.Node{node("h0", 1), node("h1", 2)}, nil, ""},
+	}
+	for _, tc := range cases {
+		got := vgpuShortfall(tc.want, tc.nodes, tc.vmis)
+		if (tc.msg == "") != (got == "") || !strings.Contains(got, tc.msg) {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.msg)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package driver_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// addQuota creates a ResourceQuota in the VM namespace, waits (watch) until
+// kube-controller-manager's resourcequota controller has filled its status
+// (the API server's quota admission refuses what it cannot judge before
+// that), and removes it when the test ends.
+func addQuota(t *testing.T, name string, hard corev1.ResourceList) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+	if _, err := kube.CoreV1().ResourceQuotas(namespace).Create(ctx, q, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = kube.CoreV1().ResourceQuotas(namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	waitQuota(ctx, t, name, func(q *corev1.ResourceQuota) bool { return len(q.Status.Hard) > 0 })
+}
+
+// waitQuota watches a quota until cond holds.
+func waitQuota(ctx context.Context, t *testing.T, name string, cond func(*corev1.ResourceQuota) bool) *corev1.ResourceQuota {
+	t.Helper()
+	w, err := kube.CoreV1().ResourceQuotas(namespace).Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if q, ok := ev.Object.(*corev1.ResourceQuota); ok && ev.Type != watch.Deleted && cond(q) {
+			return q
+		}
+	}
+	t.Fatalf("quota %s: the condition never held (%v)", name, ctx.Err())
+	return nil
+}
+
+// TestQuotaRefusesBeforeAnythingExists: a machine that does not fit the
+// namespace's ResourceQuota fails pre-create naming each shortfall (the
+// VM's memory with Harvester's overhead, its volume), and nothing is
+// created; with room it is created, and the API server charges its volume
+// to the quota.
+func TestQuotaRefusesBeforeAnythingExists(t *testing.T) {
+	r := newRM(t, "e2e-quota")
+	base := []string{"--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1", "--harvester-memory-size=2", "--harvester-disk-size=5"}
+	addQuota(t, "e2e-tight", corev1.ResourceList{
+		corev1.ResourceLimitsMemory:    resource.MustParse("2Gi"),
+		corev1.ResourceRequestsStorage: resource.MustParse("4Gi"),
+	})
+	out, err := r.create("e2e-quota-pool1-q0000", base...)
+	if err == nil {
+		t.Fatalf("create beyond the quota succeeded:\n%s", out)
+	}
+	for _, want := range []string{
+		"the machine does not fit its namespace's quota, so nothing was created: ResourceQuota default/e2e-tight: limits.memory: the machine needs",
+		"2Gi of 2Gi is free (0 used) (the VM's memory and Harvester's VM overhead",
+		"ResourceQuota default/e2e-tight: requests.storage: the machine needs 5Gi, 4Gi of 4Gi is free",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if err := kube.CoreV1().ResourceQuotas(namespace).Delete(context.Background(), "e2e-tight", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	addQuota(t, "e2e-room", corev1.ResourceList{
+		corev1.ResourceLimitsMemory:    resource.MustParse("64Gi"),
+		corev1.ResourceRequestsStorage: resource.MustParse("1Ti"),
+	})
+	name := "e2e-quota-pool1-q0001"
+	r.mustCreate(name, base...)
+	t.Cleanup(func() { r.mustRun("rm", "-y", name) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	five := resource.MustParse("5Gi")
+	waitQuota(ctx, t, "e2e-room", func(q *corev1.ResourceQuota) bool {
+		used := q.Status.Used[corev1.ResourceRequestsStorage]
+		return used.Cmp(five) >= 0
+	})
+}
+
+// TestVGPUCapacity: a vGPU profile no host offers is refused; one a host
+// offers (node allocatable, as the device plugin reports it) is accepted
+// while free (and the simulated scheduler places it on that host), and
+// refused once the running machine holds it.
+func TestVGPUCapacity(t *testing.T) {
+	const profile = "nvidia.com/GRID_A100-1B"
+	setAllocatable(t, "harvester-node-1", profile, "1")
+	t.Cleanup(func() { setAllocatable(t, "harvester-node-1", profile, "") })
+	r := newRM(t, "e2e-vgpu")
+	base := []string{"--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1"}
+	vgpu := func(device string) string {
+		return `--harvester-vgpu-info={"vGPURequests":[{"name":"gpu1","deviceName":"` + device + `"}]}`
+	}
+	out, err := r.create("e2e-vgpu-pool1-g0000", append(base, vgpu("nvidia.com/NOPE"))...)
+	if err == nil || !strings.Contains(out, "--harvester-vgpu-info: no host offers the vGPU profile nvidia.com/NOPE") {
+		t.Errorf("a missing profile: %v\n%s", err, out)
+	}
+	first := "e2e-vgpu-pool1-g0001"
+	r.mustCreate(first, append(base, vgpu(profile))...)
+	t.Cleanup(func() { r.mustRun("rm", "-y", first) })
+	if vmi := getVMI(t, first); vmi == nil || vmi.Status.NodeName != "harvester-node-1" {
+		t.Fatalf("the vGPU machine is not on the one host offering its profile (VMI %v)", vmi != nil)
+	}
+	out, err = r.create("e2e-vgpu-pool1-g0002", append(base, vgpu(profile))...)
+	if err == nil || !strings.Contains(out, "no host has room for the machine's vGPUs (1 "+profile+"); free per host:") ||
+		!strings.Contains(out, "harvester-node-1: 0 of 1 "+profile) {
+		t.Errorf("a second machine for the one vGPU: %v\n%s", err, out)
+	}
+}
+
+// setAllocatable sets (value "": removes) a resource in a node's
+// status.allocatable, as a device plugin would.
+func setAllocatable(t *testing.T, node, res, value string) {
+	t.Helper()
+	var v any
+	if value != "" {
+		v = value
+	}
+	patch, _ := json.Marshal(map[string]any{"status": map[string]any{"allocatable": map[string]any{res: v}}})
+	if _, err := kube.CoreV1().Nodes().Patch(context.Background(), node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status"); err != nil {
+		t.Fatal(err)
+	}
+}
