@@ -4,11 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/harvester-kit/harvester-machine/internal/driverrights"
-
 	authv1 "k8s.io/api/authorization/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/internal/driverrights"
 )
 
 // permission is one verb on one resource the driver uses (the one list

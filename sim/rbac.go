@@ -1,9 +1,10 @@
 package sim
 
 import (
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 var (

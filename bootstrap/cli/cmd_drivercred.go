@@ -5,12 +5,13 @@ import (
 	"errors"
 	"slices"
 
+	ucli "github.com/urfave/cli/v2"
+	"k8s.io/client-go/kubernetes"
+
 	"github.com/harvester-kit/harvester-machine/bootstrap/drivercred"
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/field"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	ucli "github.com/urfave/cli/v2"
-	"k8s.io/client-go/kubernetes"
 )
 
 // driverCredentialFlags identify the driver's credential.

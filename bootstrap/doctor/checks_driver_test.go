@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
+	authv1 "k8s.io/api/authorization/v1"
+
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	"github.com/harvester-kit/harvester-machine/internal/driverrights"
-	authv1 "k8s.io/api/authorization/v1"
 )
 
 // driverRules are the rules a credential with the given needs shows.

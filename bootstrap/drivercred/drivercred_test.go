@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/guest/addons"
-	"github.com/harvester-kit/harvester-machine/internal/golden"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/internal/golden"
 )
 
 var testSpec = Spec{Namespace: "default", MachineNamespaces: []string{"team-b", "default", "team-b"}, CloudProvider: true}.WithDefaults()

@@ -8,9 +8,6 @@ import (
 	"log/slog"
 	"slices"
 
-	"github.com/harvester-kit/harvester-machine/guest/addons"
-	"github.com/harvester-kit/harvester-machine/internal/field"
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +17,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+
+	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // Harvester makes, rotates and revokes driver credentials.

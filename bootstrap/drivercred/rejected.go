@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // rejectPoll is how often revoke and rotate ask whether the old token is

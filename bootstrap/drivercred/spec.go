@@ -10,11 +10,12 @@ import (
 	"errors"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/driverrights"
 	"github.com/harvester-kit/harvester-machine/internal/field"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Input fields, as problems name them (the CLI renames them to its flags).

@@ -4,10 +4,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/internal/golden"
 	authv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/harvester-kit/harvester-machine/internal/golden"
 )
 
 func TestPolicyRulesGolden(t *testing.T) {
