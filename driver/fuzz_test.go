@@ -110,6 +110,11 @@ func FuzzVMAffinity(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, FlagVMAffinity, v) })
 }
 
+func FuzzVMLabels(f *testing.F) {
+	fuzzSeeds(f, "app=web,example.com/team=db", "app", "kubevirt.io/x=y", "a=1,a=2", "a=,", " =x", "harvesterhci.io/creator=me")
+	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, FlagVMLabels, v) })
+}
+
 func FuzzUserData(f *testing.F) {
 	fuzzSeeds(f, "#cloud-config\npackages: [htop]\nruncmd:\n- echo hi\n", "#!/bin/bash\necho hi\n",
 		"## template: jinja\n#cloud-config\nruncmd:\n- echo {{ v1.local_hostname }}\n",
