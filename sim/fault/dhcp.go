@@ -5,16 +5,10 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
 )
@@ -30,31 +24,14 @@ func SetDHCPAgentDown(ctx context.Context, kube kubernetes.Interface, dyn dynami
 	if err := SetLine(ctx, kube, DHCPAgentDown, pattern, remove); err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	pools := dyn.Resource(dhcpapi.GVRIPPool)
-	lw := &cache.ListWatch{
-		ListWithContextFunc:  func(c context.Context, o metav1.ListOptions) (runtime.Object, error) { return pools.List(c, o) },
-		WatchFuncWithContext: func(c context.Context, o metav1.ListOptions) (watch.Interface, error) { return pools.Watch(c, o) },
-	}
 	want := "False"
 	if remove {
 		want = "True"
 	}
-	var store cache.Store
-	shown := func() bool {
-		for _, obj := range store.List() {
-			p, ok := obj.(*unstructured.Unstructured)
-			if m, _ := path.Match(pattern, p.GetNamespace()+"/"+p.GetName()); ok && m && agentReady(p) != want {
-				return false
-			}
-		}
-		return true
-	}
-	_, err := watchtools.UntilWithSync(wctx, lw, &unstructured.Unstructured{}, func(s cache.Store) (bool, error) {
-		store = s
-		return shown(), nil
-	}, func(watch.Event) (bool, error) { return shown(), nil })
+	err := untilEvery(ctx, dyn.Resource(dhcpapi.GVRIPPool), func(p *unstructured.Unstructured) bool {
+		m, _ := path.Match(pattern, p.GetNamespace()+"/"+p.GetName())
+		return !m || agentReady(p) == want
+	})
 	if err != nil {
 		return fmt.Errorf("fault %s %s: pool status does not show it after 30s: %w", DHCPAgentDown, pattern, err)
 	}

@@ -7,15 +7,10 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
 
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
@@ -32,28 +27,11 @@ func SetExhaustPool(ctx context.Context, kube kubernetes.Interface, dyn dynamic.
 	if err := SetLine(ctx, kube, ExhaustPool, pattern, remove); err != nil {
 		return err
 	}
-	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	// Watch every pool: done once each matching pool's status shows it.
-	pools := dyn.Resource(poolGVR)
-	lw := &cache.ListWatch{
-		ListWithContextFunc:  func(c context.Context, o metav1.ListOptions) (runtime.Object, error) { return pools.List(c, o) },
-		WatchFuncWithContext: func(c context.Context, o metav1.ListOptions) (watch.Interface, error) { return pools.Watch(c, o) },
-	}
-	var store cache.Store
-	shown := func() bool {
-		for _, obj := range store.List() {
-			p, ok := obj.(*unstructured.Unstructured)
-			if m, _ := path.Match(pattern, p.GetName()); ok && m && !poolShowsExhausted(*p, !remove) {
-				return false
-			}
-		}
-		return true
-	}
-	_, err := watchtools.UntilWithSync(wctx, lw, &unstructured.Unstructured{}, func(s cache.Store) (bool, error) {
-		store = s
-		return shown(), nil
-	}, func(watch.Event) (bool, error) { return shown(), nil })
+	err := untilEvery(ctx, dyn.Resource(poolGVR), func(p *unstructured.Unstructured) bool {
+		m, _ := path.Match(pattern, p.GetName())
+		return !m || poolShowsExhausted(*p, !remove)
+	})
 	if err != nil {
 		return fmt.Errorf("fault %s %s: pool status does not show it after 30s: %w", ExhaustPool, pattern, err)
 	}
