@@ -28,7 +28,7 @@ type vmAsk struct {
 func askOf(p VMPlan, ratio string) vmAsk {
 	a := vmAsk{
 		cpu:      *resource.NewQuantity(int64(p.CPU), resource.DecimalSI),
-		overhead: harvester.VMMemoryOverhead(int64(p.CPU), ratio),
+		overhead: harvester.VMMemoryOverhead(corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(p.CPU), resource.DecimalSI)}, "", ratio),
 		byClass:  map[string]resource.Quantity{},
 		perClass: map[string]int64{},
 		pvcs:     int64(len(p.Disks)),
