@@ -43,38 +43,86 @@ func (d *Driver) checkQuotas(ctx context.Context, api *harvesterapi.API, plan VM
 		return nil
 	}
 	var ns *corev1.Namespace
-	memoryLimited := false
+	memory, requests := false, false
 	for _, q := range quotas.Items {
-		_, limited := q.Spec.Hard[corev1.ResourceLimitsMemory]
-		memoryLimited = memoryLimited || limited
+		for name := range q.Spec.Hard {
+			memory = memory || memoryQuota[name]
+			requests = requests || requestsQuota[name]
+		}
 		if q.Labels[harvester.LabelDefaultResourceQuota] == "true" && ns == nil {
-			memoryLimited = true
+			memory = true
 			if ns, err = api.GetNamespace(ctx, d.VMNamespace); err != nil {
 				log.Warnf("cannot read namespace %s for its project quota (%v); checking its ResourceQuotas only", d.VMNamespace, err)
 				ns = nil
 			}
 		}
 	}
-	ratio := ""
-	if memoryLimited {
-		ratio = d.memoryOverheadRatio(ctx, api)
+	env := quotaEnv{overcommit: d.overcommit(ctx, api, requests)}
+	if memory {
+		env.ratio = d.setting(ctx, api, harvester.SettingMemoryOverheadRatio, harvester.DefaultMemoryOverheadRatio)
+		env.arch = hostArch(ctx, api)
+	}
+	ask, err := askOf(plan, env)
+	if err != nil {
+		return []error{err}
 	}
 	var problems []error
-	for _, s := range quotaShortfalls(askOf(plan, ratio), ns, quotas.Items) {
+	for _, s := range quotaShortfalls(ask, ns, quotas.Items) {
 		problems = append(problems, fmt.Errorf("the machine does not fit its namespace's quota, so nothing was created: %s", s))
 	}
 	return problems
 }
 
-// memoryOverheadRatio is Harvester's additional-guest-memory-overhead-ratio
-// ("" when it cannot be read: the default applies).
-func (d *Driver) memoryOverheadRatio(ctx context.Context, api *harvesterapi.API) string {
-	s, err := api.GetSetting(ctx, harvester.SettingMemoryOverheadRatio)
+// The quota resources whose amount depends on the memory overhead, and
+// those that count the launcher pod's requests (which Harvester derives
+// from the overcommit setting).
+var (
+	memoryQuota = map[corev1.ResourceName]bool{
+		corev1.ResourceLimitsMemory: true, corev1.ResourceRequestsMemory: true, corev1.ResourceMemory: true,
+	}
+	requestsQuota = map[corev1.ResourceName]bool{
+		corev1.ResourceRequestsCPU: true, corev1.ResourceCPU: true, corev1.ResourceRequestsMemory: true, corev1.ResourceMemory: true,
+	}
+)
+
+// overcommit is Harvester's overcommit-config, read only when a quota
+// counts requests (its default otherwise, or when it cannot be read).
+func (d *Driver) overcommit(ctx context.Context, api *harvesterapi.API, read bool) harvester.Overcommit {
+	def, _ := harvester.ParseOvercommit("")
+	if !read {
+		return def
+	}
+	o, err := harvester.ParseOvercommit(d.setting(ctx, api, harvester.SettingOvercommit, harvester.DefaultOvercommit))
+	if err != nil {
+		log.Warnf("%v; using its default %s", err, harvester.DefaultOvercommit)
+		return def
+	}
+	return o
+}
+
+// setting is a Harvester setting's current value ("" when it cannot be
+// read: the caller's default applies).
+func (d *Driver) setting(ctx context.Context, api *harvesterapi.API, name, def string) string {
+	s, err := api.GetSetting(ctx, name)
 	if err != nil {
 		if !apierrors.IsNotFound(err) {
-			log.Warnf("cannot read Harvester setting %s (%v); using its default %s", harvester.SettingMemoryOverheadRatio, err, harvester.DefaultMemoryOverheadRatio)
+			log.Warnf("cannot read Harvester setting %s (%v); using its default %s", name, err, def)
 		}
 		return ""
 	}
 	return s.Current()
+}
+
+// hostArch is the hosts' architecture (amd64 when it cannot be read).
+func hostArch(ctx context.Context, api *harvesterapi.API) string {
+	arch, err := api.HostArch(ctx)
+	switch {
+	case err != nil:
+		log.Warnf("cannot read the hosts' architecture (%v); assuming amd64 for KubeVirt's memory overhead", err)
+	case arch == "":
+		log.Warnf("no host carries the label %s; assuming amd64 for KubeVirt's memory overhead", corev1.LabelArchStable)
+	default:
+		return arch
+	}
+	return "amd64"
 }

@@ -14,27 +14,51 @@ import (
 
 // vmAsk is what a machine asks of its namespace's resource quotas.
 type vmAsk struct {
-	cpu      resource.Quantity // limits.cpu
-	memory   resource.Quantity // limits.memory: the VM's memory and Harvester's overhead
-	overhead resource.Quantity
-	storage  resource.Quantity            // requests.storage of every volume
-	byClass  map[string]resource.Quantity // requests.storage per storage class
-	perClass map[string]int64             // volumes per storage class
-	pvcs     int64
+	// requests and limits of the virt-launcher pod: the VM as Harvester's
+	// mutator leaves it, plus KubeVirt's overhead.
+	requests, limits corev1.ResourceList
+	launcherOverhead resource.Quantity
+	// Harvester's project-quota rule: the VM's limits, the memory with the
+	// overhead of a VMI that has only those limits.
+	ruleCPU, ruleMemory, ruleOverhead resource.Quantity
+	storage                           resource.Quantity            // requests.storage of every volume
+	byClass                           map[string]resource.Quantity // requests.storage per storage class
+	perClass                          map[string]int64             // volumes per storage class
+	pvcs                              int64
 }
 
-// askOf is a plan's ask, with the memory overhead Harvester computes
-// (ratio: the additional-guest-memory-overhead-ratio setting).
-func askOf(p VMPlan, ratio string) vmAsk {
-	a := vmAsk{
-		cpu:      *resource.NewQuantity(int64(p.CPU), resource.DecimalSI),
-		overhead: harvester.VMMemoryOverhead(corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(p.CPU), resource.DecimalSI)}, "", ratio),
-		byClass:  map[string]resource.Quantity{},
-		perClass: map[string]int64{},
-		pvcs:     int64(len(p.Disks)),
+// quotaEnv is what the quota rules read from Harvester besides the plan.
+type quotaEnv struct {
+	ratio      string               // additional-guest-memory-overhead-ratio ("": the default)
+	overcommit harvester.Overcommit // overcommit-config
+	arch       string               // the hosts' architecture
+}
+
+// askOf is a plan's ask: its VM is built, mutated as Harvester v1.8's
+// webhook will, and rendered as KubeVirt renders the launcher pod.
+func askOf(p VMPlan, env quotaEnv) (vmAsk, error) {
+	vm, err := BuildVM(p)
+	if err != nil {
+		return vmAsk{}, err
 	}
-	a.memory = *resource.NewQuantity(int64(p.MemoryGiB)<<30, resource.BinarySI)
-	a.memory.Add(a.overhead)
+	limits := vm.Spec.Template.Spec.Domain.Resources.Limits
+	a := vmAsk{
+		ruleCPU:      limits.Cpu().DeepCopy(),
+		ruleMemory:   limits.Memory().DeepCopy(),
+		ruleOverhead: harvester.VMMemoryOverhead(limits, env.arch, env.ratio),
+		byClass:      map[string]resource.Quantity{},
+		perClass:     map[string]int64{},
+		pvcs:         int64(len(p.Disks)),
+	}
+	a.ruleMemory.Add(a.ruleOverhead)
+	oc := env.overcommit
+	settings := harvester.MutatorSettings{Overcommit: &oc, OverheadRatio: env.ratio, ARM: env.arch == harvester.ArchARM64}
+	if err := harvester.MutateVMResources(vm, settings); err != nil {
+		return vmAsk{}, fmt.Errorf("the VM mutator of Harvester would refuse the machine: %w", err)
+	}
+	spec := &vm.Spec.Template.Spec
+	a.requests, a.limits = harvester.LauncherResources(spec, env.arch, env.ratio)
+	a.launcherOverhead = harvester.LauncherMemoryOverhead(spec, env.arch, env.ratio)
 	a.storage = *resource.NewQuantity(0, resource.BinarySI)
 	for _, d := range p.Disks {
 		q := *resource.NewQuantity(int64(d.SizeGiB)<<30, resource.BinarySI)
@@ -47,21 +71,25 @@ func askOf(p VMPlan, ratio string) vmAsk {
 		a.byClass[d.StorageClassName] = c
 		a.perClass[d.StorageClassName]++
 	}
-	return a
+	return a, nil
 }
 
 const classQuotaInfix = ".storageclass.storage.k8s.io/"
 
 // needs is the amount of a quota's resource the machine consumes, and
-// whether it consumes it at all: the virt-launcher pod's limits, the
-// volumes, and one each of the pod, VM, VMI and cloud-init Secret.
+// whether it consumes it at all: the virt-launcher pod's requests and
+// limits, the volumes, and one each of the pod, VM, VMI and cloud-init Secret.
 func (a vmAsk) needs(name corev1.ResourceName) (resource.Quantity, bool) {
 	count := func(n int64) (resource.Quantity, bool) { return *resource.NewQuantity(n, resource.DecimalSI), true }
 	switch name {
 	case corev1.ResourceLimitsCPU:
-		return a.cpu, true
+		return a.limits[corev1.ResourceCPU], true
 	case corev1.ResourceLimitsMemory:
-		return a.memory, true
+		return a.limits[corev1.ResourceMemory], true
+	case corev1.ResourceRequestsCPU, corev1.ResourceCPU:
+		return a.requests[corev1.ResourceCPU], true
+	case corev1.ResourceRequestsMemory, corev1.ResourceMemory:
+		return a.requests[corev1.ResourceMemory], true
 	case corev1.ResourceRequestsStorage:
 		return a.storage, true
 	case corev1.ResourcePersistentVolumeClaims, "count/persistentvolumeclaims":
@@ -104,7 +132,7 @@ func quotaShortfalls(ask vmAsk, ns *corev1.Namespace, quotas []corev1.ResourceQu
 			}
 			hard, used := q.Spec.Hard[name], q.Status.Used[name]
 			if msg := shortfall(need, hard, used); msg != "" {
-				out = append(out, fmt.Sprintf("ResourceQuota %s/%s: %s: %s%s", q.Namespace, q.Name, name, msg, ask.overheadNote(name)))
+				out = append(out, fmt.Sprintf("ResourceQuota %s/%s: %s: %s%s", q.Namespace, q.Name, name, msg, overheadNote(name, ask.launcherOverhead, "KubeVirt's")))
 			}
 		}
 	}
@@ -121,14 +149,26 @@ func shortfall(need, hard, used resource.Quantity) string {
 	if free.Sign() < 0 {
 		free = resource.Quantity{}
 	}
-	return fmt.Sprintf("the machine needs %s, %s of %s is free (%s used)", need.String(), free.String(), hard.String(), used.String())
+	return fmt.Sprintf("the machine needs %s, %s of %s is free (%s used)", mebibytes(need), mebibytes(free), hard.String(), used.String())
 }
 
-func (a vmAsk) overheadNote(name corev1.ResourceName) string {
-	if name != corev1.ResourceLimitsMemory && name != "limitsMemory" {
-		return ""
+// overheadNote explains a memory figure: the VM's memory and whose
+// overhead.
+func overheadNote(name corev1.ResourceName, overhead resource.Quantity, whose string) string {
+	switch name {
+	case corev1.ResourceLimitsMemory, corev1.ResourceRequestsMemory, corev1.ResourceMemory:
+		return fmt.Sprintf(" (the VM's memory and %s VM overhead %s)", whose, mebibytes(overhead))
 	}
-	return fmt.Sprintf(" (the VM's memory and Harvester's VM overhead %s)", a.overhead.String())
+	return ""
+}
+
+// mebibytes shows a byte quantity that is not a whole MiB with its size
+// in MiB beside it (other quantities as they are).
+func mebibytes(q resource.Quantity) string {
+	if q.Format != resource.BinarySI || q.Value()%(1<<20) == 0 {
+		return q.String()
+	}
+	return fmt.Sprintf("%s (%.1fMi)", q.String(), float64(q.Value())/(1<<20))
 }
 
 // rancherQuota is the namespace annotation field.cattle.io/resourceQuota.
@@ -168,8 +208,8 @@ func harvesterRuleShortfalls(ask vmAsk, ns *corev1.Namespace, quotas []corev1.Re
 		used  corev1.ResourceName
 		need  resource.Quantity
 	}{
-		{"limitsCpu", limits.Limit.LimitsCPU, corev1.ResourceLimitsCPU, ask.cpu},
-		{"limitsMemory", limits.Limit.LimitsMemory, corev1.ResourceLimitsMemory, ask.memory},
+		{"limitsCpu", limits.Limit.LimitsCPU, corev1.ResourceLimitsCPU, ask.ruleCPU},
+		{"limitsMemory", limits.Limit.LimitsMemory, corev1.ResourceLimitsMemory, ask.ruleMemory},
 		{"requestsStorage", limits.Limit.RequestsStorage, corev1.ResourceRequestsStorage, ask.storage},
 	} {
 		hard, err := resource.ParseQuantity(c.limit)
@@ -179,7 +219,7 @@ func harvesterRuleShortfalls(ask vmAsk, ns *corev1.Namespace, quotas []corev1.Re
 		used := rq.Status.Used[c.used].DeepCopy()
 		used.Sub(migrating[c.used])
 		if msg := shortfall(c.need, hard, used); msg != "" {
-			out = append(out, fmt.Sprintf("namespace %s's project quota (%s %s): %s: %s%s", ns.Name, harvester.AnnotationRancherResourceQuota, c.field, c.used, msg, ask.overheadNote(c.used)))
+			out = append(out, fmt.Sprintf("namespace %s's project quota (%s %s): %s: %s%s", ns.Name, harvester.AnnotationRancherResourceQuota, c.field, c.used, msg, overheadNote(c.used, ask.ruleOverhead, "Harvester's")))
 		}
 	}
 	return out

@@ -24,8 +24,16 @@ func quota(name string, labels map[string]string, hard, used map[string]string) 
 		Spec: corev1.ResourceQuotaSpec{Hard: rl(hard)}, Status: corev1.ResourceQuotaStatus{Hard: rl(hard), Used: rl(used)}}
 }
 
+func testEnv(ratio, arch string) quotaEnv {
+	oc, _ := harvester.ParseOvercommit("")
+	return quotaEnv{ratio: ratio, overcommit: oc, arch: arch}
+}
+
 func TestQuotaShortfalls(t *testing.T) {
-	// 2 CPUs, 4 GiB, one 30 GiB disk of longhorn-ubuntu-22.04; overhead at ratio 1: 276Mi.
+	// 2 CPUs, 4 GiB, one 30 GiB disk of longhorn-ubuntu-22.04. At ratio 1
+	// Harvester's rule adds 276Mi; the launcher pod asks 2730Mi (4Gi at
+	// 150% overcommit) and 200m CPU, plus KubeVirt's 276Mi and the page
+	// tables of 2730Mi (5591041 bytes).
 	c := baseConfig()
 	c.DiskSizeGiB = 30
 	in, _ := ParseInputs(c)
@@ -33,7 +41,10 @@ func TestQuotaShortfalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ask := askOf(plan, "1")
+	ask, err := askOf(plan, testEnv("1", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
 	rancherNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", Annotations: map[string]string{
 		harvester.AnnotationRancherResourceQuota: `{"limit":{"limitsCpu":"4","limitsMemory":"8Gi","requestsStorage":"100Gi"}}`}}}
 	defaultRQ := map[string]string{harvester.LabelDefaultResourceQuota: "true"}
@@ -45,12 +56,16 @@ func TestQuotaShortfalls(t *testing.T) {
 	}{
 		{"no quota", nil, nil, nil},
 		{"room", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"limits.cpu": "4", "limits.memory": "8Gi", "requests.storage": "100Gi"}, nil)}, nil},
-		{"other resources", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"services": "0", "requests.cpu": "0"}, nil)}, nil},
+		{"other resources", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"services": "0", "requests.nvidia.com/gpu": "0"}, nil)}, nil},
 		{"storage", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"requests.storage": "50Gi"}, map[string]string{"requests.storage": "40Gi"})},
 			[]string{"ResourceQuota default/q: requests.storage: the machine needs 30Gi, 10Gi of 50Gi is free (40Gi used)"}},
 		{"memory with overhead", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"limits.memory": "4Gi", "limits.cpu": "1"}, nil)},
 			[]string{"ResourceQuota default/q: limits.cpu: the machine needs 2, 1 of 1 is free (0 used)",
-				"ResourceQuota default/q: limits.memory: the machine needs 4372Mi, 4Gi of 4Gi is free (0 used) (the VM's memory and Harvester's VM overhead 276Mi)"}},
+				"ResourceQuota default/q: limits.memory: the machine needs 4589965313 (4377.3Mi), 4Gi of 4Gi is free (0 used) (the VM's memory and KubeVirt's VM overhead 294998017 (281.3Mi))"}},
+		{"requests", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"requests.cpu": "100m", "requests.memory": "3000Mi"}, nil)},
+			[]string{"ResourceQuota default/q: requests.cpu: the machine needs 200m, 100m of 100m is free (0 used)",
+				"ResourceQuota default/q: requests.memory: the machine needs 3157610497 (3011.3Mi), 3000Mi of 3000Mi is free"}},
+		{"requests with room", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"cpu": "200m", "memory": "3012Mi"}, nil)}, nil},
 		{"counts and class", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"count/virtualmachines.kubevirt.io": "3", "persistentvolumeclaims": "5",
 			"longhorn-ubuntu-22.04.storageclass.storage.k8s.io/requests.storage": "20Gi", "other.storageclass.storage.k8s.io/requests.storage": "0"},
 			map[string]string{"count/virtualmachines.kubevirt.io": "3", "persistentvolumeclaims": "1"})},
@@ -83,7 +98,11 @@ func TestMigratingVMsAreNotCountedTwice(t *testing.T) {
 	rq := quota("default-xyz", map[string]string{harvester.LabelDefaultResourceQuota: "true"}, map[string]string{"limits.cpu": "100"}, map[string]string{"limits.cpu": "4"})
 	rq.Annotations = map[string]string{harvester.AnnotationMigratingUIDPrefix + "uid-1": `{"limits.cpu":"2"}`}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", Annotations: map[string]string{harvester.AnnotationRancherResourceQuota: `{"limit":{"limitsCpu":"4"}}`}}}
-	if got := quotaShortfalls(askOf(plan, ""), ns, []corev1.ResourceQuota{rq}); len(got) != 0 {
+	ask, err := askOf(plan, testEnv("", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := quotaShortfalls(ask, ns, []corev1.ResourceQuota{rq}); len(got) != 0 {
 		t.Errorf("a migrating VM's CPUs counted twice: %q", got)
 	}
 }
@@ -120,6 +139,66 @@ func TestVGPUShortfall(t *testing.T) {
 		got := vgpuShortfall(tc.want, tc.nodes, tc.vmis)
 		if (tc.msg == "") != (got == "") || !strings.Contains(got, tc.msg) {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.msg)
+		}
+	}
+}
+
+// TestQuotaAskFollowsHarvester: the ask is the VM Harvester's mutator
+// makes of the plan, rendered as KubeVirt renders its launcher pod.
+func TestQuotaAskFollowsHarvester(t *testing.T) {
+	const mi = 1 << 20
+	cases := []struct {
+		name              string
+		modify            func(*Config)
+		arch              string
+		reqMemory, limMem int64 // launcher pod
+		ruleMemory        int64 // Harvester's project-quota rule
+		reqCPU, limCPU    string
+	}{
+		// 4Gi at 150%: 2730Mi; overhead 276Mi and page tables of 2730Mi.
+		{"plain", nil, "amd64", 2730*mi + 276*mi + 5591041, 4096*mi + 276*mi + 5591041, 4372 * mi, "200m", "2"},
+		// A vGPU pins all guest memory (no overcommit) and VFIO adds 1Gi.
+		{"vGPU", func(c *Config) {
+			c.VGPUInfo = `{"vGPURequests":[{"name":"gpu1","deviceName":"nvidia.com/NVIDIA_A2-4Q"}]}`
+		}, "amd64", 4096*mi + 276*mi + 8388609 + 1024*mi, 4096*mi + 276*mi + 8388609 + 1024*mi, 4372 * mi, "200m", "2"},
+		// UEFI's firmware on aarch64 adds 128Mi to both overheads.
+		{"arm64", nil, harvester.ArchARM64, 2730*mi + 404*mi + 5591041, 4096*mi + 404*mi + 5591041, 4500 * mi, "200m", "2"},
+		// Dedicated CPUs: no overcommit, whole vCPUs plus the emulator
+		// thread, guaranteed QoS (+100Mi), memory limit = request.
+		{"pinned", func(c *Config) { c.CPUPinning, c.IsolateEmulatorThread = true, true },
+			"amd64", 4096*mi + 376*mi + 8388609, 4096*mi + 376*mi + 8388609, 4372 * mi, "3", "3"},
+	}
+	for _, c := range cases {
+		cfg := baseConfig()
+		if c.modify != nil {
+			c.modify(&cfg)
+		}
+		in, err := ParseInputs(cfg)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		plan, err := PlanFromConfig(cfg, in, "m", testImages)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		ask, err := askOf(plan, testEnv("1", c.arch))
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got := map[string]string{
+			"requests.memory": ask.requests.Memory().String(), "limits.memory": ask.limits.Memory().String(),
+			"rule memory": ask.ruleMemory.String(), "requests.cpu": ask.requests.Cpu().String(), "limits.cpu": ask.limits.Cpu().String(),
+		}
+		want := map[string]string{
+			"requests.memory": resource.NewQuantity(c.reqMemory, resource.BinarySI).String(),
+			"limits.memory":   resource.NewQuantity(c.limMem, resource.BinarySI).String(),
+			"rule memory":     resource.NewQuantity(c.ruleMemory, resource.BinarySI).String(),
+			"requests.cpu":    c.reqCPU, "limits.cpu": c.limCPU,
+		}
+		for k := range want {
+			if got[k] != want[k] {
+				t.Errorf("%s: %s = %s, want %s", c.name, k, got[k], want[k])
+			}
 		}
 	}
 }

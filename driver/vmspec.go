@@ -110,7 +110,7 @@ func BuildVM(p VMPlan) (*kubevirtv1.VirtualMachine, error) {
 		}})
 	}
 
-	eviction := kubevirtv1.EvictionStrategyLiveMigrate
+	eviction := evictionStrategy(p)
 	grace := int64(120)
 	vm := &kubevirtv1.VirtualMachine{
 		TypeMeta: metav1.TypeMeta{APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine"},
@@ -135,6 +135,19 @@ func BuildVM(p VMPlan) (*kubevirtv1.VirtualMachine, error) {
 		},
 	}
 	return vm, nil
+}
+
+// evictionStrategy: a machine migrates off a host being drained, so the
+// guest cluster keeps its node. A machine with vGPUs cannot migrate
+// (Harvester v1.8 refuses: "not live migratable as vGPU devices are
+// attached"), and LiveMigrate would hold the host's maintenance mode
+// forever; it gets LiveMigrateIfPossible, the strategy Harvester's UI
+// gives its VMs, under which an unmigratable VM is shut down instead.
+func evictionStrategy(p VMPlan) kubevirtv1.EvictionStrategy {
+	if len(p.VGPUs) > 0 {
+		return kubevirtv1.EvictionStrategyLiveMigrateIfPossible
+	}
+	return kubevirtv1.EvictionStrategyLiveMigrate
 }
 
 // volumeClaimTemplates renders the PVCs Harvester creates for the VM.

@@ -255,6 +255,19 @@ func (a *API) ListNodes(ctx context.Context) (*corev1.NodeList, error) {
 	})
 }
 
+// HostArch is the hosts' architecture: the first host's
+// kubernetes.io/arch label (a Harvester cluster's hosts share one), read
+// with a list of one.
+func (a *API) HostArch(ctx context.Context) (string, error) {
+	list, err := do(ctx, a, "list hosts", func(c context.Context) (*corev1.NodeList, error) {
+		return a.kube.Nodes().List(c, metav1.ListOptions{Limit: 1})
+	})
+	if err != nil || len(list.Items) == 0 {
+		return "", err
+	}
+	return list.Items[0].Labels[corev1.LabelArchStable], nil
+}
+
 func (a *API) GetStorageClass(ctx context.Context, name string) (*storagev1.StorageClass, error) {
 	return do(ctx, a, "get storage class "+name, func(c context.Context) (*storagev1.StorageClass, error) {
 		return a.kube.StorageClasses().Get(c, name, metav1.GetOptions{})

@@ -99,13 +99,14 @@ func All() []Permission {
 	// Checks: the cluster's identity and version, the namespace (a request
 	// for namespace X is a request in X, so a Role grants it), storage
 	// classes, the events explaining a VM that does not start, the
-	// namespace's resource quotas and Harvester's memory-overhead setting,
-	// the hosts' vGPU capacity, and the rights review itself.
+	// namespace's resource quotas, Harvester's memory-overhead and overcommit
+	// settings, the hosts' vGPU capacity and architecture, and the rights review itself.
 	add(Checks, Permission{Group: groupHarvester, Resource: "settings", Name: ServerVersionSetting, ClusterScoped: true}, "get")
 	add(Checks, Permission{Resource: "namespaces"}, "get")
 	add(Checks, Permission{Resource: "events"}, "list")
 	add(Checks, Permission{Resource: "resourcequotas"}, "list")
 	add(Checks, Permission{Group: groupHarvester, Resource: "settings", Name: harvester.SettingMemoryOverheadRatio, ClusterScoped: true}, "get")
+	add(Checks, Permission{Group: groupHarvester, Resource: "settings", Name: harvester.SettingOvercommit, ClusterScoped: true}, "get")
 	add(Checks, Permission{Resource: "nodes", ClusterScoped: true}, "list")
 	add(Checks, Permission{Group: groupStorage, Resource: "storageclasses", ClusterScoped: true}, "get")
 	add(Checks, Permission{Group: groupAuthz, Resource: "selfsubjectrulesreviews", ClusterScoped: true}, "create")

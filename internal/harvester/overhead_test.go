@@ -20,8 +20,8 @@ func TestVMMemoryOverhead(t *testing.T) {
 		cpu, arch, ratio string
 		want             int64
 	}{
-		{"2", "amd64", "1", 276 * mi},              // 220Mi processes + 2*8Mi vCPUs + 8Mi IO thread + 32Mi video
-		{"2", "amd64", "", 289406976 + 144703000},  // the default 1.5: KubeVirt adds 0.5 of the kilo-scaled value, truncated
+		{"2", "amd64", "1", 276 * mi},             // 220Mi processes + 2*8Mi vCPUs + 8Mi IO thread + 32Mi video
+		{"2", "amd64", "", 289406976 + 144703000}, // the default 1.5: KubeVirt adds 0.5 of the kilo-scaled value, truncated
 		{"2", "amd64", "1.5", 289406976 + 144703000},
 		{"4", "amd64", "1", 292 * mi},
 		{"", "amd64", "1", 268 * mi}, // at least one vCPU

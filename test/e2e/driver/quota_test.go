@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // addQuota creates a ResourceQuota in the VM namespace, waits (watch) until
@@ -52,7 +53,8 @@ func waitQuota(ctx context.Context, t *testing.T, name string, cond func(*corev1
 
 // TestQuotaRefusesBeforeAnythingExists: a machine that does not fit the
 // namespace's ResourceQuota fails pre-create naming each shortfall (the
-// VM's memory with Harvester's overhead, its volume), and nothing is
+// launcher's memory with KubeVirt's overhead, the CPU request Harvester's
+// mutator derives, the volume), and nothing is
 // created; with room it is created, and the API server charges its volume
 // to the quota.
 func TestQuotaRefusesBeforeAnythingExists(t *testing.T) {
@@ -60,6 +62,7 @@ func TestQuotaRefusesBeforeAnythingExists(t *testing.T) {
 	base := []string{"--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1", "--harvester-memory-size=2", "--harvester-disk-size=5"}
 	addQuota(t, "e2e-tight", corev1.ResourceList{
 		corev1.ResourceLimitsMemory:    resource.MustParse("2Gi"),
+		corev1.ResourceRequestsCPU:     resource.MustParse("100m"),
 		corev1.ResourceRequestsStorage: resource.MustParse("4Gi"),
 	})
 	out, err := r.create("e2e-quota-pool1-q0000", base...)
@@ -68,7 +71,9 @@ func TestQuotaRefusesBeforeAnythingExists(t *testing.T) {
 	}
 	for _, want := range []string{
 		"the machine does not fit its namespace's quota, so nothing was created: ResourceQuota default/e2e-tight: limits.memory: the machine needs",
-		"2Gi of 2Gi is free (0 used) (the VM's memory and Harvester's VM overhead",
+		"2Gi of 2Gi is free (0 used) (the VM's memory and KubeVirt's VM overhead",
+		// Harvester's mutator asks 100% / overcommit-config's 1000% of the CPUs.
+		"ResourceQuota default/e2e-tight: requests.cpu: the machine needs 200m, 100m of 100m is free",
 		"ResourceQuota default/e2e-tight: requests.storage: the machine needs 5Gi, 4Gi of 4Gi is free",
 	} {
 		if !strings.Contains(out, want) {
@@ -98,7 +103,8 @@ func TestQuotaRefusesBeforeAnythingExists(t *testing.T) {
 // TestVGPUCapacity: a vGPU profile no host offers is refused; one a host
 // offers (node allocatable, as the device plugin reports it) is accepted
 // while free (and the simulated scheduler places it on that host), and
-// refused once the running machine holds it.
+// refused once the running machine holds it; the machine is not made
+// to live-migrate.
 func TestVGPUCapacity(t *testing.T) {
 	const profile = "nvidia.com/GRID_A100-1B"
 	setAllocatable(t, "harvester-node-1", profile, "1")
@@ -117,6 +123,11 @@ func TestVGPUCapacity(t *testing.T) {
 	t.Cleanup(func() { r.mustRun("rm", "-y", first) })
 	if vmi := getVMI(t, first); vmi == nil || vmi.Status.NodeName != "harvester-node-1" {
 		t.Fatalf("the vGPU machine is not on the one host offering its profile (VMI %v)", vmi != nil)
+	}
+	// A vGPU cannot migrate: LiveMigrate would hold the host's maintenance
+	// mode forever, so the machine is shut down instead when its host drains.
+	if got := getVM(t, first).Spec.Template.Spec.EvictionStrategy; got == nil || *got != kubevirtv1.EvictionStrategyLiveMigrateIfPossible {
+		t.Errorf("vGPU machine's eviction strategy %v, want %s", got, kubevirtv1.EvictionStrategyLiveMigrateIfPossible)
 	}
 	out, err = r.create("e2e-vgpu-pool1-g0002", append(base, vgpu(profile))...)
 	if err == nil || !strings.Contains(out, "no host has room for the machine's vGPUs (1 "+profile+"); free per host:") ||
