@@ -79,6 +79,10 @@ const (
 	AnnotationRemoveAllPVCs        = "harvesterhci.io/removeAllPersistentVolumeClaims"
 	AnnotationReservedMemory       = "harvesterhci.io/reservedMemory"
 	AnnotationSSHNames             = "harvesterhci.io/sshNames"
+	// AnnotationCPUMemoryHotplug "true" lets a VM's CPUs and memory be
+	// hot-plugged: the VM mutator keeps its guest memory and sets no
+	// maxSockets.
+	AnnotationCPUMemoryHotplug = "harvesterhci.io/enableCPUAndMemoryHotplug"
 )
 
 // MaxLabelValue is the longest valid label value.

@@ -2,8 +2,8 @@ package harvester
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -63,7 +63,7 @@ type MutatorSettings struct {
 }
 
 // MutateVMResources applies the mutator's resource rule to vm in place.
-// Its errors are the webhook's refusals.
+// Its errors are the webhook's refusals, worded as Harvester words them.
 func MutateVMResources(vm *kubevirtv1.VirtualMachine, s MutatorSettings) error {
 	if vm.Spec.Template == nil || s.Overcommit == nil {
 		return nil
@@ -84,7 +84,8 @@ func MutateVMResources(vm *kubevirtv1.VirtualMachine, s MutatorSettings) error {
 	if mem.IsZero() {
 		return nil
 	}
-	guest, err := guestMemory(vm, *mem, s.OverheadRatio)
+	hotplug := strings.EqualFold(vm.Annotations[AnnotationCPUMemoryHotplug], "true")
+	guest, err := guestMemory(vm, *mem, s.OverheadRatio, hotplug)
 	if err != nil {
 		return err
 	}
@@ -97,11 +98,13 @@ func MutateVMResources(vm *kubevirtv1.VirtualMachine, s MutatorSettings) error {
 		req = guest.DeepCopy()
 	}
 	d.Resources.Requests[corev1.ResourceMemory] = req
-	if d.Memory == nil {
-		d.Memory = &kubevirtv1.Memory{}
+	switch {
+	case d.Memory == nil:
+		d.Memory = &kubevirtv1.Memory{Guest: &guest}
+	case !hotplug:
+		d.Memory.Guest = &guest
 	}
-	d.Memory.Guest = &guest
-	if !s.ARM {
+	if !hotplug && !s.ARM {
 		if d.CPU == nil {
 			d.CPU = &kubevirtv1.CPU{}
 		}
@@ -110,19 +113,22 @@ func MutateVMResources(vm *kubevirtv1.VirtualMachine, s MutatorSettings) error {
 	return nil
 }
 
-// guestMemory is the limit less the reserved memory: the VM's
-// reservedMemory annotation, else none when the overhead ratio is set,
-// else 100Mi.
-func guestMemory(vm *kubevirtv1.VirtualMachine, limit resource.Quantity, ratio string) (resource.Quantity, error) {
+// guestMemory is the limit (with CPU and memory hot-plug, the guest memory
+// the VM asks for) less the reserved memory: the VM's reservedMemory
+// annotation, else none when the overhead ratio is set, else 100Mi.
+func guestMemory(vm *kubevirtv1.VirtualMachine, limit resource.Quantity, ratio string, hotplug bool) (resource.Quantity, error) {
 	guest := limit.DeepCopy()
+	if m := vm.Spec.Template.Spec.Domain.Memory; hotplug && m != nil && m.Guest != nil {
+		guest = m.Guest.DeepCopy()
+	}
 	reserved := *resource.NewQuantity(defaultReservedMemory, resource.BinarySI)
 	if a := vm.Annotations[AnnotationReservedMemory]; a != "" {
 		q, err := resource.ParseQuantity(a)
 		if err != nil {
-			return guest, fmt.Errorf("annotation %s: %q is not a memory size", AnnotationReservedMemory, a)
+			return guest, fmt.Errorf("annotation %v can't be converted to memory unit", a)
 		}
-		if q.Cmp(limit) >= 0 {
-			return guest, fmt.Errorf("annotation %s: %s must be less than the memory limit %s", AnnotationReservedMemory, q.String(), limit.String())
+		if q.Value() >= limit.Value() {
+			return guest, fmt.Errorf("reservedMemory can't be equal or greater than limits.memory  %v %v", q.Value(), limit.Value())
 		}
 		reserved = q
 	} else if overheadRatioSet(ratio) {
@@ -130,9 +136,60 @@ func guestMemory(vm *kubevirtv1.VirtualMachine, limit resource.Quantity, ratio s
 	}
 	guest.Sub(reserved)
 	if guest.Value() < minGuestMemory {
-		return guest, errors.New("guest memory is under the minimum requirement (10 Mi)")
+		return guest, fmt.Errorf("guest memory is under the minimum requirement (10 Mi), original: %v, final: %v", limit.Value(), guest.Value())
 	}
 	return guest, nil
+}
+
+// DefaultCPUTopology is the mutator's CPU default, applied to every VM it
+// admits whatever the settings: one core, socket and thread where the VM
+// gives none.
+func DefaultCPUTopology(vm *kubevirtv1.VirtualMachine) {
+	if vm.Spec.Template == nil {
+		return
+	}
+	d := &vm.Spec.Template.Spec.Domain
+	if d.CPU == nil {
+		d.CPU = &kubevirtv1.CPU{}
+	}
+	for _, n := range []*uint32{&d.CPU.Cores, &d.CPU.Sockets, &d.CPU.Threads} {
+		if *n == 0 {
+			*n = 1
+		}
+	}
+}
+
+// ResourcesNeedMutation is the mutator's test on an update: the resource
+// rule applies again when a limit is set anew or changed, the reserved
+// memory annotation changed, dedicated CPU placement was switched, the
+// number of GPUs or host devices changed, or with devices the memory
+// request no longer equals the guest memory.
+func ResourcesNeedMutation(old, vm *kubevirtv1.VirtualMachine) bool {
+	if old.Spec.Template == nil || vm.Spec.Template == nil {
+		return vm.Spec.Template != nil
+	}
+	o, n := &old.Spec.Template.Spec.Domain, &vm.Spec.Template.Spec.Domain
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		nq, oq := n.Resources.Limits[name], o.Resources.Limits[name]
+		if !nq.IsZero() && (oq.IsZero() || !nq.Equal(oq)) {
+			return true
+		}
+	}
+	dedicated := func(d *kubevirtv1.DomainSpec) bool { return d.CPU != nil && d.CPU.DedicatedCPUPlacement }
+	switch {
+	case vm.Annotations[AnnotationReservedMemory] != old.Annotations[AnnotationReservedMemory],
+		dedicated(o) != dedicated(n),
+		len(n.Devices.HostDevices) != len(o.Devices.HostDevices), len(n.Devices.GPUs) != len(o.Devices.GPUs):
+		return true
+	}
+	if len(n.Devices.HostDevices) == 0 && len(n.Devices.GPUs) == 0 || n.Memory == nil {
+		return false
+	}
+	var guest int64
+	if n.Memory.Guest != nil {
+		guest = n.Memory.Guest.Value()
+	}
+	return guest != n.Resources.Requests.Memory().Value()
 }
 
 // LauncherResources is what the virt-launcher pod of a VMI with this spec

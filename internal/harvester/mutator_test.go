@@ -88,9 +88,10 @@ func TestMutateVMResourcesRefusals(t *testing.T) {
 	cases := []struct {
 		name, memory, annotation, want string
 	}{
-		{"reserved not below the limit", "1Gi", "1Gi", "must be less than the memory limit"},
-		{"reserved not a size", "1Gi", "lots", "is not a memory size"},
-		{"guest below 10Mi", "105Mi", "", "under the minimum requirement"},
+		// Harvester v1.8's words, the two spaces included.
+		{"reserved not below the limit", "1Gi", "1Gi", "reservedMemory can't be equal or greater than limits.memory  1073741824 1073741824"},
+		{"reserved not a size", "1Gi", "lots", "annotation lots can't be converted to memory unit"},
+		{"guest below 10Mi", "105Mi", "", "guest memory is under the minimum requirement (10 Mi), original: 110100480, final: 5242880"},
 	}
 	for _, c := range cases {
 		vm := limitsVM("1", c.memory)
@@ -98,13 +99,116 @@ func TestMutateVMResourcesRefusals(t *testing.T) {
 			vm.Annotations = map[string]string{AnnotationReservedMemory: c.annotation}
 		}
 		err := MutateVMResources(vm, MutatorSettings{Overcommit: &def})
-		if err == nil || !strings.Contains(err.Error(), c.want) {
+		if err == nil || err.Error() != c.want {
 			t.Errorf("%s: error %v, want %q", c.name, err, c.want)
 		}
 	}
 	vm := limitsVM("2", "4Gi")
 	if err := MutateVMResources(vm, MutatorSettings{}); err != nil || vm.Spec.Template.Spec.Domain.Resources.Requests != nil {
 		t.Errorf("without the overcommit setting the VM must be left alone: %v %v", err, vm.Spec.Template.Spec.Domain.Resources.Requests)
+	}
+}
+
+func TestMutateVMResourcesHotplug(t *testing.T) {
+	def, _ := ParseOvercommit("")
+	cases := []struct {
+		name      string
+		guest     string // the VM's own guest memory, "" for none
+		wantGuest string
+	}{
+		// With hot-plug the VM's guest memory is the base and is kept.
+		{"guest memory given", "2Gi", "2Gi"},
+		// Without one, the limit less the reserved memory is set.
+		{"no guest memory", "", "3996Mi"},
+	}
+	for _, c := range cases {
+		vm := limitsVM("2", "4Gi")
+		vm.Annotations = map[string]string{AnnotationCPUMemoryHotplug: "True"}
+		if c.guest != "" {
+			g := resource.MustParse(c.guest)
+			vm.Spec.Template.Spec.Domain.Memory = &kubevirtv1.Memory{Guest: &g}
+		}
+		if err := MutateVMResources(vm, MutatorSettings{Overcommit: &def}); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		d := vm.Spec.Template.Spec.Domain
+		if got := d.Memory.Guest.String(); got != c.wantGuest {
+			t.Errorf("%s: guest %s, want %s", c.name, got, c.wantGuest)
+		}
+		if d.CPU.MaxSockets != 0 {
+			t.Errorf("%s: maxSockets %d, want none with hot-plug", c.name, d.CPU.MaxSockets)
+		}
+	}
+	// The reserved memory comes off the hot-plug guest memory too.
+	vm := limitsVM("2", "4Gi")
+	g := resource.MustParse("2Gi")
+	vm.Annotations = map[string]string{AnnotationCPUMemoryHotplug: "true", AnnotationReservedMemory: "512Mi"}
+	vm.Spec.Template.Spec.Domain.Memory = &kubevirtv1.Memory{Guest: &g}
+	vm.Spec.Template.Spec.Domain.Devices.GPUs = []kubevirtv1.GPU{{Name: "g0", DeviceName: "nvidia.com/x"}}
+	if err := MutateVMResources(vm, MutatorSettings{Overcommit: &def}); err != nil {
+		t.Fatal(err)
+	}
+	if got := vm.Spec.Template.Spec.Domain.Resources.Requests[corev1.ResourceMemory]; got.String() != "1536Mi" {
+		t.Errorf("hot-plug with a GPU: requests.memory %s, want 1536Mi", got.String())
+	}
+}
+
+func TestDefaultCPUTopology(t *testing.T) {
+	vm := limitsVM("1", "1Gi")
+	vm.Spec.Template.Spec.Domain.CPU = nil
+	DefaultCPUTopology(vm)
+	if c := vm.Spec.Template.Spec.Domain.CPU; c.Cores != 1 || c.Sockets != 1 || c.Threads != 1 {
+		t.Errorf("no CPU: got %+v, want 1 core, socket and thread", c)
+	}
+	vm = limitsVM("1", "1Gi")
+	vm.Spec.Template.Spec.Domain.CPU = &kubevirtv1.CPU{Cores: 4}
+	DefaultCPUTopology(vm)
+	if c := vm.Spec.Template.Spec.Domain.CPU; c.Cores != 4 || c.Sockets != 1 || c.Threads != 1 {
+		t.Errorf("4 cores: got %+v, want 4 cores, 1 socket, 1 thread", c)
+	}
+}
+
+func TestResourcesNeedMutation(t *testing.T) {
+	def, _ := ParseOvercommit("")
+	mutated := func() *kubevirtv1.VirtualMachine {
+		vm := limitsVM("2", "4Gi")
+		vm.Spec.Template.Spec.Domain.Devices.GPUs = []kubevirtv1.GPU{{Name: "g0", DeviceName: "nvidia.com/x"}}
+		if err := MutateVMResources(vm, MutatorSettings{Overcommit: &def}); err != nil {
+			t.Fatal(err)
+		}
+		return vm
+	}
+	cases := []struct {
+		name   string
+		change func(*kubevirtv1.VirtualMachine)
+		want   bool
+	}{
+		{"nothing changed", func(*kubevirtv1.VirtualMachine) {}, false},
+		{"labels only", func(vm *kubevirtv1.VirtualMachine) { vm.Labels = map[string]string{"a": "b"} }, false},
+		{"cpu limit", func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.Domain.Resources.Limits[corev1.ResourceCPU] = resource.MustParse("4")
+		}, true},
+		{"memory limit", func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.Domain.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("8Gi")
+		}, true},
+		{"memory limit removed", func(vm *kubevirtv1.VirtualMachine) {
+			delete(vm.Spec.Template.Spec.Domain.Resources.Limits, corev1.ResourceMemory)
+		}, false},
+		{"reserved memory", func(vm *kubevirtv1.VirtualMachine) {
+			vm.Annotations = map[string]string{AnnotationReservedMemory: "200Mi"}
+		}, true},
+		{"dedicated CPUs", func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.Domain.CPU.DedicatedCPUPlacement = true }, true},
+		{"GPU removed", func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.Domain.Devices.GPUs = nil }, true},
+		{"memory request apart from guest memory with a GPU", func(vm *kubevirtv1.VirtualMachine) {
+			vm.Spec.Template.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("1Gi")
+		}, true},
+	}
+	for _, c := range cases {
+		old, vm := mutated(), mutated()
+		c.change(vm)
+		if got := ResourcesNeedMutation(old, vm); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 
