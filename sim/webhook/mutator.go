@@ -1,0 +1,127 @@
+package webhook
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+)
+
+// maxReview bounds a request body (a VM is far smaller).
+const maxReview = 4 << 20
+
+// mutator answers AdmissionReviews of kubevirt.io/v1 VirtualMachines.
+type mutator struct {
+	settings Settings
+	log      *slog.Logger
+}
+
+// NewMutator is the VM mutator's HTTP handler.
+func NewMutator(settings Settings, log *slog.Logger) http.Handler {
+	return &mutator{settings: settings, log: log}
+}
+
+func (m *mutator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "webhook: POST an AdmissionReview", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxReview))
+	if err != nil {
+		http.Error(w, "webhook: read review: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
+		http.Error(w, fmt.Sprintf("webhook: not an AdmissionReview with a request: %v", err), http.StatusBadRequest)
+		return
+	}
+	resp := m.admit(review.Request)
+	resp.UID = review.Request.UID
+	out, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
+	if err != nil {
+		http.Error(w, "webhook: encode review: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}
+
+// admit mutates a VM as Harvester's mutator does: the resource rule on
+// create, and on update when Harvester's needUpdateResourceOvercommit
+// would; the default CPU topology always.
+func (m *mutator) admit(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+	var vm kubevirtv1.VirtualMachine
+	if err := json.Unmarshal(req.Object.Raw, &vm); err != nil {
+		return refuse(fmt.Sprintf("decode VirtualMachine: %v", err))
+	}
+	if vm.Spec.Template == nil {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
+	mutateResources := req.Operation == admissionv1.Create
+	if req.Operation == admissionv1.Update {
+		if vm.DeletionTimestamp != nil {
+			return &admissionv1.AdmissionResponse{Allowed: true}
+		}
+		var old kubevirtv1.VirtualMachine
+		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
+			return refuse(fmt.Sprintf("decode VirtualMachine: %v", err))
+		}
+		mutateResources = harvester.ResourcesNeedMutation(&old, &vm)
+	}
+	mutated := vm.DeepCopy()
+	if mutateResources {
+		s, err := m.mutatorSettings(&vm)
+		if err == nil {
+			err = harvester.MutateVMResources(mutated, s)
+		}
+		if err != nil {
+			m.log.Info("webhook: VM refused", "namespace", req.Namespace, "name", req.Name, "operation", req.Operation, "err", err)
+			return refuse(err.Error())
+		}
+	}
+	harvester.DefaultCPUTopology(mutated)
+	ops := resourcePatch(&vm, mutated)
+	if len(ops) == 0 {
+		return &admissionv1.AdmissionResponse{Allowed: true}
+	}
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return refuse(fmt.Sprintf("encode patch: %v", err))
+	}
+	pt := admissionv1.PatchTypeJSONPatch
+	return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt, Patch: patch}
+}
+
+// mutatorSettings reads the two settings as Harvester's mutator does: no
+// overcommit-config (or an empty one) means no resource mutation; a
+// missing overhead ratio means the reserved memory applies.
+func (m *mutator) mutatorSettings(vm *kubevirtv1.VirtualMachine) (harvester.MutatorSettings, error) {
+	s := harvester.MutatorSettings{ARM: vm.Spec.Template.Spec.Architecture == "arm64"}
+	value, ok, err := m.settings.Setting(harvester.SettingOvercommit)
+	if err != nil || !ok || value == "" {
+		return s, err
+	}
+	o, err := harvester.ParseOvercommit(value)
+	if err != nil {
+		return s, err
+	}
+	s.Overcommit = &o
+	s.OverheadRatio, _, err = m.settings.Setting(harvester.SettingMemoryOverheadRatio)
+	return s, err
+}
+
+// refuse is Harvester's refusal: its webhook answers an error as an
+// internal error carrying the message.
+func refuse(message string) *admissionv1.AdmissionResponse {
+	return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+		Status: metav1.StatusFailure, Message: message, Reason: metav1.StatusReasonInternalError, Code: http.StatusInternalServerError,
+	}}
+}
