@@ -80,7 +80,8 @@ const fixtureGuestOS = `{"guestAgentVersion":"6.2.0","os":{"name":"Ubuntu","id":
 	`"kernelVersion":"#134-Ubuntu SMP Fri Sep 27 20:20:17 UTC 2024","machine":"x86_64"},"timezone":"UTC, 0"}`
 
 // buildHarvesterFixtures are the custom objects every simulated Harvester
-// starts with: an image, a VLAN network, a key pair and the server version.
+// starts with: an image, a VLAN network, a key pair, the server version and
+// the settings of the VM mutator.
 func buildHarvesterFixtures(publicKey string) ([]*unstructured.Unstructured, error) {
 	fixture := func(name, ns string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{simLabel: "true"}}
@@ -105,8 +106,20 @@ func buildHarvesterFixtures(publicKey string) ([]*unstructured.Unstructured, err
 		ObjectMeta: fixture("server-version", ""),
 		Value:      ServerVersion, Default: ServerVersion,
 	}
+	objs := []runtime.Object{image, keyPair, setting}
+	// The settings the VM mutator reads, as Harvester ships them: the
+	// default set, no value.
+	for name, def := range map[string]string{
+		harvester.SettingOvercommit:          harvester.DefaultOvercommit,
+		harvester.SettingMemoryOverheadRatio: harvester.DefaultMemoryOverheadRatio,
+	} {
+		objs = append(objs, &harvesterv1.Setting{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "harvesterhci.io/v1beta1", Kind: "Setting"},
+			ObjectMeta: fixture(name, ""), Default: def,
+		})
+	}
 	var out []*unstructured.Unstructured
-	for _, obj := range []runtime.Object{image, keyPair, setting} {
+	for _, obj := range objs {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 		if err != nil {
 			return nil, fmt.Errorf("convert fixture: %w", err)

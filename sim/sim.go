@@ -151,6 +151,10 @@ func Run(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	log.Debug("virt-api (subresources.kubevirt.io) available", "after", time.Since(start).Round(time.Millisecond))
+	if err := startWebhook(runCtx, startCtx, cfg, cp.pki, log.With("component", "webhook")); err != nil {
+		return err
+	}
+	log.Debug("Harvester's VM mutator in effect", "after", time.Since(start).Round(time.Millisecond))
 	if o.GuestClusters {
 		planes := newGuestPlanes(cp, log.With("component", "guests"))
 		defer planes.stopAll()
