@@ -115,19 +115,27 @@ func TestFaultRestartAPIServer(t *testing.T) {
 		t.Errorf("data lost across restart: %v", got.Data)
 	}
 
-	// The simulated controllers reconnect: a VM created now still runs.
+	// The simulated controllers reconnect: a VM created now still runs, and
+	// Harvester's VM mutator (configuration in etcd, server in the
+	// simulator) still mutates it.
 	vms := dyn.Resource(vmGVR).Namespace("default")
 	vm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
 		"metadata": map[string]any{"name": "after-restart"},
 		"spec": map[string]any{"runStrategy": "Always", "template": map[string]any{"spec": map[string]any{
-			"domain": map[string]any{"devices": map[string]any{}, "resources": map[string]any{"requests": map[string]any{"memory": "1Gi"}}},
+			"domain": map[string]any{"devices": map[string]any{}, "resources": map[string]any{"limits": map[string]any{"cpu": "1", "memory": "1Gi"}}},
 		}}},
 	}}
-	if _, err := vms.Create(ctx, vm, metav1.CreateOptions{}); err != nil {
+	created, err := vms.Create(ctx, vm, metav1.CreateOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = vms.Delete(context.Background(), "after-restart", metav1.DeleteOptions{}) })
+	mem, _, _ := unstructured.NestedString(created.Object, "spec", "template", "spec", "domain", "resources", "requests", "memory")
+	guest, _, _ := unstructured.NestedString(created.Object, "spec", "template", "spec", "domain", "memory", "guest")
+	if mem != "682Mi" || guest != "1Gi" {
+		t.Errorf("VM created after the restart: requests.memory %q, guest %q; want Harvester's 682Mi (1Gi/150%%, in MiB) and 1Gi", mem, guest)
+	}
 	err = simtest.WaitObject(ctx, dyn, vmiGVR, "default", "after-restart", func(u *unstructured.Unstructured) bool {
 		if u == nil {
 			return false

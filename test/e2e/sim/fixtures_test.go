@@ -64,6 +64,20 @@ func TestHarvesterFixtures(t *testing.T) {
 	if err != nil || setting.Object["value"] != "v1.8.0" {
 		t.Errorf("setting server-version: %v %v", err, setting)
 	}
+	// The VM mutator's settings, as Harvester ships them: a default, no value.
+	for name, def := range map[string]string{
+		"overcommit-config":                      `{"cpu":1000,"memory":150,"storage":100}`,
+		"additional-guest-memory-overhead-ratio": "1.5",
+	} {
+		s, err := dyn.Resource(settingGVR).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Errorf("setting %s: %v", name, err)
+			continue
+		}
+		if s.Object["default"] != def || (s.Object["value"] != nil && s.Object["value"] != "") {
+			t.Errorf("setting %s: default %v value %v, want default %s and no value", name, s.Object["default"], s.Object["value"], def)
+		}
+	}
 	for _, role := range []string{"harvesterhci.io:cloudprovider", "harvesterhci.io:csi-driver"} {
 		if _, err := kube.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{}); err != nil {
 			t.Errorf("ClusterRole %s: %v", role, err)

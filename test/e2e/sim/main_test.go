@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/harvester-kit/harvester-machine/test/harness"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
@@ -18,11 +19,12 @@ var (
 	simulator *simtest.Sim
 	kube      kubernetes.Interface
 	dyn       dynamic.Interface
+	virt      kubevirt.Interface
 )
 
 func TestMain(m *testing.M) {
 	harness.Main(m, harness.Options{Ready: func(env *harness.Env) error {
-		simulator, kube, dyn = env.Sim, env.Kube, env.Dyn
+		simulator, kube, dyn, virt = env.Sim, env.Kube, env.Dyn, env.Virt
 		return nil
 	}})
 }
