@@ -85,8 +85,11 @@ func waitWebhookEffective(ctx context.Context, dyn dynamic.Interface) error {
 		_, mutated, _ := unstructured.NestedString(vm.Object, "spec", "template", "spec", "domain", "resources", "requests", "memory")
 		return mutated, nil
 	})
+	if err != nil && last != nil {
+		return fmt.Errorf("webhook: a VM create is not mutated: %w (last error: %w)", err, last)
+	}
 	if err != nil {
-		return fmt.Errorf("webhook: a VM create is not mutated (last error: %v): %w", last, err)
+		return fmt.Errorf("webhook: a VM create is not mutated: %w", err)
 	}
 	return nil
 }

@@ -1,7 +1,7 @@
 package webhook
 
 import (
-	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -11,18 +11,18 @@ import (
 // sideEffects. Harvester's failurePolicy is Ignore; the simulator's is
 // Fail, so that a VM never lands unmutated unnoticed (its server lives in
 // the simulator process and is up whenever kube-apiserver is).
-func Configuration(url string, caBundle []byte, labels map[string]string) *admissionregv1.MutatingWebhookConfiguration {
-	fail := admissionregv1.Fail
-	none := admissionregv1.SideEffectClassNone
-	scope := admissionregv1.NamespacedScope
-	return &admissionregv1.MutatingWebhookConfiguration{
+func Configuration(url string, caBundle []byte, labels map[string]string) *admissionv1.MutatingWebhookConfiguration {
+	fail := admissionv1.Fail
+	none := admissionv1.SideEffectClassNone
+	scope := admissionv1.NamespacedScope
+	return &admissionv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: ConfigurationName, Labels: labels},
-		Webhooks: []admissionregv1.MutatingWebhook{{
+		Webhooks: []admissionv1.MutatingWebhook{{
 			Name:         WebhookName,
-			ClientConfig: admissionregv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
-			Rules: []admissionregv1.RuleWithOperations{{
-				Operations: []admissionregv1.OperationType{admissionregv1.Create, admissionregv1.Update},
-				Rule: admissionregv1.Rule{
+			ClientConfig: admissionv1.WebhookClientConfig{URL: &url, CABundle: caBundle},
+			Rules: []admissionv1.RuleWithOperations{{
+				Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+				Rule: admissionv1.Rule{
 					APIGroups: []string{"kubevirt.io"}, APIVersions: []string{"v1"},
 					Resources: []string{"virtualmachines"}, Scope: &scope,
 				},

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
-	admissionv1 "k8s.io/api/admission/v1"
+	reviewv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -38,14 +38,14 @@ func (m *mutator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "webhook: read review: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	var review admissionv1.AdmissionReview
+	var review reviewv1.AdmissionReview
 	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
 		http.Error(w, fmt.Sprintf("webhook: not an AdmissionReview with a request: %v", err), http.StatusBadRequest)
 		return
 	}
 	resp := m.admit(review.Request)
 	resp.UID = review.Request.UID
-	out, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
+	out, err := json.Marshal(reviewv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
 	if err != nil {
 		http.Error(w, "webhook: encode review: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -57,18 +57,18 @@ func (m *mutator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // admit mutates a VM as Harvester's mutator does: the resource rule on
 // create, and on update when Harvester's needUpdateResourceOvercommit
 // would; the default CPU topology always.
-func (m *mutator) admit(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+func (m *mutator) admit(req *reviewv1.AdmissionRequest) *reviewv1.AdmissionResponse {
 	var vm kubevirtv1.VirtualMachine
 	if err := json.Unmarshal(req.Object.Raw, &vm); err != nil {
 		return refuse(fmt.Sprintf("decode VirtualMachine: %v", err))
 	}
 	if vm.Spec.Template == nil {
-		return &admissionv1.AdmissionResponse{Allowed: true}
+		return &reviewv1.AdmissionResponse{Allowed: true}
 	}
-	mutateResources := req.Operation == admissionv1.Create
-	if req.Operation == admissionv1.Update {
+	mutateResources := req.Operation == reviewv1.Create
+	if req.Operation == reviewv1.Update {
 		if vm.DeletionTimestamp != nil {
-			return &admissionv1.AdmissionResponse{Allowed: true}
+			return &reviewv1.AdmissionResponse{Allowed: true}
 		}
 		var old kubevirtv1.VirtualMachine
 		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
@@ -90,14 +90,14 @@ func (m *mutator) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	harvester.DefaultCPUTopology(mutated)
 	ops := resourcePatch(&vm, mutated)
 	if len(ops) == 0 {
-		return &admissionv1.AdmissionResponse{Allowed: true}
+		return &reviewv1.AdmissionResponse{Allowed: true}
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
 		return refuse(fmt.Sprintf("encode patch: %v", err))
 	}
-	pt := admissionv1.PatchTypeJSONPatch
-	return &admissionv1.AdmissionResponse{Allowed: true, PatchType: &pt, Patch: patch}
+	pt := reviewv1.PatchTypeJSONPatch
+	return &reviewv1.AdmissionResponse{Allowed: true, PatchType: &pt, Patch: patch}
 }
 
 // mutatorSettings reads the two settings as Harvester's mutator does: no
@@ -120,8 +120,8 @@ func (m *mutator) mutatorSettings(vm *kubevirtv1.VirtualMachine) (harvester.Muta
 
 // refuse is Harvester's refusal: its webhook answers an error as an
 // internal error carrying the message.
-func refuse(message string) *admissionv1.AdmissionResponse {
-	return &admissionv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
+func refuse(message string) *reviewv1.AdmissionResponse {
+	return &reviewv1.AdmissionResponse{Allowed: false, Result: &metav1.Status{
 		Status: metav1.StatusFailure, Message: message, Reason: metav1.StatusReasonInternalError, Code: http.StatusInternalServerError,
 	}}
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
-	admissionv1 "k8s.io/api/admission/v1"
+	reviewv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -52,25 +52,25 @@ func vmWith(cpu, memory string, change func(*kubevirtv1.VirtualMachine)) *kubevi
 }
 
 // review posts one AdmissionReview to the handler and returns its response.
-func review(t *testing.T, s Settings, op admissionv1.Operation, old, vm *kubevirtv1.VirtualMachine) (*admissionv1.AdmissionResponse, []byte) {
+func review(t *testing.T, s Settings, op reviewv1.Operation, old, vm *kubevirtv1.VirtualMachine) (*reviewv1.AdmissionResponse, []byte) {
 	t.Helper()
 	raw, err := json.Marshal(vm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := &admissionv1.AdmissionRequest{UID: types.UID("u-1"), Operation: op, Namespace: vm.Namespace, Name: vm.Name, Object: runtime.RawExtension{Raw: raw}}
+	req := &reviewv1.AdmissionRequest{UID: types.UID("u-1"), Operation: op, Namespace: vm.Namespace, Name: vm.Name, Object: runtime.RawExtension{Raw: raw}}
 	if old != nil {
 		if req.OldObject.Raw, err = json.Marshal(old); err != nil {
 			t.Fatal(err)
 		}
 	}
-	body, _ := json.Marshal(admissionv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
+	body, _ := json.Marshal(reviewv1.AdmissionReview{TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"}, Request: req})
 	rec := httptest.NewRecorder()
 	NewMutator(s, slog.New(slog.NewTextHandler(io.Discard, nil))).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, MutationPath, bytes.NewReader(body)))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("status %d: %s", rec.Code, rec.Body.String())
 	}
-	var out admissionv1.AdmissionReview
+	var out reviewv1.AdmissionReview
 	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
 		t.Fatalf("response %s: %v", rec.Body.String(), err)
 	}
@@ -81,10 +81,10 @@ func review(t *testing.T, s Settings, op admissionv1.Operation, old, vm *kubevir
 }
 
 // applied is vm after the response's patch, as kube-apiserver applies it.
-func applied(t *testing.T, resp *admissionv1.AdmissionResponse, raw []byte) *kubevirtv1.VirtualMachine {
+func applied(t *testing.T, resp *reviewv1.AdmissionResponse, raw []byte) *kubevirtv1.VirtualMachine {
 	t.Helper()
 	if len(resp.Patch) > 0 {
-		if resp.PatchType == nil || *resp.PatchType != admissionv1.PatchTypeJSONPatch {
+		if resp.PatchType == nil || *resp.PatchType != reviewv1.PatchTypeJSONPatch {
 			t.Fatalf("patch type %v, want JSONPatch", resp.PatchType)
 		}
 		p, err := jsonpatch.DecodePatch(resp.Patch)
@@ -164,7 +164,7 @@ func TestMutatorCreate(t *testing.T) {
 		{"empty overcommit setting: resources left alone", settingsMap{harvester.SettingOvercommit: ""}, vmWith("2", "4Gi", nil), want{cores: 2}},
 	}
 	for _, c := range cases {
-		resp, raw := review(t, c.settings, admissionv1.Create, nil, c.vm)
+		resp, raw := review(t, c.settings, reviewv1.Create, nil, c.vm)
 		if !resp.Allowed {
 			t.Errorf("%s: refused: %v", c.name, resp.Result)
 			continue
@@ -174,7 +174,7 @@ func TestMutatorCreate(t *testing.T) {
 }
 
 func TestMutatorLeavesAloneWithoutSettings(t *testing.T) {
-	resp, _ := review(t, settingsMap{}, admissionv1.Create, nil, vmWith("2", "4Gi", nil))
+	resp, _ := review(t, settingsMap{}, reviewv1.Create, nil, vmWith("2", "4Gi", nil))
 	if !resp.Allowed || len(resp.Patch) != 0 {
 		t.Errorf("no settings and a full CPU topology: want allowed without a patch, got allowed=%v patch %s", resp.Allowed, resp.Patch)
 	}
@@ -196,7 +196,7 @@ func TestMutatorRefuses(t *testing.T) {
 			"setting overcommit-config: unexpected end of JSON input"},
 	}
 	for _, c := range cases {
-		resp, _ := review(t, c.settings, admissionv1.Create, nil, c.vm)
+		resp, _ := review(t, c.settings, reviewv1.Create, nil, c.vm)
 		if resp.Allowed || resp.Result == nil || resp.Result.Message != c.message || resp.Result.Code != http.StatusInternalServerError || len(resp.Patch) != 0 {
 			t.Errorf("%s: allowed=%v result %+v patch %s, want refused with %q (500)", c.name, resp.Allowed, resp.Result, resp.Patch, c.message)
 		}
@@ -206,7 +206,7 @@ func TestMutatorRefuses(t *testing.T) {
 func TestMutatorUpdate(t *testing.T) {
 	// The stored VM, mutated at create with the shipped settings.
 	stored := func() *kubevirtv1.VirtualMachine {
-		resp, raw := review(t, shipped, admissionv1.Create, nil, vmWith("2", "4Gi", nil))
+		resp, raw := review(t, shipped, reviewv1.Create, nil, vmWith("2", "4Gi", nil))
 		return applied(t, resp, raw)
 	}
 	changed := settingsMap{harvester.SettingOvercommit: `{"cpu":200,"memory":200,"storage":100}`, harvester.SettingMemoryOverheadRatio: "1.5"}
@@ -228,7 +228,7 @@ func TestMutatorUpdate(t *testing.T) {
 		old := stored()
 		vm := old.DeepCopy()
 		c.change(vm)
-		resp, raw := review(t, changed, admissionv1.Update, old, vm)
+		resp, raw := review(t, changed, reviewv1.Update, old, vm)
 		if !resp.Allowed {
 			t.Errorf("%s: refused: %v", c.name, resp.Result)
 			continue
@@ -241,7 +241,7 @@ func TestMutatorUpdate(t *testing.T) {
 	now := metav1.Now()
 	vm.DeletionTimestamp = &now
 	vm.Spec.Template.Spec.Domain.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("8Gi")
-	if resp, _ := review(t, changed, admissionv1.Update, old, vm); !resp.Allowed || len(resp.Patch) != 0 {
+	if resp, _ := review(t, changed, reviewv1.Update, old, vm); !resp.Allowed || len(resp.Patch) != 0 {
 		t.Errorf("deleting VM: allowed=%v patch %s, want allowed without a patch", resp.Allowed, resp.Patch)
 	}
 }

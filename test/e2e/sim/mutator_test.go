@@ -43,7 +43,7 @@ func createVM(t *testing.T, ctx context.Context, vm *kubevirtv1.VirtualMachine) 
 		t.Fatalf("create VM %s: %v", vm.Name, err)
 	}
 	t.Cleanup(func() {
-		_ = virt.KubevirtV1().VirtualMachines(vm.Namespace).Delete(context.Background(), vm.Name, metav1.DeleteOptions{})
+		_ = virt.KubevirtV1().VirtualMachines(vm.Namespace).Delete(context.WithoutCancel(ctx), vm.Name, metav1.DeleteOptions{})
 	})
 	stored, err := virt.KubevirtV1().VirtualMachines(vm.Namespace).Get(ctx, created.Name, metav1.GetOptions{})
 	if err != nil {
