@@ -91,6 +91,13 @@ func TestQuotaRefusesBeforeAnythingExists(t *testing.T) {
 	name := "e2e-quota-pool1-q0001"
 	r.mustCreate(name, base...)
 	t.Cleanup(func() { r.mustRun("rm", "-y", name) })
+	// The VM as stored carries the requests the quota check counted:
+	// Harvester's mutator derives them from the limits (2 CPUs at 1000%,
+	// 2Gi at 150% truncated to MiB).
+	req := getVM(t, name).Spec.Template.Spec.Domain.Resources.Requests
+	if cpu, mem := req.Cpu(), req.Memory(); cpu.String() != "200m" || mem.Cmp(resource.MustParse("1365Mi")) != 0 {
+		t.Errorf("stored requests cpu %s memory %s, want 200m and 1365Mi", cpu.String(), mem.String())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	five := resource.MustParse("5Gi")
@@ -126,8 +133,16 @@ func TestVGPUCapacity(t *testing.T) {
 	}
 	// A vGPU cannot migrate: LiveMigrate would hold the host's maintenance
 	// mode forever, so the machine is shut down instead when its host drains.
-	if got := getVM(t, first).Spec.Template.Spec.EvictionStrategy; got == nil || *got != kubevirtv1.EvictionStrategyLiveMigrateIfPossible {
+	vm := getVM(t, first)
+	if got := vm.Spec.Template.Spec.EvictionStrategy; got == nil || *got != kubevirtv1.EvictionStrategyLiveMigrateIfPossible {
 		t.Errorf("vGPU machine's eviction strategy %v, want %s", got, kubevirtv1.EvictionStrategyLiveMigrateIfPossible)
+	}
+	// Harvester's mutator does not overcommit a vGPU VM's memory: the
+	// request is the whole guest memory (4Gi: the ratio setting is set, so
+	// nothing is reserved), as the quota check counted it.
+	d := vm.Spec.Template.Spec.Domain
+	if req := d.Resources.Requests.Memory(); d.Memory == nil || d.Memory.Guest == nil || req.Cmp(*d.Memory.Guest) != 0 || req.Cmp(resource.MustParse("4Gi")) != 0 {
+		t.Errorf("vGPU machine's memory request %v, guest %v: want both 4Gi", req, d.Memory)
 	}
 	out, err = r.create("e2e-vgpu-pool1-g0002", append(base, vgpu(profile))...)
 	if err == nil || !strings.Contains(out, "no host has room for the machine's vGPUs (1 "+profile+"); free per host:") ||
