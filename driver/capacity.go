@@ -57,9 +57,9 @@ func (d *Driver) checkQuotas(ctx context.Context, api *harvesterapi.API, plan VM
 			}
 		}
 	}
-	env := quotaEnv{overcommit: d.overcommit(ctx, api, requests)}
+	env := quotaEnv{overcommit: overcommitSetting(ctx, api, requests)}
 	if memory {
-		env.ratio = d.setting(ctx, api, harvester.SettingMemoryOverheadRatio, harvester.DefaultMemoryOverheadRatio)
+		env.ratio = setting(ctx, api, harvester.SettingMemoryOverheadRatio, harvester.DefaultMemoryOverheadRatio)
 		env.arch = hostArch(ctx, api)
 	}
 	ask, err := askOf(plan, env)
@@ -85,14 +85,14 @@ var (
 	}
 )
 
-// overcommit is Harvester's overcommit-config, read only when a quota
+// overcommitSetting is Harvester's overcommit-config, read only when a quota
 // counts requests (its default otherwise, or when it cannot be read).
-func (d *Driver) overcommit(ctx context.Context, api *harvesterapi.API, read bool) harvester.Overcommit {
+func overcommitSetting(ctx context.Context, api *harvesterapi.API, read bool) harvester.Overcommit {
 	def, _ := harvester.ParseOvercommit("")
 	if !read {
 		return def
 	}
-	o, err := harvester.ParseOvercommit(d.setting(ctx, api, harvester.SettingOvercommit, harvester.DefaultOvercommit))
+	o, err := harvester.ParseOvercommit(setting(ctx, api, harvester.SettingOvercommit, harvester.DefaultOvercommit))
 	if err != nil {
 		log.Warnf("%v; using its default %s", err, harvester.DefaultOvercommit)
 		return def
@@ -102,7 +102,7 @@ func (d *Driver) overcommit(ctx context.Context, api *harvesterapi.API, read boo
 
 // setting is a Harvester setting's current value ("" when it cannot be
 // read: the caller's default applies).
-func (d *Driver) setting(ctx context.Context, api *harvesterapi.API, name, def string) string {
+func setting(ctx context.Context, api *harvesterapi.API, name, def string) string {
 	s, err := api.GetSetting(ctx, name)
 	if err != nil {
 		if !apierrors.IsNotFound(err) {

@@ -123,7 +123,11 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("load admin kubeconfig: %w", err)
 	}
-	if err := install(startCtx, cfg, o); err != nil {
+	admin, err := newAdminClients(cfg)
+	if err != nil {
+		return err
+	}
+	if err := install(startCtx, admin, o); err != nil {
 		return err
 	}
 	log.Debug("CRDs and fixtures installed", "after", time.Since(start).Round(time.Millisecond))
@@ -147,11 +151,11 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("start simulated controllers: %w", err)
 	}
-	if err := startVirtAPI(runCtx, startCtx, cfg, cp.pki, log.With("component", "virt-api")); err != nil {
+	if err := startVirtAPI(runCtx, startCtx, cfg, admin, cp.pki, log.With("component", "virt-api")); err != nil {
 		return err
 	}
 	log.Debug("virt-api (subresources.kubevirt.io) available", "after", time.Since(start).Round(time.Millisecond))
-	if err := startWebhook(runCtx, startCtx, cfg, cp.pki, log.With("component", "webhook")); err != nil {
+	if err := startWebhook(runCtx, startCtx, cfg, admin, cp.pki, log.With("component", "webhook")); err != nil {
 		return err
 	}
 	log.Debug("Harvester's VM mutator in effect", "after", time.Since(start).Round(time.Millisecond))
@@ -225,19 +229,31 @@ func serve(ctx context.Context, cp *controlPlane, log *slog.Logger) error {
 	}
 }
 
-func install(ctx context.Context, cfg *rest.Config, o Options) error {
-	ext, err := apiextclient.NewForConfig(cfg)
-	if err != nil {
-		return err
+// adminClients reach the simulator's kube-apiserver as its administrator;
+// made once and shared by the start-up steps.
+type adminClients struct {
+	ext  apiextclient.Interface
+	kube kubernetes.Interface
+	dyn  dynamic.Interface
+}
+
+func newAdminClients(cfg *rest.Config) (adminClients, error) {
+	var c adminClients
+	var err error
+	if c.ext, err = apiextclient.NewForConfig(cfg); err != nil {
+		return c, fmt.Errorf("admin clients: %w", err)
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
+	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return c, fmt.Errorf("admin clients: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
+	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return c, fmt.Errorf("admin clients: %w", err)
 	}
+	return c, nil
+}
+
+func install(ctx context.Context, admin adminClients, o Options) error {
+	ext, kube, dyn := admin.ext, admin.kube, admin.dyn
 	if err := installCRDs(ctx, ext); err != nil {
 		return err
 	}

@@ -10,8 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
@@ -28,7 +26,7 @@ var gvrAPIService = schema.GroupVersionResource{Group: "apiregistration.k8s.io",
 // startVirtAPI serves subresources.kubevirt.io on a loopback port,
 // registers it with the aggregation layer and returns once kube-apiserver
 // reports the APIService Available.
-func startVirtAPI(ctx, startCtx context.Context, cfg *rest.Config, p *pki, log *slog.Logger) error {
+func startVirtAPI(ctx, startCtx context.Context, cfg *rest.Config, admin adminClients, p *pki, log *slog.Logger) error {
 	srv, err := subresources.Start(ctx, subresources.Options{
 		Config: cfg, CertPEM: p.VirtAPICertPEM, KeyPEM: p.VirtAPIKeyPEM,
 		RequestHeaderCAPEM: p.FrontProxyCAPEM, AllowedNames: []string{ProxyClientName}, Log: log,
@@ -36,14 +34,7 @@ func startVirtAPI(ctx, startCtx context.Context, cfg *rest.Config, p *pki, log *
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
+	kube, dyn := admin.kube, admin.dyn
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: VirtAPIService, Namespace: SystemNamespace, Labels: map[string]string{simLabel: "true"}},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "127.0.0.1"},

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -29,26 +28,18 @@ const webhookProbe = "harvester-sim-webhook-probe"
 // simulator's network namespace) and returns once a VM create is mutated.
 // The configuration lives in etcd and the server in this process, so both
 // outlive a kube-apiserver restart.
-func startWebhook(ctx, startCtx context.Context, cfg *rest.Config, p *pki, log *slog.Logger) error {
+func startWebhook(ctx, startCtx context.Context, cfg *rest.Config, admin adminClients, p *pki, log *slog.Logger) error {
 	// virt-api's serving certificate names 127.0.0.1 and is signed by the
 	// cluster CA: the webhook server shares it.
 	srv, err := webhook.Start(ctx, webhook.Options{Config: cfg, CertPEM: p.VirtAPICertPEM, KeyPEM: p.VirtAPIKeyPEM, Log: log})
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("webhook: %w", err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("webhook: %w", err)
-	}
 	conf := webhook.Configuration(srv.URL(), p.CACertPEM, map[string]string{simLabel: "true"})
-	if _, err := kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(startCtx, conf, metav1.CreateOptions{}); err != nil {
+	if _, err := admin.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(startCtx, conf, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("webhook: create MutatingWebhookConfiguration %s: %w", conf.Name, err)
 	}
-	return waitWebhookEffective(startCtx, dyn)
+	return waitWebhookEffective(startCtx, admin.dyn)
 }
 
 // waitWebhookEffective dry-run creates a VM until kube-apiserver has

@@ -32,6 +32,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/harvester-kit/harvester-machine/sim/loopback"
 )
 
 // The API group this server serves.
@@ -68,7 +70,6 @@ type Server struct {
 	kube kubernetes.Interface
 	log  *slog.Logger
 	opts Options
-	srv  *http.Server
 	addr string
 }
 
@@ -90,30 +91,18 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if !clientCAs.AppendCertsFromPEM(o.RequestHeaderCAPEM) {
 		return nil, errors.New("virt-api: request-header CA: no certificate")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("virt-api: listen: %w", err)
-	}
 	log := o.Log
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &Server{dyn: dyn, kube: kube, log: log, opts: o, addr: ln.Addr().String()}
-	s.srv = &http.Server{
-		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{
-			Certificates: []tls.Certificate{cert}, ClientCAs: clientCAs,
-			ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12,
-		},
+	s := &Server{dyn: dyn, kube: kube, log: log, opts: o}
+	s.addr, err = loopback.ServeTLS(ctx, s.Handler(), &tls.Config{
+		Certificates: []tls.Certificate{cert}, ClientCAs: clientCAs,
+		ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("virt-api: %w", err)
 	}
-	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
-	go func() {
-		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = s.srv.Shutdown(shut)
-	}()
 	return s, nil
 }
 

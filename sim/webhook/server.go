@@ -11,12 +11,11 @@ import (
 	"crypto/tls"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
-	"strconv"
-	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/harvester-kit/harvester-machine/sim/loopback"
 )
 
 // Harvester v1.8's names for its mutating webhook (pkg/webhook/types.go,
@@ -61,35 +60,16 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, fmt.Errorf("webhook: listen: %w", err)
-	}
 	mux := http.NewServeMux()
 	mux.Handle(MutationPath, NewMutator(settings, log))
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+	addr, err := loopback.ServeTLS(ctx, mux, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	go func() {
-		<-ctx.Done()
-		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shut)
-	}()
-	return &Server{addr: ln.Addr().String()}, nil
+	return &Server{addr: addr}, nil
 }
 
 // URL is where kube-apiserver reaches the mutator.
 func (s *Server) URL() string {
 	return "https://" + s.addr + MutationPath
-}
-
-// Port is the loopback port the server listens on.
-func (s *Server) Port() int {
-	_, p, _ := net.SplitHostPort(s.addr)
-	n, _ := strconv.Atoi(p) // the listener's own address: always a number
-	return n
 }
