@@ -68,6 +68,9 @@ func Main(m *testing.M, opts Options) {
 }
 
 func run(m *testing.M, opts Options, iso Isolation) (int, error) {
+	if err := simtest.MarkRun(); err != nil {
+		return 1, err
+	}
 	for _, name := range opts.Bins {
 		if _, err := simtest.Bin(name); err != nil {
 			return 1, err
@@ -124,13 +127,14 @@ func newEnv(s *simtest.Sim, iso Isolation, checks []Check) (*Env, error) {
 	return env, nil
 }
 
-// noPluginLeft is every package's check: no process of this checkout's
-// driver plugin is running once the tests' rancher-machine commands have
-// returned (a plugin exits with the rancher-machine that started it; each
+// noPluginLeft is every package's check: no driver plugin started by this
+// package's rancher-machine commands is running once they have returned
+// (other packages' plugins, at work while "go test ./..." runs them side
+// by side, are theirs to check) (a plugin exits with the rancher-machine that started it; each
 // test of test/e2e/driver and test/e2e/guest also checks its own with
 // simtest.NoPluginLeft).
 var noPluginLeft = Check{Name: "no driver plugin process left", Run: func(ctx context.Context, _ *Env) error {
-	left, err := simtest.PluginsLeft(ctx, "")
+	left, err := simtest.RunPluginsLeft(ctx)
 	if err != nil || len(left) == 0 {
 		return err
 	}

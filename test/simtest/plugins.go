@@ -21,6 +21,39 @@ type PluginProcess struct {
 	Pid    int
 	Parent int    // its parent's pid now (1 or a subreaper once its rancher-machine exited)
 	Store  string // its MACHINE_STORAGE_PATH
+	Run    string // its RunEnv: the test binary whose command started it
+}
+
+// RunEnv marks every process a test binary starts, through the
+// environment its rancher-machine commands and their plugins inherit:
+// "go test ./..." runs packages side by side, and a package's own check
+// must not count another package's plugins that are still at work.
+const RunEnv = "SIMTEST_RUN"
+
+// MarkRun sets RunEnv, to this process's pid, for the processes this
+// test binary will start.
+func MarkRun() error { return os.Setenv(RunEnv, strconv.Itoa(os.Getpid())) }
+
+// ThisRun lists the plugin processes started by this test binary's
+// commands (see MarkRun); none when MarkRun was not called.
+func ThisRun() ([]PluginProcess, error) {
+	run := os.Getenv(RunEnv)
+	if run == "" {
+		return nil, nil
+	}
+	all, err := Plugins("")
+	return ofRun(all, run), err
+}
+
+// ofRun keeps the processes whose RunEnv is run.
+func ofRun(procs []PluginProcess, run string) []PluginProcess {
+	var mine []PluginProcess
+	for _, p := range procs {
+		if p.Run == run {
+			mine = append(mine, p)
+		}
+	}
+	return mine
 }
 
 func (p PluginProcess) String() string {
@@ -67,6 +100,9 @@ func readPlugin(pid int) (PluginProcess, bool) {
 		if v, ok := bytes.CutPrefix(kv, []byte("MACHINE_STORAGE_PATH=")); ok {
 			p.Store = string(v)
 		}
+		if v, ok := bytes.CutPrefix(kv, []byte(RunEnv+"=")); ok {
+			p.Run = string(v)
+		}
 	}
 	stat, err := os.ReadFile(filepath.Join(dir, "stat"))
 	if err != nil {
@@ -91,6 +127,22 @@ func PluginsLeft(ctx context.Context, store string) ([]PluginProcess, error) {
 	if err != nil {
 		return nil, err
 	}
+	return waitLeft(ctx, procs)
+}
+
+// RunPluginsLeft is PluginsLeft for every plugin this test binary's
+// commands started (see MarkRun), whatever their store.
+func RunPluginsLeft(ctx context.Context) ([]PluginProcess, error) {
+	procs, err := ThisRun()
+	if err != nil {
+		return nil, err
+	}
+	return waitLeft(ctx, procs)
+}
+
+// waitLeft gives each process until ctx ends to exit and returns those
+// still running then.
+func waitLeft(ctx context.Context, procs []PluginProcess) ([]PluginProcess, error) {
 	var left []PluginProcess
 	for _, p := range procs {
 		exited, err := waitExit(ctx, p.Pid)

@@ -51,6 +51,27 @@ func TestReadPlugin(t *testing.T) {
 	}
 }
 
+// TestReadPluginRun: a child's store and run marker are read from its
+// environment, and only the processes of a run are kept as its own.
+func TestReadPluginRun(t *testing.T) {
+	child := exec.Command("sleep", "60")
+	child.Env = append(os.Environ(), "MACHINE_STORAGE_PATH=/tmp/store-a", RunEnv+"=4242")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
+	p, ok := readPlugin(child.Process.Pid)
+	if !ok || p.Store != "/tmp/store-a" || p.Run != "4242" || p.Parent != os.Getpid() {
+		t.Fatalf("got %+v %v", p, ok)
+	}
+	other := PluginProcess{Pid: 7, Run: "99"}
+	unmarked := PluginProcess{Pid: 8}
+	got := ofRun([]PluginProcess{other, p, unmarked}, "4242")
+	if len(got) != 1 || got[0].Pid != p.Pid {
+		t.Errorf("run 4242 keeps %+v, want only pid %d", got, p.Pid)
+	}
+}
+
 // TestCPUHog: the hog burns CPU while it runs and stops by itself at its
 // limit.
 func TestCPUHog(t *testing.T) {
