@@ -230,14 +230,7 @@ func TestMergeReusesParsedParts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	userData, err := ParseUserData(in.UserData)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cloudConfig, err := ParseCloudConfig(in.CloudConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	userData, cloudConfig := parseParts(t, in)
 	for i := range 3 {
 		got, err := Merge(Input{User: in.User, SSHAuthorizedKeys: in.SSHAuthorizedKeys}, userData, cloudConfig)
 		if err != nil {

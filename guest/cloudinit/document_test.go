@@ -18,18 +18,24 @@ func standIns(in Input) Input {
 	return in
 }
 
-// renderLater merges in with stand-ins for its keys and files, then
-// renders the document with the real ones.
-func renderLater(t *testing.T, in Input) []byte {
+// parseParts parses in's user data and cloud config.
+func parseParts(t *testing.T, in Input) (userData, cloudConfig Part) {
 	t.Helper()
 	userData, err := ParseUserData(in.UserData)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cloudConfig, err := ParseCloudConfig(in.CloudConfig)
-	if err != nil {
+	if cloudConfig, err = ParseCloudConfig(in.CloudConfig); err != nil {
 		t.Fatal(err)
 	}
+	return userData, cloudConfig
+}
+
+// renderLater merges in with stand-ins for its keys and files, then
+// renders the document with the real ones.
+func renderLater(t *testing.T, in Input) []byte {
+	t.Helper()
+	userData, cloudConfig := parseParts(t, in)
 	doc, err := MergeDocument(standIns(in), userData, cloudConfig)
 	if err != nil {
 		t.Fatal(err)

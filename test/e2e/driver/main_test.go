@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"kubevirt.io/client-go/kubevirt"
 
@@ -18,6 +19,7 @@ import (
 var (
 	sim        *simtest.Sim
 	kube       kubernetes.Interface
+	dynAdmin   dynamic.Interface
 	virt       kubevirt.Interface
 	kubeconfig string // admin kubeconfig content
 	binDir     string
@@ -27,7 +29,7 @@ func TestMain(m *testing.M) {
 	harness.Main(m, harness.Options{
 		Bins: []string{"rancher-machine", "docker-machine-driver-harvester", "harvester-bootstrap"},
 		Ready: func(env *harness.Env) error {
-			sim, kube, virt = env.Sim, env.Kube, env.Virt
+			sim, kube, dynAdmin, virt = env.Sim, env.Kube, env.Dyn, env.Virt
 			root, err := simtest.RepoRoot()
 			if err != nil {
 				return err

@@ -103,7 +103,7 @@ func allocatedTo(p dhcpapi.IPPool, mac string) string {
 func TestManagedDHCP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	dyn := dynamicClient(t)
+	dyn := dynAdmin
 	managedNetwork(t, ctx, dyn)
 	r := newRM(t, "e2e-dhcp")
 	net := []string{"--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=" + namespace + "/" + dhcpNetwork}

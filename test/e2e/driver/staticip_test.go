@@ -16,7 +16,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/harvester-kit/harvester-machine/internal/staticip"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
@@ -140,7 +139,7 @@ func TestStaticAddressLifecycle(t *testing.T) {
 	if err := virt.KubevirtV1().VirtualMachines(namespace).Delete(ctx, "e2e-static-pool1-b", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	dyn := dynamicClient(t)
+	dyn := dynAdmin
 	if err := simtest.WaitObject(ctx, dyn, gvrConfigMap, namespace, claimB, simtest.Gone); err != nil {
 		t.Fatalf("the hand-deleted VM's address claim was not freed: %v", err)
 	}
@@ -212,19 +211,6 @@ func TestStaticAddressPool(t *testing.T) {
 	for _, name := range next {
 		r.mustRun("rm", "-y", "--update-config", name)
 	}
-}
-
-func dynamicClient(t *testing.T) dynamic.Interface {
-	t.Helper()
-	cfg, err := sim.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dyn
 }
 
 // doctorRow runs harvester-bootstrap doctor for cluster and returns the

@@ -76,14 +76,7 @@ func condition(obj *unstructured.Unstructured, typ string) string {
 // deleted or no longer imported, the network deleted, the key pair no
 // longer validated. Create fails naming the cause, and leaves nothing.
 func TestChangedBetweenPreCreateAndCreate(t *testing.T) {
-	cfg, err := sim.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dyn := dynAdmin
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	imported := func(u *unstructured.Unstructured) bool { return condition(u, "Imported") == "True" }
