@@ -65,6 +65,9 @@ type Harvester struct {
 	RoleBindings        []rbacv1.RoleBinding
 	ClusterRoleBindings []rbacv1.ClusterRoleBinding
 	TokenSecrets        []TokenSecret
+	// GrantBindings are the ClusterRoleBindings of the VM namespace's grant
+	// (guest/credentials: the guests' reads outside their namespace).
+	GrantBindings []rbacv1.ClusterRoleBinding
 	// Every LoadBalancer of the namespace and every IPPool.
 	LoadBalancers []lbapi.LoadBalancer
 	IPPools       []lbapi.IPPool

@@ -40,6 +40,10 @@ func driverRights(d *clusterstate.DriverCredential, fix string) Row {
 	if d.RulesErr != "" {
 		return warn(CheckDriverRights, d.RulesErr, "allow the credential to create selfsubjectrulesreviews (every authenticated user may)")
 	}
+	if rbac := driverrights.ClusterRBACRights(d.Rules); len(rbac) > 0 {
+		return fail(CheckDriverRights, fmt.Sprintf("%s may %s: with that it can delete any ClusterRoleBinding (cluster-admin's too: a patch of its ownerReferences is enough) or bind a role to everyone",
+			d.Source, listSome(rbac)), "the driver needs no such right: "+fix)
+	}
 	var missing []string
 	for _, p := range driverrights.Of(driverrights.Always) {
 		if !driverrights.RulesAllow(d.Rules, p) {

@@ -133,8 +133,8 @@ func healthy() *clusterstate.Snapshot {
 			Claims:              []corev1.PersistentVolumeClaim{claim(ns, "pvc-1111", "harvester-longhorn", corev1.ClaimBound)},
 			StorageClasses:      []storagev1.StorageClass{storageClass("harvester-longhorn", "driver.longhorn.io", true, nil)},
 			ServiceAccounts:     []corev1.ServiceAccount{*objs.ServiceAccount},
-			RoleBindings:        []rbacv1.RoleBinding{*objs.RoleBinding},
-			ClusterRoleBindings: []rbacv1.ClusterRoleBinding{*objs.ClusterRoleBinding},
+			RoleBindings:        []rbacv1.RoleBinding{*objs.RoleBinding, *objs.CSIRoleBinding},
+			GrantBindings:       []rbacv1.ClusterRoleBinding{*credentials.BuildGrant(ns).ReadsBinding},
 			TokenSecrets: []clusterstate.TokenSecret{{Namespace: ns, Name: a.TokenSecretName(), ServiceAccount: a.ServiceAccount,
 				Labels: objs.TokenSecret.Labels, Filled: true, Auth: &clusterstate.Auth{User: "system:serviceaccount:default:guest-a", Kind: clusterstate.CredJWT}}},
 			LoadBalancers: []lbapi.LoadBalancer{loadBalancer("guest-a-default-web-1a2b3c4d", cluster, "192.168.100.2")},
@@ -156,8 +156,8 @@ func healthy() *clusterstate.Snapshot {
 
 func TestHealthySnapshotIsAllOK(t *testing.T) {
 	r := Run(healthy())
-	if len(r) != 19 {
-		t.Errorf("got %d rows, want 19 (every check once): %+v", len(r), r)
+	if len(r) != 21 {
+		t.Errorf("got %d rows, want 21 (every check once): %+v", len(r), r)
 	}
 	for _, row := range r {
 		if row.Status != OK {
@@ -207,8 +207,21 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 		{CheckGuestAgent, Fail, "guest-a-pool1-x2 (no interface address)", func(s *clusterstate.Snapshot) { s.Harvester.VMIs[1].Status.Interfaces = nil }},
 		{CheckGuestAgent, Warn, "no running VMI", func(s *clusterstate.Snapshot) { s.Harvester.VMIs, s.Guest = nil, nil }},
 		{CheckCredential, Warn, "no ServiceAccount", func(s *clusterstate.Snapshot) { s.Harvester.ServiceAccounts = nil }},
-		{CheckCredential, Fail, "ClusterRoleBinding harvester-bootstrap:default:guest-a:csi-driver missing", func(s *clusterstate.Snapshot) {
-			s.Harvester.ClusterRoleBindings = nil
+		{CheckCredential, Fail, "RoleBinding guest-a-csi-driver (harvesterhci.io:csi-driver) missing", func(s *clusterstate.Snapshot) {
+			s.Harvester.RoleBindings = s.Harvester.RoleBindings[:1]
+		}},
+		{CheckCredentialScope, Warn, "harvesterhci.io:csi-driver bound cluster-wide (ClusterRoleBinding) for guest-a", func(s *clusterstate.Snapshot) {
+			wide := credentials.BuildAccess(credentials.Access{ClusterName: cluster, Namespace: ns, CSIClusterWide: true}.WithDefaults())
+			s.Harvester.RoleBindings = s.Harvester.RoleBindings[:1] // made before the RoleBinding
+			s.Harvester.ClusterRoleBindings = []rbacv1.ClusterRoleBinding{*wide.ClusterRoleBinding}
+		}},
+		{CheckCredentialScope, Fail, "namespace default has no grant harvester-bootstrap:guest-namespace:default", func(s *clusterstate.Snapshot) {
+			s.Harvester.GrantBindings = nil
+		}},
+		{CheckNamespaceShared, Warn, "also holds VMs of guest cluster(s) guest-b", func(s *clusterstate.Snapshot) {
+			other := vm("guest-b-pool1-y1")
+			other.Labels[harvester.LabelGuestCluster] = "guest-b"
+			s.Harvester.VMs = append(s.Harvester.VMs, other)
 		}},
 		{CheckCredential, Fail, "RoleBinding guest-a-cloudprovider missing", func(s *clusterstate.Snapshot) { s.Harvester.RoleBindings = nil }},
 		{CheckCredential, Fail, "has no token", func(s *clusterstate.Snapshot) {

@@ -109,3 +109,34 @@ func describe(verb, group, resource, name string) string {
 	p := Permission{Verb: verb, Group: group, Resource: resource, Name: name}
 	return p.String()
 }
+
+// ClusterRBACRights lists what rules allow on ClusterRoleBindings (any
+// verb) and ClusterRoles (any verb but bind by name): rights the driver
+// never holds. With them a credential can delete any ClusterRoleBinding
+// (a patch of its ownerReferences alone passes RBAC's escalation check;
+// the garbage collector does the rest) or grant a role to everyone.
+func ClusterRBACRights(rules []authv1.ResourceRule) []string {
+	seen := map[string]bool{}
+	for _, r := range rules {
+		if !matchesAll(r.APIGroups, groupRBAC) {
+			continue
+		}
+		for _, v := range r.Verbs {
+			for _, res := range []string{"clusterrolebindings", "clusterroles"} {
+				if !slices.Contains(r.Resources, "*") && !slices.Contains(r.Resources, res) {
+					continue
+				}
+				if res == "clusterroles" && v == "bind" && len(r.ResourceNames) > 0 {
+					continue
+				}
+				seen[describe(v, groupRBAC, res, "")] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for s := range seen {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
