@@ -18,12 +18,14 @@ import (
 // the overhead setting only when a quota limits memory, the namespace only
 // when Rancher's default quota is there; the hosts only with vGPUs. Reads
 // that are forbidden are skipped with a warning. images: what checkImages
-// read (a machine whose images failed is not planned: that is reported).
-func (d *Driver) checkCapacity(ctx context.Context, api *harvesterapi.API, in Inputs, images map[string]ImageFacts) []error {
+// read (a machine whose images failed is not planned: that is reported);
+// managedDHCP: what checkNetworks found.
+func (d *Driver) checkCapacity(ctx context.Context, api *harvesterapi.API, in Inputs, images map[string]ImageFacts, managedDHCP bool) []error {
 	var problems []error
 	plan, err := PlanFromConfig(d.Config, in, d.MachineName, images)
 	if err == nil {
-		problems = append(problems, d.checkQuotas(ctx, api, plan)...)
+		env := quotaEnv{staticClaim: in.Static != nil, managedDHCP: managedDHCP}
+		problems = append(problems, d.checkQuotas(ctx, api, plan, env)...)
 	}
 	if len(in.VGPUs) > 0 {
 		problems = append(problems, d.checkVGPUs(ctx, api, in.VGPUs)...)
@@ -31,7 +33,7 @@ func (d *Driver) checkCapacity(ctx context.Context, api *harvesterapi.API, in In
 	return problems
 }
 
-func (d *Driver) checkQuotas(ctx context.Context, api *harvesterapi.API, plan VMPlan) []error {
+func (d *Driver) checkQuotas(ctx context.Context, api *harvesterapi.API, plan VMPlan, env quotaEnv) []error {
 	quotas, err := api.ListResourceQuotas(ctx, d.VMNamespace)
 	switch {
 	case apierrors.IsForbidden(err):
@@ -57,7 +59,7 @@ func (d *Driver) checkQuotas(ctx context.Context, api *harvesterapi.API, plan VM
 			}
 		}
 	}
-	env := quotaEnv{overcommit: overcommitSetting(ctx, api, requests)}
+	env.overcommit = overcommitSetting(ctx, api, requests)
 	if memory {
 		env.ratio = setting(ctx, api, harvester.SettingMemoryOverheadRatio, harvester.DefaultMemoryOverheadRatio)
 		env.arch = hostArch(ctx, api)
