@@ -186,26 +186,6 @@ func podCrossNamespaceAffinity(a *corev1.Affinity) bool {
 	return false
 }
 
-// PodQuotaResource says whether admission charges a pod for the quota
-// resource: pods, count/pods, cpu, memory and ephemeral-storage (bare,
-// requests. and limits.), hugepages, and extended resources (requests.
-// of a name outside kubernetes.io). These are the only resources a quota
-// with pod scopes may hold.
-func PodQuotaResource(name corev1.ResourceName) bool {
-	switch name {
-	case corev1.ResourcePods, "count/pods", corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage,
-		corev1.ResourceRequestsCPU, corev1.ResourceRequestsMemory, corev1.ResourceRequestsEphemeralStorage,
-		corev1.ResourceLimitsCPU, corev1.ResourceLimitsMemory, corev1.ResourceLimitsEphemeralStorage:
-		return true
-	}
-	n := string(name)
-	if strings.HasPrefix(n, corev1.ResourceHugePagesPrefix) || strings.HasPrefix(n, corev1.ResourceRequestsHugePagesPrefix) {
-		return true
-	}
-	ext, ok := strings.CutPrefix(n, corev1.DefaultResourceRequestsPrefix)
-	return ok && strings.Contains(ext, "/") && !strings.Contains(ext, corev1.ResourceDefaultNamespacePrefix)
-}
-
 // LauncherPod is what quota admission reads of the virt-launcher pod
 // KubeVirt v1.7 renders for a VMI of spec (virt-controller's
 // renderLaunchManifest): the VMI's priority class and affinity, and the
