@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
@@ -60,6 +61,9 @@ func (d *Driver) checkQuotas(ctx context.Context, api *harvesterapi.API, plan VM
 		}
 	}
 	env.overcommit = overcommitSetting(ctx, api, requests)
+	if d.CloudProvider != "" {
+		env.credential = d.credentialToMake(ctx, api, quotas.Items)
+	}
 	if memory {
 		env.ratio = setting(ctx, api, harvester.SettingMemoryOverheadRatio, harvester.DefaultMemoryOverheadRatio)
 		env.arch = hostArch(ctx, api)
@@ -127,4 +131,40 @@ func hostArch(ctx context.Context, api *harvesterapi.API) string {
 		return arch
 	}
 	return "amd64"
+}
+
+// credentialToMake is which objects of the guest cluster's cloud-provider
+// credential in the VM namespace Create would make (the cluster's first
+// machine makes them, later ones reuse them). Each is read only when an
+// unscoped quota counts its kind; one that cannot be read is not counted.
+func (d *Driver) credentialToMake(ctx context.Context, api *harvesterapi.API, quotas []corev1.ResourceQuota) credentialObjects {
+	counts := map[corev1.ResourceName]bool{}
+	for i := range quotas {
+		if !harvester.QuotaScoped(&quotas[i]) {
+			for n := range quotas[i].Spec.Hard {
+				counts[n] = true
+			}
+		}
+	}
+	a := credentials.Access{ClusterName: d.ClusterName, Namespace: d.VMNamespace}.WithDefaults()
+	missing := func(err error) bool {
+		if err != nil && !apierrors.IsNotFound(err) {
+			log.Warnf("%v; not counting it against the namespace's quotas", err)
+		}
+		return apierrors.IsNotFound(err)
+	}
+	var c credentialObjects
+	if counts[corev1.ResourceSecrets] || counts[countSecrets] {
+		_, err := api.GetSecret(ctx, a.Namespace, a.TokenSecretName())
+		c.secret = missing(err)
+	}
+	if counts[countServiceAccounts] {
+		_, err := api.GetServiceAccount(ctx, a.Namespace, a.ServiceAccount)
+		c.serviceAccount = missing(err)
+	}
+	if counts[countRoleBindings] {
+		_, err := api.GetRoleBinding(ctx, a.Namespace, a.RoleBindingName())
+		c.roleBinding = missing(err)
+	}
+	return c
 }

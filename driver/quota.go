@@ -58,7 +58,12 @@ type quotaEnv struct {
 	// managedDHCP: a NIC is on a network Harvester's managed DHCP serves
 	// (its controller makes the VM's VirtualMachineNetworkConfig).
 	staticClaim, managedDHCP bool
+	credential               credentialObjects
 }
+
+// credentialObjects are the objects of the guest cluster's cloud-provider
+// credential in the VM namespace that Create would make.
+type credentialObjects struct{ serviceAccount, secret, roleBinding bool }
 
 // Object-count quota names (count/<resource>[.<group>]) of what a create
 // makes besides pods and claims.
@@ -68,7 +73,10 @@ const (
 	countVMs        corev1.ResourceName = "count/virtualmachines.kubevirt.io"
 	countVMIs       corev1.ResourceName = "count/virtualmachineinstances.kubevirt.io"
 	countNetConfigs corev1.ResourceName = "count/virtualmachinenetworkconfigs.network.harvesterhci.io"
-	countPVCs       corev1.ResourceName = "count/persistentvolumeclaims"
+	// the cloud-provider credential's
+	countServiceAccounts corev1.ResourceName = "count/serviceaccounts"
+	countRoleBindings    corev1.ResourceName = "count/rolebindings.rbac.authorization.k8s.io"
+	countPVCs            corev1.ResourceName = "count/persistentvolumeclaims"
 )
 
 // askOf is a plan's ask: its VM is built, mutated as Harvester v1.8's
@@ -109,7 +117,23 @@ func askOf(p VMPlan, env quotaEnv) (vmAsk, error) {
 	if env.managedDHCP {
 		a.objects = append(a.objects, counted("its managed-DHCP VirtualMachineNetworkConfig", countNetConfigs))
 	}
+	a.objects = append(a.objects, env.credential.objects()...)
 	return a, nil
+}
+
+// objects are the credential's objects to make.
+func (c credentialObjects) objects() []quotaObject {
+	var out []quotaObject
+	if c.serviceAccount {
+		out = append(out, counted("its cluster's cloud-provider ServiceAccount", countServiceAccounts))
+	}
+	if c.secret {
+		out = append(out, counted("its cluster's cloud-provider token Secret", corev1.ResourceSecrets, countSecrets))
+	}
+	if c.roleBinding {
+		out = append(out, counted("its cluster's cloud-provider RoleBinding", countRoleBindings))
+	}
+	return out
 }
 
 // one is a quantity of 1 for object counts.

@@ -270,9 +270,9 @@ func TestScopedQuotas(t *testing.T) {
 }
 
 // TestQuotaCountsWhatCreateMakes: the cloud-init Secret, the VM and its
-// instance, each disk's claim, and the static-address ConfigMap and the
-// managed-DHCP network config when the machine has them, in both quota
-// forms.
+// instance, each disk's claim, and the static-address ConfigMap, the
+// managed-DHCP network config and the cloud-provider credential's objects
+// when the machine makes them, in both quota forms.
 func TestQuotaCountsWhatCreateMakes(t *testing.T) {
 	c := baseConfig()
 	in, _ := ParseInputs(c)
@@ -283,7 +283,8 @@ func TestQuotaCountsWhatCreateMakes(t *testing.T) {
 	all := map[string]string{}
 	for _, n := range []string{"secrets", "count/secrets", "configmaps", "count/configmaps", "persistentvolumeclaims", "count/persistentvolumeclaims",
 		"count/virtualmachines.kubevirt.io", "count/virtualmachineinstances.kubevirt.io", "count/virtualmachinenetworkconfigs.network.harvesterhci.io",
-		"pods", "count/pods", "longhorn-ubuntu-22.04.storageclass.storage.k8s.io/persistentvolumeclaims"} {
+		"pods", "count/pods", "longhorn-ubuntu-22.04.storageclass.storage.k8s.io/persistentvolumeclaims",
+		"count/serviceaccounts", "count/rolebindings.rbac.authorization.k8s.io"} {
 		all[n] = "0"
 	}
 	for _, tc := range []struct {
@@ -296,6 +297,11 @@ func TestQuotaCountsWhatCreateMakes(t *testing.T) {
 			"count/configmaps: the machine needs 1 for its static-address claim ConfigMap", "count/persistentvolumeclaims", "count/pods", "count/secrets",
 			"count/virtualmachineinstances", "count/virtualmachinenetworkconfigs.network.harvesterhci.io: the machine needs 1 for its managed-DHCP VirtualMachineNetworkConfig",
 			"count/virtualmachines.", "longhorn-ubuntu-22.04.storageclass", "persistentvolumeclaims", "pods", "secrets"}},
+		{quotaEnv{credential: credentialObjects{serviceAccount: true, secret: true, roleBinding: true}}, []string{
+			"count/persistentvolumeclaims", "count/pods", "count/rolebindings.rbac.authorization.k8s.io: the machine needs 1 for its cluster's cloud-provider RoleBinding",
+			"count/secrets: the machine needs 2 for its cloud-init Secret and its cluster's cloud-provider token Secret",
+			"count/serviceaccounts: the machine needs 1 for its cluster's cloud-provider ServiceAccount", "count/virtualmachineinstances", "count/virtualmachines.",
+			"longhorn-ubuntu-22.04.storageclass", "persistentvolumeclaims", "pods", "secrets: the machine needs 2"}},
 	} {
 		tc.env.overcommit = testEnv("", "").overcommit
 		ask, err := askOf(plan, tc.env)
