@@ -66,8 +66,9 @@ type quotaEnv struct {
 type credentialObjects struct{ serviceAccount, secret, roleBinding bool }
 
 // Object-count quota names (count/<resource>[.<group>]) of what a create
-// makes besides pods and claims.
+// makes (count/pods: harvester.PodQuotaUsage).
 const (
+	countPVCs       corev1.ResourceName = "count/persistentvolumeclaims"
 	countSecrets    corev1.ResourceName = "count/secrets"
 	countConfigMaps corev1.ResourceName = "count/configmaps"
 	countVMs        corev1.ResourceName = "count/virtualmachines.kubevirt.io"
@@ -76,7 +77,6 @@ const (
 	// the cloud-provider credential's
 	countServiceAccounts corev1.ResourceName = "count/serviceaccounts"
 	countRoleBindings    corev1.ResourceName = "count/rolebindings.rbac.authorization.k8s.io"
-	countPVCs            corev1.ResourceName = "count/persistentvolumeclaims"
 )
 
 // askOf is a plan's ask: its VM is built, mutated as Harvester v1.8's
