@@ -3,11 +3,13 @@ package driver_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -177,7 +179,7 @@ func TestQuotaCountsStaticClaim(t *testing.T) {
 	r := newRM(t, "e2e-qclaim")
 	addQuota(t, "e2e-noconfigmaps", corev1.ResourceList{corev1.ResourceConfigMaps: resource.MustParse("0"), "count/configmaps": resource.MustParse("0")})
 	name := "e2e-qclaim-pool1-c0000"
-	out, err := r.create(name, staticFlags("10.60.7.10-10.60.7.12/24")...)
+	out, err := r.create(name, staticFlags("10.60.0.40-10.60.0.42/24")...)
 	if err == nil {
 		t.Fatalf("a static-address machine under configmaps: 0 was created:\n%s", out)
 	}
@@ -191,6 +193,23 @@ func TestQuotaCountsStaticClaim(t *testing.T) {
 	}
 	if held, ok := heldAddresses(t)[name]; ok {
 		t.Errorf("the refused machine holds a claim on %s", held)
+	}
+}
+
+// TestQuotaCountsCloudProviderCredential: the first machine of a cluster
+// with --harvester-cloud-provider makes the cluster's ServiceAccount, token
+// Secret and RoleBinding; `count/serviceaccounts: 0` refuses it at
+// pre-create, naming the ServiceAccount, and nothing is made.
+func TestQuotaCountsCloudProviderCredential(t *testing.T) {
+	const cluster = "e2e-qcred"
+	r := newRM(t, cluster)
+	addQuota(t, "e2e-noserviceaccounts", corev1.ResourceList{"count/serviceaccounts": resource.MustParse("0")})
+	out, err := r.create(cluster+"-pool1-p0000", append(slices.Clone(imageAndNet), "--harvester-cloud-provider=rke2")...)
+	if err == nil || !strings.Contains(out, "ResourceQuota default/e2e-noserviceaccounts: count/serviceaccounts: the machine needs 1 for its cluster's cloud-provider ServiceAccount") {
+		t.Errorf("the cloud-provider ServiceAccount under count/serviceaccounts: 0: %v\n%s", err, out)
+	}
+	if _, err := kube.CoreV1().ServiceAccounts(namespace).Get(context.Background(), cluster, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused machine's cluster has a ServiceAccount (%v)", err)
 	}
 }
 
