@@ -117,6 +117,25 @@ func TestQuotaRefusesBeforeAnythingExists(t *testing.T) {
 	})
 }
 
+// TestQuotaFiguresAsWritten: a storage quota of 9.9Gi, which the API
+// server stores as 10630044057600m, reads 9.9Gi in the refusal.
+func TestQuotaFiguresAsWritten(t *testing.T) {
+	r := newRM(t, "e2e-qunits")
+	addQuota(t, "e2e-storage", corev1.ResourceList{corev1.ResourceRequestsStorage: resource.MustParse("9.9Gi")})
+	out, err := r.create("e2e-qunits-pool1-u0000", append(slices.Clone(imageAndNet), "--harvester-disk-size=10")...)
+	if err == nil {
+		t.Fatalf("a 10Gi disk under a 9.9Gi storage quota was created:\n%s", out)
+	}
+	for _, want := range []string{"ResourceQuota default/e2e-storage: requests.storage: the machine needs 10Gi, ", " of 9.9Gi is free ("} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "10630044057600m") {
+		t.Errorf("a size in millibytes:\n%s", out)
+	}
+}
+
 // TestQuotaScopes: quotas the virt-launcher pod is not subject to (a
 // BestEffort and a Terminating `pods: 0`, and a PriorityClass selector of a
 // class the launcher lacks) do not refuse a machine: the pre-check passes,
