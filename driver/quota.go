@@ -99,7 +99,7 @@ func askOf(p VMPlan, env quotaEnv) (vmAsk, error) {
 		return vmAsk{}, fmt.Errorf("the VM mutator of Harvester would refuse the machine: %w", err)
 	}
 	spec := &vm.Spec.Template.Spec
-	pod := harvester.LauncherPod(spec, env.arch, env.ratio, "")
+	pod := harvester.LauncherPod(spec, env.arch, env.ratio)
 	a.requests, a.limits = pod.Spec.Containers[0].Resources.Requests, pod.Spec.Containers[0].Resources.Limits
 	a.launcherOverhead = harvester.LauncherMemoryOverhead(spec, env.arch, env.ratio)
 	a.objects = append(a.objects, launcherObject(pod, a.requests, a.limits))

@@ -191,22 +191,17 @@ func podCrossNamespaceAffinity(a *corev1.Affinity) bool {
 // renderLaunchManifest): the VMI's priority class and affinity, and the
 // compute container's requests and limits (LauncherResources). KubeVirt
 // sets no activeDeadlineSeconds on it, so it is NotTerminating, and as it
-// always requests memory it is NotBestEffort. The API server's Priority
+// always requests memory it is NotBestEffort. (The API server's Priority
 // admission gives a pod without a class the cluster's globalDefault
-// PriorityClass, if one exists; callers that know it pass it as
-// defaultClass ("" otherwise).
-func LauncherPod(spec *kubevirtv1.VirtualMachineInstanceSpec, arch, ratio, defaultClass string) *corev1.Pod {
+// PriorityClass, if there is one; that class is not known here.)
+func LauncherPod(spec *kubevirtv1.VirtualMachineInstanceSpec, arch, ratio string) *corev1.Pod {
 	requests, limits := LauncherResources(spec, arch, ratio)
-	pod := &corev1.Pod{Spec: corev1.PodSpec{
+	return &corev1.Pod{Spec: corev1.PodSpec{
 		PriorityClassName: spec.PriorityClassName,
 		Affinity:          spec.Affinity.DeepCopy(),
 		Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher",
 			Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}},
 	}}
-	if pod.Spec.PriorityClassName == "" {
-		pod.Spec.PriorityClassName = defaultClass
-	}
-	return pod
 }
 
 // PodQuotaUsage is what quota admission charges a pod with these total

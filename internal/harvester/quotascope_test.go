@@ -166,8 +166,8 @@ func TestPodQuotaUsage(t *testing.T) {
 	}
 }
 
-// TestLauncherPod: the launcher carries the VMI's priority class (or the
-// cluster default) and affinity, no deadline, and requests: quota
+// TestLauncherPod: the launcher carries the VMI's priority class and
+// affinity, no deadline, and requests: quota
 // admission sees it as NotTerminating and NotBestEffort.
 func TestLauncherPod(t *testing.T) {
 	spec := &kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{Resources: kubevirtv1.ResourceRequirements{
@@ -175,12 +175,8 @@ func TestLauncherPod(t *testing.T) {
 		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("2Gi")},
 	}}, Affinity: &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
 		{TopologyKey: corev1.LabelHostname, Namespaces: []string{"other"}}}}}}
-	pod := LauncherPod(spec, "amd64", "", "cluster-default")
-	if pod.Spec.PriorityClassName != "cluster-default" {
-		t.Errorf("priority class %q, want the cluster default", pod.Spec.PriorityClassName)
-	}
 	spec.PriorityClassName = "gold"
-	pod = LauncherPod(spec, "amd64", "", "cluster-default")
+	pod := LauncherPod(spec, "amd64", "")
 	for _, c := range []struct {
 		scope corev1.ResourceQuotaScope
 		want  bool

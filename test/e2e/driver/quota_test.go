@@ -177,7 +177,7 @@ func TestQuotaScopes(t *testing.T) {
 func launcherPodOf(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
 	spec := getVM(t, name).Spec.Template.Spec
-	pod := harvester.LauncherPod(&spec, "amd64", "", "")
+	pod := harvester.LauncherPod(&spec, "amd64", "")
 	pod.Namespace, pod.GenerateName = namespace, "virt-launcher-"+name+"-"
 	return pod
 }
