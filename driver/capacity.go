@@ -163,8 +163,11 @@ func (d *Driver) credentialToMake(ctx context.Context, api *harvesterapi.API, qu
 		c.serviceAccount = missing(err)
 	}
 	if counts[countRoleBindings] {
-		_, err := api.GetRoleBinding(ctx, a.Namespace, a.RoleBindingName())
-		c.roleBinding = missing(err)
+		for _, name := range []string{a.RoleBindingName(), a.CSIRoleBindingName()} {
+			if _, err := api.GetRoleBinding(ctx, a.Namespace, name); missing(err) {
+				c.roleBindings = append(c.roleBindings, name)
+			}
+		}
 	}
 	return c
 }

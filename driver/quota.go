@@ -63,7 +63,10 @@ type quotaEnv struct {
 
 // credentialObjects are the objects of the guest cluster's cloud-provider
 // credential in the VM namespace that Create would make.
-type credentialObjects struct{ serviceAccount, secret, roleBinding bool }
+type credentialObjects struct {
+	serviceAccount, secret bool
+	roleBindings           []string // names of the RoleBindings to make
+}
 
 // Object-count quota names (count/<resource>[.<group>]) of what a create
 // makes (count/pods: harvester.PodQuotaUsage).
@@ -130,8 +133,8 @@ func (c credentialObjects) objects() []quotaObject {
 	if c.secret {
 		out = append(out, counted("its cluster's cloud-provider token Secret", corev1.ResourceSecrets, countSecrets))
 	}
-	if c.roleBinding {
-		out = append(out, counted("its cluster's cloud-provider RoleBinding", countRoleBindings))
+	for _, name := range c.roleBindings {
+		out = append(out, counted("its cluster's cloud-provider RoleBinding "+name, countRoleBindings))
 	}
 	return out
 }

@@ -297,8 +297,8 @@ func TestQuotaCountsWhatCreateMakes(t *testing.T) {
 			"count/configmaps: the machine needs 1 for its static-address claim ConfigMap", "count/persistentvolumeclaims", "count/pods", "count/secrets",
 			"count/virtualmachineinstances", "count/virtualmachinenetworkconfigs.network.harvesterhci.io: the machine needs 1 for its managed-DHCP VirtualMachineNetworkConfig",
 			"count/virtualmachines.", "longhorn-ubuntu-22.04.storageclass", "persistentvolumeclaims", "pods", "secrets"}},
-		{quotaEnv{credential: credentialObjects{serviceAccount: true, secret: true, roleBinding: true}}, []string{
-			"count/persistentvolumeclaims", "count/pods", "count/rolebindings.rbac.authorization.k8s.io: the machine needs 1 for its cluster's cloud-provider RoleBinding",
+		{quotaEnv{credential: credentialObjects{serviceAccount: true, secret: true, roleBindings: []string{"a-cloudprovider", "a-csi-driver"}}}, []string{
+			"count/persistentvolumeclaims", "count/pods", "count/rolebindings.rbac.authorization.k8s.io: the machine needs 2 for its cluster's cloud-provider RoleBinding a-cloudprovider and its cluster's cloud-provider RoleBinding a-csi-driver",
 			"count/secrets: the machine needs 2 for its cloud-init Secret and its cluster's cloud-provider token Secret",
 			"count/serviceaccounts: the machine needs 1 for its cluster's cloud-provider ServiceAccount", "count/virtualmachineinstances", "count/virtualmachines.",
 			"longhorn-ubuntu-22.04.storageclass", "persistentvolumeclaims", "pods", "secrets: the machine needs 2"}},
