@@ -46,7 +46,7 @@ func TestRevokeVictimsOnlyTheServiceAccount(t *testing.T) {
 func TestRevokeVictimsRefusesForeign(t *testing.T) {
 	a := Access{ClusterName: "guest", Namespace: "default", ServiceAccount: "guest"}
 	objs := accessObjects(a)
-	objs[0].(*corev1.ServiceAccount).Labels = nil                                  // made by hand
+	objs[0].(*corev1.ServiceAccount).Labels = nil                                            // made by hand
 	objs[len(objs)-1].(*corev1.Secret).Annotations[corev1.ServiceAccountNameKey] = "someone" // another SA's token
 	h := &Harvester{Client: restapifake.Clients{Kube: fake.NewSimpleClientset(objs...)}}
 	victims, errs := h.revokeVictims(context.Background(), a)
