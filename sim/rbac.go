@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -9,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // Names Harvester v1.8 gives its RBAC for every authenticated user
@@ -115,6 +117,18 @@ func installRBAC(ctx context.Context, kube kubernetes.Interface) error {
 	}
 	_, err = kube.RbacV1().RoleBindings(rb.Namespace).Create(ctx, rb, metav1.CreateOptions{})
 	return createIfMissing(err, "RoleBinding "+rb.Namespace+"/"+rb.Name)
+}
+
+// waitViewAggregated waits until kube-controller-manager has given the
+// built-in view role its rules (it aggregates them), so that harvester-public
+// is readable from the moment the simulator is ready.
+func waitViewAggregated(ctx context.Context, kube kubernetes.Interface) error {
+	roles := kube.RbacV1().ClusterRoles()
+	k := kubeapi.KindOf[*rbacv1.ClusterRoleList]("ClusterRole", &rbacv1.ClusterRole{}, roles)
+	if err := waitFor(ctx, k, "", "view", func(r *rbacv1.ClusterRole) bool { return len(r.Rules) > 0 }); err != nil {
+		return fmt.Errorf("wait for the view ClusterRole's aggregated rules: %w", err)
+	}
+	return nil
 }
 
 // simNamespaces are the namespaces a Harvester cluster has besides the
