@@ -69,13 +69,21 @@ func guestToken(t *testing.T, ctx context.Context, namespace string) guestClient
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg := tokenConfig(t, tok.Status.Token)
+	return guestClients{kube: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg), virt: kubevirt.NewForConfigOrDie(cfg)}
+}
+
+// tokenConfig is a client configuration for the simulator with a bearer
+// token and nothing of the admin's credentials.
+func tokenConfig(t *testing.T, token string) *rest.Config {
+	t.Helper()
 	admin, err := simulator.RESTConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := rest.AnonymousClientConfig(admin)
-	cfg.BearerToken = tok.Status.Token
-	return guestClients{kube: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg), virt: kubevirt.NewForConfigOrDie(cfg)}
+	cfg.BearerToken = token
+	return cfg
 }
 
 // TestGuestRightsAreHarvesters: a guest's token meets what Harvester v1.8
