@@ -13,19 +13,6 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
-// Names Harvester v1.8 gives its RBAC for every authenticated user
-// (pkg/data/rbac.go and public.go of the harvester module).
-const (
-	AuthenticatedRole = "harvester-authenticated"
-	PublicNamespace   = "harvester-public"
-	PublicRoleBinding = "harvester-public"
-	authenticated     = "system:authenticated"
-)
-
-// authenticatedSettings are the settings every authenticated user may
-// read: Harvester's settings.WhiteListedSettings.
-var authenticatedSettings = []string{"server-version", "default-storage-class", "harvester-csi-ccm-versions", "default-vm-termination-grace-period-seconds"}
-
 var (
 	readVerbs = []string{"get", "list", "watch"}
 	anyVerb   = []string{"*"}
@@ -38,8 +25,9 @@ func rule(group string, resources, verbs []string, names ...string) rbacv1.Polic
 // harvesterClusterRoles are the ClusterRoles every Harvester cluster has for
 // guest clusters' cloud provider and CSI driver, with the rules of Harvester
 // v1.8.0's chart (deploy/charts/harvester/templates/rbac.yaml), and the role
-// Harvester binds to every authenticated user. TestRolesMatchHarvester
-// compares them with the harvester module's files.
+// Harvester binds to every authenticated user (internal/harvester).
+// TestGuestRolesMatchHarvesterChart and TestAuthenticatedRBACMatchesHarvester
+// compare them with the harvester module's files.
 func harvesterClusterRoles() []*rbacv1.ClusterRole {
 	labels := map[string]string{"app.kubernetes.io/name": "harvester", "app.kubernetes.io/part-of": "harvester", "app.kubernetes.io/component": "apiserver", simLabel: "true"}
 	return []*rbacv1.ClusterRole{
@@ -72,13 +60,8 @@ func harvesterClusterRoles() []*rbacv1.ClusterRole {
 			},
 		},
 		{
-			ObjectMeta: metav1.ObjectMeta{Name: AuthenticatedRole, Labels: map[string]string{simLabel: "true"}},
-			Rules: []rbacv1.PolicyRule{
-				rule("harvesterhci.io", []string{"settings"}, []string{"get", "watch"}, authenticatedSettings...),
-				rule("network.harvesterhci.io", []string{"clusternetworks"}, readVerbs),
-				rule("", []string{"namespaces"}, []string{"get", "watch"}, PublicNamespace),
-				rule("management.cattle.io", []string{"settings"}, []string{"get", "watch"}, "system-namespaces"),
-			},
+			ObjectMeta: metav1.ObjectMeta{Name: harvester.AuthenticatedRole, Labels: map[string]string{simLabel: "true"}},
+			Rules:      harvester.AuthenticatedRules(),
 		},
 	}
 }
@@ -87,14 +70,14 @@ func harvesterClusterRoles() []*rbacv1.ClusterRole {
 // and, in harvester-public, the built-in view role, as Harvester does.
 func authenticatedBindings() (*rbacv1.ClusterRoleBinding, *rbacv1.RoleBinding) {
 	labels := map[string]string{simLabel: "true"}
-	everyone := []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: authenticated}}
+	everyone := []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: harvester.AuthenticatedGroup}}
 	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: AuthenticatedRole, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: harvester.AuthenticatedRole, Labels: labels},
 		Subjects:   everyone,
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: AuthenticatedRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: harvester.AuthenticatedRole},
 	}
 	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: PublicRoleBinding, Namespace: PublicNamespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: harvester.PublicRoleBinding, Namespace: harvester.PublicNamespace, Labels: labels},
 		Subjects:   everyone,
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
 	}
@@ -135,7 +118,7 @@ func waitViewAggregated(ctx context.Context, kube kubernetes.Interface) error {
 // Kubernetes ones: Harvester's own, its public one and Longhorn's.
 func simNamespaces() []*corev1.Namespace {
 	var out []*corev1.Namespace
-	for _, name := range []string{SystemNamespace, PublicNamespace, LonghornNamespace} {
+	for _, name := range []string{SystemNamespace, harvester.PublicNamespace, LonghornNamespace} {
 		out = append(out, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{simLabel: "true"}}})
 	}
 	return out

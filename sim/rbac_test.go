@@ -106,10 +106,10 @@ func TestAuthenticatedRBACMatchesHarvester(t *testing.T) {
 		settings: parseGoPackage(t, filepath.Join(dir, "pkg", "settings")),
 	}
 	whitelist := src.stringList(t, src.settings, src.settings.varValue("WhiteListedSettings"))
-	if !slices.Equal(whitelist, authenticatedSettings) {
-		t.Errorf("Harvester's WhiteListedSettings are %q, the simulator's %q", whitelist, authenticatedSettings)
+	if !slices.Equal(whitelist, harvester.AuthenticatedSettings) {
+		t.Errorf("Harvester's WhiteListedSettings are %q, the simulator's %q", whitelist, harvester.AuthenticatedSettings)
 	}
-	role := src.composite(t, "ClusterRole", AuthenticatedRole)
+	role := src.composite(t, "ClusterRole", harvester.AuthenticatedRole)
 	var rules []rbacv1.PolicyRule
 	for _, e := range field(role, "Rules").(*ast.CompositeLit).Elts {
 		r := e.(*ast.CompositeLit)
@@ -118,8 +118,8 @@ func TestAuthenticatedRBACMatchesHarvester(t *testing.T) {
 			Verbs: src.stringList(t, src.data, field(r, "Verbs")), ResourceNames: src.stringList(t, src.data, field(r, "ResourceNames")),
 		})
 	}
-	if d := rulesDiff(rules, simRole(t, AuthenticatedRole).Rules); d != "" {
-		t.Errorf("ClusterRole %s differs from Harvester's pkg/data/rbac.go:%s", AuthenticatedRole, d)
+	if d := rulesDiff(rules, simRole(t, harvester.AuthenticatedRole).Rules); d != "" {
+		t.Errorf("ClusterRole %s differs from Harvester's pkg/data/rbac.go:%s", harvester.AuthenticatedRole, d)
 	}
 	crb, rb := authenticatedBindings()
 	for _, c := range []struct {

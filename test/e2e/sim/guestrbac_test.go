@@ -120,8 +120,8 @@ func TestGuestRightsAreHarvesters(t *testing.T) {
 	if _, err := g.dyn.Resource(lhVolGVR).Namespace(simfix.LonghornNamespace).List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("list longhorn volumes in %s: %v", simfix.LonghornNamespace, err)
 	}
-	if _, err := g.kube.CoreV1().ConfigMaps(simfix.PublicNamespace).List(ctx, metav1.ListOptions{}); err != nil {
-		t.Errorf("list configmaps in %s (view for every authenticated user): %v", simfix.PublicNamespace, err)
+	if _, err := g.kube.CoreV1().ConfigMaps(harvester.PublicNamespace).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("list configmaps in %s (view for every authenticated user): %v", harvester.PublicNamespace, err)
 	}
 	for _, ra := range []authzv1.ResourceAttributes{
 		{Group: "snapshot.storage.k8s.io", Resource: "volumesnapshotclasses", Verb: "list"},
