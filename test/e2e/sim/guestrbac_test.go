@@ -46,7 +46,9 @@ func guestToken(t *testing.T, ctx context.Context, namespace string) guestClient
 	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.CoreV1().Namespaces().Delete(context.WithoutCancel(ctx), ns.Name, metav1.DeleteOptions{})
+	})
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "guest", Namespace: ns.Name}}
 	if _, err := kube.CoreV1().ServiceAccounts(ns.Name).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -63,7 +65,7 @@ func guestToken(t *testing.T, ctx context.Context, namespace string) guestClient
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), crb.Name, metav1.DeleteOptions{})
+		_ = kube.RbacV1().ClusterRoleBindings().Delete(context.WithoutCancel(ctx), crb.Name, metav1.DeleteOptions{})
 	})
 	tok, err := kube.CoreV1().ServiceAccounts(ns.Name).CreateToken(ctx, sa.Name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
