@@ -87,20 +87,27 @@ func TestKubeconfigAuthenticatesWithExactlyTheNeededRights(t *testing.T) {
 		t.Fatalf("whoami = %q, %v", user, err)
 	}
 
-	// Everything the two Harvester roles grant is allowed in the VM namespace.
+	// Everything the two Harvester roles grant is allowed in the VM namespace
+	// (a rule limited to some names, for those names).
 	for _, role := range []string{"harvesterhci.io:cloudprovider", "harvesterhci.io:csi-driver"} {
 		cr, err := admin.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("simulator lacks ClusterRole %s: %v", role, err)
 		}
 		for _, rule := range cr.Rules {
+			names := rule.ResourceNames
+			if len(names) == 0 {
+				names = []string{""}
+			}
 			for _, g := range rule.APIGroups {
 				for _, res := range rule.Resources {
 					resource, sub, _ := strings.Cut(res, "/")
 					for _, v := range rule.Verbs {
-						ra := authzv1.ResourceAttributes{Namespace: "default", Group: g, Resource: resource, Subresource: sub, Verb: v}
-						if !allowed(t, ctx, cs, ra) {
-							t.Errorf("%s: denied %+v", role, ra)
+						for _, name := range names {
+							ra := authzv1.ResourceAttributes{Namespace: "default", Group: g, Resource: resource, Subresource: sub, Verb: v, Name: name}
+							if !allowed(t, ctx, cs, ra) {
+								t.Errorf("%s: denied %+v", role, ra)
+							}
 						}
 					}
 				}
@@ -125,6 +132,9 @@ func TestKubeconfigAuthenticatesWithExactlyTheNeededRights(t *testing.T) {
 		{Resource: "namespaces", Verb: "create"},
 		{Resource: "nodes", Verb: "delete"},
 		{Group: "harvesterhci.io", Resource: "settings", Verb: "update"},
+		// Settings: only the CSI driver's two and what every user reads.
+		{Group: "harvesterhci.io", Resource: "settings", Verb: "list"},
+		{Group: "harvesterhci.io", Resource: "settings", Verb: "get", Name: "http-proxy"},
 	} {
 		if allowed(t, ctx, cs, ra) {
 			t.Errorf("allowed but should be denied: %+v", ra)
