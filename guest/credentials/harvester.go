@@ -435,3 +435,26 @@ func (h *Harvester) MigrateNamespace(ctx context.Context, ns string) ([]string, 
 	}
 	return migrated, nil
 }
+
+// ErrGrantUnseen: the credential may not read ClusterRoleBindings, so it
+// cannot tell whether the namespace has its grant (the node driver's own
+// credential, which holds no right on them, never can).
+var ErrGrantUnseen = errors.New("cannot see the namespace's grant")
+
+// EnsureGrantWhenMissing makes namespace ns's grant only when its
+// ClusterRoleBinding is missing: one request when it exists. With a
+// credential that may not read ClusterRoleBindings it returns
+// ErrGrantUnseen and changes nothing. It reports whether it made the grant.
+func (h *Harvester) EnsureGrantWhenMissing(ctx context.Context, ns string) (bool, error) {
+	name := GrantBindingName(ns)
+	crb, err := h.Client.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil && IsGrantObject(crb.Labels):
+		return false, nil
+	case apierrors.IsForbidden(err):
+		return false, fmt.Errorf("%w %s: %w", ErrGrantUnseen, name, err)
+	case err != nil && !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("get ClusterRoleBinding %s: %w", name, err)
+	}
+	return true, h.EnsureGrant(ctx, ns)
+}

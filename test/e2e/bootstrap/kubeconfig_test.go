@@ -114,9 +114,10 @@ func TestKubeconfigAuthenticatesWithExactlyTheNeededRights(t *testing.T) {
 			}
 		}
 	}
-	// The CSI role is cluster-wide (ClusterRoleBinding): storage classes anywhere.
-	if !allowed(t, ctx, cs, authzv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "storageclasses", Verb: "list"}) {
-		t.Error("csi: cluster-wide storageclasses list denied")
+	// The CSI role is bound in the VM namespace; the namespace's grant
+	// lets its ServiceAccounts read storage classes.
+	if !allowed(t, ctx, cs, authzv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "storageclasses", Verb: "get"}) {
+		t.Error("csi: storageclasses get denied (the namespace grant)")
 	}
 	// And nothing else.
 	for _, ra := range []authzv1.ResourceAttributes{
@@ -179,7 +180,7 @@ func TestKubeconfigTwiceChangesNothing(t *testing.T) {
 	first := mustRun(t, args...)
 	before := accessSnapshot(t, ctx, "e2e-idem")
 	if len(before) != 4 {
-		t.Fatalf("want SA, Secret, RoleBinding, ClusterRoleBinding; got %v", before)
+		t.Fatalf("want SA, Secret, two RoleBindings; got %v", before)
 	}
 	second := mustRun(t, args...)
 	after := accessSnapshot(t, ctx, "e2e-idem")
@@ -353,7 +354,7 @@ func TestRevokeOneServiceAccount(t *testing.T) {
 		t.Errorf("after revoke: %v, want exactly the other service account's unchanged: %v", after, want)
 	}
 	for _, obj := range []string{"serviceaccounts/default/e2e-rev-sa-ccm", "secrets/default/e2e-rev-sa-ccm-token",
-		"rolebindings/default/e2e-rev-sa-ccm-cloudprovider", "clusterrolebindings/harvester-bootstrap:default:e2e-rev-sa-ccm:csi-driver"} {
+		"rolebindings/default/e2e-rev-sa-ccm-cloudprovider", "rolebindings/default/e2e-rev-sa-ccm-csi-driver"} {
 		if !strings.Contains(r.stderr, obj) {
 			t.Errorf("revoke does not report deleting %s:\n%s", obj, r.stderr)
 		}

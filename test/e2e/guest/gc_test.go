@@ -144,7 +144,7 @@ func TestGCAfterClusterVanished(t *testing.T) {
 		return len(l.Items) == 0, fmt.Sprintf("%d VMs left", len(l.Items))
 	})
 	want := labelledObjects(t, ctx, gone)
-	for _, kind := range []string{"LoadBalancer ", "Secret default/gcgone-pool1-", "PersistentVolumeClaim ", "ServiceAccount ", "RoleBinding ", "ClusterRoleBinding ", "Secret default/gcgone-token"} {
+	for _, kind := range []string{"LoadBalancer ", "Secret default/gcgone-pool1-", "PersistentVolumeClaim ", "ServiceAccount ", "RoleBinding ", "Secret default/gcgone-token"} {
 		if !slices.ContainsFunc(want, func(s string) bool { return strings.HasPrefix(s, kind) }) {
 			t.Fatalf("the vanished cluster left no %q; labelled objects: %v", kind, want)
 		}
