@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/driverrights"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
@@ -57,7 +58,7 @@ func driverRights(d *clusterstate.DriverCredential, fix string) Row {
 	if allAllowed(d, driverrights.Of(driverrights.CloudProvider)) {
 		cloudProvider = "with"
 	}
-	if excess := driverrights.Excess(d.Rules, driverrights.All()); len(excess) > 0 {
+	if excess := driverrights.Excess(d.Rules, append(driverrights.All(), credentials.GrantPermissions()...)); len(excess) > 0 {
 		return warn(CheckDriverRights, fmt.Sprintf("%s may do more than the driver needs in namespace %s (%d beyond it): %s",
 			d.Source, d.Namespace, len(excess), listSome(excess)), "a credential with exactly the driver's rights: "+fix)
 	}

@@ -111,6 +111,14 @@ func BuildGrant(ns string) GrantObjects {
 	return g
 }
 
+// GrantPermissions are the cluster-scoped rights of every namespace grant.
+// A ServiceAccount in a VM namespace (the driver's own, when it lives in
+// one) holds them through its namespace's group: they are the namespace's,
+// never a credential's excess.
+func GrantPermissions() []driverrights.Permission {
+	return guestPermissions(func(c apicalls.Call) bool { return c.ClusterScoped })
+}
+
 // guestPermissions are the calls keep selects as permissions, in
 // apicalls' order.
 func guestPermissions(keep func(apicalls.Call) bool) []driverrights.Permission {
