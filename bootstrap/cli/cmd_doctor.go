@@ -55,15 +55,10 @@ func doctorAction(ctx context.Context, c *ucli.Context, t clusterstate.Target, c
 		}
 		src.DriverSource = "--" + FlagDriverKubeconfig
 	}
-	if p := c.String(FlagGuestKubeconfig); p != "" {
-		cfg, err := kubeapi.ConfigFromFile(p, userAgent)
-		if err != nil {
-			return fmt.Errorf("--%s: %w", FlagGuestKubeconfig, err)
-		}
-		if src.Guest, err = kubernetes.NewForConfig(cfg); err != nil {
-			return fmt.Errorf("--%s: %w", FlagGuestKubeconfig, err)
-		}
+	if src.Guest, err = guestClientFrom(c); err != nil {
+		return err
 	}
+	src.GuestKubeconfig = c.String(FlagGuestKubeconfig)
 	snap := clients.Take(ctx, t, src, time.Now())
 	report := doctor.Run(&snap)
 	if err := writeReport(c, report.WriteTable, report.WriteJSON); err != nil {
@@ -73,4 +68,22 @@ func doctorAction(ctx context.Context, c *ucli.Context, t clusterstate.Target, c
 		return errChecksFailed
 	}
 	return nil
+}
+
+// guestClientFrom is a client of --guest-kubeconfig's cluster, or nil
+// without the flag.
+func guestClientFrom(c *ucli.Context) (kubernetes.Interface, error) {
+	p := c.String(FlagGuestKubeconfig)
+	if p == "" {
+		return nil, nil
+	}
+	cfg, err := kubeapi.ConfigFromFile(p, userAgent)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", FlagGuestKubeconfig, err)
+	}
+	guest, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", FlagGuestKubeconfig, err)
+	}
+	return guest, nil
 }

@@ -190,7 +190,7 @@ func GuestServices(s *clusterstate.Snapshot) Row {
 		return row
 	}
 	var bad, good []string
-	for _, svc := range g.Services {
+	for _, svc := range g.LoadBalancerServices() {
 		ref := svc.Namespace + "/" + svc.Name
 		l := lbOfService(h, svc)
 		switch {

@@ -87,7 +87,7 @@ func KubeVIP(s *clusterstate.Snapshot) Row {
 		return ok(CheckKubeVIP, names(on))
 	}
 	var addressed []string
-	for _, svc := range g.Services {
+	for _, svc := range g.LoadBalancerServices() {
 		if a := serviceAddress(h, svc); a != "" {
 			addressed = append(addressed, svc.Namespace+"/"+svc.Name+" "+a)
 		}
