@@ -101,8 +101,8 @@ func kubeVIPTolerations() []corev1.Toleration {
 	}
 }
 
-// kubeVIPRules are the chart's ClusterRole rules.
-func kubeVIPRules() []rbacv1.PolicyRule {
+// KubeVIPRules are the chart's ClusterRole rules.
+func KubeVIPRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		rule(core, []string{"services/status"}, []string{"update"}),
 		rule(core, []string{"services", "endpoints"}, []string{"list", "get", "watch", "update"}),
@@ -119,7 +119,7 @@ func kubeVIPRules() []rbacv1.PolicyRule {
 func KubeVIPObjects(o Options) []runtime.Object {
 	img := o.Versions.KubeVIP
 	labels := o.labels(KubeVIPName, img.Tag)
-	cr := clusterRole(KubeVIPName, labels, kubeVIPRules()...)
+	cr := clusterRole(KubeVIPName, labels, KubeVIPRules()...)
 	cr.Annotations = map[string]string{"rbac.authorization.kubernetes.io/autoupdate": "true"}
 	var affinity *corev1.Affinity
 	if !o.LB.KubeVIPOnEveryNode() {
