@@ -176,17 +176,17 @@ func healthy() *clusterstate.Snapshot {
 			Errors:        map[string]string{},
 		},
 		Guest: &clusterstate.Guest{
-			Nodes:             []corev1.Node{node("guest-a-pool1-x1", "zone-a"), node("guest-a-pool1-x2", "zone-b")},
+			Nodes:               []corev1.Node{node("guest-a-pool1-x1", "zone-a"), node("guest-a-pool1-x2", "zone-b")},
 			Services:            []corev1.Service{svc},
 			EndpointSlices:      []discoveryv1.EndpointSlice{endpointSlice("default", "web", true)},
 			Deployments:         []appsv1.Deployment{ccm("--cloud-config=/etc/kubernetes/cloud-config", "--cluster-name="+cluster)},
 			DaemonSets:          []appsv1.DaemonSet{kv.daemonSets[0], csiDaemonSet("--nodeid=$(NODE_ID)")},
 			ClusterRoles:        kv.clusterRoles,
 			ClusterRoleBindings: kv.clusterRoleBindings,
-			PVCs:              []corev1.PersistentVolumeClaim{claim("default", "data", addons.StorageClass, corev1.ClaimBound)},
-			StorageClasses:    []storagev1.StorageClass{storageClass(addons.StorageClass, addons.CSIDriverName, true, nil)},
-			VolumeAttachments: []storagev1.VolumeAttachment{va},
-			Errors:            map[string]string{},
+			PVCs:                []corev1.PersistentVolumeClaim{claim("default", "data", addons.StorageClass, corev1.ClaimBound)},
+			StorageClasses:      []storagev1.StorageClass{storageClass(addons.StorageClass, addons.CSIDriverName, true, nil)},
+			VolumeAttachments:   []storagev1.VolumeAttachment{va},
+			Errors:              map[string]string{},
 		},
 	}
 }
