@@ -180,6 +180,10 @@ harvester-bootstrap gc --kubeconfig "$state/kubeconfig" --cluster-name "$cluster
   --guest-kubeconfig "$guest_kubeconfig"
 harvester-bootstrap gc --kubeconfig "$state/kubeconfig" --cluster-name "$cluster" --namespace default \
   --guest-kubeconfig "$guest_kubeconfig" --delete
+for _ in $(seq 1 100); do
+  harvester-sim status --state-dir "$state" | sed -n '/^NAMESPACE *LOADBALANCER/,/^GUEST CLUSTER/p' | grep -q "$cluster-default-web-" || break
+  sleep 0.2
+done
 echo "the LoadBalancer is gone and its address is back in the pool:" >&2
 harvester-sim status --state-dir "$state" | sed -n '/^IPPOOL/,/^$/p'
 kill -TERM "$ccm_pid"; wait "$ccm_pid" || true
