@@ -177,13 +177,11 @@ func service(verb string, args []string) error {
 // createService creates the guest's Service of type LoadBalancer (port 80)
 // and waits for the address the cloud provider writes on it.
 func createService(ctx context.Context, guest kubernetes.Interface, ns, name string) error {
-	svc := simtest.LoadBalancerService(ns, name, "")
-	svc, err := guest.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{})
-	if err != nil {
+	if _, err := guest.CoreV1().Services(ns).Create(ctx, simtest.LoadBalancerService(ns, name, ""), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create Service %s/%s in the guest cluster: %w", ns, name, err)
 	}
 	k := kubeapi.KindOf[*corev1.ServiceList]("Service", &corev1.Service{}, guest.CoreV1().Services(ns))
-	svc, err = kubeapi.Wait(ctx, k, ns, name, 0, func(s *corev1.Service) (bool, error) {
+	svc, err := kubeapi.Wait(ctx, k, ns, name, 0, func(s *corev1.Service) (bool, error) {
 		return s != nil && s.Annotations[addons.KubeVIPAddressAnnotation] != "", nil
 	})
 	if err != nil {
@@ -208,8 +206,11 @@ func announce(ctx context.Context, guest kubernetes.Interface, ns, name string) 
 	}
 	fmt.Println("announced by: " + describeKubeVIP(ds))
 	nodes, err := guest.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil || len(nodes.Items) == 0 {
-		return fmt.Errorf("list the guest's nodes (kube-vip's vipHost): %v", err)
+	if err != nil {
+		return fmt.Errorf("list the guest's nodes (kube-vip's vipHost): %w", err)
+	}
+	if len(nodes.Items) == 0 {
+		return errors.New("the guest cluster has no node to announce from")
 	}
 	ip, err := simtest.AnnounceAsKubeVIP(ctx, guest, ns, name, nodes.Items[0].Name)
 	if err != nil {
@@ -229,7 +230,7 @@ func deleteService(ctx context.Context, guest kubernetes.Interface, ns, name str
 	}
 	k := kubeapi.KindOf[*corev1.ServiceList]("Service", &corev1.Service{}, guest.CoreV1().Services(ns))
 	if _, err := kubeapi.Wait(ctx, k, ns, name, 0, func(s *corev1.Service) (bool, error) { return s == nil, nil }); err != nil {
-		return fmt.Errorf("Service %s/%s not gone: %w", ns, name, err)
+		return fmt.Errorf("wait for Service %s/%s to go: %w", ns, name, err)
 	}
 	fmt.Printf("Service %s/%s deleted from the guest cluster\n", ns, name)
 	return nil

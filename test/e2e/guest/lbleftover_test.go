@@ -57,9 +57,9 @@ func (s *lbScene) announce(name string) string {
 
 // lb says whether the LoadBalancer of svc exists on Harvester and its
 // status.address.
-func (s *lbScene) lb(svc *corev1.Service) (bool, string) {
+func (s *lbScene) lb(ctx context.Context, svc *corev1.Service) (bool, string) {
 	s.t.Helper()
-	l, _, err := s.ccm.GetLoadBalancer(testContext(s.t), svc)
+	l, _, err := s.ccm.GetLoadBalancer(ctx, svc)
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 	// web: the leftover as the real cloud provider leaves it.
 	web := s.createService("web")
 	webIP := s.announce("web")
-	if exists, addr := s.lb(web); !exists || addr != "" {
+	if exists, addr := s.lb(ctx, web); !exists || addr != "" {
 		t.Fatalf("LoadBalancer of web: exists %v, status.address %q; want it there without status.address (the last sync came before the ingress)", exists, addr)
 	}
 	r := waitRow(t, cluster, doctor.CheckLBAnnounced, doctor.Warn, guestKC)
@@ -163,8 +163,8 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 	okSvc := s.createService("ok")
 	s.announce("ok")
 	resync(t, guest, "ok")
-	poll(t, "status.address of ok's LoadBalancer", func(context.Context) (bool, string) {
-		_, addr := s.lb(okSvc)
+	poll(t, "status.address of ok's LoadBalancer", func(ctx context.Context) (bool, string) {
+		_, addr := s.lb(ctx, okSvc)
 		return addr != "", "status.address " + addr
 	})
 
@@ -179,7 +179,7 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 		}
 		s.waitServiceGone(svc.Name, svc.UID)
 	}
-	if exists, _ := s.lb(okSvc); exists {
+	if exists, _ := s.lb(ctx, okSvc); exists {
 		t.Error("the LoadBalancer of ok (status.address set) outlived its Service")
 	}
 	api2 := s.createService("api")
@@ -220,9 +220,10 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 	if got := resultRefs(results); !slices.Equal(got, want) {
 		t.Fatalf("gc --delete = %q, want exactly %q", got, want)
 	}
+	// Harvester releases each address, then the LoadBalancer goes.
 	for _, svc := range []*corev1.Service{web, api, np} {
-		if exists, _ := s.lb(svc); exists {
-			t.Errorf("LoadBalancer %s still there after gc --delete", s.ccm.Name(svc))
+		if err := simtest.WaitObject(ctx, env.dyn, simtestLBGVR, vmNamespace, s.ccm.Name(svc), simtest.Gone); err != nil {
+			t.Errorf("LoadBalancer %s after gc --delete: %v", s.ccm.Name(svc), err)
 		}
 	}
 	// Left allocated: api2's and the unlabelled LoadBalancer's addresses.
@@ -231,7 +232,7 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 		_, held := p.Status.Allocated[webIP]
 		return !held && len(p.Status.Allocated) == 2, "allocated " + strings.Join(mapKeys(p.Status.Allocated), ",")
 	})
-	if exists, _ := s.lb(api2); !exists {
+	if exists, _ := s.lb(ctx, api2); !exists {
 		t.Error("gc deleted the current Service's LoadBalancer")
 	}
 	for _, n := range []string{otherLB.Name, bare.Name} {
@@ -251,7 +252,7 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 	if !errors.As(err, &ee) || !strings.Contains(out, "--guest-kubeconfig") || !strings.Contains(out, "could not be listed") {
 		t.Errorf("gc with a rejected guest credential: %v\n%s", err, out)
 	}
-	if exists, _ := s.lb(api2); !exists {
+	if exists, _ := s.lb(ctx, api2); !exists {
 		t.Error("gc refusing deleted the current Service's LoadBalancer")
 	}
 }
