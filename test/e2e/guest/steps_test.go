@@ -282,11 +282,17 @@ func checkKubeVIP(t *testing.T, ctx context.Context, guest kubernetes.Interface)
 		t.Fatalf("kube-vip DaemonSet: %v", err)
 	}
 	c := ds.Spec.Template.Spec.Containers[0]
-	svcEnable := ""
+	svcEnable, nodeName := "", ""
 	for _, e := range c.Env {
 		if e.Name == addons.KubeVIPEnvSvcEnable {
 			svcEnable = e.Value
 		}
+		if e.Name == addons.KubeVIPEnvNodeName && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			nodeName = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	if nodeName != addons.KubeVIPNodeNameField {
+		t.Errorf("kube-vip DaemonSet from the node files: vip_nodename from %q, want %s", nodeName, addons.KubeVIPNodeNameField)
 	}
 	if !ds.Spec.Template.Spec.HostNetwork || svcEnable != "true" || !strings.Contains(c.Image, "kube-vip-iptables:"+addons.KubeVIPVersion) {
 		t.Errorf("kube-vip DaemonSet: hostNetwork %v, svc_enable %q, image %s", ds.Spec.Template.Spec.HostNetwork, svcEnable, c.Image)
