@@ -11,11 +11,11 @@ import (
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 )
 
-// Guest-side kinds the snapshot lists besides the shared ones.
+// Guest-side kinds the snapshot lists besides the shared ones (the
+// guest's ClusterRoleBindings are KindClusterRoleBinding in Guest.Errors).
 const (
-	KindEndpointSlice           = "EndpointSlice"
-	KindGuestClusterRole        = "ClusterRole (guest)"
-	KindGuestClusterRoleBinding = "ClusterRoleBinding (guest)"
+	KindEndpointSlice = "EndpointSlice"
+	KindClusterRole   = "ClusterRole"
 )
 
 // FetchGuest lists the guest cluster's nodes, Services (with their
@@ -55,7 +55,11 @@ func FetchGuestServices(ctx context.Context, guest kubernetes.Interface) Guest {
 
 func (g *Guest) failer() func(kind, ns string, err error) {
 	return func(kind, ns string, err error) {
-		g.Errors[kind] = fmt.Sprintf("list %ss in the guest cluster %s: %v", kind, ns, err)
+		where := "the guest cluster"
+		if ns != "" {
+			where += " (namespace " + ns + ")"
+		}
+		g.Errors[kind] = fmt.Sprintf("list %ss in %s: %v", kind, where, err)
 	}
 }
 
@@ -78,12 +82,12 @@ func fetchRBAC(ctx context.Context, guest kubernetes.Interface, g *Guest) {
 	if l, err := rbac.ClusterRoles().List(ctx, metav1.ListOptions{}); err == nil {
 		g.ClusterRoles = l.Items
 	} else {
-		g.failer()(KindGuestClusterRole, "", err)
+		g.failer()(KindClusterRole, "", err)
 	}
 	if l, err := rbac.ClusterRoleBindings().List(ctx, metav1.ListOptions{}); err == nil {
 		g.ClusterRoleBindings = l.Items
 	} else {
-		g.failer()(KindGuestClusterRoleBinding, "", err)
+		g.failer()(KindClusterRoleBinding, "", err)
 	}
 }
 

@@ -80,7 +80,7 @@ func serviceAccount(spec corev1.PodSpec) string {
 // that no ClusterRole bound to the DaemonSet's ServiceAccount does
 // ("update services/status"), or why it could not tell.
 func kubeVIPRightsMissing(g *clusterstate.Guest, ds *appsv1.DaemonSet) ([]string, string) {
-	for _, k := range []string{clusterstate.KindGuestClusterRole, clusterstate.KindGuestClusterRoleBinding} {
+	for _, k := range []string{clusterstate.KindClusterRole, clusterstate.KindClusterRoleBinding} {
 		if e := g.Errors[k]; e != "" {
 			return nil, e
 		}
