@@ -40,12 +40,12 @@ func gcCommand() *ucli.Command {
 }
 
 func gcAction(ctx context.Context, c *ucli.Context, t clusterstate.Target, clients *clusterstate.Clients) error {
-	if a := clusterstate.Authenticate(ctx, clients.Config, "--"+FlagKubeconfig); a.Rejected {
-		return fmt.Errorf("gc: %w", &kubeapi.CredentialsRejectedError{Source: "--" + FlagKubeconfig})
-	}
 	guest, err := guestClientFrom(c)
 	if err != nil {
 		return err
+	}
+	if a := clusterstate.Authenticate(ctx, clients.Config, "--"+FlagKubeconfig); a.Rejected {
+		return fmt.Errorf("gc: %w", &kubeapi.CredentialsRejectedError{Source: "--" + FlagKubeconfig})
 	}
 	h := clients.FetchHarvester(ctx, t, false)
 	candidates, err := gc.Select(&h)
