@@ -339,9 +339,15 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 		{CheckKubeVIP, Fail, "ServiceAccount kube-system/kube-vip may not update services/status", func(s *clusterstate.Snapshot) {
 			s.Guest.ClusterRoleBindings = nil
 		}},
-		{CheckKubeVIP, Fail, "can run on none of the 2 nodes", func(s *clusterstate.Snapshot) {
+		{CheckKubeVIP, Fail, "can run on none of the 2 nodes (guest-a-pool1-x1: no label its required node affinity asks for)", func(s *clusterstate.Snapshot) {
 			for i := range s.Guest.Nodes {
 				delete(s.Guest.Nodes[i].Labels, "node-role.kubernetes.io/control-plane")
+			}
+		}},
+		{CheckKubeVIP, Fail, "taint node.cloudprovider.kubernetes.io/uninitialized:NoSchedule not tolerated", func(s *clusterstate.Snapshot) {
+			for i := range s.Guest.Nodes {
+				s.Guest.Nodes[i].Spec.Taints = []corev1.Taint{{Key: harvester.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule},
+					{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}
 			}
 		}},
 		{CheckLBAnnounced, Warn, "status.address unset: " + NoStatusAddress, func(s *clusterstate.Snapshot) {
@@ -470,5 +476,19 @@ func TestLBAnnouncedDetails(t *testing.T) {
 	want := "`harvester-bootstrap gc --cluster-name guest-a --namespace default --guest-kubeconfig /tmp/guest.yaml --delete`"
 	if row := LBLeftovers(s); row.Status != Warn || !strings.HasPrefix(row.Fix, want) || !strings.HasPrefix(row.Seen, "1 holding pool addresses: ") {
 		t.Errorf("leftover: %+v, want the fix to start with %s", row, want)
+	}
+}
+
+// TestKubeVIPRunsWhereDaemonSetsTolerate: the taints the DaemonSet
+// controller tolerates for every pod (an unreachable node's) do not keep
+// kube-vip off a node.
+func TestKubeVIPRunsWhereDaemonSetsTolerate(t *testing.T) {
+	s := healthy()
+	for i := range s.Guest.Nodes {
+		s.Guest.Nodes[i].Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute},
+			{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}
+	}
+	if row := KubeVIP(s); row.Status != OK || !strings.Contains(row.Seen, "runs on 2 of 2 nodes") {
+		t.Errorf("kube-vip on unreachable, cordoned nodes: %+v", row)
 	}
 }

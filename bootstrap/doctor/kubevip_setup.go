@@ -41,14 +41,16 @@ func checkKubeVIPSetup(g *clusterstate.Guest, ds *appsv1.DaemonSet) kubeVIPSetup
 		r.seen = append(r.seen, "RBAC of ServiceAccount "+serviceAccount(spec)+" complete")
 	}
 	if g.Errors[clusterstate.KindNode] == "" {
-		n := 0
+		n, why := 0, ""
 		for i := range g.Nodes {
-			if canRunOn(spec, &g.Nodes[i]) {
+			if reason := whyNotOn(spec, &g.Nodes[i]); reason == "" {
 				n++
+			} else if why == "" {
+				why = g.Nodes[i].Name + ": " + reason
 			}
 		}
 		if n == 0 && len(g.Nodes) > 0 {
-			r.problems = append(r.problems, fmt.Sprintf("it can run on none of the %d nodes (node affinity, nodeSelector or untolerated taints): nothing announces", len(g.Nodes)))
+			r.problems = append(r.problems, fmt.Sprintf("it can run on none of the %d nodes (%s): nothing announces", len(g.Nodes), why))
 		} else {
 			r.seen = append(r.seen, fmt.Sprintf("runs on %d of %d nodes", n, len(g.Nodes)))
 		}
@@ -132,29 +134,43 @@ func permissions(rules []rbacv1.PolicyRule) []driverrights.Permission {
 	return out
 }
 
-// canRunOn: the pod spec's nodeSelector, required node affinity and
-// tolerations admit node (NoSchedule and NoExecute taints).
-func canRunOn(spec corev1.PodSpec, node *corev1.Node) bool {
+// daemonSetTolerations are the tolerations the DaemonSet controller adds
+// to every pod it makes (network-unavailable for hostNetwork pods).
+var daemonSetTolerations = []corev1.Toleration{
+	{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeDiskPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeMemoryPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodePIDPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeNetworkUnavailable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+}
+
+// whyNotOn says why a DaemonSet pod of spec cannot run on node (its
+// nodeSelector, required node affinity, or a NoSchedule/NoExecute taint
+// neither it nor the DaemonSet controller tolerates); "" when it can.
+func whyNotOn(spec corev1.PodSpec, node *corev1.Node) string {
 	for k, v := range spec.NodeSelector {
 		if node.Labels[k] != v {
-			return false
+			return "nodeSelector " + k + "=" + v
 		}
 	}
 	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
 		terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 		if !slices.ContainsFunc(terms, func(t corev1.NodeSelectorTerm) bool { return termMatches(t, node.Labels) }) {
-			return false
+			return "no label its required node affinity asks for"
 		}
 	}
+	tolerations := append(slices.Clone(spec.Tolerations), daemonSetTolerations...)
 	for _, t := range node.Spec.Taints {
 		if t.Effect == corev1.TaintEffectPreferNoSchedule {
 			continue
 		}
-		if !slices.ContainsFunc(spec.Tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(&t) }) {
-			return false
+		if !slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(&t) }) {
+			return "taint " + t.Key + ":" + string(t.Effect) + " not tolerated"
 		}
 	}
-	return true
+	return ""
 }
 
 // termMatches: every expression of the term holds (In, NotIn, Exists,

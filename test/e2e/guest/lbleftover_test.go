@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -99,6 +100,11 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 	_, machines := createPool(t, cluster, 1, "--harvester-cloud-provider=k3s")
 	guest, _ := guestClients(t, cluster)
 	checkNodesJoined(t, guest, machines)
+	// The cloud provider initialises the node (kube-vip does not tolerate
+	// its uninitialized taint).
+	if _, err := simtest.CCMInitNodes(testContext(t), guest, env.dyn, vmNamespace); err != nil {
+		t.Fatal(err)
+	}
 	kubeconfig := filepath.Join(env.sim.Dir, "guests", cluster, "kubeconfig")
 	guestKC := "--guest-kubeconfig=" + kubeconfig
 	ctx := testContext(t)
@@ -157,6 +163,10 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 	if row := r.row(t, doctor.CheckLBAnnounced); !strings.Contains(row.Seen, doctor.NoStatusAddress) || !strings.Contains(row.Seen, doctor.NoEndpoints) {
 		t.Errorf("%s: %+v", doctor.CheckLBAnnounced, row)
 	}
+	if row := r.row(t, doctor.CheckKubeVIP); row.Status != doctor.OK || !strings.Contains(row.Seen, "vip_nodename from spec.nodeName") ||
+		!strings.Contains(row.Seen, "runs on 1 of 1 nodes") {
+		t.Errorf("kube-vip as the driver's node files deploy it: %+v", row)
+	}
 
 	// ok: a later change of an annotation syncs again, status.address is
 	// set, and the Service's deletion deletes the LoadBalancer.
@@ -166,6 +176,14 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 	poll(t, "status.address of ok's LoadBalancer", func(ctx context.Context) (bool, string) {
 		_, addr := s.lb(ctx, okSvc)
 		return addr != "", "status.address " + addr
+	})
+	// The guest runs no pods: this is the EndpointSlice the endpointslice
+	// controller would make for one ready pod of ok. ok is then announced
+	// in every respect, and doctor lists only web.
+	readyEndpoint(t, guest, "ok")
+	poll(t, "doctor no longer lists ok", func(ctx context.Context) (bool, string) {
+		row := runDoctor(t, ctx, cluster, guestKC).row(t, doctor.CheckLBAnnounced)
+		return !strings.Contains(row.Seen, "default/ok") && strings.Contains(row.Seen, "default/web"), row.Seen
 	})
 
 	// api is re-created (new UID); np turns NodePort.
@@ -254,6 +272,21 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 	}
 	if exists, _ := s.lb(ctx, api2); !exists {
 		t.Error("gc refusing deleted the current Service's LoadBalancer")
+	}
+}
+
+// readyEndpoint creates the EndpointSlice of Service default/name with one
+// ready endpoint.
+func readyEndpoint(t *testing.T, guest kubernetes.Interface, name string) {
+	t.Helper()
+	ready := true
+	es := &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Name: name + "-pod", Namespace: "default", Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{"10.42.0.7"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}},
+	}
+	if _, err := guest.DiscoveryV1().EndpointSlices("default").Create(testContext(t), es, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
 }
 
