@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/bootstrap/loadbalancer"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
@@ -50,12 +51,26 @@ func LeftBehind(cluster string, l *lbapi.LoadBalancer, g *clusterstate.Guest) st
 	ref := ns + "/" + name
 	svc := g.Service(ns, name)
 	switch {
+	case (svc == nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer) && sharedBy(g, ref) != "":
+		return "" // another Service still uses its address
 	case svc == nil:
 		return "Service " + ref + " no longer exists in the guest cluster"
 	case svc.Spec.Type != corev1.ServiceTypeLoadBalancer:
 		return "Service " + ref + " is of type " + string(svc.Spec.Type) + ", no longer LoadBalancer"
 	case lbapi.CloudProviderName(cluster, ns, name, string(svc.UID)) != l.Name:
 		return "Service " + ref + " was re-created (UID " + string(svc.UID) + "); this LoadBalancer belongs to an earlier one"
+	}
+	return ""
+}
+
+// sharedBy is a Service of type LoadBalancer that shares ref's
+// LoadBalancer (annotation cloudprovider.harvesterhci.io/primary-service),
+// or "".
+func sharedBy(g *clusterstate.Guest, ref string) string {
+	for _, s := range g.LoadBalancerServices() {
+		if s.Annotations[loadbalancer.AnnPrimaryService] == ref {
+			return s.Namespace + "/" + s.Name
+		}
 	}
 	return ""
 }

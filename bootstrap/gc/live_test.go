@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/bootstrap/loadbalancer"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
@@ -38,11 +39,14 @@ func TestSelectLive(t *testing.T) {
 	unlabelled.Labels = map[string]string{harvester.LabelLBCluster: "a"}
 	deleting := ccmLB("a", "y", "u7")
 	deleting.DeletionTimestamp = &metav1.Time{}
+	shared := ccmLB("a", "primary", "u8") // its Service gone, its address still shared by default/secondary
+	secondary := service("secondary", "u9", corev1.ServiceTypeLoadBalancer)
+	secondary.Annotations = map[string]string{loadbalancer.AnnPrimaryService: "default/primary"}
 	h := &clusterstate.Harvester{Target: clusterstate.Target{Cluster: "a", Namespace: ns}, Errors: map[string]string{},
-		LoadBalancers: []lbapi.LoadBalancer{live, gone, retyped, recreated, current, otherCluster, unlabelled, deleting}}
+		LoadBalancers: []lbapi.LoadBalancer{live, gone, retyped, recreated, current, otherCluster, unlabelled, deleting, shared}}
 	g := &clusterstate.Guest{Errors: map[string]string{}, Services: []corev1.Service{
 		service("web", "u1", corev1.ServiceTypeLoadBalancer), service("np", "u3", corev1.ServiceTypeNodePort),
-		service("api", "u4", corev1.ServiceTypeLoadBalancer),
+		service("api", "u4", corev1.ServiceTypeLoadBalancer), secondary,
 	}}
 	got, err := SelectLive(h, g)
 	if err != nil {
