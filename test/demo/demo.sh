@@ -177,6 +177,9 @@ sed 's/^/    /' "$work/ccm.log" >&2
 harvester-sim status --state-dir "$state" | sed -n '/^NAMESPACE *LOADBALANCER/,/^GUEST CLUSTER/p' | sed '$d'
 
 step "harvester-bootstrap gc --guest-kubeconfig finds the LoadBalancer whose Service is gone, and --delete removes it"
+echo "harvester-bootstrap doctor's row for it (with the command that fixes it):" >&2
+{ harvester-bootstrap doctor --kubeconfig "$state/kubeconfig" --cluster-name "$cluster" --namespace default \
+    --guest-kubeconfig "$guest_kubeconfig" 2>/dev/null || true; } | grep -A1 -E '^loadbalancer-leftovers '
 harvester-bootstrap gc --kubeconfig "$state/kubeconfig" --cluster-name "$cluster" --namespace default \
   --guest-kubeconfig "$guest_kubeconfig"
 harvester-bootstrap gc --kubeconfig "$state/kubeconfig" --cluster-name "$cluster" --namespace default \
