@@ -108,7 +108,8 @@ func TestGCAfterClusterVanished(t *testing.T) {
 	createPool(t, stay, 1, "--harvester-cloud-provider=k3s")
 	ctx := testContext(t)
 	for _, c := range []string{gone, stay} {
-		if _, err := simtest.CCMCreate(ctx, env.dyn, simtest.CCMLoadBalancer(c, vmNamespace, "default", "web", "uid-"+c)); err != nil {
+		ccm := &simtest.CCM{Harvester: env.dyn, Namespace: vmNamespace, Cluster: c}
+		if _, err := ccm.EnsureLoadBalancer(ctx, simtest.LoadBalancerService("default", "web", "uid-"+c)); err != nil {
 			t.Fatal(err)
 		}
 	}
