@@ -292,7 +292,8 @@ func hasVolume(vols []kubevirtv1.Volume, claim string) bool {
 // TestHotplugErrorsAndLifecycleSubresources: virt-api's answers for a name
 // already taken (409), a claim that does not exist or is not Bound
 // (accepted, then Pending in the VMI with KubeVirt's reason), a missing
-// body (400); and start/stop/restart as KubeVirt's subresources.
+// body (400), a name that is no DNS-1123 label (422); and
+// start/stop/restart as KubeVirt's subresources.
 func TestHotplugErrorsAndLifecycleSubresources(t *testing.T) {
 	r := newRM(t, "hp-errors")
 	node := createPoolAtOnce(t, r, 1, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1")[0]
@@ -313,6 +314,14 @@ func TestHotplugErrorsAndLifecycleSubresources(t *testing.T) {
 	}
 	if err := vms.AddVolume(ctx, node, &kubevirtv1.AddVolumeOptions{Name: "x"}); !apierrors.IsBadRequest(err) || !strings.Contains(err.Error(), "AddVolumeOptions requires disk to not be nil") {
 		t.Errorf("addvolume without a disk: %v, want 400", err)
+	}
+	// Issue 30, 9: a name that is no DNS-1123 label is refused by KubeVirt's
+	// VM webhook, and virt-api passes that on (422); nothing is requested.
+	if err := add("../x", "other"); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `admission webhook "virtualmachine-validator.kubevirt.io" denied the request: a lowercase RFC 1123 label`) {
+		t.Errorf("addvolume named ../x: %v, want 422 from the VM webhook", err)
+	}
+	if reqs := getVM(t, node).Status.VolumeRequests; len(reqs) != 0 {
+		t.Errorf("the refused addvolume left volume requests: %+v", reqs)
 	}
 	if err := add("missing", "no-such-claim"); err != nil {
 		t.Fatalf("addvolume of a missing claim: %v (virt-api accepts it)", err)
