@@ -23,6 +23,7 @@ type Seen struct {
 	mu      sync.Mutex     // the VM watch of a wait updates vm
 	objects map[string]any // read once per process: "get image ns/name", "get key pair ns/name"
 	vm, vmi sighting
+	gone    map[string]bool // see Gone
 }
 
 // sighting is an object the process saw, and when.
