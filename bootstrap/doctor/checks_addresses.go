@@ -51,7 +51,10 @@ func Addresses(s *clusterstate.Snapshot) Row {
 			orphans = append(orphans, c.Address.Addr().String()+" of "+c.Machine+" (ConfigMap "+cm.Name+")")
 		}
 	}
-	seen := fmt.Sprintf("%d held: %s", len(held), strings.Join(held, "; "))
+	seen := "none held"
+	if len(held) > 0 {
+		seen = fmt.Sprintf("%d held: %s", len(held), strings.Join(held, "; "))
+	}
 	var problems, hints []string
 	if len(shared) > 0 {
 		problems = append(problems, "one address on several VMs: "+strings.Join(shared, ", "))
