@@ -94,6 +94,7 @@ func remove(ctx context.Context, a *API, kind, ns, name string, uid types.UID, g
 	if uid != "" {
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
 	}
+	a.seen.deleting(kind, ns, name)
 	_, err := do(ctx, a, "delete "+kind+" "+ref(ns, name), func(c context.Context) (struct{}, error) { return struct{}{}, del(c, opts) })
 	if apierrors.IsNotFound(a.seen.noteAbsent(kind, ns, name, err)) || (uid != "" && apierrors.IsConflict(err)) {
 		return nil
@@ -111,7 +112,7 @@ func (a *API) GetVM(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMa
 }
 
 func (a *API) CreateVM(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
-	a.seen.forgetGone(KindVM, vm.Namespace, vm.Name)
+	a.seen.created(KindVM, vm.Namespace, vm.Name)
 	return do(ctx, a, "create VM "+ref(vm.Namespace, vm.Name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
 		return a.kube.VirtualMachines(vm.Namespace).Create(c, vm, metav1.CreateOptions{})
 	})
@@ -193,7 +194,7 @@ func (a *API) GetSecret(ctx context.Context, ns, name string) (*corev1.Secret, e
 }
 
 func (a *API) CreateSecret(ctx context.Context, s *corev1.Secret) (*corev1.Secret, error) {
-	a.seen.forgetGone(KindSecret, s.Namespace, s.Name)
+	a.seen.created(KindSecret, s.Namespace, s.Name)
 	return do(ctx, a, "create Secret "+ref(s.Namespace, s.Name), func(c context.Context) (*corev1.Secret, error) {
 		return a.kube.Secrets(s.Namespace).Create(c, s, metav1.CreateOptions{})
 	})

@@ -109,7 +109,7 @@ func (a *API) waitGone(ctx context.Context, k kubeapi.Kind, ns, name string, uid
 	})
 	if err == nil || apierrors.IsNotFound(err) {
 		if absent {
-			a.seen.rememberGone(k.Name, ns, name)
+			a.seen.sawAbsent(k.Name, ns, name)
 		}
 		return nil
 	}
