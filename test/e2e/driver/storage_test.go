@@ -212,10 +212,17 @@ func hostPVC(name, class string) *corev1.PersistentVolumeClaim {
 	}
 }
 
-// csiDeleteVolume is DeleteVolume: delete the PVC and see it (and its
-// volume) gone.
+// csiDeleteVolume is DeleteVolume: the remote-restore lookup, then delete
+// the PVC and see it (and its volume) gone.
 func csiDeleteVolume(ctx context.Context, t *testing.T, g guestClients, name string) {
 	t.Helper()
+	// DeleteVolume's first call (v0.2.9): a restore of that name? 404 lets
+	// the delete go on; any other answer (403 with a narrower credential)
+	// aborts it.
+	restores := schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "volumeremoterestores"}
+	if _, err := g.dyn.Resource(restores).Namespace(namespace).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("DeleteVolume: get volumeremoterestores/%s: %v, want NotFound", name, err)
+	}
 	pvc, err := g.kube.CoreV1().PersistentVolumeClaims(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
