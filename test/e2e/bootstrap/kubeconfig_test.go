@@ -305,6 +305,11 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"kubeconfig", "--cluster-name", "x", "--namespace", "default", "--kubeconfig", "/nonexistent/kc"}, []string{"load kubeconfig"}},
 		{[]string{"kubeconfig", "--cluster-name", "x", "--namespace", "default", "--format", "xml"}, []string{"format \"xml\""}},
 		{[]string{"apply", "--cluster-name", "x"}, []string{"guest-kubeconfig: required"}},
+		// driver-credential checks every flag and namespace before it makes anything (issue 30, item 7).
+		{[]string{"driver-credential", "--namespace", "default", "--service-account", "e2e-early", "--ttl", "1200000h", "--server", "http://plain"},
+			[]string{"must be at most", "server"}},
+		{[]string{"driver-credential", "--namespace", "default", "--service-account", "e2e-early", "--machine-namespace", "no-such-ns"},
+			[]string{`--machine-namespace "no-such-ns": no such namespace`}},
 		{[]string{"nodedriver", "--url", "https://x"}, []string{"exactly one argument BINARY"}},
 		{[]string{"lb", "pool", "--range", "10.0.0.0/24", "--range", "10.0.0.8/29", "--name", "p"}, []string{"overlaps"}},
 	}
@@ -318,6 +323,9 @@ func TestCLIErrors(t *testing.T) {
 				t.Errorf("%v: stderr lacks %q:\n%s", c.args, w, r.stderr)
 			}
 		}
+	}
+	if _, err := admin.CoreV1().ServiceAccounts("default").Get(context.Background(), "e2e-early", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a refused driver-credential made its ServiceAccount: %v", err)
 	}
 	// A namespace without the token controller's reach never fills: the wait ends with a clear timeout.
 	r := runBin(t, "kubeconfig", "--cluster-name", "e2e-missing-ns", "--namespace", "no-such-namespace", "--timeout", "5s")
