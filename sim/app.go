@@ -17,6 +17,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"github.com/harvester-kit/harvester-machine/sim/fault"
 	"github.com/harvester-kit/harvester-machine/sim/guestnet"
+	"github.com/harvester-kit/harvester-machine/sim/kubevip"
 )
 
 // Flag names of bin/harvester-sim.
@@ -71,7 +72,7 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
 		},
 		Action:   runAction,
-		Commands: []*cli.Command{faultCommand(), statusCommand()},
+		Commands: []*cli.Command{faultCommand(), statusCommand(), kubeVIPExecCommand()},
 	}
 }
 
@@ -128,6 +129,15 @@ func simClients(c *cli.Context) (*kubernetes.Clientset, *dynamic.DynamicClient, 
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	return kube, dyn, err
+}
+
+// kubeVIPExecCommand is the step between the simulator and a guest node's
+// kube-vip (see kubevip.Exec); never run by hand.
+func kubeVIPExecCommand() *cli.Command {
+	return &cli.Command{
+		Name: kubevip.ExecCommand, Hidden: true, SkipFlagParsing: true,
+		Action: func(c *cli.Context) error { return kubevip.Exec(c.Args().Slice()) },
+	}
 }
 
 func statusCommand() *cli.Command {
