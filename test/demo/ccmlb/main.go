@@ -10,6 +10,12 @@
 //	ccmlb init-nodes --guest-kubeconfig FILE
 //	ccmlb create|delete --guest-kubeconfig FILE --cluster NAME [--service NS/NAME]
 //	ccmlb apply-pool|delete-pool --kubeconfig HARVESTER-ADMIN-KUBECONFIG --file POOL.yaml
+//	ccmlb endpoints --guest-kubeconfig FILE --service NS/NAME --node NODE --pod-ip IP
+//	ccmlb ingress --guest-kubeconfig FILE --service NS/NAME
+//
+// The Service's ingress is kube-vip's to write (the real kube-vip, which
+// harvester-sim runs for the guest's nodes): endpoints creates the
+// EndpointSlice kube-vip waits for, ingress waits for what it writes.
 package main
 
 import (
@@ -48,7 +54,9 @@ func main() {
 
 const usage = "usage: ccmlb init-nodes --guest-kubeconfig FILE\n" +
 	"       ccmlb create|delete --guest-kubeconfig FILE --cluster NAME [--service NS/NAME]\n" +
-	"       ccmlb apply-pool|delete-pool --kubeconfig FILE --file POOL.yaml"
+	"       ccmlb apply-pool|delete-pool --kubeconfig FILE --file POOL.yaml\n" +
+	"       ccmlb endpoints --guest-kubeconfig FILE --service NS/NAME --node NODE --pod-ip IP\n" +
+	"       ccmlb ingress --guest-kubeconfig FILE --service NS/NAME"
 
 func run(args []string) error {
 	if len(args) == 0 {
@@ -61,6 +69,10 @@ func run(args []string) error {
 		return initNodes(args[1:])
 	case "apply-pool", "delete-pool":
 		return pool(args[0] == "delete-pool", args[1:])
+	case "endpoints":
+		return endpoints(args[1:])
+	case "ingress":
+		return ingress(args[1:])
 	}
 	return errors.New(usage)
 }
@@ -162,9 +174,8 @@ func ensureService(ctx context.Context, guest kubernetes.Interface, ns, name str
 }
 
 // announce writes the address on the Service for kube-vip, as the CCM
-// does, says which component announces it, and fills the Service's
-// ingress as kube-vip does once it announces (no pods run in the
-// simulated guest).
+// does, and says which component announces it. kube-vip writes the
+// Service's ingress once it announces (see ingress).
 func announce(ctx context.Context, guest kubernetes.Interface, svc *corev1.Service, ip string) error {
 	services := guest.CoreV1().Services(svc.Namespace)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -191,20 +202,7 @@ func announce(ctx context.Context, guest kubernetes.Interface, svc *corev1.Servi
 	if err != nil {
 		return fmt.Errorf("read the kube-vip DaemonSet: %w", err)
 	}
-	fmt.Println("announced by: " + describeKubeVIP(ds))
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := services.Get(ctx, svc.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cur.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
-		_, err = services.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("set the ingress of Service %s/%s: %w", svc.Namespace, svc.Name, err)
-	}
-	fmt.Printf("Service %s/%s status.loadBalancer.ingress: %s (no pods run in the simulated guest: the stand-in writes it as kube-vip does)\n", svc.Namespace, svc.Name, ip)
+	fmt.Println("announced by: " + describeKubeVIP(ds) + ", once the Service has endpoints")
 	return nil
 }
 
