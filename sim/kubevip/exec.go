@@ -37,7 +37,7 @@ func execArgs(hostname, saDir string, argv []string) []string {
 // It returns only on failure.
 func Exec(args []string) error {
 	if len(args) < 4 || args[2] != "--" {
-		return errors.New(ExecCommand + ": usage: HOSTNAME SA-DIR -- ARGV...")
+		return errors.New(ExecCommand + ": usage: HOSTNAME SA-DIR -- ARGV")
 	}
 	hostname, saDir, argv := args[0], args[1], args[3:]
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {

@@ -1,6 +1,7 @@
 package kubevip
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -67,7 +68,7 @@ func onThread(f func() error) error {
 	go func() {
 		runtime.LockOSThread()
 		err := f()
-		if _, lost := err.(errThreadLost); !lost {
+		if !errors.As(err, new(errThreadLost)) {
 			runtime.UnlockOSThread()
 		}
 		done <- err
