@@ -132,7 +132,11 @@ func TestErrorLine(t *testing.T) {
 	if !ok || msg != `checking interface err="eth9 is not valid interface, reason: get eth9 failed"` {
 		t.Fatalf("ErrorLine = %q %v", msg, ok)
 	}
-	for _, line := range []string{`time=x level=INFO msg="starting"`, `2026/11/25 21:11:17 INFO starting namespace=kube-system`} {
+	msg, ok = ErrorLine(`E1125 21:11:17.123456      12 leaderelection.go:436] error retrieving resource lock kube-system/plndr-svcs-lock: leases.coordination.k8s.io "plndr-svcs-lock" is forbidden`)
+	if !ok || !strings.HasPrefix(msg, "error retrieving resource lock") {
+		t.Fatalf("ErrorLine(klog) = %q %v", msg, ok)
+	}
+	for _, line := range []string{`time=x level=INFO msg="starting"`, `2026/11/25 21:11:17 INFO starting namespace=kube-system`, `I1125 21:11:17.1 1 x.go:1] fine`, `Error`} {
 		if _, ok := ErrorLine(line); ok {
 			t.Fatalf("%q taken for an error", line)
 		}

@@ -312,19 +312,35 @@ func (p *nodeProc) scanLog(r io.Reader, logFile io.Writer) {
 	}
 }
 
-// ErrorLine reports whether line, one of kube-vip's log lines (log/slog's
-// default output, "DATE TIME LEVEL MESSAGE k=v...", or its text handler's
-// "time=... level=ERROR msg=..."), is at level ERROR, and returns it
-// without its time.
+// ErrorLine reports whether line, one of kube-vip's log lines, is an
+// error, and returns it without its time. kube-vip logs through log/slog's
+// default output ("DATE TIME LEVEL MESSAGE k=v...") or its text handler
+// ("time=... level=ERROR msg=..."); client-go's (leader election, watches:
+// "forbidden" when RBAC refuses) through klog ("E1125 21:11:17.123456
+// PID file.go:N] MESSAGE").
 func ErrorLine(line string) (string, bool) {
 	if f := strings.SplitN(line, " ", 4); len(f) == 4 && f[2] == "ERROR" {
 		return f[3], true
 	}
-	if !strings.Contains(line, " level=ERROR ") {
-		return "", false
+	if strings.Contains(line, " level=ERROR ") {
+		if i := strings.Index(line, "msg="); i >= 0 {
+			return line[i:], true
+		}
+		return line, true
 	}
-	if i := strings.Index(line, "msg="); i >= 0 {
-		return line[i:], true
+	if len(line) > 5 && line[0] == 'E' && isDigits(line[1:5]) {
+		if _, msg, ok := strings.Cut(line, "] "); ok {
+			return msg, true
+		}
 	}
-	return line, true
+	return "", false
+}
+
+func isDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
 }

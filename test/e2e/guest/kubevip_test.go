@@ -187,7 +187,27 @@ func TestKubeVIPAnnouncesAndWithdraws(t *testing.T) {
 		return len(on) == 0, fmt.Sprintf("still on %v", on)
 	})
 
+	checkKubeVIPRBACInStatus(t, guest, dir)
 	checkKubeVIPErrorInStatus(t, guest, dir)
+}
+
+// checkKubeVIPRBACInStatus: without its ClusterRoleBinding, kube-vip's
+// requests are refused by the guest's RBAC (it runs with its
+// ServiceAccount's token), and the refusal is in its state.
+func checkKubeVIPRBACInStatus(t *testing.T, guest kubernetes.Interface, dir string) {
+	t.Helper()
+	ctx := testContext(t)
+	if err := guest.RbacV1().ClusterRoleBindings().Delete(ctx, kubevip.DaemonSetName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "kube-vip's requests refused (forbidden) in its state", func(context.Context) (bool, string) {
+		for _, s := range kubevip.ReadStates(dir) {
+			if strings.Contains(s.LastError, "forbidden") && strings.Contains(s.LastError, "system:serviceaccount:kube-system:kube-vip") {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%+v", kubevip.ReadStates(dir))
+	})
 }
 
 // checkKubeVIPProcess: kube-vip runs with the node's hostname, with only
