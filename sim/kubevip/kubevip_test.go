@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -140,5 +141,33 @@ func TestErrorLine(t *testing.T) {
 		if _, ok := ErrorLine(line); ok {
 			t.Fatalf("%q taken for an error", line)
 		}
+	}
+}
+
+func TestPodStatus(t *testing.T) {
+	now := time.Now()
+	running := PodStatus(State{Phase: "running", Since: now}, "kube-vip", "img", "10.0.0.5")
+	cs := running.ContainerStatuses[0]
+	if running.Phase != corev1.PodRunning || !cs.Ready || cs.State.Running == nil || running.PodIP != "10.0.0.5" || cs.LastTerminationState.Terminated != nil {
+		t.Fatalf("running: %+v", running)
+	}
+	crashed := PodStatus(State{Phase: "exited", Reason: "exit code 0", Restarts: 2, LastError: `checking interface err="eth9 is not valid interface"`, Since: now}, "kube-vip", "img", "10.0.0.5")
+	cs = crashed.ContainerStatuses[0]
+	last := cs.LastTerminationState.Terminated
+	if cs.Ready || cs.State.Waiting == nil || cs.State.Waiting.Reason != "CrashLoopBackOff" || cs.RestartCount != 2 ||
+		last == nil || last.Reason != "Completed" || last.ExitCode != 0 || !strings.Contains(last.Message, "eth9") {
+		t.Fatalf("crashed: %+v", crashed)
+	}
+	if s := PodStatus(State{Phase: "waiting", Reason: "ContainerCreating", Since: now}, "kube-vip", "img", "10.0.0.5"); s.Phase != corev1.PodPending {
+		t.Fatalf("not started yet: phase %s", s.Phase)
+	}
+}
+
+func TestBuildPod(t *testing.T) {
+	ds := chartDaemonSet(t)
+	p := BuildPod(ds, "node-a")
+	if p.Spec.NodeName != "node-a" || p.Name != PodName(ds, "node-a") || p.Namespace != ds.Namespace ||
+		len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Kind != "DaemonSet" || !p.Spec.HostNetwork {
+		t.Fatalf("pod: %+v", p)
 	}
 }

@@ -45,7 +45,11 @@ type spec struct {
 	api                        netip.AddrPort
 	apiTarget                  string                          // the guest API server (host:port in the simulator's namespace)
 	refreshToken               func(ctx context.Context) error // writes the ServiceAccount files
-	log                        *slog.Logger
+	// reportPod and removePod keep the node's daemon pod in the guest as
+	// the kubelet does (its status follows the process's state).
+	reportPod func(ctx context.Context, st State) error
+	removePod func(ctx context.Context) error
+	log       *slog.Logger
 }
 
 // hostVeth is the name of the node's veth in the simulator's namespace.
@@ -56,10 +60,12 @@ func hostVeth(cluster, node string) string {
 
 // nodeProc is one node's kube-vip, restarted when it exits, until stopped.
 type nodeProc struct {
-	spec   spec
-	key    string // what it was started for: template hash and node address
-	cancel context.CancelFunc
-	done   chan struct{}
+	spec     spec
+	key      string // what it was started for: template hash and node address
+	cancel   context.CancelFunc
+	done     chan struct{}
+	reported chan struct{} // closed when the pod reporter ended
+	dirty    chan struct{} // the state changed: report the pod
 
 	mu    sync.Mutex
 	state State
@@ -68,9 +74,11 @@ type nodeProc struct {
 func startNode(ctx context.Context, s spec, key string) *nodeProc {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &nodeProc{spec: s, key: key, cancel: cancel, done: make(chan struct{}),
+		reported: make(chan struct{}), dirty: make(chan struct{}, 1),
 		state: State{Node: s.node, Pod: s.pod, Phase: "waiting", Reason: "ContainerCreating", Since: time.Now(),
 			Log: filepath.Join(s.dir, "kube-vip.log"), GratuitousARPs: map[string]int{}}}
 	p.save()
+	go p.reportLoop(ctx)
 	go func() {
 		defer close(p.done)
 		if err := p.run(ctx); err != nil && ctx.Err() == nil {
@@ -84,6 +92,38 @@ func startNode(ctx context.Context, s spec, key string) *nodeProc {
 func (p *nodeProc) stop() {
 	p.cancel()
 	<-p.done
+	<-p.reported
+}
+
+// reportLoop reports the pod whenever its phase, restarts or error change
+// (not for every gratuitous ARP), and removes it at the end.
+func (p *nodeProc) reportLoop(ctx context.Context) {
+	defer close(p.reported)
+	last := ""
+	for {
+		select {
+		case <-ctx.Done():
+			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := p.spec.removePod(rctx); err != nil {
+				p.spec.log.Warn("remove kube-vip's pod", "cluster", p.spec.cluster, "node", p.spec.node, "err", err)
+			}
+			return
+		case <-p.dirty:
+		}
+		p.mu.Lock()
+		st := p.state
+		p.mu.Unlock()
+		key := fmt.Sprint(st.Phase, st.Reason, st.Restarts, st.LastError, st.PID)
+		if key == last {
+			continue
+		}
+		if err := p.spec.reportPod(ctx, st); err != nil && ctx.Err() == nil {
+			p.spec.log.Warn("report kube-vip's pod", "cluster", p.spec.cluster, "node", p.spec.node, "err", err)
+			continue
+		}
+		last = key
+	}
 }
 
 func (p *nodeProc) update(f func(*State)) {
@@ -104,6 +144,10 @@ func (p *nodeProc) save() {
 	p.mu.Unlock()
 	if err := writeState(p.spec.dir, st); err != nil {
 		p.spec.log.Warn("write kube-vip state", "node", p.spec.node, "err", err)
+	}
+	select {
+	case p.dirty <- struct{}{}:
+	default:
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -258,8 +259,42 @@ func (c *clusterRun) spec(ctx context.Context, ds *appsv1.DaemonSet, n *corev1.N
 		refreshToken: func(ctx context.Context) error {
 			return c.writeServiceAccount(ctx, ds.Namespace, sa, filepath.Join(dir, "serviceaccount"))
 		},
+		reportPod: func(ctx context.Context, st State) error {
+			return c.reportPod(ctx, BuildPod(ds, n.Name), PodStatus(st, ctr.Name, ctr.Image, ip))
+		},
+		removePod: func(ctx context.Context) error {
+			err := c.kube.CoreV1().Pods(ds.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return err
+		},
 		log: c.r.log,
 	}, nil
+}
+
+// reportPod creates the daemon pod when it is missing and sets its status
+// as the kubelet reports it.
+func (c *clusterRun) reportPod(ctx context.Context, pod *corev1.Pod, status corev1.PodStatus) error {
+	pods := c.kube.CoreV1().Pods(pod.Namespace)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pods.Get(ctx, pod.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			cur, err = pods.Create(ctx, pod, metav1.CreateOptions{})
+		}
+		if err != nil {
+			return fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		status.StartTime = cur.Status.StartTime
+		if status.StartTime == nil {
+			status.StartTime = ptr.To(metav1.Now())
+		}
+		cur.Status = status
+		if _, err := pods.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("status of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
+		return nil
+	})
 }
 
 // RuntimeEnv is what the container runtime and the kubelet add to a

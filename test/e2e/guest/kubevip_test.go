@@ -178,6 +178,7 @@ func TestKubeVIPAnnouncesAndWithdraws(t *testing.T) {
 		t.Fatalf("a Service without endpoints is announced by %v, ingress %v (kube-vip needs endpoints)", on, idle.Status.LoadBalancer.Ingress)
 	}
 	checkKubeVIPProcess(t, dir, host)
+	checkKubeVIPPods(t, guest, 2)
 
 	if err := svcs.Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -189,6 +190,28 @@ func TestKubeVIPAnnouncesAndWithdraws(t *testing.T) {
 
 	checkKubeVIPRBACInStatus(t, guest, dir)
 	checkKubeVIPErrorInStatus(t, guest, dir)
+}
+
+// checkKubeVIPPods: each node's kube-vip has its daemon pod in the guest,
+// bound to the node, Running and Ready, as the kubelet reports it.
+func checkKubeVIPPods(t *testing.T, guest kubernetes.Interface, n int) {
+	t.Helper()
+	poll(t, fmt.Sprintf("%d kube-vip pods Running and Ready", n), func(ctx context.Context) (bool, string) {
+		pods, err := guest.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ready := 0
+		var seen []string
+		for _, p := range pods.Items {
+			owned := len(p.OwnerReferences) == 1 && p.OwnerReferences[0].Name == kubevip.DaemonSetName
+			if owned && p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready {
+				ready++
+			}
+			seen = append(seen, p.Name+" on "+p.Spec.NodeName+" "+string(p.Status.Phase))
+		}
+		return ready == n, strings.Join(seen, ", ")
+	})
 }
 
 // checkKubeVIPRBACInStatus: without its ClusterRoleBinding, kube-vip's
@@ -276,4 +299,21 @@ func checkKubeVIPErrorInStatus(t *testing.T, guest kubernetes.Interface, dir str
 	if out := simStatus(t); !strings.Contains(out, want) {
 		t.Fatalf("harvester-sim status does not show kube-vip's error %q:\n%s", want, out)
 	}
+	poll(t, "a kube-vip pod in CrashLoopBackOff with the error as its last termination's message", func(ctx context.Context) (bool, string) {
+		pods, err := guest.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, p := range pods.Items {
+			for _, cs := range p.Status.ContainerStatuses {
+				last := cs.LastTerminationState.Terminated
+				if cs.State.Waiting != nil && cs.State.Waiting.Reason == "CrashLoopBackOff" && last != nil && strings.Contains(last.Message, want) {
+					return true, ""
+				}
+				seen = append(seen, fmt.Sprintf("%s: %+v", p.Name, cs))
+			}
+		}
+		return false, strings.Join(seen, "; ")
+	})
 }
