@@ -103,7 +103,7 @@ func (p *nodeProc) reportLoop(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
-			rctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 			defer cancel()
 			if err := p.spec.removePod(rctx); err != nil {
 				p.spec.log.Warn("remove kube-vip's pod", "cluster", p.spec.cluster, "node", p.spec.node, "err", err)
