@@ -133,6 +133,10 @@ func TestErrorLine(t *testing.T) {
 	if !ok || msg != `checking interface err="eth9 is not valid interface, reason: get eth9 failed"` {
 		t.Fatalf("ErrorLine = %q %v", msg, ok)
 	}
+	msg, ok = ErrorLine(`harvester-sim: kube-vip-exec: mount a tmpfs on /run: operation not permitted`)
+	if !ok || msg != "mount a tmpfs on /run: operation not permitted" {
+		t.Fatalf("ErrorLine(helper) = %q %v", msg, ok)
+	}
 	msg, ok = ErrorLine(`E1125 21:11:17.123456      12 leaderelection.go:436] error retrieving resource lock kube-system/plndr-svcs-lock: leases.coordination.k8s.io "plndr-svcs-lock" is forbidden`)
 	if !ok || !strings.HasPrefix(msg, "error retrieving resource lock") {
 		t.Fatalf("ErrorLine(klog) = %q %v", msg, ok)

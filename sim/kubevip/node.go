@@ -185,14 +185,16 @@ func (p *nodeProc) run(ctx context.Context) error {
 		return err
 	}
 	go p.watchARP(ctx, arp)
-	if err := s.refreshToken(ctx); err != nil {
-		return err
-	}
 	go p.refreshLoop(ctx)
 	backoff := backoffFirst
 	for {
 		started := time.Now()
-		err := p.runOnce(ctx, netns)
+		// The kubelet mounts the token before it starts the container;
+		// without one (no ServiceAccount yet) it retries.
+		err := s.refreshToken(ctx)
+		if err == nil {
+			err = p.runOnce(ctx, netns)
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -363,6 +365,9 @@ func (p *nodeProc) scanLog(r io.Reader, logFile io.Writer) {
 // "forbidden" when RBAC refuses) through klog ("E1125 21:11:17.123456
 // PID file.go:N] MESSAGE").
 func ErrorLine(line string) (string, bool) {
+	if msg, ok := strings.CutPrefix(line, "harvester-sim: "+ExecCommand+": "); ok {
+		return msg, true // the step before kube-vip failed
+	}
 	if f := strings.SplitN(line, " ", 4); len(f) == 4 && f[2] == "ERROR" {
 		return f[3], true
 	}
