@@ -184,6 +184,9 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := <-kcmDone; err != nil {
 		return err
 	}
+	if err := waitViewAggregated(startCtx, admin.kube); err != nil {
+		return err
+	}
 	log.Debug("kube-controller-manager ready", "after", time.Since(start).Round(time.Millisecond))
 	if err := os.WriteFile(filepath.Join(o.StateDir, ReadyFile), []byte(cp.URL()+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write ready file: %w", err)

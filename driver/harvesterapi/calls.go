@@ -8,6 +8,7 @@ import (
 
 	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -184,6 +185,20 @@ func (a *API) DeleteVMI(ctx context.Context, ns, name string, uid types.UID, gra
 func (a *API) GetSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	return do(ctx, a, "get Secret "+ref(ns, name), func(c context.Context) (*corev1.Secret, error) {
 		return a.kube.Secrets(ns).Get(c, name, metav1.GetOptions{})
+	})
+}
+
+// GetServiceAccount reads a ServiceAccount.
+func (a *API) GetServiceAccount(ctx context.Context, ns, name string) (*corev1.ServiceAccount, error) {
+	return do(ctx, a, "get ServiceAccount "+ref(ns, name), func(c context.Context) (*corev1.ServiceAccount, error) {
+		return a.kube.ServiceAccounts(ns).Get(c, name, metav1.GetOptions{})
+	})
+}
+
+// GetRoleBinding reads a RoleBinding.
+func (a *API) GetRoleBinding(ctx context.Context, ns, name string) (*rbacv1.RoleBinding, error) {
+	return do(ctx, a, "get RoleBinding "+ref(ns, name), func(c context.Context) (*rbacv1.RoleBinding, error) {
+		return a.kube.RoleBindings(ns).Get(c, name, metav1.GetOptions{})
 	})
 }
 

@@ -14,11 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
-)
 
-// annVIPHost is the annotation kube-vip writes on a Service it announces:
-// the node announcing it.
-const annVIPHost = "kube-vip.io/vipHost"
+	"github.com/harvester-kit/harvester-machine/test/simtest"
+)
 
 // serviceFlags parses --guest-kubeconfig, --service and the extra flags.
 func serviceFlags(name string, args []string, extra func(*flag.FlagSet)) (kubeconfig, ns, svc string, err error) {
@@ -110,6 +108,6 @@ func ingress(args []string) error {
 		ips = append(ips, i.IP)
 	}
 	fmt.Printf("Service %s/%s status.loadBalancer.ingress: %s, written by kube-vip on node %s (%s)\n",
-		ns, name, strings.Join(ips, ","), svc.Annotations[annVIPHost], annVIPHost)
+		ns, name, strings.Join(ips, ","), svc.Annotations[simtest.AnnotationKubeVIPHost], simtest.AnnotationKubeVIPHost)
 	return nil
 }

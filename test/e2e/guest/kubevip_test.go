@@ -17,15 +17,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/sim/kubevip"
 	"github.com/harvester-kit/harvester-machine/test/harness"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
-// Annotations kube-vip reads and writes on a Service.
+// Annotations kube-vip reads (the cloud provider's address) and writes
+// (the node announcing it) on a Service.
 const (
-	annLoadBalancerIPs = "kube-vip.io/loadbalancerIPs" // the cloud provider's address
-	annVIPHost         = "kube-vip.io/vipHost"         // the node announcing it
+	annLoadBalancerIPs = addons.KubeVIPAddressAnnotation
+	annVIPHost         = simtest.AnnotationKubeVIPHost
 )
 
 // kubeVIPCluster starts a guest cluster of n VMs whose cloud-init is
