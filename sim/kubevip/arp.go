@@ -80,7 +80,7 @@ func (p *nodeProc) watchARP(ctx context.Context, fd int) {
 			st.GratuitousARPs[addr.String()]++
 		})
 		if first {
-			p.spec.log.Info("gratuitous ARP from kube-vip", "cluster", p.spec.cluster, "node", p.spec.node, "address", addr, "mac", mac)
+			p.spec.log.Info("gratuitous ARP from kube-vip", "cluster", p.spec.cluster, "node", p.spec.node, "address", addr, "mac", mac.String())
 		}
 	}
 }

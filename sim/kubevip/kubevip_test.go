@@ -40,8 +40,8 @@ func TestSchedulable(t *testing.T) {
 	}{
 		{"K3s server", map[string]string{"node-role.kubernetes.io/control-plane": "true"}, nil, true, ""},
 		{"RKE1 control plane", map[string]string{"node-role.kubernetes.io/controlplane": "true"}, nil, true, ""},
-		{"worker", map[string]string{"kubernetes.io/hostname": "w"}, nil, false, "node affinity"},
-		{"not initialised by the cloud provider", map[string]string{"node-role.kubernetes.io/control-plane": "true"}, []corev1.Taint{uninitialized}, false, "untolerated taint " + harvester.TaintUninitialized},
+		{"worker", map[string]string{"kubernetes.io/hostname": "w"}, nil, false, "required node affinity"},
+		{"not initialised by the cloud provider", map[string]string{"node-role.kubernetes.io/control-plane": "true"}, []corev1.Taint{uninitialized}, false, "taint " + harvester.TaintUninitialized + ":NoSchedule not tolerated"},
 		{"unreachable (daemon pods tolerate it)", map[string]string{"node-role.kubernetes.io/control-plane": "true"},
 			[]corev1.Taint{{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}}, true, ""},
 		{"control-plane taint (tolerated by the chart)", map[string]string{"node-role.kubernetes.io/control-plane": "true"},

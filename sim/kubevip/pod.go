@@ -15,8 +15,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+
+	"github.com/harvester-kit/harvester-machine/internal/daemonset"
 )
 
 // DaemonSetName is the DaemonSet (in kube-system) whose pods the simulator
@@ -34,45 +34,13 @@ type Node struct {
 	IP   string
 }
 
-// daemonTolerations are the tolerations the DaemonSet controller adds to
-// every daemon pod (hostNetwork pods also tolerate network-unavailable).
-func daemonTolerations(hostNetwork bool) []corev1.Toleration {
-	out := []corev1.Toleration{
-		{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-		{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
-		{Key: "node.kubernetes.io/disk-pressure", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-		{Key: "node.kubernetes.io/memory-pressure", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-		{Key: "node.kubernetes.io/pid-pressure", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-		{Key: "node.kubernetes.io/unschedulable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
-	}
-	if hostNetwork {
-		out = append(out, corev1.Toleration{Key: "node.kubernetes.io/network-unavailable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule})
-	}
-	return out
-}
-
 // Schedulable says whether the DaemonSet places a pod on node, as the
-// scheduler decides for daemon pods: nodeSelector, required node affinity,
-// and every NoSchedule/NoExecute taint tolerated. When not, why says which
-// rule failed.
+// DaemonSet controller and the scheduler decide (internal/daemonset, which
+// doctor judges kube-vip's nodes with); when not, why says which rule
+// failed.
 func Schedulable(ds *appsv1.DaemonSet, node *corev1.Node) (ok bool, why string) {
-	spec := ds.Spec.Template.Spec
-	pod := &corev1.Pod{Spec: spec}
-	match, err := nodeaffinity.GetRequiredNodeAffinity(pod).Match(node)
-	if err != nil {
-		return false, "node affinity: " + err.Error()
-	}
-	if !match {
-		return false, "node affinity/selector does not match node " + node.Name
-	}
-	tolerations := append(append([]corev1.Toleration(nil), spec.Tolerations...), daemonTolerations(spec.HostNetwork)...)
-	taint, untolerated := corev1helpers.FindMatchingUntoleratedTaint(node.Spec.Taints, tolerations, func(t *corev1.Taint) bool {
-		return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
-	})
-	if untolerated {
-		return false, "untolerated taint " + taint.ToString()
-	}
-	return true, ""
+	why = daemonset.WhyNotOn(ds.Spec.Template.Spec, node)
+	return why == "", why
 }
 
 // Container is the kube-vip container of the DaemonSet's pod template.

@@ -75,6 +75,13 @@ func (s *Server) patchVMVolumeRequests(ctx context.Context, req request, vr kube
 	if err := checkVolumeRequest(volumes, vm.Status.VolumeRequests, vr); err != nil {
 		return apierrors.NewConflict(kubevirtv1.Resource("virtualmachine"), req.Name, err)
 	}
+	spec := &kubevirtv1.VirtualMachineInstanceSpec{}
+	if vm.Spec.Template != nil {
+		spec = &vm.Spec.Template.Spec
+	}
+	if err := admitDiskNames(spec, vm.Status.VolumeRequests, vr); err != nil {
+		return err
+	}
 	_, hasStatus := u.Object["status"]
 	patch, err := volumeRequestsPatch(hasStatus, vm.Status.VolumeRequests, vr)
 	if err != nil {

@@ -176,7 +176,7 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("healthy cluster: %s %s %q (fix %q)", row.Check, row.Status, row.Seen, row.Fix)
 		}
 	}
-	if r.code != 0 || len(r.Checks) != 21 {
+	if r.code != 0 || len(r.Checks) != 23 {
 		t.Fatalf("healthy cluster: exit %d, %d rows", r.code, len(r.Checks))
 	}
 
