@@ -53,6 +53,55 @@ rancher_name() {
   echo "$n"
 }
 
+# kube_vip_pid NODE: the pid of the real kube-vip harvester-sim runs for NODE
+# of the demo's guest cluster (from its state file).
+kube_vip_pid() {
+  sed -n 's/^ *"pid": \([0-9]*\),$/\1/p' "$state/guests/$cluster/kube-vip/$1/state.json" 2>/dev/null
+}
+
+# node_addrs NODE: `ip -br addr show eth0` in NODE's network namespace.
+node_addrs() {
+  nsenter --net="/proc/$(kube_vip_pid "$1")/ns/net" ip -br addr show eth0
+}
+
+# announce_kube_vip: the real kube-vip (bin/kube-vip, run by harvester-sim on
+# each control-plane node in the node's own network namespace) announces the
+# address once the Service has a ready endpoint, and writes the ingress.
+announce_kube_vip() {
+  if [ ${#guest_net[@]} -eq 0 ]; then
+    echo "no private network namespace: kube-vip is not run, nothing announces the address" >&2; return
+  fi
+  if [ ! -x "$bin/kube-vip" ]; then
+    echo "bin/kube-vip is missing: nothing announces the address and the Service gets no ingress; build it with \`make tools\` (test/tools/kubevip)" >&2
+    exit 1
+  fi
+  "$tools/ccmlb" endpoints --guest-kubeconfig "$guest_kubeconfig" --service default/web --node "${machines[0]}" --pod-ip 10.42.0.10
+  local out
+  out=$("$tools/ccmlb" ingress --guest-kubeconfig "$guest_kubeconfig" --service default/web)
+  echo "$out"
+  vip_node=$(sed -n 's/.* on node \([^ ]*\) .*/\1/p' <<<"$out")
+  vip=$(sed -n 's/.*ingress: \([0-9.]*\),.*/\1/p' <<<"$out")
+  echo "on $vip_node's interface (ip -br addr show eth0 in the node's network namespace):" >&2
+  node_addrs "$vip_node" | sed 's/^/    /'
+  for _ in $(seq 1 50); do
+    harvester-sim status --state-dir "$state" | grep -q "^$cluster  *$vip_node .*$vip x" && break
+    sleep 0.2
+  done
+  echo "gratuitous ARPs kube-vip sent, as the guest network saw them on $vip_node's veth (harvester-sim status):" >&2
+  harvester-sim status --state-dir "$state" | sed -n '/^GUEST CLUSTER *NODE *KUBE-VIP/,$p'
+}
+
+# withdrawn_kube_vip: kube-vip took the deleted Service's address off the node.
+withdrawn_kube_vip() {
+  [ -n "${vip_node:-}" ] || return 0
+  for _ in $(seq 1 100); do
+    node_addrs "$vip_node" | grep -q " $vip/32" || break
+    sleep 0.2
+  done
+  echo "kube-vip withdrew $vip from $vip_node (ip -br addr show eth0 there):" >&2
+  node_addrs "$vip_node" | sed 's/^/    /'
+}
+
 step "Starting the simulated Harvester (real etcd, kube-apiserver, kube-controller-manager) with guest clusters"
 harvester-sim --state-dir "$state" --guest-clusters ${guest_net[@]+"${guest_net[@]}"} 2>"$work/sim.log" &
 sim_pid=$!
@@ -163,14 +212,15 @@ ccm_pid=$!
 "$tools/ccmlb" create --guest-kubeconfig "$guest_kubeconfig" --service default/web
 harvester-sim status --state-dir "$state" | sed -n '/^NAMESPACE *LOADBALANCER/,/^GUEST CLUSTER/p' | sed '$d'
 
-# --- kube-vip announces (this step is the stand-in's: it writes what kube-vip writes) ---
-step "kube-vip announces the address of default/web"
-"$tools/ccmlb" announce --guest-kubeconfig "$guest_kubeconfig" --service default/web
+# --- kube-vip announces: the real kube-vip (bin/kube-vip), which harvester-sim runs on each control-plane node ---
+step "kube-vip announces the address of default/web once the Service has a ready endpoint: on the node's interface, by gratuitous ARP, and in the Service's ingress"
+announce_kube_vip
 # --- end of the kube-vip step ---
 
 # --- the leftover LoadBalancer and gc (issue 29) ---
-step "The Service goes: the cloud provider finds no status.address, so the LoadBalancer stays (as on Harvester: harvester#1460, #11345)"
+step "The Service goes: kube-vip withdraws the address; the cloud provider deletes the LoadBalancer only with status.address set, which it copies from the ingress only during a sync (as on Harvester: harvester#1460, #11345)"
 "$tools/ccmlb" delete --guest-kubeconfig "$guest_kubeconfig" --service default/web
+withdrawn_kube_vip
 sed 's/^/    /' "$work/ccm.log" >&2
 # The LoadBalancer (ADDRESS "-": status.address never set) and the pool
 # address it still holds.

@@ -3,14 +3,19 @@
 // Secret kube-system/harvester-cloud-config): it initialises the guest's
 // nodes as the CCM does (init-nodes) and runs the CCM's load-balancer half
 // by its rules (run: test/simtest.ServiceController, until SIGTERM). The
-// other verbs are what a user and kube-vip do: create or delete a Service
-// of type LoadBalancer in the guest, and announce (kube-vip's two writes,
-// for a demo without the real kube-vip). As Harvester's admin it also
-// creates (and deletes) the IP pool that harvester-bootstrap lb pool printed.
+// other verbs are what a user, the endpointslice controller and kube-vip
+// do: create or delete a Service of type LoadBalancer in the guest, make
+// the EndpointSlice of one ready pod (endpoints: the guest runs no pods),
+// wait for the ingress the real kube-vip writes (ingress), or announce
+// (kube-vip's two writes, for a demo without the real kube-vip). As
+// Harvester's admin it also creates (and deletes) the IP pool that
+// harvester-bootstrap lb pool printed.
 //
 //	ccmlb init-nodes --guest-kubeconfig FILE
 //	ccmlb run --guest-kubeconfig FILE --cluster NAME
 //	ccmlb create|announce|delete --guest-kubeconfig FILE [--service NS/NAME]
+//	ccmlb endpoints --guest-kubeconfig FILE [--service NS/NAME] --node NODE [--pod-ip IP]
+//	ccmlb ingress --guest-kubeconfig FILE [--service NS/NAME]
 //	ccmlb apply-pool|delete-pool --kubeconfig HARVESTER-ADMIN-KUBECONFIG --file POOL.yaml
 package main
 
@@ -53,6 +58,8 @@ func main() {
 const usage = "usage: ccmlb init-nodes --guest-kubeconfig FILE\n" +
 	"       ccmlb run --guest-kubeconfig FILE --cluster NAME\n" +
 	"       ccmlb create|announce|delete --guest-kubeconfig FILE [--service NS/NAME]\n" +
+	"       ccmlb endpoints --guest-kubeconfig FILE [--service NS/NAME] --node NODE [--pod-ip IP]\n" +
+	"       ccmlb ingress --guest-kubeconfig FILE [--service NS/NAME]\n" +
 	"       ccmlb apply-pool|delete-pool --kubeconfig FILE --file POOL.yaml"
 
 func run(args []string) error {
@@ -68,6 +75,10 @@ func run(args []string) error {
 		return initNodes(args[1:])
 	case "apply-pool", "delete-pool":
 		return pool(args[0] == "delete-pool", args[1:])
+	case "endpoints":
+		return endpoints(args[1:])
+	case "ingress":
+		return ingress(args[1:])
 	}
 	return errors.New(usage)
 }

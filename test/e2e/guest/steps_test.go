@@ -43,7 +43,7 @@ var (
 	gvrPool = schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "ippools"}
 )
 
-func testContext(t *testing.T) context.Context {
+func testContext(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	t.Cleanup(cancel)
@@ -51,7 +51,7 @@ func testContext(t *testing.T) context.Context {
 }
 
 // poll retries cond every 100ms until it holds, failing with what it says last.
-func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, string)) {
+func poll(t testing.TB, what string, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
 	ctx := testContext(t)
 	last := ""
@@ -66,7 +66,7 @@ func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, strin
 }
 
 // bootstrap runs bin/harvester-bootstrap against the simulator.
-func bootstrap(t *testing.T, args ...string) string {
+func bootstrap(t testing.TB, args ...string) string {
 	t.Helper()
 	bin, err := simtest.Bin("harvester-bootstrap")
 	if err != nil {
@@ -87,7 +87,7 @@ func bootstrap(t *testing.T, args ...string) string {
 
 // k3sNodeUserData is the K3s node cloud-init users generate today: the
 // guest credential and add-ons as write_files for K3s's manifests folder.
-func k3sNodeUserData(t *testing.T, cluster string) string {
+func k3sNodeUserData(t testing.TB, cluster string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "k3s-cloud-init.yaml")
 	bootstrap(t, "addon", "k3s", "--cluster-name", cluster, "--namespace", vmNamespace, "--format", "cloud-init", "-o", out)
@@ -136,7 +136,7 @@ func createPool(t *testing.T, cluster string, n int, extra ...string) (*simtest.
 
 // guestClients connects to the guest cluster's API server once the
 // simulator has written its kubeconfig (0600).
-func guestClients(t *testing.T, cluster string) (kubernetes.Interface, dynamic.Interface) {
+func guestClients(t testing.TB, cluster string) (kubernetes.Interface, dynamic.Interface) {
 	t.Helper()
 	path := filepath.Join(env.sim.Dir, "guests", cluster, "kubeconfig")
 	poll(t, "the guest kubeconfig "+path, func(context.Context) (bool, string) {
@@ -161,7 +161,7 @@ func guestClients(t *testing.T, cluster string) (kubernetes.Interface, dynamic.I
 	return kube, dyn
 }
 
-func vmiIP(t *testing.T, ctx context.Context, name string) string {
+func vmiIP(t testing.TB, ctx context.Context, name string) string {
 	t.Helper()
 	u, err := env.dyn.Resource(gvrVMI).Namespace(vmNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -181,7 +181,7 @@ func nodeReady(n *corev1.Node) bool {
 
 // checkNodesJoined waits until every machine is a Ready Node of the guest
 // cluster, registered as kubelet with the external cloud provider does.
-func checkNodesJoined(t *testing.T, guest kubernetes.Interface, machines []string) {
+func checkNodesJoined(t testing.TB, guest kubernetes.Interface, machines []string) {
 	t.Helper()
 	poll(t, fmt.Sprintf("%d Ready nodes", len(machines)), func(ctx context.Context) (bool, string) {
 		nodes, err := guest.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
