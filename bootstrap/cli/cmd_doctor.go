@@ -30,7 +30,7 @@ func doctorCommand() *ucli.Command {
 			"With --cloud-config: the guest's kubeconfig for Harvester (e.g. a time-bound token from kubeconfig --ttl).\n" +
 			"With --guest-kubeconfig: nodes initialised by the cloud provider, zone labels, the CCM's --cluster-name,\n" +
 			"LoadBalancer Services and their Harvester LoadBalancers, kube-vip (svc_enable, vip_nodename, its RBAC, nodes it can\n" +
-			"run on), each LoadBalancer announced (ingress, status.address, ready endpoints), LoadBalancers left behind by\n" +
+			"run on), each LoadBalancer announced (ingress, status.address, endpoints), LoadBalancers left behind by\n" +
 			"deleted or re-created Services (as gc --guest-kubeconfig finds them), PVCs stuck Pending and VolumeAttachments\n" +
 			"failing. Exit 1 when a check fails. Never prints a secret.\n\n" +
 			"Example:\n  harvester-bootstrap doctor --cluster-name guest-a --namespace default --guest-kubeconfig guest.yaml",

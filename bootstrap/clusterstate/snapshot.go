@@ -105,7 +105,7 @@ type Auth struct {
 type Guest struct {
 	Nodes    []corev1.Node
 	Services []corev1.Service // every Service of every namespace
-	// EndpointSlices of every namespace (ready endpoints of a Service).
+	// EndpointSlices of every namespace (the endpoints of a Service).
 	EndpointSlices []discoveryv1.EndpointSlice
 	Deployments    []appsv1.Deployment
 	DaemonSets     []appsv1.DaemonSet // both in kube-system

@@ -19,13 +19,13 @@ const (
 )
 
 // AnnotationAllowWithoutEndpoints makes kube-vip announce a Service that
-// has no ready endpoints.
+// has no endpoints.
 const AnnotationAllowWithoutEndpoints = "kube-vip.io/allow-reconcile-without-endpoints"
 
 // What follows from each "no" of the loadbalancer-announced row.
 const (
 	NoStatusAddress = "the cloud provider will not delete this LoadBalancer when the Service goes"
-	NoEndpoints     = "kube-vip does not announce a Service without ready endpoints"
+	NoEndpoints     = "kube-vip does not announce a Service without endpoints"
 	NoIngress       = "kube-vip has not announced it"
 )
 
@@ -89,7 +89,7 @@ func LBAnnounced(s *clusterstate.Snapshot) Row {
 	}
 	switch {
 	case len(bad) > 0:
-		fix := "give the Service ready endpoints (a running pod its selector matches), or annotate it " + AnnotationAllowWithoutEndpoints + `="true"`
+		fix := "give the Service endpoints (a pod its selector matches), or annotate it " + AnnotationAllowWithoutEndpoints + `="true"`
 		if needResync {
 			fix += "; once the ingress holds the address, change any annotation of the Service (`kubectl annotate service -n NS NAME " +
 				"harvester-bootstrap/resync=1 --overwrite`): the cloud provider syncs and copies the ingress into status.address"
@@ -126,8 +126,8 @@ func announcedLacks(g *clusterstate.Guest, svc *corev1.Service, l *lbapi.LoadBal
 	if l.Status.Address == "" {
 		out = append(out, "status.address unset: "+NoStatusAddress)
 	}
-	if g.ReadyEndpoints(svc) == 0 && svc.Annotations[AnnotationAllowWithoutEndpoints] != "true" {
-		out = append(out, "no ready endpoints: "+NoEndpoints)
+	if g.Endpoints(svc) == 0 && svc.Annotations[AnnotationAllowWithoutEndpoints] != "true" {
+		out = append(out, "no endpoints: "+NoEndpoints)
 	}
 	return out
 }
