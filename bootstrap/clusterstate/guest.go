@@ -75,6 +75,11 @@ func fetchWorkloads(ctx context.Context, guest kubernetes.Interface, g *Guest) {
 	} else {
 		g.failer()(KindWorkload, addons.DefaultNamespace, err)
 	}
+	if l, err := guest.CoreV1().Pods(addons.DefaultNamespace).List(ctx, metav1.ListOptions{}); err == nil {
+		g.SystemPods = l.Items
+	} else {
+		g.failer()(KindPod, addons.DefaultNamespace, err)
+	}
 }
 
 func fetchRBAC(ctx context.Context, guest kubernetes.Interface, g *Guest) {

@@ -38,6 +38,7 @@ const (
 	KindNode               = "Node"
 	KindService            = "Service"
 	KindWorkload           = "Deployment/DaemonSet"
+	KindPod                = "Pod"
 	KindStorageClass       = "StorageClass"
 	KindVolumeAttachment   = "VolumeAttachment"
 	KindAddressClaim       = "ConfigMap (address claim)"
@@ -109,6 +110,10 @@ type Guest struct {
 	EndpointSlices []discoveryv1.EndpointSlice
 	Deployments    []appsv1.Deployment
 	DaemonSets     []appsv1.DaemonSet // both in kube-system
+	// SystemPods are kube-system's pods: a daemon pod's status carries
+	// kube-vip's own errors (CrashLoopBackOff, the last termination's
+	// message).
+	SystemPods []corev1.Pod
 	// ClusterRoles and ClusterRoleBindings of the guest (kube-vip's rights).
 	ClusterRoles        []rbacv1.ClusterRole
 	ClusterRoleBindings []rbacv1.ClusterRoleBinding

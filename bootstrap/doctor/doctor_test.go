@@ -349,6 +349,17 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 			c := &s.Guest.DaemonSets[0].Spec.Template.Spec.Containers[0]
 			c.Env = c.Env[:len(c.Env)-1]
 		}},
+		{CheckKubeVIP, Fail, "pod kube-vip-x1 on guest-a-pool1-x1: CrashLoopBackOff: unable to find interface eth9", func(s *clusterstate.Snapshot) {
+			ds := s.Guest.DaemonSets[0]
+			s.Guest.SystemPods = []corev1.Pod{{
+				ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-x1", Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels},
+				Spec:       corev1.PodSpec{NodeName: "guest-a-pool1-x1"},
+				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+					State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}},
+					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: "unable to find interface eth9\n"}},
+				}}},
+			}}
+		}},
 		{CheckKubeVIP, Fail, "ServiceAccount kube-system/kube-vip may not update services/status", func(s *clusterstate.Snapshot) {
 			s.Guest.ClusterRoleBindings = nil
 		}},

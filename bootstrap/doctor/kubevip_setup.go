@@ -9,6 +9,8 @@ import (
 	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	"github.com/harvester-kit/harvester-machine/guest/addons"
@@ -41,6 +43,7 @@ func checkKubeVIPSetup(g *clusterstate.Guest, ds *appsv1.DaemonSet) kubeVIPSetup
 	default:
 		r.seen = append(r.seen, "RBAC of ServiceAccount "+serviceAccount(spec)+" complete")
 	}
+	r.problems = append(r.problems, kubeVIPPodErrors(g, ds)...)
 	if g.Errors[clusterstate.KindNode] == "" {
 		n, why := 0, ""
 		for i := range g.Nodes {
@@ -57,6 +60,34 @@ func checkKubeVIPSetup(g *clusterstate.Guest, ds *appsv1.DaemonSet) kubeVIPSetup
 		}
 	}
 	return r
+}
+
+// kubeVIPPodErrors are kube-vip's own errors as its daemon pods report
+// them: a container waiting to restart (CrashLoopBackOff) and the message
+// of its last termination (RBAC refused, an interface that does not exist).
+func kubeVIPPodErrors(g *clusterstate.Guest, ds *appsv1.DaemonSet) []string {
+	sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
+	if err != nil || ds.Spec.Selector == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range g.SystemPods {
+		if p.Namespace != ds.Namespace || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			w := c.State.Waiting
+			if w == nil || w.Reason != "CrashLoopBackOff" {
+				continue
+			}
+			why := w.Message
+			if t := c.LastTerminationState.Terminated; t != nil && t.Message != "" {
+				why = t.Message
+			}
+			out = append(out, fmt.Sprintf("pod %s on %s: %s: %s", p.Name, p.Spec.NodeName, w.Reason, strings.TrimSpace(why)))
+		}
+	}
+	return out
 }
 
 // nodeNameFromPod: the container sets vip_nodename from spec.nodeName.

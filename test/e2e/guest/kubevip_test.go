@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/harvester-kit/harvester-machine/bootstrap/doctor"
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/sim/kubevip"
 	"github.com/harvester-kit/harvester-machine/test/harness"
@@ -191,7 +192,7 @@ func TestKubeVIPAnnouncesAndWithdraws(t *testing.T) {
 	})
 
 	checkKubeVIPRBACInStatus(t, guest, dir)
-	checkKubeVIPErrorInStatus(t, guest, dir)
+	checkKubeVIPErrorInStatus(t, guest, dir, cluster)
 }
 
 // checkKubeVIPPods: each node's kube-vip has its daemon pod in the guest,
@@ -271,8 +272,8 @@ func checkKubeVIPProcess(t *testing.T, dir, node string) {
 
 // checkKubeVIPErrorInStatus: a DaemonSet naming an interface the node does
 // not have makes kube-vip fail; its error is in the node's kube-vip state
-// and in `harvester-sim status`.
-func checkKubeVIPErrorInStatus(t *testing.T, guest kubernetes.Interface, dir string) {
+// in `harvester-sim status`, on its daemon pod and in doctor's kube-vip row.
+func checkKubeVIPErrorInStatus(t *testing.T, guest kubernetes.Interface, dir, cluster string) {
 	t.Helper()
 	ctx := testContext(t)
 	dss := guest.AppsV1().DaemonSets(metav1.NamespaceSystem)
@@ -318,4 +319,8 @@ func checkKubeVIPErrorInStatus(t *testing.T, guest kubernetes.Interface, dir str
 		}
 		return false, strings.Join(seen, "; ")
 	})
+	r := runDoctor(t, ctx, cluster, "--guest-kubeconfig="+filepath.Join(dir, "kubeconfig"))
+	if row := r.row(t, doctor.CheckKubeVIP); row.Status != doctor.Fail || !strings.Contains(row.Seen, "CrashLoopBackOff: ") || !strings.Contains(row.Seen, want) {
+		t.Errorf("doctor's kube-vip row does not carry kube-vip's error: %+v", row)
+	}
 }
