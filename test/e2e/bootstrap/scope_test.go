@@ -7,6 +7,7 @@ import (
 
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -129,4 +130,34 @@ func doctorRow(t *testing.T, cluster, ns, check string) doctor.Row {
 	}
 	t.Fatalf("doctor has no %s row:\n%s", check, r.stdout)
 	return doctor.Row{}
+}
+
+// TestDriverCredentialKeepsOthersBindings (issue 30, item 8): a RoleBinding
+// of another name that merely carries the driver credential's labels
+// survives a re-run with fewer machine namespaces and revoke.
+func TestDriverCredentialKeepsOthersBindings(t *testing.T) {
+	ctx := ctxT(t)
+	const other = "e2e-keep-ns4"
+	ensureNamespace(t, ctx, other)
+	args := []string{"--namespace", "default", "--service-account", "e2e-keep-drv"}
+	mustRun(t, append([]string{"driver-credential", "--machine-namespace", "default", "--machine-namespace", other}, args...)...)
+	t.Cleanup(func() { runBin(t, append([]string{"driver-credential", "revoke"}, args...)...) })
+	own, err := admin.RbacV1().RoleBindings(other).Get(ctx, "harvester-bootstrap:driver:default:e2e-keep-drv", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses-binding", Namespace: other, Labels: own.Labels},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: "someone"}}}
+	if _, err := admin.RbacV1().RoleBindings(other).Create(ctx, theirs, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, append([]string{"driver-credential", "--machine-namespace", "default"}, args...)...)
+	if _, err := admin.RbacV1().RoleBindings(other).Get(ctx, own.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the credential's own RoleBinding in %s after it was dropped: %v", other, err)
+	}
+	mustRun(t, append([]string{"driver-credential", "revoke"}, args...)...)
+	if _, err := admin.RbacV1().RoleBindings(other).Get(ctx, theirs.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("someone else's RoleBinding with the credential's labels: %v", err)
+	}
 }
