@@ -64,16 +64,21 @@ func (a *API) WaitRemoved(ctx context.Context, ns string, waitTimeout time.Durat
 	return nil
 }
 
+// waitGone waits for one object: one watch that streams the object's
+// state first (kubeapi.WaitGone), or, where the server does not stream
+// it, a list and a watch.
 func (a *API) waitGone(ctx context.Context, k kubeapi.Kind, ns, name string, uid types.UID, waitTimeout time.Duration) error {
-	var last runtime.Object
-	_, err := kubeapi.Wait(ctx, k, ns, name, a.opts.CallTimeout, func(obj runtime.Object) (bool, error) {
-		m, ok := obj.(metav1.Object)
-		if obj == nil || !ok || (uid != "" && m.GetUID() != uid) {
-			return true, nil
-		}
-		last = obj
-		return false, nil
-	})
+	last, err := kubeapi.WaitGone(ctx, k, name, uid)
+	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
+		_, err = kubeapi.Wait(ctx, k, ns, name, a.opts.CallTimeout, func(obj runtime.Object) (bool, error) {
+			m, ok := obj.(metav1.Object)
+			if obj == nil || !ok || (uid != "" && m.GetUID() != uid) {
+				return true, nil
+			}
+			last = obj
+			return false, nil
+		})
+	}
 	if err == nil || apierrors.IsNotFound(err) {
 		return nil
 	}
