@@ -192,11 +192,11 @@ func TestRancherDocUsesDerivedFields(t *testing.T) {
 			}
 			s, ok := derived[key]
 			if !ok {
-				t.Errorf("example %d, line %d: %s is not a field Rancher derives from the driver's flags", i+1, cfg.Content[j].Line, key)
+				t.Errorf("example %d, line %d of its block: %s is not a field Rancher derives from the driver's flags", i+1, cfg.Content[j].Line, key)
 				continue
 			}
 			if got := yamlSchemaType(val); got != s.Type {
-				t.Errorf("example %d, line %d: %s is a YAML %s, Rancher's schema field (flag --%s) is a %s", i+1, val.Line, key, got, s.Flag, s.Type)
+				t.Errorf("example %d, line %d of its block: %s is a YAML %s, Rancher's schema field (flag --%s) is a %s", i+1, val.Line, key, got, s.Flag, s.Type)
 			}
 		}
 	}
