@@ -43,7 +43,7 @@ func (r initialEvents[T, L]) Watch(ctx context.Context, o metav1.ListOptions) (w
 		return ok && lsel.Matches(labels.Set(m.GetLabels())) &&
 			fsel.Matches(fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()})
 	}
-	list, err := r.Resource.List(ctx, metav1.ListOptions{LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector})
+	list, err := r.List(ctx, metav1.ListOptions{LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector})
 	if err != nil {
 		return nil, err
 	}
