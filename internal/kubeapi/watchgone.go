@@ -18,8 +18,9 @@ import (
 // is, then a bookmark marking the end of that state) and its changes
 // after. It returns the last version of the object it saw (nil when
 // none). When the server refuses such a watch (WatchList turned off, as
-// by default in Kubernetes 1.33) or the watch ends early, the error wraps
-// ErrWatchEnded: the caller lists and watches instead.
+// by default in Kubernetes 1.33), cannot open it, or the watch ends
+// early, the error wraps ErrWatchEnded: the caller lists and watches
+// instead.
 func WaitGone(ctx context.Context, k Kind, name string, uid types.UID) (runtime.Object, error) {
 	yes := true
 	w, err := k.Watch(ctx, metav1.ListOptions{
@@ -29,10 +30,9 @@ func WaitGone(ctx context.Context, k Kind, name string, uid types.UID) (runtime.
 		AllowWatchBookmarks:  true,
 	})
 	if err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) {
-			return nil, fmt.Errorf("watch %s %s: %w: %w", k.Name, name, ErrWatchEnded, err)
-		}
-		return nil, err
+		// Refused (422 without WatchList), or not answered (a restarting
+		// server): the caller's list and watch retries where this cannot.
+		return nil, fmt.Errorf("watch %s %s: %w: %w", k.Name, name, ErrWatchEnded, err)
 	}
 	defer w.Stop()
 	var last runtime.Object
