@@ -71,4 +71,3 @@ func TestWaitGone(t *testing.T) {
 		t.Errorf("stream ended: got %v, want ErrWatchEnded", err)
 	}
 }
-
