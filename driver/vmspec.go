@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,23 +14,6 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
-// removedWithVM is the value of harvesterhci.io/removedPersistentVolumeClaims
-// a remove would set: the machine's volumes that are not hot-plug, sorted.
-// Set when the VM is made, it saves remove its patch (Harvester reads the
-// annotation only when the VM is deleted; its own upgrade VM carries it
-// from creation too). Remove still compares and patches when it differs
-// (a cluster delete's removeAllPersistentVolumeClaims, volumes changed).
-func removedWithVM(p VMPlan) string {
-	var names []string
-	for _, d := range p.Disks {
-		if !d.HotPlug {
-			names = append(names, d.ClaimName)
-		}
-	}
-	slices.Sort(names)
-	return strings.Join(names, ",")
-}
-
 // BuildVM builds the VirtualMachine of a plan. It is pure.
 func BuildVM(p VMPlan) (*kubevirtv1.VirtualMachine, error) {
 	claims, err := volumeClaimTemplates(p)
@@ -40,9 +21,6 @@ func BuildVM(p VMPlan) (*kubevirtv1.VirtualMachine, error) {
 		return nil, err
 	}
 	annotations := map[string]string{harvester.AnnotationVolumeClaimTemplates: claims}
-	if removed := removedWithVM(p); removed != "" {
-		annotations[harvester.AnnotationRemovedPVCs] = removed
-	}
 	if p.ReservedMemoryMiB >= 0 {
 		annotations[harvester.AnnotationReservedMemory] = strconv.Itoa(p.ReservedMemoryMiB) + "Mi"
 	}
