@@ -71,3 +71,40 @@ func TestWaitGone(t *testing.T) {
 		t.Errorf("stream ended: got %v, want ErrWatchEnded", err)
 	}
 }
+
+// TestStream: the initial state is the objects streamed before the
+// initial-events-end bookmark (one deleted meanwhile is not among them);
+// WaitGone ends once the named ones among them are deleted; a stream
+// without that bookmark in time falls back (ErrWatchEnded).
+func TestStream(t *testing.T) {
+	pvc := func(name string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}}
+	}
+	end := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+	w := watch.NewFakeWithChanSize(8, false)
+	k := Kind{Name: "volume", Watch: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return w, nil }}
+	w.Add(pvc("a"))
+	w.Add(pvc("b"))
+	w.Add(pvc("c"))
+	w.Delete(pvc("c"))
+	w.Action(watch.Bookmark, end)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	s, err := OpenStream(ctx, k, "x=y", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	if len(s.Items) != 2 {
+		t.Fatalf("initial state %v, want a and b", s.Items)
+	}
+	w.Delete(pvc("a"))
+	w.Delete(pvc("b"))
+	if err := s.WaitGone(ctx, []string{"a", "b", "not-there"}); err != nil {
+		t.Errorf("WaitGone: %v", err)
+	}
+	silent := Kind{Name: "volume", Watch: func(context.Context, metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil }}
+	if _, err := OpenStream(ctx, silent, "x=y", 50*time.Millisecond); !errors.Is(err, ErrWatchEnded) {
+		t.Errorf("no initial state: got %v, want ErrWatchEnded", err)
+	}
+}
