@@ -22,7 +22,7 @@ build: ## build the product binaries into bin/
 	@mkdir -p $(BIN)
 	$(GO) build -trimpath -o $(BIN)/ $(addprefix ./cmd/,$(PRODUCT_BINS))
 
-tools: ## build the pinned test tools (kube-apiserver, kube-controller-manager, etcd, rancher-machine) into bin/, once
+tools: ## build the pinned test tools (kube-apiserver, kube-controller-manager, etcd, rancher-machine, kube-vip) into bin/, once
 	@bash test/tools/build.sh
 
 test: build tools ## unit and end-to-end tests (the simulator is started by the tests)

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
@@ -18,12 +19,14 @@ import (
 // the overhead setting only when a quota limits memory, the namespace only
 // when Rancher's default quota is there; the hosts only with vGPUs. Reads
 // that are forbidden are skipped with a warning. images: what checkImages
-// read (a machine whose images failed is not planned: that is reported).
-func (d *Driver) checkCapacity(ctx context.Context, api *harvesterapi.API, in Inputs, images map[string]ImageFacts) []error {
+// read (a machine whose images failed is not planned: that is reported);
+// managedDHCP: what checkNetworks found.
+func (d *Driver) checkCapacity(ctx context.Context, api *harvesterapi.API, in Inputs, images map[string]ImageFacts, managedDHCP bool) []error {
 	var problems []error
 	plan, err := PlanFromConfig(d.Config, in, d.MachineName, images)
 	if err == nil {
-		problems = append(problems, d.checkQuotas(ctx, api, plan)...)
+		env := quotaEnv{staticClaim: in.Static != nil, managedDHCP: managedDHCP}
+		problems = append(problems, d.checkQuotas(ctx, api, plan, env)...)
 	}
 	if len(in.VGPUs) > 0 {
 		problems = append(problems, d.checkVGPUs(ctx, api, in.VGPUs)...)
@@ -31,7 +34,7 @@ func (d *Driver) checkCapacity(ctx context.Context, api *harvesterapi.API, in In
 	return problems
 }
 
-func (d *Driver) checkQuotas(ctx context.Context, api *harvesterapi.API, plan VMPlan) []error {
+func (d *Driver) checkQuotas(ctx context.Context, api *harvesterapi.API, plan VMPlan, env quotaEnv) []error {
 	quotas, err := api.ListResourceQuotas(ctx, d.VMNamespace)
 	switch {
 	case apierrors.IsForbidden(err):
@@ -57,7 +60,10 @@ func (d *Driver) checkQuotas(ctx context.Context, api *harvesterapi.API, plan VM
 			}
 		}
 	}
-	env := quotaEnv{overcommit: overcommitSetting(ctx, api, requests)}
+	env.overcommit = overcommitSetting(ctx, api, requests)
+	if d.CloudProvider != "" {
+		env.credential = d.credentialToMake(ctx, api, quotas.Items)
+	}
 	if memory {
 		env.ratio = setting(ctx, api, harvester.SettingMemoryOverheadRatio, harvester.DefaultMemoryOverheadRatio)
 		env.arch = hostArch(ctx, api)
@@ -125,4 +131,43 @@ func hostArch(ctx context.Context, api *harvesterapi.API) string {
 		return arch
 	}
 	return "amd64"
+}
+
+// credentialToMake is which objects of the guest cluster's cloud-provider
+// credential in the VM namespace Create would make (the cluster's first
+// machine makes them, later ones reuse them). Each is read only when an
+// unscoped quota counts its kind; one that cannot be read is not counted.
+func (d *Driver) credentialToMake(ctx context.Context, api *harvesterapi.API, quotas []corev1.ResourceQuota) credentialObjects {
+	counts := map[corev1.ResourceName]bool{}
+	for i := range quotas {
+		if !harvester.QuotaScoped(&quotas[i]) {
+			for n := range quotas[i].Spec.Hard {
+				counts[n] = true
+			}
+		}
+	}
+	a := credentials.Access{ClusterName: d.ClusterName, Namespace: d.VMNamespace}.WithDefaults()
+	missing := func(err error) bool {
+		if err != nil && !apierrors.IsNotFound(err) {
+			log.Warnf("%v; not counting it against the namespace's quotas", err)
+		}
+		return apierrors.IsNotFound(err)
+	}
+	var c credentialObjects
+	if counts[corev1.ResourceSecrets] || counts[countSecrets] {
+		_, err := api.GetSecret(ctx, a.Namespace, a.TokenSecretName())
+		c.secret = missing(err)
+	}
+	if counts[countServiceAccounts] {
+		_, err := api.GetServiceAccount(ctx, a.Namespace, a.ServiceAccount)
+		c.serviceAccount = missing(err)
+	}
+	if counts[countRoleBindings] {
+		for _, name := range []string{a.RoleBindingName(), a.CSIRoleBindingName()} {
+			if _, err := api.GetRoleBinding(ctx, a.Namespace, name); missing(err) {
+				c.roleBindings = append(c.roleBindings, name)
+			}
+		}
+	}
+	return c
 }

@@ -131,11 +131,32 @@ func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API, 
 	if err != nil {
 		return nil, apiError("make the cloud-provider credential of cluster "+d.ClusterName, err)
 	}
+	d.ensureGuestGrant(ctx, h)
 	files, err := nodefiles.NodeWriteFiles(dist, d.ClusterName, kubeconfig, guestAddons(d.ClusterName, nics))
 	if err != nil {
 		return nil, flagProblem(FlagCloudProvider, "%s: %v", dist, err).Because(err)
 	}
 	return files, nil
+}
+
+// ensureGuestGrant makes the VM namespace's grant (the guests' reads
+// outside it, guest/credentials) when it is missing and the driver's
+// credential may make it, as an admin's may. The least-privilege credential
+// of `driver-credential` may not even see it: `driver-credential
+// --cloud-provider` made it for its machine namespaces, and doctor's
+// credential-scope row reports a namespace without one. Never fatal: the
+// machine works without it; the guest's CSI driver does not.
+func (d *Driver) ensureGuestGrant(ctx context.Context, h *credentials.Harvester) {
+	made, err := h.EnsureGrantWhenMissing(ctx, d.VMNamespace)
+	switch {
+	case errors.Is(err, credentials.ErrGrantUnseen):
+		log.Debugf("%s: %v (made by `harvester-bootstrap driver-credential --cloud-provider`)", d.MachineName, err)
+	case err != nil:
+		log.Warnf("%s: the guests' reads outside namespace %s (storage classes, volume attachments) are not granted: %v; "+
+			"an admin grants them with `harvester-bootstrap kubeconfig --cluster-name %s --namespace %s`", d.MachineName, d.VMNamespace, err, d.ClusterName, d.VMNamespace)
+	case made:
+		log.Infof("%s: granted the guests of namespace %s their reads outside it (%s)", d.MachineName, d.VMNamespace, credentials.GrantBindingName(d.VMNamespace))
+	}
 }
 
 // guestAddons are the add-on options of a machine of clusterName: the

@@ -26,13 +26,20 @@ func problems(err error) []error { return field.Problems(errors.Unwrap(err)) }
 // fuzzFlag sets flag to value on an otherwise valid configuration and
 // checks the outcome.
 func fuzzFlag(t *testing.T, flag, value string) {
+	fuzzFlags(t, map[string]any{flag: value})
+}
+
+// fuzzFlags sets several flags at once (flags that only matter together,
+// like the static-address ones) and checks the outcome as fuzzFlag does.
+func fuzzFlags(t *testing.T, values map[string]any) {
+	t.Helper()
 	d := New()
 	d.MachineName = "c1-pool1-abcde"
-	err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{flag: value})))
+	err := d.SetConfigFromFlags(optsWith(withValues(values)))
 	if err != nil {
 		for _, p := range problems(err) {
 			if !strings.HasPrefix(p.Error(), "--harvester-") {
-				t.Fatalf("problem does not name its flag: %q (value %q)", p, value)
+				t.Fatalf("problem does not name its flag: %q (values %q)", p, values)
 			}
 		}
 		return
@@ -96,6 +103,28 @@ func FuzzNetworkInfo(f *testing.F) {
 	fuzzSeeds(f, `{"interfaces":[{"networkName":"default/vlan1","macAddress":"52:54:00:12:34:56","model":"e1000","type":"masquerade"}]}`,
 		`{"interfaces":[{"networkName":"vlan1"},{"networkName":"Bad/Net","macAddress":"zz"}]}`, `{"interfaces":[]}`, `{"interfaces":[{}]}`)
 	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, FlagNetworkInfo, v) })
+}
+
+// FuzzStaticAddress fuzzes the static-address flags together with the
+// interfaces they refer to: --harvester-static-interface is only looked at
+// with a range, and indexes the machine's interfaces (nic--1 once panicked
+// there, which a target fuzzing one flag at a time could not reach).
+func FuzzStaticAddress(f *testing.F) {
+	twoNICs := `{"interfaces":[{"networkName":"default/vlan1"},{"networkName":"default/vlan2","type":"masquerade"}]}`
+	for _, s := range [][4]string{
+		{"10.0.0.10-10.0.0.59/24", "10.0.0.1", "nic-0", ""},
+		{"10.0.0.10-10.0.0.59/24", "10.0.0.1", "nic--1", ""},
+		{"10.0.0.10-10.0.0.59/24", "", "nic--1", twoNICs},
+		{"10.0.0.10-10.0.0.59/24", "10.0.0.0", "nic-1", twoNICs},
+		{"127.0.0.2-127.0.0.9/8", "127.0.0.1", "nic-9", twoNICs},
+		{"255.255.255.255-255.255.255.255/32", "", "nic-+0", ""},
+		{"0.0.0.1-0.0.0.9/24", "0.0.0.255", "nic-00", `{"interfaces":[]}`},
+	} {
+		f.Add(s[0], s[1], s[2], s[3])
+	}
+	f.Fuzz(func(t *testing.T, rng, gateway, iface, networkInfo string) {
+		fuzzFlags(t, map[string]any{FlagStaticAddressRange: rng, FlagStaticGateway: gateway, FlagStaticInterface: iface, FlagNetworkInfo: networkInfo})
+	})
 }
 
 func FuzzVGPUInfo(f *testing.F) {

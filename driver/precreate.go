@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
@@ -48,14 +49,15 @@ func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterapi.API, i
 	problems = append(problems, errs...)
 	problems = append(problems, d.checkNamespace(ctx, api, nsSeen)...)
 	problems = append(problems, d.checkStorageClasses(ctx, api, storageClasses)...)
-	problems = append(problems, d.checkNetworks(ctx, api, in)...)
+	managedDHCP, errs := d.checkNetworks(ctx, api, in)
+	problems = append(problems, errs...)
 	problems = append(problems, d.checkKeyPair(ctx, api)...)
 	if d.SSHPrivateKeyPath != "" {
 		if _, err := readPrivateKeyFile(d.SSHPrivateKeyPath); err != nil {
 			problems = append(problems, err)
 		}
 	}
-	problems = append(problems, d.checkCapacity(ctx, api, in, images)...)
+	problems = append(problems, d.checkCapacity(ctx, api, in, images, managedDHCP)...)
 	claims := make([]string, len(in.Disks))
 	for i := range in.Disks {
 		claims[i] = DiskClaimName(d.MachineName, i)
@@ -116,19 +118,25 @@ func (d *Driver) checkStorageClasses(ctx context.Context, api *harvesterapi.API,
 	return problems
 }
 
-// checkNetworks checks that every interface's network exists.
-func (d *Driver) checkNetworks(ctx context.Context, api *harvesterapi.API, in Inputs) []error {
+// checkNetworks checks that every interface's network exists; managedDHCP:
+// Harvester's managed DHCP serves one of them (its controller then makes
+// the VM's VirtualMachineNetworkConfig, which quotas count).
+func (d *Driver) checkNetworks(ctx context.Context, api *harvesterapi.API, in Inputs) (managedDHCP bool, problems []error) {
 	nics, err := PlanNICs(d.Config, in)
 	if err != nil {
-		return []error{err}
+		return false, []error{err}
 	}
-	var problems []error
 	for _, nic := range nics {
-		if _, err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name); err != nil {
+		labels, err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name)
+		if err != nil {
 			problems = append(problems, notFoundOr(err, fmt.Errorf("network %s does not exist (see --%s / --%s)", nic.Network, FlagNetworkName, FlagNetworkInfo)))
+			continue
+		}
+		if _, pool := dhcpapi.PoolOf(labels); pool != "" {
+			managedDHCP = true
 		}
 	}
-	return problems
+	return managedDHCP, problems
 }
 
 // checkKeyPair checks that the key pair, if any, exists and is validated.

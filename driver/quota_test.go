@@ -61,20 +61,20 @@ func TestQuotaShortfalls(t *testing.T) {
 			[]string{"ResourceQuota default/q: requests.storage: the machine needs 30Gi, 10Gi of 50Gi is free (40Gi used)"}},
 		{"memory with overhead", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"limits.memory": "4Gi", "limits.cpu": "1"}, nil)},
 			[]string{"ResourceQuota default/q: limits.cpu: the machine needs 2, 1 of 1 is free (0 used)",
-				"ResourceQuota default/q: limits.memory: the machine needs 4589965313 (4377.3Mi), 4Gi of 4Gi is free (0 used) (the VM's memory and KubeVirt's VM overhead 294998017 (281.3Mi))"}},
+				"ResourceQuota default/q: limits.memory: the machine needs 4.27Gi, 4Gi of 4Gi is free (0 used) (the VM's memory and KubeVirt's VM overhead 281.33Mi)"}},
 		{"requests", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"requests.cpu": "100m", "requests.memory": "3000Mi"}, nil)},
 			[]string{"ResourceQuota default/q: requests.cpu: the machine needs 200m, 100m of 100m is free (0 used)",
-				"ResourceQuota default/q: requests.memory: the machine needs 3157610497 (3011.3Mi), 3000Mi of 3000Mi is free"}},
+				"ResourceQuota default/q: requests.memory: the machine needs 3011.33Mi, 3000Mi of 3000Mi is free"}},
 		{"requests with room", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"cpu": "200m", "memory": "3012Mi"}, nil)}, nil},
 		{"counts and class", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"count/virtualmachines.kubevirt.io": "3", "persistentvolumeclaims": "5",
 			"longhorn-ubuntu-22.04.storageclass.storage.k8s.io/requests.storage": "20Gi", "other.storageclass.storage.k8s.io/requests.storage": "0"},
 			map[string]string{"count/virtualmachines.kubevirt.io": "3", "persistentvolumeclaims": "1"})},
-			[]string{"count/virtualmachines.kubevirt.io: the machine needs 1, 0 of 3 is free (3 used)",
+			[]string{"count/virtualmachines.kubevirt.io: the machine needs 1 for its VM, 0 of 3 is free (3 used)",
 				"longhorn-ubuntu-22.04.storageclass.storage.k8s.io/requests.storage: the machine needs 30Gi, 20Gi of 20Gi is free"}},
 		{"harvester's rule", rancherNS, []corev1.ResourceQuota{quota("default-xyz", defaultRQ, map[string]string{"limits.cpu": "100"},
 			map[string]string{"limits.cpu": "3", "limits.memory": "4Gi", "requests.storage": "50Gi"})},
 			[]string{"namespace default's project quota (field.cattle.io/resourceQuota limitsCpu): limits.cpu: the machine needs 2, 1 of 4 is free (3 used)",
-				"(field.cattle.io/resourceQuota limitsMemory): limits.memory: the machine needs 4372Mi, 4Gi of 8Gi is free (4Gi used)"}},
+				"(field.cattle.io/resourceQuota limitsMemory): limits.memory: the machine needs 4.27Gi, 4Gi of 8Gi is free (4Gi used) (the VM's memory and Harvester's VM overhead 276Mi)"}},
 		{"harvester's rule without the default quota", rancherNS, []corev1.ResourceQuota{quota("q", nil, map[string]string{"pods": "10"}, map[string]string{"limits.cpu": "4"})}, nil},
 	}
 	for _, tc := range cases {
@@ -199,6 +199,151 @@ func TestQuotaAskFollowsHarvester(t *testing.T) {
 			if got[k] != want[k] {
 				t.Errorf("%s: %s = %s, want %s", c.name, k, got[k], want[k])
 			}
+		}
+	}
+}
+
+// TestScopedQuotas: a quota with scopes counts only the launcher pod (and,
+// by VolumeAttributesClass, the claims) it selects; everything else the
+// machine makes counts against unscoped quotas alone.
+func TestScopedQuotas(t *testing.T) {
+	c := baseConfig()
+	in, _ := ParseInputs(c)
+	plan, err := PlanFromConfig(c, in, "m", testImages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ask, err := askOf(plan, testEnv("", ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withScopes := func(hard map[string]string, scopes []corev1.ResourceQuotaScope, exprs ...corev1.ScopedResourceSelectorRequirement) corev1.ResourceQuota {
+		q := quota("s", nil, hard, nil)
+		q.Spec.Scopes = scopes
+		if len(exprs) > 0 {
+			q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: exprs}
+		}
+		return q
+	}
+	pc := func(op corev1.ScopeSelectorOperator, values ...string) corev1.ScopedResourceSelectorRequirement {
+		return corev1.ScopedResourceSelectorRequirement{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: op, Values: values}
+	}
+	vac := corev1.ScopedResourceSelectorRequirement{ScopeName: corev1.ResourceQuotaScopeVolumeAttributesClass, Operator: corev1.ScopeSelectorOpDoesNotExist}
+	noPods := map[string]string{"pods": "0"}
+	cases := []struct {
+		name  string
+		quota corev1.ResourceQuota
+		want  string // "" fits
+	}{
+		{"BestEffort pods: 0", withScopes(noPods, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}), ""},
+		{"NotBestEffort pods: 0", withScopes(noPods, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotBestEffort}), "pods: the machine needs 1 for its virt-launcher pod, 0 of 0 is free"},
+		{"Terminating", withScopes(map[string]string{"pods": "0", "limits.memory": "1Mi"}, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating}), ""},
+		{"NotTerminating", withScopes(map[string]string{"limits.cpu": "1"}, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotTerminating}), "limits.cpu: the machine needs 2, 1 of 1 is free"},
+		{"a class the launcher lacks", withScopes(noPods, nil, pc(corev1.ScopeSelectorOpIn, "high")), ""},
+		{"any class", withScopes(noPods, nil, pc(corev1.ScopeSelectorOpExists)), ""},
+		{"no class", withScopes(noPods, nil, pc(corev1.ScopeSelectorOpDoesNotExist)), "pods: the machine needs 1 for its virt-launcher pod"},
+		{"not the class high", withScopes(map[string]string{"count/pods": "0"}, nil, pc(corev1.ScopeSelectorOpNotIn, "high")), "count/pods: the machine needs 1 for its virt-launcher pod"},
+		{"cross-namespace affinity", withScopes(noPods, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeCrossNamespacePodAffinity}), ""},
+		{"claims without an attributes class", withScopes(map[string]string{"persistentvolumeclaims": "0"}, nil, vac), "persistentvolumeclaims: the machine needs 1 for its volumes' claims"},
+	}
+	for _, tc := range cases {
+		got := quotaShortfalls(ask, nil, []corev1.ResourceQuota{tc.quota})
+		switch {
+		case tc.want == "" && len(got) > 0:
+			t.Errorf("%s: refused: %q", tc.name, got)
+		case tc.want != "" && (len(got) != 1 || !strings.Contains(got[0], tc.want)):
+			t.Errorf("%s: %q, want one shortfall with %q", tc.name, got, tc.want)
+		}
+	}
+
+	// A priority class and cross-namespace affinity on the VM are the
+	// launcher's.
+	plan.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+		{TopologyKey: corev1.LabelHostname, NamespaceSelector: &metav1.LabelSelector{}}}}}
+	if ask, err = askOf(plan, testEnv("", "")); err != nil {
+		t.Fatal(err)
+	}
+	q := withScopes(noPods, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeCrossNamespacePodAffinity})
+	if got := quotaShortfalls(ask, nil, []corev1.ResourceQuota{q}); len(got) != 1 {
+		t.Errorf("a launcher with cross-namespace anti-affinity fits a CrossNamespacePodAffinity pods: 0 quota: %q", got)
+	}
+}
+
+// TestQuotaCountsWhatCreateMakes: the cloud-init Secret, the VM and its
+// instance, each disk's claim, and the static-address ConfigMap, the
+// managed-DHCP network config and the cloud-provider credential's objects
+// when the machine makes them, in both quota forms.
+func TestQuotaCountsWhatCreateMakes(t *testing.T) {
+	c := baseConfig()
+	in, _ := ParseInputs(c)
+	plan, err := PlanFromConfig(c, in, "m", testImages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := map[string]string{}
+	for _, n := range []string{"secrets", "count/secrets", "configmaps", "count/configmaps", "persistentvolumeclaims", "count/persistentvolumeclaims",
+		"count/virtualmachines.kubevirt.io", "count/virtualmachineinstances.kubevirt.io", "count/virtualmachinenetworkconfigs.network.harvesterhci.io",
+		"pods", "count/pods", "longhorn-ubuntu-22.04.storageclass.storage.k8s.io/persistentvolumeclaims",
+		"count/serviceaccounts", "count/rolebindings.rbac.authorization.k8s.io"} {
+		all[n] = "0"
+	}
+	for _, tc := range []struct {
+		env  quotaEnv
+		want []string
+	}{
+		{testEnv("", ""), []string{"count/persistentvolumeclaims", "count/pods", "count/secrets", "count/virtualmachineinstances", "count/virtualmachines.",
+			"longhorn-ubuntu-22.04.storageclass", "persistentvolumeclaims", "pods", "secrets: the machine needs 1 for its cloud-init Secret"}},
+		{quotaEnv{staticClaim: true, managedDHCP: true}, []string{"configmaps: the machine needs 1 for its static-address claim ConfigMap",
+			"count/configmaps: the machine needs 1 for its static-address claim ConfigMap", "count/persistentvolumeclaims", "count/pods", "count/secrets",
+			"count/virtualmachineinstances", "count/virtualmachinenetworkconfigs.network.harvesterhci.io: the machine needs 1 for its managed-DHCP VirtualMachineNetworkConfig",
+			"count/virtualmachines.", "longhorn-ubuntu-22.04.storageclass", "persistentvolumeclaims", "pods", "secrets"}},
+		{quotaEnv{credential: credentialObjects{serviceAccount: true, secret: true, roleBindings: []string{"a-cloudprovider", "a-csi-driver"}}}, []string{
+			"count/persistentvolumeclaims", "count/pods", "count/rolebindings.rbac.authorization.k8s.io: the machine needs 2 for its cluster's cloud-provider RoleBinding a-cloudprovider and its cluster's cloud-provider RoleBinding a-csi-driver",
+			"count/secrets: the machine needs 2 for its cloud-init Secret and its cluster's cloud-provider token Secret",
+			"count/serviceaccounts: the machine needs 1 for its cluster's cloud-provider ServiceAccount", "count/virtualmachineinstances", "count/virtualmachines.",
+			"longhorn-ubuntu-22.04.storageclass", "persistentvolumeclaims", "pods", "secrets: the machine needs 2"}},
+	} {
+		tc.env.overcommit = testEnv("", "").overcommit
+		ask, err := askOf(plan, tc.env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := quotaShortfalls(ask, nil, []corev1.ResourceQuota{quota("q", nil, all, nil)})
+		if len(got) != len(tc.want) {
+			t.Errorf("%+v: %d shortfalls, want %d:\n%s", tc.env, len(got), len(tc.want), strings.Join(got, "\n"))
+			continue
+		}
+		for i := range got {
+			if !strings.Contains(got[i], tc.want[i]) {
+				t.Errorf("%q lacks %q", got[i], tc.want[i])
+			}
+		}
+	}
+}
+
+// TestQuotaFigures: sizes in binary units in the quota's own unit, CPU in
+// cores or millicores.
+func TestQuotaFigures(t *testing.T) {
+	cases := []struct {
+		name             corev1.ResourceName
+		need, hard, used string
+		want             string
+	}{
+		{"requests.storage", "10Gi", "9.9Gi", "0", "the machine needs 10Gi, 9.9Gi of 9.9Gi is free (0 used)"},
+		// 9.9Gi as the API server stores it.
+		{"requests.storage", "30Gi", "10630044057600m", "10630044057600m", "the machine needs 30Gi, 0 of 9.9Gi is free (9.9Gi used)"},
+		{"requests.storage", "5Gi", "1Ti", "1020Gi", "the machine needs 5Gi, 4Gi of 1Ti is free (1020Gi used)"},
+		{"limits.memory", "3157610497", "3000Mi", "0", "the machine needs 3011.33Mi, 3000Mi of 3000Mi is free"},
+		{"gold.storageclass.storage.k8s.io/requests.storage", "30Gi", "20Gi", "0", "the machine needs 30Gi, 20Gi of 20Gi"},
+		{"requests.memory", "4294967297", "4Gi", "0", "the machine needs 4294967297, 4Gi of 4Gi"},
+		{"requests.cpu", "200m", "1.5", "1400m", "the machine needs 200m, 100m of 1500m is free (1400m used)"},
+		{"limits.cpu", "2", "4", "3", "the machine needs 2, 1 of 4 is free (3 used)"},
+		{"requests.nvidia.com/gpu", "2", "1", "0", "the machine needs 2, 1 of 1 is free (0 used)"},
+	}
+	for _, c := range cases {
+		got := shortfall(c.name, resource.MustParse(c.need), resource.MustParse(c.hard), resource.MustParse(c.used), nil)
+		if !strings.Contains(got, c.want) {
+			t.Errorf("%s %s of %s: %q, want %q", c.name, c.need, c.hard, got, c.want)
 		}
 	}
 }

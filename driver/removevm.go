@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -95,17 +94,23 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterapi.API, r remo
 	return nil
 }
 
-// waitSecretGone waits, watching from resource version rv, until the
-// cloud-init Secret the VM owns is gone: the garbage collector deletes it
-// once the VM itself is gone, so this waits for both.
+// waitSecretGone waits, watching from resource version rv (the VM's, as
+// read or patched before its deletion), until the cloud-init Secret the VM
+// owns is gone: the garbage collector deletes it once the VM itself is
+// gone, so this waits for both. A Secret this process saw gone already (a
+// failed create's rollback deleted it in an earlier step) says nothing of
+// the VM, and no watch from rv would see it go: then it waits for the VM.
 func (d *Driver) waitSecretGone(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine, rv string) error {
-	name := userDataSecretOf(vm)
-	secrets := api.Secrets(d.VMNamespace)
-	_, err := kubeapi.WaitFrom(ctx, secrets, name, rv, func(cur *corev1.Secret) (bool, error) {
-		return cur == nil, nil
-	})
+	ns, name := d.VMNamespace, userDataSecretOf(vm)
+	vmTarget := harvesterapi.Target{Kind: harvesterapi.KindVM, Name: vm.Name, UID: vm.UID}
+	secretTarget := harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: name}
+	target := secretTarget
+	if api.Seen().Gone(harvesterapi.KindSecret, ns, name) {
+		target = vmTarget
+	}
+	err := api.WaitGoneAfter(ctx, ns, rv, target)
 	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
-		err = d.waitRemoved(ctx, api, harvesterapi.Target{Kind: harvesterapi.KindVM, Name: vm.Name, UID: vm.UID}, harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: name})
+		err = d.waitRemoved(ctx, api, vmTarget, secretTarget)
 	}
 	if err != nil {
 		return d.goneError(ctx, "VM "+vm.Name+" and Secret "+name, err)

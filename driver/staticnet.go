@@ -22,6 +22,10 @@ type StaticAddressing struct {
 	NIC     int // index into the machine's interfaces
 }
 
+// noNIC is StaticAddressing.NIC when --harvester-static-interface is not
+// an interface name (the problem is reported; nothing indexes by it).
+const noNIC = -1
+
 // NICName is the VM interface name of the static NIC.
 func (s StaticAddressing) NICName() string { return nicName(s.NIC) }
 
@@ -61,6 +65,7 @@ func parseStatic(c Config) (*StaticAddressing, error) {
 		n, err := strconv.Atoi(strings.TrimPrefix(c.StaticInterface, "nic-"))
 		if err != nil || n < 0 || !strings.HasPrefix(c.StaticInterface, "nic-") || nicName(n) != c.StaticInterface {
 			flagErr(FlagStaticInterface, fmt.Errorf("%q is not an interface name; write nic-<i> for the i-th interface (nic-0 is the first)", c.StaticInterface))
+			n = noNIC
 		}
 		s.NIC = n
 	}
@@ -75,6 +80,8 @@ func validateStatic(c Config, s *StaticAddressing, nics []NetworkInterface) []er
 	}
 	var errs []error
 	switch {
+	case s.NIC == noNIC:
+		// The interface name is refused already (parseStatic).
 	case len(nics) > 0 && s.NIC >= len(nics):
 		errs = append(errs, flagProblem(FlagStaticInterface, "%s does not exist: the machine has %d interface(s), nic-0 to %s", s.NICName(), len(nics), nicName(len(nics)-1)))
 	case len(nics) > 0 && nics[s.NIC].Type == InterfaceTypeMasquerade:

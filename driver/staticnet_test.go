@@ -84,6 +84,23 @@ func TestValidateStatic(t *testing.T) {
 		{"no such NIC", func(c *Config) { c.StaticAddressRange, c.StaticInterface = "10.0.0.10-10.0.0.59/24", "nic-1" }, []string{
 			"--harvester-static-interface: nic-1 does not exist: the machine has 1 interface(s), nic-0 to nic-0",
 		}},
+		{"negative NIC", func(c *Config) { c.StaticAddressRange, c.StaticInterface = "10.0.0.10-10.0.0.59/24", "nic--1" }, []string{
+			`--harvester-static-interface: "nic--1" is not an interface name; write nic-<i> for the i-th interface (nic-0 is the first)`,
+		}},
+		{"negative NIC of several", func(c *Config) {
+			c.StaticAddressRange, c.StaticInterface = "10.0.0.10-10.0.0.59/24", "nic--1"
+			c.NetworkInfo = `{"interfaces":[{"networkName":"default/vlan1"},{"networkName":"default/vlan2"}]}`
+		}, []string{`--harvester-static-interface: "nic--1" is not an interface name`}},
+		{"unusable range and gateway at once", func(c *Config) { c.StaticAddressRange, c.StaticGateway = "127.0.0.10-127.0.0.59/24", "224.0.0.1" }, []string{
+			`--harvester-static-address-range: "127.0.0.10-127.0.0.59/24": the range is loopback (127.0.0.0/8)`,
+			"--harvester-static-gateway: 224.0.0.1 is multicast (224.0.0.0/4); a gateway must be a unicast address",
+		}},
+		{"gateway is the network address", func(c *Config) { c.StaticAddressRange, c.StaticGateway = "10.0.0.10-10.0.0.59/24", "10.0.0.0" }, []string{
+			"--harvester-static-gateway: 10.0.0.0 is the network address of 10.0.0.0/24, not a host",
+		}},
+		{"gateway is the broadcast address", func(c *Config) { c.StaticAddressRange, c.StaticGateway = "10.0.0.10-10.0.0.59/24", "10.0.0.255" }, []string{
+			"--harvester-static-gateway: 10.0.0.255 is the broadcast address of 10.0.0.0/24, not a host",
+		}},
 		{"masquerade NIC", func(c *Config) {
 			c.StaticAddressRange, c.NetworkInfo = "10.0.0.10-10.0.0.59/24", `{"interfaces":[{"networkName":"default/vlan1","type":"masquerade"}]}`
 		}, []string{"--harvester-static-interface: nic-0 uses masquerade binding"}},

@@ -101,11 +101,7 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 	errs = append(errs, validateStatic(c, in.Static, in.NICs)...)
 
 	errs = append(errs, parseErrs.vgpus)
-	for i, r := range in.VGPUs {
-		if r.Name == "" || r.DeviceName == "" {
-			add(FlagVGPUInfo, "vGPURequests[%d] needs both name and deviceName", i)
-		}
-	}
+	errs = append(errs, validateVGPUs(in.VGPUs)...)
 	errs = append(errs, parseErrs.affinity, parseErrs.labels)
 	if c.NetworkData != "" && c.StaticAddressRange == "" {
 		if err := validateNetworkData(c.NetworkData); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"github.com/harvester-kit/harvester-machine/sim/fault"
 	"github.com/harvester-kit/harvester-machine/sim/guestnet"
+	"github.com/harvester-kit/harvester-machine/sim/kubevip"
 )
 
 // Flag names of bin/harvester-sim.
@@ -66,12 +67,12 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagIPDelay, Value: 500 * time.Millisecond, Usage: "time from Running until the guest agent reports an address"},
 			&cli.BoolFlag{Name: flagGuestClusters, Usage: "play the guest clusters: a kube-apiserver per guest cluster a VM is labelled with (DIR/guests/<cluster>/kubeconfig), running VMs join as Nodes, their K3s/RKE2 auto-deploy manifests are applied"},
 			&cli.StringFlag{Name: flagAuditLog, Usage: "write kube-apiserver's audit log (every request at level Metadata, JSON lines) to this file; off when empty"},
-			&cli.StringFlag{Name: flagGuestIface, Usage: "put running guests' addresses on this interface and answer SSH on them as the guest would (for a private network namespace, as the end-to-end harness makes; never on a host's network); off when empty"},
+			&cli.StringFlag{Name: flagGuestIface, Usage: "put running guests' addresses on this interface and answer SSH on them as the guest would (for a private network namespace, as the end-to-end harness makes; never on a host's network); with --guest-clusters, the real kube-vip (--bin-dir/kube-vip) also runs for each guest node its DaemonSet schedules on, in the node's own network namespace; off when empty"},
 			&cli.BoolFlag{Name: flagVerbose, Usage: "log each start-up step with its timing"},
 			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
 		},
 		Action:   runAction,
-		Commands: []*cli.Command{faultCommand(), statusCommand()},
+		Commands: []*cli.Command{faultCommand(), statusCommand(), kubeVIPExecCommand()},
 	}
 }
 
@@ -128,6 +129,15 @@ func simClients(c *cli.Context) (*kubernetes.Clientset, *dynamic.DynamicClient, 
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	return kube, dyn, err
+}
+
+// kubeVIPExecCommand is the step between the simulator and a guest node's
+// kube-vip (see kubevip.Exec); never run by hand.
+func kubeVIPExecCommand() *cli.Command {
+	return &cli.Command{
+		Name: kubevip.ExecCommand, Hidden: true, SkipFlagParsing: true,
+		Action: func(c *cli.Context) error { return kubevip.Exec(c.Args().Slice()) },
+	}
 }
 
 func statusCommand() *cli.Command {

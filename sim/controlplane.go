@@ -202,7 +202,7 @@ func (c *controlPlane) startControllerManager(ctx context.Context) error {
 		"--kubeconfig="+c.path("kubeconfig"),
 		"--authentication-kubeconfig="+c.path("kubeconfig"),
 		"--authorization-kubeconfig="+c.path("kubeconfig"),
-		"--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,pvc-protection,pv-protection,persistentvolume-binder,resourcequota",
+		"--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,pvc-protection,pv-protection,persistentvolume-binder,resourcequota,clusterrole-aggregation",
 		"--service-account-private-key-file="+c.path("pki", "sa.key"),
 		"--root-ca-file="+c.path("pki", "ca.crt"),
 		"--use-service-account-credentials=false",

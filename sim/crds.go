@@ -26,8 +26,12 @@ func column(name, path string) apiextv1.CustomResourceColumnDefinition {
 	return apiextv1.CustomResourceColumnDefinition{Name: name, Type: "string", JSONPath: path}
 }
 
-// simCRDs are the Harvester, KubeVirt, Multus and load-balancer kinds, with a
-// status subresource where the real ones have one. The load-balancer kinds
+func boolColumn(name, path string) apiextv1.CustomResourceColumnDefinition {
+	return apiextv1.CustomResourceColumnDefinition{Name: name, Type: "boolean", JSONPath: path}
+}
+
+// simCRDs are the Harvester, KubeVirt, Multus, load-balancer and Longhorn
+// kinds, with a status subresource where the real ones have one. The load-balancer kinds
 // carry Harvester's structural schema; the others accept any field: the
 // simulator's controllers decode them with the real Go types and report
 // what does not decode on the object.
@@ -58,6 +62,18 @@ var simCRDs = []crdSpec{
 			{Name: "Available", Type: "integer", JSONPath: ".status.ipv4.available"}, {Name: "Used", Type: "integer", JSONPath: ".status.ipv4.used"}}},
 	{group: "network.harvesterhci.io", version: "v1alpha1", kind: "VirtualMachineNetworkConfig", plural: "virtualmachinenetworkconfigs", shortNames: []string{"vmnetcfg", "vmnetcfgs"}, status: true,
 		columns: []apiextv1.CustomResourceColumnDefinition{column("VMName", ".spec.vmName")}},
+	// The kinds the guests' CSI driver reads or writes: remote backups and
+	// restores (harvester-crd chart), network filesystems (the
+	// networkfs-manager add-on, on by default) and Longhorn's volumes.
+	{group: "harvesterhci.io", version: "v1beta1", kind: "VolumeRemoteBackup", plural: "volumeremotebackups", shortNames: []string{"volumeremotebackup", "volumeremotebackups"},
+		columns: []apiextv1.CustomResourceColumnDefinition{column("type", ".spec.type"), column("source", ".spec.source"),
+			column("Handle", ".status.handle"), column("Provider", ".status.csiProvider"), boolColumn("Success", ".status.success")}},
+	{group: "harvesterhci.io", version: "v1beta1", kind: "VolumeRemoteRestore", plural: "volumeremoterestores", shortNames: []string{"volumeremoterestore", "volumeremoterestores"},
+		columns: []apiextv1.CustomResourceColumnDefinition{column("type", ".spec.type"), column("from", ".spec.from"), boolColumn("Success", ".status.success")}},
+	{group: "harvesterhci.io", version: "v1beta1", kind: "NetworkFilesystem", plural: "networkfilesystems", shortNames: []string{"netfilesystem", "netfilesystems"}, status: true,
+		columns: []apiextv1.CustomResourceColumnDefinition{column("DesiredState", ".spec.desiredState"), column("Endpoint", ".status.endpoint"),
+			column("EndpointStatus", ".status.status"), column("State", ".status.state"), column("Type", ".status.type")}},
+	{group: "longhorn.io", version: "v1beta2", kind: "Volume", plural: "volumes", shortNames: []string{"lhv"}, status: true},
 }
 
 // buildCRD is the CustomResourceDefinition object for spec.

@@ -25,6 +25,7 @@ const (
 	simLabel           = "sim.harvesterhci.io/fixture"
 	FixtureNamespace   = "default"
 	SystemNamespace    = "harvester-system"
+	LonghornNamespace  = "longhorn-system"
 	FixtureImage       = "ubuntu-22.04"
 	FixtureNetwork     = "vlan1"
 	FixtureKeyPair     = "sim-key"

@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/harvester-kit/harvester-machine/sim/kubevip"
 )
 
 // GuestsDir holds one directory per running guest cluster, with its
@@ -22,8 +24,9 @@ const GuestsDir = "guests"
 // kube-apiserver that keeps its data in the simulator's etcd under a
 // prefix of its own. It implements guests.ControlPlanes.
 type guestPlanes struct {
-	cp  *controlPlane
-	log *slog.Logger
+	cp      *controlPlane
+	log     *slog.Logger
+	kubeVIP *kubevip.Runner // nil: kube-vip is not run (no guest network)
 
 	mu      sync.Mutex
 	running map[string]*guestPlane
@@ -34,8 +37,8 @@ type guestPlane struct {
 	cfg  *rest.Config
 }
 
-func newGuestPlanes(cp *controlPlane, log *slog.Logger) *guestPlanes {
-	return &guestPlanes{cp: cp, log: log, running: map[string]*guestPlane{}}
+func newGuestPlanes(cp *controlPlane, kubeVIP *kubevip.Runner, log *slog.Logger) *guestPlanes {
+	return &guestPlanes{cp: cp, kubeVIP: kubeVIP, log: log, running: map[string]*guestPlane{}}
 }
 
 func (g *guestPlanes) dir(cluster string) string { return g.cp.path(GuestsDir, cluster) }
@@ -88,12 +91,20 @@ func (g *guestPlanes) Start(ctx context.Context, cluster string) (*rest.Config, 
 		return nil, err
 	}
 	g.running[cluster] = &guestPlane{proc: proc, cfg: cfg}
+	if g.kubeVIP != nil {
+		if err := g.kubeVIP.Start(ctx, cluster, dir, rest.CopyConfig(cfg)); err != nil {
+			g.log.Warn("kube-vip not run", "cluster", cluster, "err", err)
+		}
+	}
 	g.log.Info("guest cluster control plane started", "cluster", cluster, "url", url, "after", time.Since(start).Round(time.Millisecond))
 	return rest.CopyConfig(cfg), nil
 }
 
 // Stop ends the guest's API server and removes its directory.
 func (g *guestPlanes) Stop(cluster string) {
+	if g.kubeVIP != nil {
+		g.kubeVIP.Stop(cluster)
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if p := g.running[cluster]; p != nil {
@@ -104,8 +115,11 @@ func (g *guestPlanes) Stop(cluster string) {
 	_ = os.RemoveAll(g.dir(cluster))
 }
 
-// stopAll ends every guest API server.
+// stopAll ends every guest's kube-vip and API server.
 func (g *guestPlanes) stopAll() {
+	if g.kubeVIP != nil {
+		g.kubeVIP.StopAll()
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for name, p := range g.running {

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/sim/guests"
+	"github.com/harvester-kit/harvester-machine/sim/kubevip"
 )
 
 // guestNodeRow is one node line of a guest cluster in `harvester-sim status`.
@@ -149,5 +150,42 @@ func PrintGuests(ctx context.Context, stateDir string, w io.Writer) error {
 		workloads := strings.Join(workloadLines[cluster], ", ")
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", cluster, orDash(list), orDash(workloads))
 	}
+	printKubeVIP(tw, stateDir, clusters)
 	return tw.Flush()
+}
+
+// printKubeVIP writes each guest node's kube-vip (the real one the
+// simulator runs): its state, restarts, the gratuitous ARPs seen from it
+// and its last error.
+func printKubeVIP(w io.Writer, stateDir string, clusters []string) {
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "GUEST CLUSTER\tNODE\tKUBE-VIP\tRESTARTS\tGRATUITOUS ARP\tLAST ERROR")
+	rows := 0
+	for _, cluster := range clusters {
+		for _, r := range kubeVIPRows(kubevip.ReadStates(filepath.Join(stateDir, GuestsDir, cluster))) {
+			fmt.Fprintf(w, "%s\t%s\n", cluster, r)
+			rows++
+		}
+	}
+	if rows == 0 {
+		fmt.Fprintln(w, "(no kube-vip run: it runs with --guest-interface for guest clusters with a kube-vip DaemonSet)")
+	}
+}
+
+// kubeVIPRows describes kube-vip states, one tab-separated line each (pure).
+func kubeVIPRows(states []kubevip.State) []string {
+	var out []string
+	for _, s := range states {
+		phase := s.Phase
+		if s.Reason != "" {
+			phase += " (" + s.Reason + ")"
+		}
+		var arps []string
+		for addr, n := range s.GratuitousARPs {
+			arps = append(arps, fmt.Sprintf("%s x%d", addr, n))
+		}
+		sort.Strings(arps)
+		out = append(out, strings.Join([]string{s.Node, phase, fmt.Sprint(s.Restarts), orDash(strings.Join(arps, ", ")), orDash(s.LastError)}, "\t"))
+	}
+	return out
 }

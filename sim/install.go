@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -37,19 +36,16 @@ func createIfMissing(err error, what string) error {
 	return nil
 }
 
-// installCore creates the namespaces, ClusterRoles, hosts and storage class.
+// installCore creates the namespaces, RBAC, hosts and storage class.
 func installCore(ctx context.Context, kube kubernetes.Interface, hosts, zones int) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: SystemNamespace, Labels: map[string]string{simLabel: "true"}}}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+	for _, ns := range simNamespaces() {
+		_, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 		if err := createIfMissing(err, "namespace "+ns.Name); err != nil {
 			return err
 		}
 	}
-	for _, role := range harvesterClusterRoles() {
-		_, err := kube.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{})
-		if err := createIfMissing(err, "ClusterRole "+role.Name); err != nil {
-			return err
-		}
+	if err := installRBAC(ctx, kube); err != nil {
+		return err
 	}
 	for _, node := range buildHosts(hosts, zones) {
 		status := node.Status

@@ -3,6 +3,7 @@ package sim
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/kubevip"
 )
 
 func TestOptionsValidateReportsEveryProblem(t *testing.T) {
@@ -168,5 +170,19 @@ func TestReadFreezeRequest(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, freezeRequestFile)); !os.IsNotExist(err) {
 			t.Errorf("%s: the request was not consumed", name)
 		}
+	}
+}
+
+func TestKubeVIPRows(t *testing.T) {
+	got := kubeVIPRows([]kubevip.State{
+		{Node: "n0", Phase: "running", Restarts: 0, GratuitousARPs: map[string]int{"198.51.100.10": 3, "198.51.100.9": 1}},
+		{Node: "n1", Phase: "exited", Reason: "exit code 0", Restarts: 2, LastError: `checking interface err="eth9 is not valid interface"`},
+	})
+	want := []string{
+		"n0\trunning\t0\t198.51.100.10 x3, 198.51.100.9 x1\t-",
+		"n1\texited (exit code 0)\t2\t-\tchecking interface err=\"eth9 is not valid interface\"",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("kubeVIPRows = %q, want %q", got, want)
 	}
 }

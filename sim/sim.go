@@ -25,6 +25,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/sim/controllers"
 	"github.com/harvester-kit/harvester-machine/sim/guestnet"
 	"github.com/harvester-kit/harvester-machine/sim/guests"
+	"github.com/harvester-kit/harvester-machine/sim/kubevip"
 )
 
 // Files the simulator writes into its state directory.
@@ -160,7 +161,13 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	log.Debug("Harvester's VM mutator in effect", "after", time.Since(start).Round(time.Millisecond))
 	if o.GuestClusters {
-		planes := newGuestPlanes(cp, log.With("component", "guests"))
+		var kubeVIP *kubevip.Runner
+		if guestNet != nil { // kube-vip's nodes join the guest network
+			if kubeVIP, err = kubevip.NewRunner(o.BinDir, log.With("component", "kube-vip")); err != nil {
+				return err
+			}
+		}
+		planes := newGuestPlanes(cp, kubeVIP, log.With("component", "guests"))
 		defer planes.stopAll()
 		if err := guests.Start(runCtx, cfg, planes, log.With("component", "guests")); err != nil {
 			return err
@@ -175,6 +182,9 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	log.Debug("fixtures ready", "after", time.Since(start).Round(time.Millisecond))
 	if err := <-kcmDone; err != nil {
+		return err
+	}
+	if err := waitViewAggregated(startCtx, admin.kube); err != nil {
 		return err
 	}
 	log.Debug("kube-controller-manager ready", "after", time.Since(start).Round(time.Millisecond))

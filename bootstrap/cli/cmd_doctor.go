@@ -29,7 +29,10 @@ func doctorCommand() *ucli.Command {
 			"With --driver-kubeconfig: the node driver's credential (authenticates, expiry, rights exactly the driver's).\n" +
 			"With --cloud-config: the guest's kubeconfig for Harvester (e.g. a time-bound token from kubeconfig --ttl).\n" +
 			"With --guest-kubeconfig: nodes initialised by the cloud provider, zone labels, the CCM's --cluster-name,\n" +
-			"LoadBalancer Services and their Harvester LoadBalancers, PVCs stuck Pending and VolumeAttachments failing. Exit 1 when a check fails. Never prints a secret.\n\n" +
+			"LoadBalancer Services and their Harvester LoadBalancers, kube-vip (svc_enable, vip_nodename, its RBAC, nodes it can\n" +
+			"run on), each LoadBalancer announced (ingress, status.address, endpoints), LoadBalancers left behind by\n" +
+			"deleted or re-created Services (as gc --guest-kubeconfig finds them), PVCs stuck Pending and VolumeAttachments\n" +
+			"failing. Exit 1 when a check fails. Never prints a secret.\n\n" +
 			"Example:\n  harvester-bootstrap doctor --cluster-name guest-a --namespace default --guest-kubeconfig guest.yaml",
 		Flags: targetFlags(
 			&ucli.StringFlag{Name: FlagGuestKubeconfig, Usage: "kubeconfig `FILE` of the guest cluster (adds the guest-side checks)", EnvVars: env(FlagGuestKubeconfig)},
@@ -55,15 +58,10 @@ func doctorAction(ctx context.Context, c *ucli.Context, t clusterstate.Target, c
 		}
 		src.DriverSource = "--" + FlagDriverKubeconfig
 	}
-	if p := c.String(FlagGuestKubeconfig); p != "" {
-		cfg, err := kubeapi.ConfigFromFile(p, userAgent)
-		if err != nil {
-			return fmt.Errorf("--%s: %w", FlagGuestKubeconfig, err)
-		}
-		if src.Guest, err = kubernetes.NewForConfig(cfg); err != nil {
-			return fmt.Errorf("--%s: %w", FlagGuestKubeconfig, err)
-		}
+	if src.Guest, err = guestClientFrom(c); err != nil {
+		return err
 	}
+	src.GuestKubeconfig = c.String(FlagGuestKubeconfig)
 	snap := clients.Take(ctx, t, src, time.Now())
 	report := doctor.Run(&snap)
 	if err := writeReport(c, report.WriteTable, report.WriteJSON); err != nil {
@@ -73,4 +71,22 @@ func doctorAction(ctx context.Context, c *ucli.Context, t clusterstate.Target, c
 		return errChecksFailed
 	}
 	return nil
+}
+
+// guestClientFrom is a client of --guest-kubeconfig's cluster, or nil
+// without the flag.
+func guestClientFrom(c *ucli.Context) (kubernetes.Interface, error) {
+	p := c.String(FlagGuestKubeconfig)
+	if p == "" {
+		return nil, nil
+	}
+	cfg, err := kubeapi.ConfigFromFile(p, userAgent)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", FlagGuestKubeconfig, err)
+	}
+	guest, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", FlagGuestKubeconfig, err)
+	}
+	return guest, nil
 }

@@ -57,12 +57,17 @@ func openDriverCred(c *ucli.Context) (*drivercred.Harvester, *credentials.Harves
 // its kubeconfig: the token Secret's token (does not expire) or, with
 // --ttl, a TokenRequest bound to that Secret.
 func issueDriverKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([]byte, error) {
+	// Every flag is checked before the first request.
 	s, err := driverSpecFrom(c)
-	if err = errors.Join(err, checkTTL(c.Duration(FlagTTL))); err != nil {
-		return nil, err
-	}
+	err = errors.Join(err, checkTTL(c.Duration(FlagTTL)))
 	if f := c.String(FlagFormat); !slices.Contains(driverKubeconfigFormats, f) {
-		return nil, field.Invalid(credentials.FieldFormat, f, "must be kubeconfig or base64 (for Rancher's Harvester cloud credential or --harvester-kubeconfig-content)")
+		err = errors.Join(err, field.Invalid(credentials.FieldFormat, f, "must be kubeconfig or base64 (for Rancher's Harvester cloud credential or --harvester-kubeconfig-content)"))
+	}
+	if server := c.String(FlagServer); server != "" {
+		err = errors.Join(err, credentials.CheckServer(server))
+	}
+	if err != nil {
+		return nil, err
 	}
 	dc, h, err := openDriverCred(c)
 	if err != nil {
@@ -73,12 +78,34 @@ func issueDriverKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([
 	} else {
 		err = dc.Ensure(ctx, s)
 	}
+	if err == nil && s.CloudProvider {
+		err = grantGuests(ctx, h, s)
+	}
 	if err != nil {
 		return nil, explainAuth(err)
 	}
 	a := credentials.Access{ClusterName: s.ServiceAccount, Namespace: s.Namespace, ServiceAccount: s.ServiceAccount}
 	kc, err := h.Kubeconfig(ctx, a, c.String(FlagServer), c.Duration(FlagTTL))
 	return kc, explainAuth(err)
+}
+
+// grantGuests gives each machine namespace the guests' grant (the driver
+// makes only namespaced RoleBindings and cannot) and moves guest
+// credentials made with the cluster-wide binding to RoleBindings.
+func grantGuests(ctx context.Context, h *credentials.Harvester, s drivercred.Spec) error {
+	for _, ns := range s.MachineNamespaces {
+		if err := h.EnsureGrant(ctx, ns); err != nil {
+			return err
+		}
+		migrated, err := h.MigrateNamespace(ctx, ns)
+		if err != nil {
+			return err
+		}
+		if len(migrated) > 0 {
+			h.Log.Info("guest credentials now bound in their namespace only", "namespace", ns, "serviceAccounts", migrated)
+		}
+	}
+	return nil
 }
 
 var driverKubeconfigFormats = []string{credentials.FormatKubeconfig, credentials.FormatBase64}
@@ -93,10 +120,14 @@ func driverCredentialCommand() *ucli.Command {
 		Usage: "create (idempotently) the node driver's own least-privilege credential on Harvester and print its kubeconfig",
 		Description: "Creates or reuses ServiceAccount --service-account in --namespace, a Role and RoleBinding\n" +
 			"harvester-bootstrap:driver:<namespace>:<service-account> in each --machine-namespace with exactly the verbs the\n" +
-			"driver uses there, a ClusterRole and ClusterRoleBinding of that name for the few cluster-scoped rights (access\n" +
-			"reviews, storage classes, the server-version setting; with --cloud-provider also ClusterRoleBindings and bind on\n" +
-			"harvesterhci.io:csi-driver), and the token Secret <service-account>-token, whose token does not expire (Rancher\n" +
-			"issue 5827). Objects of those names it did not create are refused, never changed. The kubeconfig goes into\n" +
+			"driver uses there (with --cloud-provider: RoleBindings, and bind on the two Harvester cloud-provider roles by\n" +
+			"name), a ClusterRole and ClusterRoleBinding of that name for the few cluster-scoped reads (access reviews,\n" +
+			"storage classes, nodes, three settings; no right on any ClusterRole or ClusterRoleBinding), and the token Secret\n" +
+			"<service-account>-token, whose token does not expire (Rancher issue 5827). With --cloud-provider it also grants\n" +
+			"each machine namespace the guests' reads outside it (harvester-bootstrap:guest-namespace:<namespace>) and moves\n" +
+			"guest credentials made with the old cluster-wide CSI binding to RoleBindings. Every flag and namespace is checked\n" +
+			"before the first change; a failed run removes what it made. Objects of those names it did not create are\n" +
+			"refused, never changed. The kubeconfig goes into\n" +
 			"Rancher's Harvester cloud credential (Import Harvester Cluster: paste it) or --harvester-kubeconfig-content.\n\n" +
 			"Example:\n  harvester-bootstrap driver-credential --namespace default --machine-namespace default --cloud-provider -o driver.yaml",
 		Flags:  flags,

@@ -21,20 +21,29 @@ var errDeleteFailed = errors.New("gc: some deletes failed (see above)")
 func gcCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "gc",
-		Usage: "list (dry run) or --delete what a deleted guest cluster left on Harvester",
+		Usage: "list (dry run) or --delete what a deleted guest cluster, or a live one's deleted Services, left on Harvester",
 		Description: "Candidates: PVCs of the cluster no VM uses, cloud-init Secrets whose VM no longer exists, and, once no VM\n" +
 			"of the cluster remains, its LoadBalancers and the credential objects `kubeconfig` created. Only objects\n" +
 			"carrying the labels the node driver, the cloud provider or harvester-bootstrap put on them are candidates.\n" +
-			"Running it again after --delete changes nothing.\n\n" +
+			"With --guest-kubeconfig (a live cluster): also the cloud provider's LoadBalancers of the cluster whose guest\n" +
+			"Service is gone, no longer of type LoadBalancer, or re-created with another UID (the cloud provider leaves\n" +
+			"them, holding their pool addresses, when it never set their status.address: harvester#1460, #11345); it\n" +
+			"refuses when the guest's Services cannot be listed. Running it again after --delete changes nothing.\n\n" +
 			"Example:\n  harvester-bootstrap gc --cluster-name guest-a --namespace default            # dry run\n" +
-			"  harvester-bootstrap gc --cluster-name guest-a --namespace default --delete",
+			"  harvester-bootstrap gc --cluster-name guest-a --namespace default --delete\n" +
+			"  harvester-bootstrap gc --cluster-name guest-a --namespace default --guest-kubeconfig guest.yaml --delete",
 		Flags: targetFlags(
-			&ucli.BoolFlag{Name: FlagDelete, Usage: "delete the candidates (default: only list them)", EnvVars: env(FlagDelete)}),
+			&ucli.BoolFlag{Name: FlagDelete, Usage: "delete the candidates (default: only list them)", EnvVars: env(FlagDelete)},
+			&ucli.StringFlag{Name: FlagGuestKubeconfig, Usage: "kubeconfig `FILE` of the live guest cluster: also find the LoadBalancers its Services no longer need", EnvVars: env(FlagGuestKubeconfig)}),
 		Action: targetAction(gcAction),
 	}
 }
 
 func gcAction(ctx context.Context, c *ucli.Context, t clusterstate.Target, clients *clusterstate.Clients) error {
+	guest, err := guestClientFrom(c)
+	if err != nil {
+		return err
+	}
 	if a := clusterstate.Authenticate(ctx, clients.Config, "--"+FlagKubeconfig); a.Rejected {
 		return fmt.Errorf("gc: %w", &kubeapi.CredentialsRejectedError{Source: "--" + FlagKubeconfig})
 	}
@@ -42,6 +51,14 @@ func gcAction(ctx context.Context, c *ucli.Context, t clusterstate.Target, clien
 	candidates, err := gc.Select(&h)
 	if err != nil {
 		return err
+	}
+	if guest != nil {
+		g := clusterstate.FetchGuestServices(ctx, guest)
+		live, err := gc.SelectLive(&h, &g)
+		if err != nil {
+			return fmt.Errorf("gc --%s: %w", FlagGuestKubeconfig, err)
+		}
+		candidates = gc.Merge(candidates, live)
 	}
 	results := make([]gc.Result, len(candidates))
 	for i, cand := range candidates {

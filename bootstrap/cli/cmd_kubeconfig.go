@@ -30,17 +30,29 @@ func credentialFlags() []ucli.Flag {
 	return append(accessFlags(),
 		&ucli.StringFlag{Name: FlagServer, Usage: "Harvester API `URL` as reachable from the guests, e.g. the VIP https://10.0.0.10:6443 (default: the server of --kubeconfig)", EnvVars: env(FlagServer)},
 		&ucli.DurationFlag{Name: FlagTTL, Usage: "issue a time-bound token (TokenRequest) valid for `DURATION` (>= 10m) instead of the long-lived Secret token", EnvVars: env(FlagTTL)},
+		&ucli.BoolFlag{Name: FlagCSIClusterWide, Usage: "bind " + credentials.CSIRoleName + " with a ClusterRoleBinding, as Harvester's own kubeconfig endpoint does. " +
+			"WARNING: the guest's token may then patch every VM (disks, cloud-init, run strategy) and touch every snapshot and backup in EVERY namespace; " +
+			"by default it is bound in --namespace only", EnvVars: env(FlagCSIClusterWide)},
 	)
 }
 
 func accessFrom(c *ucli.Context) (credentials.Access, error) {
-	a := credentials.Access{ClusterName: c.String(FlagClusterName), Namespace: c.String(FlagNamespace), ServiceAccount: c.String(FlagServiceAccount)}.WithDefaults()
+	a := credentials.Access{
+		ClusterName: c.String(FlagClusterName), Namespace: c.String(FlagNamespace), ServiceAccount: c.String(FlagServiceAccount),
+		CSIClusterWide: c.Bool(FlagCSIClusterWide),
+	}.WithDefaults()
 	return a, a.Validate()
 }
 
+// maxTTL is the API server's maximum for a TokenRequest: 2^32 seconds.
+const maxTTL = (1 << 32) * time.Second
+
 func checkTTL(ttl time.Duration) error {
-	if ttl != 0 && ttl < 10*time.Minute {
+	switch {
+	case ttl < 0 || ttl != 0 && ttl < 10*time.Minute:
 		return fmt.Errorf("--%s %s: must be at least 10m (the API server's minimum for TokenRequest)", FlagTTL, ttl)
+	case ttl > maxTTL:
+		return fmt.Errorf("--%s %s: must be at most %s (2^32 s, the API server's maximum for TokenRequest); or leave it out for a token that does not expire", FlagTTL, ttl, maxTTL)
 	}
 	return nil
 }
@@ -69,11 +81,24 @@ func issueKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([]byte,
 	} else {
 		err = h.EnsureAccess(ctx, a)
 	}
+	if err == nil && !a.CSIClusterWide {
+		err = confine(ctx, h, a)
+	}
 	if err != nil {
 		return nil, explainAuth(err)
 	}
 	kc, err := h.Kubeconfig(ctx, a, c.String(FlagServer), c.Duration(FlagTTL))
 	return kc, explainAuth(err)
+}
+
+// confine gives a's namespace its grant (the reads outside it), then drops
+// the cluster-wide binding a credential made before may still have.
+func confine(ctx context.Context, h *credentials.Harvester, a credentials.Access) error {
+	if err := h.EnsureGrant(ctx, a.Namespace); err != nil {
+		return err
+	}
+	_, err := h.DropClusterWide(ctx, a)
+	return err
 }
 
 // explainAuth makes a 401 from Harvester actionable.
@@ -123,8 +148,12 @@ func kubeconfigCommand() *ucli.Command {
 	return &ucli.Command{
 		Name:  "kubeconfig",
 		Usage: "create (idempotently) the guest cluster's ServiceAccount, bindings and token on Harvester and print its kubeconfig",
-		Description: "Creates or reuses ServiceAccount <service-account>, RoleBinding <sa>-cloudprovider (harvesterhci.io:cloudprovider)\n" +
-			"in --namespace, a ClusterRoleBinding to harvesterhci.io:csi-driver and the token Secret <sa>-token; waits for the token.\n\n" +
+		Description: "Creates or reuses ServiceAccount <service-account>, RoleBindings <sa>-cloudprovider (harvesterhci.io:cloudprovider)\n" +
+			"and <sa>-csi-driver (harvesterhci.io:csi-driver) in --namespace and the token Secret <sa>-token; waits for the token.\n" +
+			"The token can touch nothing in any other VM namespace. What the cloud provider and CSI driver read outside it\n" +
+			"(storage classes, volume attachments, two CSI settings; shared volumes in harvester-system, Longhorn volumes in\n" +
+			"longhorn-system) is granted once to the namespace's ServiceAccounts (harvester-bootstrap:guest-namespace:<namespace>).\n" +
+			"A credential made with the old cluster-wide binding loses it (rotate migrates it too); --csi-cluster-wide keeps it.\n\n" +
 			"Example:\n  harvester-bootstrap kubeconfig --cluster-name guest-a --namespace default \\\n    --server https://10.0.0.10:6443 -o cloud-config",
 		Flags:  flags,
 		Action: issueAction(issueKubeconfig, false),

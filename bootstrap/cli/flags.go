@@ -74,6 +74,9 @@ const (
 	// FlagStaticAddressRights grants the driver credential what the
 	// driver's --harvester-static-address-range needs.
 	FlagStaticAddressRights = "static-addresses"
+	// FlagCSIClusterWide binds the guest's CSI role cluster-wide, as
+	// Harvester's own kubeconfig endpoint does.
+	FlagCSIClusterWide = "csi-cluster-wide"
 )
 
 // Values of doctor's and gc's --output.

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 	"github.com/harvester-kit/harvester-machine/internal/staticip"
@@ -114,8 +115,17 @@ func (c *Clients) FetchHarvester(ctx context.Context, t Target, authTokens bool)
 	h.ServiceAccounts = items(h.Errors, KindServiceAccount, ns, err, func() []corev1.ServiceAccount { return sas.Items })
 	rbs, err := rbac.RoleBindings(ns).List(ctx, creds)
 	h.RoleBindings = items(h.Errors, KindRoleBinding, ns, err, func() []rbacv1.RoleBinding { return rbs.Items })
-	crbs, err := rbac.ClusterRoleBindings().List(ctx, creds)
-	h.ClusterRoleBindings = items(h.Errors, KindClusterRoleBinding, "", err, func() []rbacv1.ClusterRoleBinding { return crbs.Items })
+	// One list of this tool's ClusterRoleBindings: the cluster's own (made
+	// with the old cluster-wide CSI binding) and the namespace's grant.
+	crbs, err := rbac.ClusterRoleBindings().List(ctx, metav1.ListOptions{LabelSelector: addons.LabelManagedBy + "=" + addons.ManagedBy})
+	for _, b := range items(h.Errors, KindClusterRoleBinding, "", err, func() []rbacv1.ClusterRoleBinding { return crbs.Items }) {
+		switch {
+		case credentials.IsOwned(b.Labels, t.Cluster):
+			h.ClusterRoleBindings = append(h.ClusterRoleBindings, b)
+		case b.Labels[credentials.LabelGuestNamespace] == ns:
+			h.GrantBindings = append(h.GrantBindings, b)
+		}
+	}
 	tokens, err := core.Secrets(ns).List(ctx, creds)
 	h.TokenSecrets = c.tokenSecrets(ctx, items(h.Errors, KindSecret, ns, err, func() []corev1.Secret { return tokens.Items }), authTokens)
 	return h

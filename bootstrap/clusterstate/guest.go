@@ -11,54 +11,149 @@ import (
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 )
 
-// FetchGuest lists the guest cluster's nodes, LoadBalancer Services and the
-// kube-system Deployments and DaemonSets (where the cloud provider runs),
-// the PVCs, StorageClasses and VolumeAttachments (the CSI driver's work).
+// Guest-side kinds the snapshot lists besides the shared ones (the
+// guest's ClusterRoleBindings are KindClusterRoleBinding in Guest.Errors).
+const (
+	KindEndpointSlice = "EndpointSlice"
+	KindClusterRole   = "ClusterRole"
+)
+
+// FetchGuest lists the guest cluster's nodes, Services (with their
+// EndpointSlices), the kube-system Deployments and DaemonSets (where the
+// cloud provider and kube-vip run), the ClusterRoles and bindings (kube-vip's
+// rights), the PVCs, StorageClasses and VolumeAttachments (the CSI
+// driver's work). Each kind is listed once.
 func FetchGuest(ctx context.Context, guest kubernetes.Interface) Guest {
-	g := Guest{Errors: map[string]string{}}
-	fail := func(kind, ns string, err error) {
-		g.Errors[kind] = fmt.Sprintf("list %ss in the guest cluster %s: %v", kind, ns, err)
-	}
+	g := FetchGuestServices(ctx, guest)
+	fail := g.failer()
 	if l, err := guest.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
 		g.Nodes = l.Items
 	} else {
 		fail(KindNode, "", err)
 	}
-	if l, err := guest.CoreV1().Services("").List(ctx, metav1.ListOptions{}); err == nil {
-		for _, s := range l.Items {
-			if s.Spec.Type == corev1.ServiceTypeLoadBalancer {
-				g.Services = append(g.Services, s)
-			}
-		}
+	if l, err := guest.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{}); err == nil {
+		g.EndpointSlices = l.Items
 	} else {
-		fail(KindService, "", err)
+		fail(KindEndpointSlice, "", err)
 	}
+	fetchWorkloads(ctx, guest, &g)
+	fetchRBAC(ctx, guest, &g)
+	fetchStorage(ctx, guest, &g)
+	return g
+}
+
+// FetchGuestServices lists only the guest's Services (what gc needs).
+func FetchGuestServices(ctx context.Context, guest kubernetes.Interface) Guest {
+	g := Guest{Errors: map[string]string{}}
+	if l, err := guest.CoreV1().Services("").List(ctx, metav1.ListOptions{}); err == nil {
+		g.Services = l.Items
+	} else {
+		g.failer()(KindService, "", err)
+	}
+	return g
+}
+
+func (g *Guest) failer() func(kind, ns string, err error) {
+	return func(kind, ns string, err error) {
+		where := "the guest cluster"
+		if ns != "" {
+			where += " (namespace " + ns + ")"
+		}
+		g.Errors[kind] = fmt.Sprintf("list %ss in %s: %v", kind, where, err)
+	}
+}
+
+func fetchWorkloads(ctx context.Context, guest kubernetes.Interface, g *Guest) {
 	apps := guest.AppsV1()
 	if l, err := apps.Deployments(addons.DefaultNamespace).List(ctx, metav1.ListOptions{}); err == nil {
 		g.Deployments = l.Items
 	} else {
-		fail(KindWorkload, addons.DefaultNamespace, err)
+		g.failer()(KindWorkload, addons.DefaultNamespace, err)
 	}
 	if l, err := apps.DaemonSets(addons.DefaultNamespace).List(ctx, metav1.ListOptions{}); err == nil {
 		g.DaemonSets = l.Items
 	} else {
-		fail(KindWorkload, addons.DefaultNamespace, err)
+		g.failer()(KindWorkload, addons.DefaultNamespace, err)
 	}
+	if l, err := guest.CoreV1().Pods(addons.DefaultNamespace).List(ctx, metav1.ListOptions{}); err == nil {
+		g.SystemPods = l.Items
+	} else {
+		g.failer()(KindPod, addons.DefaultNamespace, err)
+	}
+}
+
+func fetchRBAC(ctx context.Context, guest kubernetes.Interface, g *Guest) {
+	rbac := guest.RbacV1()
+	if l, err := rbac.ClusterRoles().List(ctx, metav1.ListOptions{}); err == nil {
+		g.ClusterRoles = l.Items
+	} else {
+		g.failer()(KindClusterRole, "", err)
+	}
+	if l, err := rbac.ClusterRoleBindings().List(ctx, metav1.ListOptions{}); err == nil {
+		g.ClusterRoleBindings = l.Items
+	} else {
+		g.failer()(KindClusterRoleBinding, "", err)
+	}
+}
+
+func fetchStorage(ctx context.Context, guest kubernetes.Interface, g *Guest) {
 	if l, err := guest.CoreV1().PersistentVolumeClaims("").List(ctx, metav1.ListOptions{}); err == nil {
 		g.PVCs = l.Items
 	} else {
-		fail(KindPVC, "", err)
+		g.failer()(KindPVC, "", err)
 	}
 	storage := guest.StorageV1()
 	if l, err := storage.StorageClasses().List(ctx, metav1.ListOptions{}); err == nil {
 		g.StorageClasses = l.Items
 	} else {
-		fail(KindStorageClass, "", err)
+		g.failer()(KindStorageClass, "", err)
 	}
 	if l, err := storage.VolumeAttachments().List(ctx, metav1.ListOptions{}); err == nil {
 		g.VolumeAttachments = l.Items
 	} else {
-		fail(KindVolumeAttachment, "", err)
+		g.failer()(KindVolumeAttachment, "", err)
 	}
-	return g
 }
+
+// LoadBalancerServices are the Services of type LoadBalancer.
+func (g *Guest) LoadBalancerServices() []corev1.Service {
+	var out []corev1.Service
+	for _, s := range g.Services {
+		if s.Spec.Type == corev1.ServiceTypeLoadBalancer {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Service returns the Service namespace/name, or nil.
+func (g *Guest) Service(namespace, name string) *corev1.Service {
+	for i := range g.Services {
+		if s := &g.Services[i]; s.Namespace == namespace && s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Endpoints counts the endpoints with an address in the Service's
+// EndpointSlices (label kubernetes.io/service-name), ready or not: kube-vip
+// v1.2.2 and v1.2.3 count every address under the Cluster traffic policy
+// (measured with the real v1.2.2 in test/e2e/guest; the readiness filter
+// is only on kube-vip's main branch, after v1.2.3).
+func (g *Guest) Endpoints(svc *corev1.Service) int {
+	n := 0
+	for _, es := range g.EndpointSlices {
+		if es.Namespace != svc.Namespace || es.Labels[discoveryServiceName] != svc.Name {
+			continue
+		}
+		for _, e := range es.Endpoints {
+			if len(e.Addresses) > 0 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+const discoveryServiceName = "kubernetes.io/service-name"

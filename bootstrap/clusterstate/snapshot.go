@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -37,6 +38,7 @@ const (
 	KindNode               = "Node"
 	KindService            = "Service"
 	KindWorkload           = "Deployment/DaemonSet"
+	KindPod                = "Pod"
 	KindStorageClass       = "StorageClass"
 	KindVolumeAttachment   = "VolumeAttachment"
 	KindAddressClaim       = "ConfigMap (address claim)"
@@ -65,6 +67,9 @@ type Harvester struct {
 	RoleBindings        []rbacv1.RoleBinding
 	ClusterRoleBindings []rbacv1.ClusterRoleBinding
 	TokenSecrets        []TokenSecret
+	// GrantBindings are the ClusterRoleBindings of the VM namespace's grant
+	// (guest/credentials: the guests' reads outside their namespace).
+	GrantBindings []rbacv1.ClusterRoleBinding
 	// Every LoadBalancer of the namespace and every IPPool.
 	LoadBalancers []lbapi.LoadBalancer
 	IPPools       []lbapi.IPPool
@@ -99,10 +104,19 @@ type Auth struct {
 
 // Guest is the guest cluster's side.
 type Guest struct {
-	Nodes       []corev1.Node
-	Services    []corev1.Service // of type LoadBalancer, every namespace
-	Deployments []appsv1.Deployment
-	DaemonSets  []appsv1.DaemonSet // both in kube-system
+	Nodes    []corev1.Node
+	Services []corev1.Service // every Service of every namespace
+	// EndpointSlices of every namespace (the endpoints of a Service).
+	EndpointSlices []discoveryv1.EndpointSlice
+	Deployments    []appsv1.Deployment
+	DaemonSets     []appsv1.DaemonSet // both in kube-system
+	// SystemPods are kube-system's pods: a daemon pod's status carries
+	// kube-vip's own errors (CrashLoopBackOff, the last termination's
+	// message).
+	SystemPods []corev1.Pod
+	// ClusterRoles and ClusterRoleBindings of the guest (kube-vip's rights).
+	ClusterRoles        []rbacv1.ClusterRole
+	ClusterRoleBindings []rbacv1.ClusterRoleBinding
 	// PVCs of every namespace, the StorageClasses and VolumeAttachments.
 	PVCs              []corev1.PersistentVolumeClaim
 	StorageClasses    []storagev1.StorageClass
@@ -125,4 +139,7 @@ type Snapshot struct {
 	// HostStorageClass is the CSI add-on's host StorageClass as the user
 	// gave it (--host-storage-class); "" when not given.
 	HostStorageClass string
+	// GuestKubeconfig is the --guest-kubeconfig path as given ("" without
+	// it), for the commands the rows print.
+	GuestKubeconfig string
 }

@@ -22,12 +22,14 @@ type Sources struct {
 	Guest kubernetes.Interface
 	// HostStorageClass is --host-storage-class, when given.
 	HostStorageClass string
+	// GuestKubeconfig is the path of the guest's kubeconfig, when given.
+	GuestKubeconfig string
 }
 
 // Take authenticates the admin credential and, when it is accepted, lists
 // everything the checks look at. now is the time expiries are judged by.
 func (c *Clients) Take(ctx context.Context, t Target, src Sources, now time.Time) Snapshot {
-	s := Snapshot{Now: now, Harvester: Harvester{Target: t}, HostStorageClass: src.HostStorageClass}
+	s := Snapshot{Now: now, Harvester: Harvester{Target: t}, HostStorageClass: src.HostStorageClass, GuestKubeconfig: src.GuestKubeconfig}
 	s.Admin = Authenticate(ctx, c.Config, src.AdminSource)
 	if src.CloudConfig != nil {
 		a := Authenticate(ctx, src.CloudConfig, src.CloudConfigSource)

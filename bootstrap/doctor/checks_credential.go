@@ -39,11 +39,11 @@ func Credential(s *clusterstate.Snapshot) Row {
 	for _, sa := range h.ServiceAccounts {
 		a := credentials.Access{ClusterName: h.Cluster, Namespace: h.Namespace, ServiceAccount: sa.Name}
 		accounts = append(accounts, sa.Name)
-		if !slices.ContainsFunc(h.RoleBindings, func(o rbacv1.RoleBinding) bool { return o.Name == a.RoleBindingName() }) {
+		if !hasRoleBinding(h.RoleBindings, a.RoleBindingName()) {
 			problems = append(problems, "RoleBinding "+a.RoleBindingName()+" missing")
 		}
-		if !slices.ContainsFunc(h.ClusterRoleBindings, func(o rbacv1.ClusterRoleBinding) bool { return o.Name == a.ClusterRoleBindingName() }) {
-			problems = append(problems, "ClusterRoleBinding "+a.ClusterRoleBindingName()+" missing")
+		if !hasRoleBinding(h.RoleBindings, a.CSIRoleBindingName()) && !clusterWide(h, a) {
+			problems = append(problems, "RoleBinding "+a.CSIRoleBindingName()+" ("+harvester.CSIDriverRole+") missing")
 		}
 		i := slices.IndexFunc(h.TokenSecrets, func(t clusterstate.TokenSecret) bool { return t.Name == a.TokenSecretName() })
 		switch {
@@ -53,7 +53,7 @@ func Credential(s *clusterstate.Snapshot) Row {
 			problems = append(problems, "Secret "+a.TokenSecretName()+" has no token")
 		}
 	}
-	seen := fmt.Sprintf("ServiceAccount %s with RoleBinding (%s), ClusterRoleBinding (%s), token Secret",
+	seen := fmt.Sprintf("ServiceAccount %s with RoleBindings (%s, %s), token Secret",
 		names(accounts), harvester.CloudProviderRole, harvester.CSIDriverRole)
 	if len(problems) > 0 {
 		return fail(CheckCredential, names(problems),
@@ -84,4 +84,13 @@ func Token(s *clusterstate.Snapshot) Row {
 		return warn(CheckToken, "no filled token Secret to try", "see the "+CheckCredential+" row")
 	}
 	return ok(CheckToken, "authenticates: "+names(good))
+}
+
+func hasRoleBinding(rbs []rbacv1.RoleBinding, name string) bool {
+	return slices.ContainsFunc(rbs, func(o rbacv1.RoleBinding) bool { return o.Name == name })
+}
+
+// clusterWide reports whether a's CSI role is bound cluster-wide.
+func clusterWide(h harvesterView, a credentials.Access) bool {
+	return slices.ContainsFunc(h.ClusterRoleBindings, func(o rbacv1.ClusterRoleBinding) bool { return o.Name == a.ClusterRoleBindingName() })
 }

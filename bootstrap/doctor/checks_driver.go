@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/driverrights"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
@@ -40,6 +41,10 @@ func driverRights(d *clusterstate.DriverCredential, fix string) Row {
 	if d.RulesErr != "" {
 		return warn(CheckDriverRights, d.RulesErr, "allow the credential to create selfsubjectrulesreviews (every authenticated user may)")
 	}
+	if rbac := driverrights.ClusterRBACRights(d.Rules); len(rbac) > 0 {
+		return fail(CheckDriverRights, fmt.Sprintf("%s may %s: with that it can delete any ClusterRoleBinding (cluster-admin's too: a patch of its ownerReferences is enough) or bind a role to everyone",
+			d.Source, listSome(rbac)), "the driver needs no such right: "+fix)
+	}
 	var missing []string
 	for _, p := range driverrights.Of(driverrights.Always) {
 		if !driverrights.RulesAllow(d.Rules, p) {
@@ -53,7 +58,7 @@ func driverRights(d *clusterstate.DriverCredential, fix string) Row {
 	if allAllowed(d, driverrights.Of(driverrights.CloudProvider)) {
 		cloudProvider = "with"
 	}
-	if excess := driverrights.Excess(d.Rules, driverrights.All()); len(excess) > 0 {
+	if excess := driverrights.Excess(d.Rules, append(driverrights.All(), credentials.GrantPermissions()...)); len(excess) > 0 {
 		return warn(CheckDriverRights, fmt.Sprintf("%s may do more than the driver needs in namespace %s (%d beyond it): %s",
 			d.Source, d.Namespace, len(excess), listSome(excess)), "a credential with exactly the driver's rights: "+fix)
 	}

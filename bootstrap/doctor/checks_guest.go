@@ -24,7 +24,7 @@ func Guest(s *clusterstate.Snapshot) []Row {
 	if s.Guest == nil {
 		return nil
 	}
-	return []Row{Nodes(s), Zones(s), CCMClusterName(s), KubeVIP(s), GuestServices(s), GuestVolumes(s)}
+	return []Row{Nodes(s), Zones(s), CCMClusterName(s), KubeVIP(s), GuestServices(s), LBAnnounced(s), LBLeftovers(s), GuestVolumes(s)}
 }
 
 // Nodes: the cloud provider initialised every node (providerID
@@ -163,18 +163,27 @@ func CCMClusterName(s *clusterstate.Snapshot) Row {
 }
 
 // lbOfService finds the Harvester LoadBalancer the cloud provider made for
-// a Service (by its service labels), and whether its cluster label is NAME.
+// a Service (by its service labels): the cluster's one named after this
+// Service's UID first, then any of the cluster's (an earlier Service's),
+// then one labelled with another cluster.
 func lbOfService(h *clusterstate.Harvester, svc corev1.Service) *lbapi.LoadBalancer {
-	var other *lbapi.LoadBalancer
+	var earlier, other *lbapi.LoadBalancer
 	for i := range h.LoadBalancers {
 		l := &h.LoadBalancers[i]
 		if l.Labels[harvester.LabelLBServiceNamespace] != svc.Namespace || l.Labels[harvester.LabelLBServiceName] != svc.Name {
 			continue
 		}
-		if l.Labels[harvester.LabelLBCluster] == h.Cluster {
+		switch {
+		case l.Labels[harvester.LabelLBCluster] != h.Cluster:
+			other = l
+		case l.Name == lbapi.CloudProviderName(h.Cluster, svc.Namespace, svc.Name, string(svc.UID)):
 			return l
+		default:
+			earlier = l
 		}
-		other = l
+	}
+	if earlier != nil {
+		return earlier
 	}
 	return other
 }
@@ -190,7 +199,7 @@ func GuestServices(s *clusterstate.Snapshot) Row {
 		return row
 	}
 	var bad, good []string
-	for _, svc := range g.Services {
+	for _, svc := range g.LoadBalancerServices() {
 		ref := svc.Namespace + "/" + svc.Name
 		l := lbOfService(h, svc)
 		switch {

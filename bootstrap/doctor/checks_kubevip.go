@@ -59,7 +59,8 @@ func serviceAddress(h *clusterstate.Harvester, svc corev1.Service) string {
 }
 
 // KubeVIP: kube-vip runs where the cloud provider does, with svc_enable
-// on; without it a LoadBalancer Service's address is allocated but
+// on, its node name from the pod's node, the chart's rights, and nodes it
+// can run on; without it a LoadBalancer Service's address is allocated but
 // nothing in the guest answers for it.
 func KubeVIP(s *clusterstate.Snapshot) Row {
 	g, h := s.Guest, &s.Harvester
@@ -84,10 +85,10 @@ func KubeVIP(s *clusterstate.Snapshot) Row {
 			"set "+addons.KubeVIPEnvSvcEnable+": \"true\" in kube-vip's environment (`harvester-bootstrap apply` renders it so)")
 	}
 	if len(on) > 0 {
-		return ok(CheckKubeVIP, names(on))
+		return kubeVIPSetupRow(g, found, names(on))
 	}
 	var addressed []string
-	for _, svc := range g.Services {
+	for _, svc := range g.LoadBalancerServices() {
 		if a := serviceAddress(h, svc); a != "" {
 			addressed = append(addressed, svc.Namespace+"/"+svc.Name+" "+a)
 		}
@@ -99,4 +100,33 @@ func KubeVIP(s *clusterstate.Snapshot) Row {
 		return warn(CheckKubeVIP, "the cloud provider runs without kube-vip in "+addons.DefaultNamespace+": LoadBalancer addresses would be unreachable", install)
 	}
 	return ok(CheckKubeVIP, "no cloud provider and no LoadBalancer Service: nothing to announce")
+}
+
+// kubeVIPSetupRow checks each kube-vip DaemonSet with svc_enable on
+// (checkKubeVIPSetup); on names them.
+func kubeVIPSetupRow(g *clusterstate.Guest, found map[string]string, on string) Row {
+	var all kubeVIPSetup
+	for i := range g.DaemonSets {
+		ds := &g.DaemonSets[i]
+		if found["DaemonSet "+ds.Name] != "true" {
+			continue
+		}
+		r := checkKubeVIPSetup(g, ds)
+		all.problems = append(all.problems, r.problems...)
+		all.warnings = append(all.warnings, r.warnings...)
+		all.seen = append(all.seen, r.seen...)
+	}
+	fix := "apply the add-ons again: `harvester-bootstrap apply` renders kube-vip's ClusterRole and binding, " +
+		addons.KubeVIPEnvNodeName + " from " + addons.KubeVIPNodeNameField + " and the chart's control-plane affinity and tolerations"
+	seen := on
+	if len(all.seen) > 0 {
+		seen += " (" + strings.Join(all.seen, "; ") + ")"
+	}
+	switch {
+	case len(all.problems) > 0:
+		return fail(CheckKubeVIP, on+": "+strings.Join(append(all.problems, all.warnings...), "; "), fix)
+	case len(all.warnings) > 0:
+		return warn(CheckKubeVIP, on+": "+strings.Join(all.warnings, "; "), fix)
+	}
+	return ok(CheckKubeVIP, seen)
 }

@@ -9,9 +9,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
@@ -81,7 +83,7 @@ func kubeVIP(svcEnable string) appsv1.DaemonSet {
 }
 
 func node(name, zone string) corev1.Node {
-	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{harvester.ZoneKey: zone}},
+	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{harvester.ZoneKey: zone, "node-role.kubernetes.io/control-plane": "true"}},
 		Spec: corev1.NodeSpec{ProviderID: harvester.ProviderIDPrefix + "uid-" + name}}
 }
 
@@ -115,6 +117,34 @@ func csiDaemonSet(args ...string) appsv1.DaemonSet {
 }
 
 // healthy is a snapshot on which every check is OK.
+// renderedObjects are the add-ons' objects by kind.
+type renderedObjects struct {
+	daemonSets          []appsv1.DaemonSet
+	clusterRoles        []rbacv1.ClusterRole
+	clusterRoleBindings []rbacv1.ClusterRoleBinding
+}
+
+func rendered(objs []runtime.Object) renderedObjects {
+	var r renderedObjects
+	for _, o := range objs {
+		switch x := o.(type) {
+		case *appsv1.DaemonSet:
+			r.daemonSets = append(r.daemonSets, *x)
+		case *rbacv1.ClusterRole:
+			r.clusterRoles = append(r.clusterRoles, *x)
+		case *rbacv1.ClusterRoleBinding:
+			r.clusterRoleBindings = append(r.clusterRoleBindings, *x)
+		}
+	}
+	return r
+}
+
+// endpointSlice of Service ns/svc with one endpoint, ready or not.
+func endpointSlice(ns, svc string, ready bool) discoveryv1.EndpointSlice {
+	return discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svc + "-abcde", Labels: map[string]string{discoveryv1.LabelServiceName: svc}},
+		Endpoints: []discoveryv1.Endpoint{{Addresses: []string{"10.42.0.7"}, Conditions: discoveryv1.EndpointConditions{Ready: &ready}}}}
+}
+
 func healthy() *clusterstate.Snapshot {
 	a := credentials.Access{ClusterName: cluster, Namespace: ns}.WithDefaults()
 	objs := credentials.BuildAccess(a)
@@ -122,42 +152,49 @@ func healthy() *clusterstate.Snapshot {
 	vmis := []kubevirtv1.VirtualMachineInstance{vmi("guest-a-pool1-x1", "zone-a"), vmi("guest-a-pool1-x2", "zone-b")}
 	hotplugged(&vmis[0], "pvc-1111", "pvc-1111", kubevirtv1.VolumeReady, "VolumeReady")
 	va := storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-1111"}, Status: storagev1.VolumeAttachmentStatus{Attached: true}}
-	svc := corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
+	svc := corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "192.168.100.2"}}}}}
+	lb := loadBalancer(lbapi.CloudProviderName(cluster, "default", "web", "uid-web"), cluster, "192.168.100.2")
+	lb.Status.AllocatedAddress.IP = "192.168.100.2"
+	kv := rendered(addons.KubeVIPObjects(addons.DefaultOptions(cluster)))
 	return &clusterstate.Snapshot{
 		Now:   now,
 		Admin: clusterstate.Auth{Source: "--kubeconfig", Kind: clusterstate.CredCertificate, User: "admin", Expires: &exp},
 		Harvester: clusterstate.Harvester{
-			Target:              clusterstate.Target{Cluster: cluster, Namespace: ns},
-			VMs:                 []kubevirtv1.VirtualMachine{vm("guest-a-pool1-x1"), vm("guest-a-pool1-x2")},
-			VMIs:                vmis,
-			Claims:              []corev1.PersistentVolumeClaim{claim(ns, "pvc-1111", "harvester-longhorn", corev1.ClaimBound)},
-			StorageClasses:      []storagev1.StorageClass{storageClass("harvester-longhorn", "driver.longhorn.io", true, nil)},
-			ServiceAccounts:     []corev1.ServiceAccount{*objs.ServiceAccount},
-			RoleBindings:        []rbacv1.RoleBinding{*objs.RoleBinding},
-			ClusterRoleBindings: []rbacv1.ClusterRoleBinding{*objs.ClusterRoleBinding},
+			Target:          clusterstate.Target{Cluster: cluster, Namespace: ns},
+			VMs:             []kubevirtv1.VirtualMachine{vm("guest-a-pool1-x1"), vm("guest-a-pool1-x2")},
+			VMIs:            vmis,
+			Claims:          []corev1.PersistentVolumeClaim{claim(ns, "pvc-1111", "harvester-longhorn", corev1.ClaimBound)},
+			StorageClasses:  []storagev1.StorageClass{storageClass("harvester-longhorn", "driver.longhorn.io", true, nil)},
+			ServiceAccounts: []corev1.ServiceAccount{*objs.ServiceAccount},
+			RoleBindings:    []rbacv1.RoleBinding{*objs.RoleBinding, *objs.CSIRoleBinding},
+			GrantBindings:   []rbacv1.ClusterRoleBinding{*credentials.BuildGrant(ns).ReadsBinding},
 			TokenSecrets: []clusterstate.TokenSecret{{Namespace: ns, Name: a.TokenSecretName(), ServiceAccount: a.ServiceAccount,
 				Labels: objs.TokenSecret.Labels, Filled: true, Auth: &clusterstate.Auth{User: "system:serviceaccount:default:guest-a", Kind: clusterstate.CredJWT}}},
-			LoadBalancers: []lbapi.LoadBalancer{loadBalancer("guest-a-default-web-1a2b3c4d", cluster, "192.168.100.2")},
+			LoadBalancers: []lbapi.LoadBalancer{lb},
 			IPPools:       []lbapi.IPPool{pool("pool-a", 5)},
 			Errors:        map[string]string{},
 		},
 		Guest: &clusterstate.Guest{
-			Nodes:             []corev1.Node{node("guest-a-pool1-x1", "zone-a"), node("guest-a-pool1-x2", "zone-b")},
-			Services:          []corev1.Service{svc},
-			Deployments:       []appsv1.Deployment{ccm("--cloud-config=/etc/kubernetes/cloud-config", "--cluster-name="+cluster)},
-			DaemonSets:        []appsv1.DaemonSet{kubeVIP("true"), csiDaemonSet("--nodeid=$(NODE_ID)")},
-			PVCs:              []corev1.PersistentVolumeClaim{claim("default", "data", addons.StorageClass, corev1.ClaimBound)},
-			StorageClasses:    []storagev1.StorageClass{storageClass(addons.StorageClass, addons.CSIDriverName, true, nil)},
-			VolumeAttachments: []storagev1.VolumeAttachment{va},
-			Errors:            map[string]string{},
+			Nodes:               []corev1.Node{node("guest-a-pool1-x1", "zone-a"), node("guest-a-pool1-x2", "zone-b")},
+			Services:            []corev1.Service{svc},
+			EndpointSlices:      []discoveryv1.EndpointSlice{endpointSlice("default", "web", true)},
+			Deployments:         []appsv1.Deployment{ccm("--cloud-config=/etc/kubernetes/cloud-config", "--cluster-name="+cluster)},
+			DaemonSets:          []appsv1.DaemonSet{kv.daemonSets[0], csiDaemonSet("--nodeid=$(NODE_ID)")},
+			ClusterRoles:        kv.clusterRoles,
+			ClusterRoleBindings: kv.clusterRoleBindings,
+			PVCs:                []corev1.PersistentVolumeClaim{claim("default", "data", addons.StorageClass, corev1.ClaimBound)},
+			StorageClasses:      []storagev1.StorageClass{storageClass(addons.StorageClass, addons.CSIDriverName, true, nil)},
+			VolumeAttachments:   []storagev1.VolumeAttachment{va},
+			Errors:              map[string]string{},
 		},
 	}
 }
 
 func TestHealthySnapshotIsAllOK(t *testing.T) {
 	r := Run(healthy())
-	if len(r) != 19 {
-		t.Errorf("got %d rows, want 19 (every check once): %+v", len(r), r)
+	if len(r) != 23 {
+		t.Errorf("got %d rows, want 23 (every check once): %+v", len(r), r)
 	}
 	for _, row := range r {
 		if row.Status != OK {
@@ -207,8 +244,21 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 		{CheckGuestAgent, Fail, "guest-a-pool1-x2 (no interface address)", func(s *clusterstate.Snapshot) { s.Harvester.VMIs[1].Status.Interfaces = nil }},
 		{CheckGuestAgent, Warn, "no running VMI", func(s *clusterstate.Snapshot) { s.Harvester.VMIs, s.Guest = nil, nil }},
 		{CheckCredential, Warn, "no ServiceAccount", func(s *clusterstate.Snapshot) { s.Harvester.ServiceAccounts = nil }},
-		{CheckCredential, Fail, "ClusterRoleBinding harvester-bootstrap:default:guest-a:csi-driver missing", func(s *clusterstate.Snapshot) {
-			s.Harvester.ClusterRoleBindings = nil
+		{CheckCredential, Fail, "RoleBinding guest-a-csi-driver (harvesterhci.io:csi-driver) missing", func(s *clusterstate.Snapshot) {
+			s.Harvester.RoleBindings = s.Harvester.RoleBindings[:1]
+		}},
+		{CheckCredentialScope, Warn, "harvesterhci.io:csi-driver bound cluster-wide (ClusterRoleBinding) for guest-a", func(s *clusterstate.Snapshot) {
+			wide := credentials.BuildAccess(credentials.Access{ClusterName: cluster, Namespace: ns, CSIClusterWide: true}.WithDefaults())
+			s.Harvester.RoleBindings = s.Harvester.RoleBindings[:1] // made before the RoleBinding
+			s.Harvester.ClusterRoleBindings = []rbacv1.ClusterRoleBinding{*wide.ClusterRoleBinding}
+		}},
+		{CheckCredentialScope, Fail, "namespace default has no grant harvester-bootstrap:guest-namespace:default", func(s *clusterstate.Snapshot) {
+			s.Harvester.GrantBindings = nil
+		}},
+		{CheckNamespaceShared, Warn, "also holds VMs of guest cluster(s) guest-b", func(s *clusterstate.Snapshot) {
+			other := vm("guest-b-pool1-y1")
+			other.Labels[harvester.LabelGuestCluster] = "guest-b"
+			s.Harvester.VMs = append(s.Harvester.VMs, other)
 		}},
 		{CheckCredential, Fail, "RoleBinding guest-a-cloudprovider missing", func(s *clusterstate.Snapshot) { s.Harvester.RoleBindings = nil }},
 		{CheckCredential, Fail, "has no token", func(s *clusterstate.Snapshot) {
@@ -219,7 +269,7 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 		}},
 		{CheckLoadBalancers, Fail, "no IP addresses available", func(s *clusterstate.Snapshot) {
 			l := &s.Harvester.LoadBalancers[0]
-			l.Status.Address = ""
+			l.Status.Address, l.Status.AllocatedAddress.IP = "", ""
 			l.Status.Conditions = []lbapi.Condition{{Type: lbapi.ConditionReady, Status: "False", Message: "no IP addresses available in range set: 192.168.100.2-192.168.100.9"}}
 		}},
 		{CheckLoadBalancers, Warn, "kubernetes", func(s *clusterstate.Snapshot) {
@@ -231,7 +281,7 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 			s.Harvester.IPPools, s.Harvester.LoadBalancers = nil, nil
 			s.Guest.Services = nil
 		}},
-		{CheckLeftovers, Warn, "LoadBalancer default/guest-a-default-web-1a2b3c4d", func(s *clusterstate.Snapshot) {
+		{CheckLeftovers, Warn, "LoadBalancer default/" + lbapi.CloudProviderName(cluster, "default", "web", "uid-web"), func(s *clusterstate.Snapshot) {
 			s.Harvester.VMs, s.Harvester.VMIs, s.Guest = nil, nil, nil
 		}},
 		{CheckNodes, Fail, "taint node.cloudprovider.kubernetes.io/uninitialized", func(s *clusterstate.Snapshot) {
@@ -248,7 +298,7 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 			s.Guest.Deployments = []appsv1.Deployment{ccm("--cluster-name", "other")}
 		}},
 		{CheckCCMCluster, Fail, "no harvester-cloud-provider", func(s *clusterstate.Snapshot) { s.Guest.Deployments = nil }},
-		{CheckGuestServices, Fail, `default/web: LoadBalancer guest-a-default-web-1a2b3c4d carries cluster "kubernetes"`, func(s *clusterstate.Snapshot) {
+		{CheckGuestServices, Fail, "default/web: LoadBalancer " + lbapi.CloudProviderName(cluster, "default", "web", "uid-web") + ` carries cluster "kubernetes"`, func(s *clusterstate.Snapshot) {
 			s.Harvester.LoadBalancers[0].Labels[harvester.LabelLBCluster] = DefaultCCMCluster
 		}},
 		{CheckGuestServices, Fail, "no Harvester LoadBalancer", func(s *clusterstate.Snapshot) { s.Harvester.LoadBalancers = nil }},
@@ -294,6 +344,53 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 		}},
 		{CheckVolumes, Warn, "guest-a-pool1-x2: request to add volume pvc-5555 not applied yet", func(s *clusterstate.Snapshot) {
 			s.Harvester.VMs[1].Status.VolumeRequests = []kubevirtv1.VirtualMachineVolumeRequest{{AddVolumeOptions: &kubevirtv1.AddVolumeOptions{Name: "pvc-5555"}}}
+		}},
+		{CheckKubeVIP, Warn, "vip_nodename unset: kube-vip takes the hostname", func(s *clusterstate.Snapshot) {
+			c := &s.Guest.DaemonSets[0].Spec.Template.Spec.Containers[0]
+			c.Env = c.Env[:len(c.Env)-1]
+		}},
+		{CheckKubeVIP, Fail, "pod kube-vip-x1 on guest-a-pool1-x1: CrashLoopBackOff: unable to find interface eth9", func(s *clusterstate.Snapshot) {
+			ds := s.Guest.DaemonSets[0]
+			s.Guest.SystemPods = []corev1.Pod{{
+				ObjectMeta: metav1.ObjectMeta{Name: "kube-vip-x1", Namespace: ds.Namespace, Labels: ds.Spec.Template.Labels},
+				Spec:       corev1.PodSpec{NodeName: "guest-a-pool1-x1"},
+				Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{
+					State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off"}},
+					LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: "unable to find interface eth9\n"}},
+				}}},
+			}}
+		}},
+		{CheckKubeVIP, Fail, "ServiceAccount kube-system/kube-vip may not update services/status", func(s *clusterstate.Snapshot) {
+			s.Guest.ClusterRoleBindings = nil
+		}},
+		{CheckKubeVIP, Fail, "can run on none of the 2 nodes (guest-a-pool1-x1: no label its required node affinity asks for)", func(s *clusterstate.Snapshot) {
+			for i := range s.Guest.Nodes {
+				delete(s.Guest.Nodes[i].Labels, "node-role.kubernetes.io/control-plane")
+			}
+		}},
+		{CheckKubeVIP, Fail, "taint node.cloudprovider.kubernetes.io/uninitialized:NoSchedule not tolerated", func(s *clusterstate.Snapshot) {
+			for i := range s.Guest.Nodes {
+				s.Guest.Nodes[i].Spec.Taints = []corev1.Taint{{Key: harvester.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule},
+					{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute}}
+			}
+		}},
+		{CheckLBAnnounced, Warn, "status.address unset: " + NoStatusAddress, func(s *clusterstate.Snapshot) {
+			s.Harvester.LoadBalancers[0].Status.Address = ""
+		}},
+		{CheckLBAnnounced, Warn, "no endpoints: " + NoEndpoints, func(s *clusterstate.Snapshot) {
+			s.Guest.EndpointSlices = nil
+		}},
+		{CheckLBAnnounced, Warn, "ingress none does not hold 192.168.100.2: " + NoIngress, func(s *clusterstate.Snapshot) {
+			s.Guest.Services[0].Status = corev1.ServiceStatus{}
+		}},
+		{CheckLBLeftovers, Warn, "Service default/web no longer exists in the guest cluster", func(s *clusterstate.Snapshot) {
+			s.Guest.Services = nil
+		}},
+		{CheckLBLeftovers, Warn, "Service default/web was re-created (UID uid-new)", func(s *clusterstate.Snapshot) {
+			s.Guest.Services[0].UID = "uid-new"
+		}},
+		{CheckLBLeftovers, Fail, "could not be listed", func(s *clusterstate.Snapshot) {
+			s.Guest.Errors[clusterstate.KindService] = "list Services in the guest cluster: Unauthorized"
 		}},
 		{CheckGuestVolumes, Fail, `default/web-data Pending: StorageClass "fast" not found in the guest cluster`, func(s *clusterstate.Snapshot) {
 			s.Guest.PVCs = append(s.Guest.PVCs, claim("default", "web-data", "fast", corev1.ClaimPending))
@@ -379,7 +476,54 @@ func TestKubeVIPAsRendered(t *testing.T) {
 			s.Guest.DaemonSets = append(s.Guest.DaemonSets, *ds)
 		}
 	}
-	if row := KubeVIP(s); row.Status != OK || row.Seen != "DaemonSet kube-vip svc_enable=true" {
+	if row := KubeVIP(s); row.Status != OK || row.Seen != "DaemonSet kube-vip svc_enable=true (vip_nodename from spec.nodeName; RBAC of ServiceAccount kube-vip complete; runs on 2 of 2 nodes)" {
 		t.Errorf("rendered kube-vip: %+v", row)
+	}
+}
+
+// TestLBAnnouncedDetails: kube-vip's annotation stands in for ready
+// endpoints; an unset status.address gets the resync advice; the leftover
+// row prints the exact gc command with the guest kubeconfig as given.
+func TestLBAnnouncedDetails(t *testing.T) {
+	s := healthy()
+	s.Guest.EndpointSlices = nil
+	s.Guest.Services[0].Annotations = map[string]string{AnnotationAllowWithoutEndpoints: "true"}
+	if row := LBAnnounced(s); row.Status != OK {
+		t.Errorf("without endpoints but with %s: %+v", AnnotationAllowWithoutEndpoints, row)
+	}
+	s.Harvester.LoadBalancers[0].Status.Address = ""
+	if row := LBAnnounced(s); row.Status != Warn || !strings.Contains(row.Fix, "harvester-bootstrap/resync=1") {
+		t.Errorf("status.address unset: %+v", row)
+	}
+	s.Guest.Services = nil
+	s.GuestKubeconfig = "/tmp/guest.yaml"
+	want := "`harvester-bootstrap gc --cluster-name guest-a --namespace default --guest-kubeconfig /tmp/guest.yaml --delete`"
+	if row := LBLeftovers(s); row.Status != Warn || !strings.HasPrefix(row.Fix, want) || !strings.HasPrefix(row.Seen, "1 holding pool addresses: ") {
+		t.Errorf("leftover: %+v, want the fix to start with %s", row, want)
+	}
+}
+
+// TestKubeVIPRunsWhereDaemonSetsTolerate: the taints the DaemonSet
+// controller tolerates for every pod (an unreachable node's) do not keep
+// kube-vip off a node.
+func TestKubeVIPRunsWhereDaemonSetsTolerate(t *testing.T) {
+	s := healthy()
+	for i := range s.Guest.Nodes {
+		s.Guest.Nodes[i].Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute},
+			{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}
+	}
+	if row := KubeVIP(s); row.Status != OK || !strings.Contains(row.Seen, "runs on 2 of 2 nodes") {
+		t.Errorf("kube-vip on unreachable, cordoned nodes: %+v", row)
+	}
+}
+
+// TestNotReadyEndpointCounts: kube-vip v1.2.x announces a Service whose
+// only endpoint is not ready (measured with v1.2.2), so doctor does not
+// warn about it.
+func TestNotReadyEndpointCounts(t *testing.T) {
+	s := healthy()
+	s.Guest.EndpointSlices = []discoveryv1.EndpointSlice{endpointSlice("default", "web", false)}
+	if row := Run(s).Row(CheckLBAnnounced); row == nil || row.Status != OK {
+		t.Errorf("%s with a not-ready endpoint: %+v, want OK", CheckLBAnnounced, row)
 	}
 }

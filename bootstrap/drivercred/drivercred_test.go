@@ -2,16 +2,20 @@ package drivercred
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/golden"
@@ -43,8 +47,17 @@ func TestSpecValidate(t *testing.T) {
 	}
 }
 
+// namespaces the test credential uses, as Harvester has them.
+func namespaces(names ...string) []runtime.Object {
+	var out []runtime.Object
+	for _, n := range names {
+		out = append(out, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})
+	}
+	return out
+}
+
 func newTest(t *testing.T, objs ...runtime.Object) (*Harvester, *fake.Clientset, context.Context) {
-	cs := fake.NewClientset(objs...)
+	cs := fake.NewClientset(append(namespaces("default", "team-b", "harvester-system", "longhorn-system"), objs...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return &Harvester{Kube: cs, Log: slog.New(slog.DiscardHandler)}, cs, ctx
@@ -123,5 +136,67 @@ func TestRotateNeedsTheCredential(t *testing.T) {
 	h, _, ctx := newTest(t)
 	if err := h.Rotate(ctx, testSpec); err == nil || !strings.Contains(err.Error(), "run `driver-credential` first") {
 		t.Errorf("rotate without a credential: %v", err)
+	}
+}
+
+// TestEnsureChecksNamespacesFirst: a machine namespace that does not exist
+// is named before anything is made (the Role would fail after the
+// ServiceAccount and its never-expiring token existed).
+func TestEnsureChecksNamespacesFirst(t *testing.T) {
+	h, cs, ctx := newTest(t)
+	s := testSpec
+	s.MachineNamespaces = []string{"default", "no-such-ns"}
+	err := h.Ensure(ctx, s)
+	if err == nil || !strings.Contains(err.Error(), `machine namespace "no-such-ns": no such namespace`) {
+		t.Fatalf("error %v", err)
+	}
+	sas, _ := cs.CoreV1().ServiceAccounts("").List(ctx, metav1.ListOptions{})
+	crs, _ := cs.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
+	if len(sas.Items)+len(crs.Items) != 0 {
+		t.Errorf("a refused Ensure made %d service accounts and %d cluster roles", len(sas.Items), len(crs.Items))
+	}
+}
+
+// TestEnsureRemovesWhatAFailedRunMade: an apply failing halfway leaves
+// nothing this run created.
+func TestEnsureRemovesWhatAFailedRunMade(t *testing.T) {
+	h, cs, ctx := newTest(t)
+	cs.PrependReactor("patch", "rolebindings", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"}, "x", errors.New("denied"))
+	})
+	if err := h.Ensure(ctx, testSpec); err == nil || !strings.Contains(err.Error(), "forbidden") {
+		t.Fatalf("error %v", err)
+	}
+	sel := metav1.ListOptions{LabelSelector: testSpec.Selector()}
+	sas, _ := cs.CoreV1().ServiceAccounts("").List(ctx, sel)
+	crs, _ := cs.RbacV1().ClusterRoles().List(ctx, sel)
+	roles, _ := cs.RbacV1().Roles("").List(ctx, sel)
+	if n := len(sas.Items) + len(crs.Items) + len(roles.Items); n != 0 {
+		t.Errorf("a failed Ensure left %d objects", n)
+	}
+}
+
+// TestPruneAndRevokeKeepOthersObjects: a Role or RoleBinding of another
+// name, or binding another subject, is never deleted, even when it carries
+// the credential's labels.
+func TestPruneAndRevokeKeepOthersObjects(t *testing.T) {
+	labels := testSpec.Labels()
+	theirs := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "someone-elses-binding", Namespace: "team-b", Labels: labels},
+		RoleRef: rbacv1.RoleRef{Kind: "Role", Name: testSpec.RBACName()}}
+	theirRole := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "their-role", Namespace: "team-b", Labels: labels}}
+	h, cs, ctx := newTest(t, theirs, theirRole)
+	fewer := testSpec
+	fewer.MachineNamespaces = []string{"default"}
+	if err := h.Ensure(ctx, fewer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Revoke(ctx, fewer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().RoleBindings("team-b").Get(ctx, theirs.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("their RoleBinding: %v", err)
+	}
+	if _, err := cs.RbacV1().Roles("team-b").Get(ctx, theirRole.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("their Role: %v", err)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/field"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
@@ -109,46 +110,53 @@ func (h *Harvester) handles(s Spec) []handle {
 }
 
 // notOwned refuses to change an existing object the credential did not
-// create; nil when it does not exist or is the credential's.
-func notOwned(ctx context.Context, s Spec, x handle) error {
+// create; nil when it does not exist or is the credential's. It also
+// reports whether the object exists.
+func notOwned(ctx context.Context, s Spec, x handle) (bool, error) {
 	obj, err := x.get(ctx)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil
+		return false, nil
 	case err != nil:
-		return fmt.Errorf("get %s: %w", x, err)
+		return false, fmt.Errorf("get %s: %w", x, err)
 	case !s.Owns(obj.GetLabels()):
-		return field.Problem(FieldServiceAccount, "%s exists and was not created by harvester-bootstrap driver-credential for service account %s/%s (labels %s); refusing to change it: choose another service account name or remove it",
+		return true, field.Problem(FieldServiceAccount, "%s exists and was not created by harvester-bootstrap driver-credential for service account %s/%s (labels %s); refusing to change it: choose another service account name or remove it",
 			x, s.Namespace, s.ServiceAccount, s.Selector())
 	}
-	return nil
+	return true, nil
 }
 
 // Ensure creates or updates, idempotently (server-side apply), every
-// object of the credential, after checking that none of their names is
-// taken by an object it did not create (then it changes nothing). Roles
-// and RoleBindings it made in namespaces no longer listed are deleted.
+// object of the credential, after checking that every namespace it uses
+// exists and that none of its names is taken by an object it did not create
+// (then it changes nothing). When an apply fails, what this run created is
+// deleted again. Roles and RoleBindings it made in namespaces no longer
+// listed are deleted.
 func (h *Harvester) Ensure(ctx context.Context, s Spec) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
 	hs := h.handles(s)
-	var errs []error
-	for _, x := range hs {
-		errs = append(errs, notOwned(ctx, s, x))
+	errs := h.missingNamespaces(ctx, s)
+	fresh := map[int]bool{}
+	for i, x := range hs {
+		exists, err := notOwned(ctx, s, x)
+		fresh[i] = !exists
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	for _, x := range hs {
-		b, err := json.Marshal(x.obj)
-		if err != nil {
-			return fmt.Errorf("apply %s: %w", x, err)
+	for i, x := range hs {
+		if err := h.apply(ctx, x); err != nil {
+			var made []handle
+			for j := range i + 1 {
+				if fresh[j] {
+					made = append(made, hs[j])
+				}
+			}
+			return errors.Join(err, h.undo(ctx, s, made))
 		}
-		if err := x.apply(ctx, b); err != nil {
-			return fmt.Errorf("apply %s: %w", x, err)
-		}
-		h.Log.Info("applied", "object", x.String())
 	}
 	stale, err := h.namespaced(ctx, s, func(ns string) bool { return !slices.Contains(s.MachineNamespaces, ns) })
 	if err != nil {
@@ -158,8 +166,62 @@ func (h *Harvester) Ensure(ctx context.Context, s Spec) error {
 	return err
 }
 
-// namespaced are the credential's Roles and RoleBindings (found by its
-// labels in every namespace) in the namespaces keep selects.
+func (h *Harvester) apply(ctx context.Context, x handle) error {
+	b, err := json.Marshal(x.obj)
+	if err == nil {
+		err = x.apply(ctx, b)
+	}
+	if err != nil {
+		return fmt.Errorf("apply %s: %w", x, err)
+	}
+	h.Log.Info("applied", "object", x.String())
+	return nil
+}
+
+// undo deletes what a failed Ensure created, newest first.
+func (h *Harvester) undo(ctx context.Context, s Spec, made []handle) error {
+	slices.Reverse(made)
+	if _, err := h.deleteAll(ctx, s, made); err != nil {
+		return fmt.Errorf("remove what this run made: %w", err)
+	}
+	return nil
+}
+
+// missingNamespaces are the namespaces the credential needs that do not
+// exist (one problem each, naming the flag's field).
+func (h *Harvester) missingNamespaces(ctx context.Context, s Spec) []error {
+	type use struct{ ns, field string }
+	uses := []use{{s.Namespace, FieldNamespace}}
+	for _, ns := range s.MachineNamespaces {
+		uses = append(uses, use{ns, FieldMachineNamespaces})
+	}
+	if s.CloudProvider {
+		for _, ns := range credentials.SharedNamespaces() {
+			uses = append(uses, use{ns, "Harvester namespace"})
+		}
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for _, u := range uses {
+		if seen[u.ns] {
+			continue
+		}
+		seen[u.ns] = true
+		_, err := h.Kube.CoreV1().Namespaces().Get(ctx, u.ns, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			errs = append(errs, field.Invalid(u.field, u.ns, "no such namespace on Harvester; create it first or name an existing one"))
+		case err != nil:
+			errs = append(errs, fmt.Errorf("get namespace %s: %w", u.ns, err))
+		}
+	}
+	return errs
+}
+
+// namespaced are the credential's Roles and RoleBindings in the namespaces
+// keep selects: found by its labels in every namespace, and kept only with
+// the name it derives (and, for bindings, its Role and ServiceAccount), so
+// someone else's object that merely carries the labels is never deleted.
 func (h *Harvester) namespaced(ctx context.Context, s Spec, keep func(ns string) bool) ([]handle, error) {
 	sel := metav1.ListOptions{LabelSelector: s.Selector()}
 	roles, err := h.Kube.RbacV1().Roles(metav1.NamespaceAll).List(ctx, sel)
@@ -172,12 +234,12 @@ func (h *Harvester) namespaced(ctx context.Context, s Spec, keep func(ns string)
 	}
 	var out []handle
 	for _, r := range bindings.Items {
-		if keep(r.Namespace) {
+		if keep(r.Namespace) && s.OwnsBinding(r) {
 			out = append(out, h.roleBinding(r.Namespace, r.Name, nil))
 		}
 	}
 	for _, r := range roles.Items {
-		if keep(r.Namespace) {
+		if keep(r.Namespace) && r.Name == s.RBACName() {
 			out = append(out, h.role(r.Namespace, r.Name, nil))
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"slices"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
@@ -97,6 +98,15 @@ func (s Spec) Selector() string {
 // Owns reports whether labels mark an object as this credential's.
 func (s Spec) Owns(labels map[string]string) bool {
 	return labels[addons.LabelManagedBy] == addons.ManagedBy && labels[LabelCredential] == s.LabelValue()
+}
+
+// OwnsBinding reports whether rb is one of the credential's RoleBindings:
+// its labels, the name it derives, its Role and its ServiceAccount alone.
+func (s Spec) OwnsBinding(rb rbacv1.RoleBinding) bool {
+	return s.Owns(rb.Labels) && rb.Name == s.RBACName() &&
+		rb.RoleRef.Kind == "Role" && rb.RoleRef.Name == s.RBACName() &&
+		len(rb.Subjects) == 1 && rb.Subjects[0].Kind == rbacv1.ServiceAccountKind &&
+		rb.Subjects[0].Name == s.ServiceAccount && rb.Subjects[0].Namespace == s.Namespace
 }
 
 // Permissions are the rights granted: every machine's and the checks',

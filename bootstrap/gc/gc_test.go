@@ -64,6 +64,8 @@ func lbOf(name, cluster string) lbapi.LoadBalancer {
 // b1, and objects without the driver's labels.
 func state() *clusterstate.Harvester {
 	objs := credentials.BuildAccess(credentials.Access{ClusterName: "a", Namespace: ns}.WithDefaults())
+	// The credential was first made with the cluster-wide binding.
+	old := credentials.BuildAccess(credentials.Access{ClusterName: "a", Namespace: ns, CSIClusterWide: true}.WithDefaults())
 	unlabelled := pvc("a-user-volume", "a")
 	delete(unlabelled.Labels, harvester.LabelCreator)
 	return &clusterstate.Harvester{
@@ -74,8 +76,8 @@ func state() *clusterstate.Harvester {
 		CloudInit:           []corev1.Secret{secret("a-p-a1", "a"), secret("a-p-a2", "a"), secret("b-p-b2", "b")},
 		LoadBalancers:       []lbapi.LoadBalancer{lbOf("a-default-web-1", "a"), lbOf("b-default-web-1", "b")},
 		ServiceAccounts:     []corev1.ServiceAccount{*objs.ServiceAccount},
-		RoleBindings:        []rbacv1.RoleBinding{*objs.RoleBinding},
-		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{*objs.ClusterRoleBinding},
+		RoleBindings:        []rbacv1.RoleBinding{*objs.RoleBinding, *objs.CSIRoleBinding},
+		ClusterRoleBindings: []rbacv1.ClusterRoleBinding{*old.ClusterRoleBinding},
 		TokenSecrets:        []clusterstate.TokenSecret{{Namespace: ns, Name: "a-token", Labels: objs.TokenSecret.Labels, Filled: true}},
 		Errors:              map[string]string{},
 	}
@@ -102,7 +104,7 @@ func TestSelect(t *testing.T) {
 			"LoadBalancer default/a-default-web-1",
 			"Secret default/a-p-a1-cloudinit", "Secret default/a-p-a2-cloudinit",
 			"PersistentVolumeClaim default/a-p-a1-disk-0", "PersistentVolumeClaim default/a-p-a2-disk-0",
-			"ClusterRoleBinding harvester-bootstrap:default:a:csi-driver", "RoleBinding default/a-cloudprovider",
+			"ClusterRoleBinding harvester-bootstrap:default:a:csi-driver", "RoleBinding default/a-cloudprovider", "RoleBinding default/a-csi-driver",
 			"Secret default/a-token", "ServiceAccount default/a",
 		}},
 		{"objects already being deleted are not listed again", func(h *clusterstate.Harvester) {
@@ -113,7 +115,7 @@ func TestSelect(t *testing.T) {
 			h.TokenSecrets[0].Deleting = true
 		}, []string{
 			"Secret default/a-p-a1-cloudinit", "Secret default/a-p-a2-cloudinit", "PersistentVolumeClaim default/a-p-a1-disk-0",
-			"ClusterRoleBinding harvester-bootstrap:default:a:csi-driver", "RoleBinding default/a-cloudprovider", "ServiceAccount default/a",
+			"ClusterRoleBinding harvester-bootstrap:default:a:csi-driver", "RoleBinding default/a-cloudprovider", "RoleBinding default/a-csi-driver", "ServiceAccount default/a",
 		}},
 		{"a Secret whose VM exists but does not refer to it stays", func(h *clusterstate.Harvester) {
 			h.VMs[0].Spec.Template.Spec.Volumes = h.VMs[0].Spec.Template.Spec.Volumes[:1]

@@ -9,6 +9,7 @@ import (
 
 	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,16 +89,18 @@ func update[T any](ctx context.Context, a *API, op string, get func(context.Cont
 	return a.explain(op, err)
 }
 
-// remove deletes one object, with a UID precondition when uid is set (so a
-// new object of the same name is never hit) and grace when set. NotFound,
-// and a UID conflict, mean the object is already gone: done.
-func remove(ctx context.Context, a *API, op string, uid types.UID, grace *int64, del func(context.Context, metav1.DeleteOptions) error) error {
+// remove deletes the object kind ns/name, with a UID precondition when uid
+// is set (so a new object of the same name is never hit) and grace when
+// set. NotFound, and a UID conflict, mean the object is already gone: done
+// (and NotFound is remembered, see Seen.Gone).
+func remove(ctx context.Context, a *API, kind, ns, name string, uid types.UID, grace *int64, del func(context.Context, metav1.DeleteOptions) error) error {
 	opts := metav1.DeleteOptions{GracePeriodSeconds: grace}
 	if uid != "" {
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
 	}
-	_, err := do(ctx, a, op, func(c context.Context) (struct{}, error) { return struct{}{}, del(c, opts) })
-	if apierrors.IsNotFound(err) || (uid != "" && apierrors.IsConflict(err)) {
+	a.seen.deleting(kind, ns, name)
+	_, err := do(ctx, a, "delete "+kind+" "+ref(ns, name), func(c context.Context) (struct{}, error) { return struct{}{}, del(c, opts) })
+	if apierrors.IsNotFound(a.seen.noteAbsent(kind, ns, name, err)) || (uid != "" && apierrors.IsConflict(err)) {
 		return nil
 	}
 	return err
@@ -106,12 +109,14 @@ func remove(ctx context.Context, a *API, op string, uid types.UID, grace *int64,
 // VirtualMachines.
 
 func (a *API) GetVM(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachine, error) {
-	return do(ctx, a, "get VM "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
+	obj, err := do(ctx, a, "get VM "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
 		return a.kube.VirtualMachines(ns).Get(c, name, metav1.GetOptions{})
 	})
+	return obj, a.seen.noteAbsent(KindVM, ns, name, err)
 }
 
 func (a *API) CreateVM(ctx context.Context, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+	a.seen.created(KindVM, vm.Namespace, vm.Name)
 	return do(ctx, a, "create VM "+ref(vm.Namespace, vm.Name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
 		return a.kube.VirtualMachines(vm.Namespace).Create(c, vm, metav1.CreateOptions{})
 	})
@@ -161,7 +166,7 @@ func metaPatch(uid types.UID, fields map[string]any) ([]byte, error) {
 
 func (a *API) DeleteVM(ctx context.Context, ns, name string, uid types.UID) error {
 	a.seen.forgetMachine()
-	return remove(ctx, a, "delete VM "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
+	return remove(ctx, a, KindVM, ns, name, uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
 		return a.kube.VirtualMachines(ns).Delete(c, name, o)
 	})
 }
@@ -169,15 +174,16 @@ func (a *API) DeleteVM(ctx context.Context, ns, name string, uid types.UID) erro
 // VirtualMachineInstances.
 
 func (a *API) GetVMI(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachineInstance, error) {
-	return do(ctx, a, "get VMI "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachineInstance, error) {
+	obj, err := do(ctx, a, "get VMI "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachineInstance, error) {
 		return a.kube.VirtualMachineInstances(ns).Get(c, name, metav1.GetOptions{})
 	})
+	return obj, a.seen.noteAbsent(KindVMI, ns, name, err)
 }
 
 // DeleteVMI deletes the VMI of that UID (grace nil: the default period).
 func (a *API) DeleteVMI(ctx context.Context, ns, name string, uid types.UID, grace *int64) error {
 	a.seen.forgetMachine()
-	return remove(ctx, a, "delete VMI "+ref(ns, name), uid, grace, func(c context.Context, o metav1.DeleteOptions) error {
+	return remove(ctx, a, KindVMI, ns, name, uid, grace, func(c context.Context, o metav1.DeleteOptions) error {
 		return a.kube.VirtualMachineInstances(ns).Delete(c, name, o)
 	})
 }
@@ -185,12 +191,28 @@ func (a *API) DeleteVMI(ctx context.Context, ns, name string, uid types.UID, gra
 // Secrets.
 
 func (a *API) GetSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
-	return do(ctx, a, "get Secret "+ref(ns, name), func(c context.Context) (*corev1.Secret, error) {
+	obj, err := do(ctx, a, "get Secret "+ref(ns, name), func(c context.Context) (*corev1.Secret, error) {
 		return a.kube.Secrets(ns).Get(c, name, metav1.GetOptions{})
+	})
+	return obj, a.seen.noteAbsent(KindSecret, ns, name, err)
+}
+
+// GetServiceAccount reads a ServiceAccount.
+func (a *API) GetServiceAccount(ctx context.Context, ns, name string) (*corev1.ServiceAccount, error) {
+	return do(ctx, a, "get ServiceAccount "+ref(ns, name), func(c context.Context) (*corev1.ServiceAccount, error) {
+		return a.kube.ServiceAccounts(ns).Get(c, name, metav1.GetOptions{})
+	})
+}
+
+// GetRoleBinding reads a RoleBinding.
+func (a *API) GetRoleBinding(ctx context.Context, ns, name string) (*rbacv1.RoleBinding, error) {
+	return do(ctx, a, "get RoleBinding "+ref(ns, name), func(c context.Context) (*rbacv1.RoleBinding, error) {
+		return a.kube.RoleBindings(ns).Get(c, name, metav1.GetOptions{})
 	})
 }
 
 func (a *API) CreateSecret(ctx context.Context, s *corev1.Secret) (*corev1.Secret, error) {
+	a.seen.created(KindSecret, s.Namespace, s.Name)
 	return do(ctx, a, "create Secret "+ref(s.Namespace, s.Name), func(c context.Context) (*corev1.Secret, error) {
 		return a.kube.Secrets(s.Namespace).Create(c, s, metav1.CreateOptions{})
 	})
@@ -210,7 +232,7 @@ func (a *API) SetSecretOwners(ctx context.Context, ns, name string, uid types.UI
 }
 
 func (a *API) DeleteSecret(ctx context.Context, ns, name string, uid types.UID) error {
-	return remove(ctx, a, "delete Secret "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
+	return remove(ctx, a, KindSecret, ns, name, uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
 		return a.kube.Secrets(ns).Delete(c, name, o)
 	})
 }
@@ -218,9 +240,10 @@ func (a *API) DeleteSecret(ctx context.Context, ns, name string, uid types.UID) 
 // PersistentVolumeClaims (the machine's volumes).
 
 func (a *API) GetPVC(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
-	return do(ctx, a, "get volume "+ref(ns, name), func(c context.Context) (*corev1.PersistentVolumeClaim, error) {
+	obj, err := do(ctx, a, "get volume "+ref(ns, name), func(c context.Context) (*corev1.PersistentVolumeClaim, error) {
 		return a.kube.PersistentVolumeClaims(ns).Get(c, name, metav1.GetOptions{})
 	})
+	return obj, a.seen.noteAbsent(KindPVC, ns, name, err)
 }
 
 func (a *API) ListPVCs(ctx context.Context, ns, selector string) (*corev1.PersistentVolumeClaimList, error) {
@@ -252,7 +275,7 @@ func (a *API) StreamPVCs(ctx context.Context, ns, selector string) (*kubeapi.Str
 }
 
 func (a *API) DeletePVC(ctx context.Context, ns, name string, uid types.UID) error {
-	return remove(ctx, a, "delete volume "+ref(ns, name), uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
+	return remove(ctx, a, KindPVC, ns, name, uid, nil, func(c context.Context, o metav1.DeleteOptions) error {
 		return a.kube.PersistentVolumeClaims(ns).Delete(c, name, o)
 	})
 }

@@ -42,6 +42,7 @@ func (a *API) GetConfigMap(ctx context.Context, ns, name string) (*corev1.Config
 
 // CreateConfigMap creates one ConfigMap (AlreadyExists: the name is taken).
 func (a *API) CreateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
+	a.seen.created(KindClaim, cm.Namespace, cm.Name)
 	return do(ctx, a, "create ConfigMap "+ref(cm.Namespace, cm.Name), func(c context.Context) (*corev1.ConfigMap, error) {
 		return a.kube.ConfigMaps(cm.Namespace).Create(c, cm, metav1.CreateOptions{})
 	})

@@ -23,6 +23,8 @@ type Seen struct {
 	mu      sync.Mutex     // the VM watch of a wait updates vm
 	objects map[string]any // read once per process: "get image ns/name", "get key pair ns/name"
 	vm, vmi sighting
+	asked   map[string]bool // objects the process asked to delete (see Gone)
+	gone    map[string]bool // ... and then saw gone
 }
 
 // sighting is an object the process saw, and when.

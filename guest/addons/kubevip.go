@@ -20,7 +20,19 @@ const (
 	KubeVIPEnvInterface   = "vip_interface"
 	KubeVIPEnvSvcEnable   = "svc_enable"
 	KubeVIPEnvSvcElection = "svc_election"
+	// KubeVIPEnvNodeName is kube-vip's node name; without it kube-vip
+	// takes the hostname, and under svc_election a node whose hostname
+	// differs from its node name never announces.
+	KubeVIPEnvNodeName = "vip_nodename"
 )
+
+// KubeVIPNodeNameField is the downward-API field vip_nodename comes from.
+const KubeVIPNodeNameField = "spec.nodeName"
+
+// KubeVIPNodeNameSource is where vip_nodename comes from: the pod's node.
+func KubeVIPNodeNameSource() *corev1.EnvVarSource {
+	return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: KubeVIPNodeNameField}}
+}
 
 // KubeVIPAddressAnnotation is the Service annotation the cloud provider
 // writes the LoadBalancer's address into; kube-vip announces it.
@@ -62,7 +74,8 @@ func (l LoadBalancing) KubeVIPEnvOverrides() map[string]string {
 func (l LoadBalancing) KubeVIPOnEveryNode() bool { return l.TrafficPolicyLocal }
 
 // kubeVIPEnv is the container environment, one entry per key in the
-// chart's (sorted) order.
+// chart's (sorted) order, then vip_nodename from the downward API (the
+// chart's envValueFrom entries follow its env entries).
 func kubeVIPEnv(l LoadBalancing) []corev1.EnvVar {
 	env := kubeVIPChartEnv()
 	for k, v := range l.KubeVIPEnvOverrides() {
@@ -77,7 +90,7 @@ func kubeVIPEnv(l LoadBalancing) []corev1.EnvVar {
 	for i, k := range keys {
 		out[i] = corev1.EnvVar{Name: k, Value: env[k]}
 	}
-	return out
+	return append(out, corev1.EnvVar{Name: KubeVIPEnvNodeName, ValueFrom: KubeVIPNodeNameSource()})
 }
 
 // kubeVIPTolerations are Harvester's values: control-plane and etcd nodes.
@@ -88,8 +101,8 @@ func kubeVIPTolerations() []corev1.Toleration {
 	}
 }
 
-// kubeVIPRules are the chart's ClusterRole rules.
-func kubeVIPRules() []rbacv1.PolicyRule {
+// KubeVIPRules are the chart's ClusterRole rules.
+func KubeVIPRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{
 		rule(core, []string{"services/status"}, []string{"update"}),
 		rule(core, []string{"services", "endpoints"}, []string{"list", "get", "watch", "update"}),
@@ -106,7 +119,7 @@ func kubeVIPRules() []rbacv1.PolicyRule {
 func KubeVIPObjects(o Options) []runtime.Object {
 	img := o.Versions.KubeVIP
 	labels := o.labels(KubeVIPName, img.Tag)
-	cr := clusterRole(KubeVIPName, labels, kubeVIPRules()...)
+	cr := clusterRole(KubeVIPName, labels, KubeVIPRules()...)
 	cr.Annotations = map[string]string{"rbac.authorization.kubernetes.io/autoupdate": "true"}
 	var affinity *corev1.Affinity
 	if !o.LB.KubeVIPOnEveryNode() {

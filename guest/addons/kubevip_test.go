@@ -23,10 +23,14 @@ func kubeVIPDaemonSet(t *testing.T, o Options) *appsv1.DaemonSet {
 	return nil
 }
 
+// envOf is the container's plain values (entries from the downward API
+// left out).
 func envOf(ds *appsv1.DaemonSet) map[string]string {
 	out := map[string]string{}
 	for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
-		out[e.Name] = e.Value
+		if e.ValueFrom == nil {
+			out[e.Name] = e.Value
+		}
 	}
 	return out
 }
@@ -50,6 +54,12 @@ func TestKubeVIPAsHarvestersChart(t *testing.T) {
 		"cp_enable": "false", "svc_enable": "true", "svc_election": "false", "vip_leaderelection": "false", "prometheus_server": ":2112"}
 	if got := envOf(ds); !mapsEqual(got, want) {
 		t.Errorf("env %v, want %v", got, want)
+	}
+	// kube-vip's node name is the pod's node, never the hostname.
+	env := c.Env
+	if last := env[len(env)-1]; last.Name != KubeVIPEnvNodeName || last.ValueFrom == nil || last.ValueFrom.FieldRef == nil ||
+		last.ValueFrom.FieldRef.FieldPath != "spec.nodeName" {
+		t.Errorf("last env entry %+v, want vip_nodename from spec.nodeName", last)
 	}
 	if ds.Spec.UpdateStrategy.Type != appsv1.RollingUpdateDaemonSetStrategyType || ds.Spec.UpdateStrategy.RollingUpdate.MaxUnavailable.IntValue() != 1 {
 		t.Errorf("update strategy %+v", ds.Spec.UpdateStrategy)

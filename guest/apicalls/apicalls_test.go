@@ -27,7 +27,7 @@ func TestCallsAreWellFormed(t *testing.T) {
 		if c.Verb == "" || c.Resource == "" || c.Why == "" {
 			t.Errorf("%+v: verb, resource and why are required", c)
 		}
-		if c.ClusterScoped && c.GrantedInEveryNamespace {
+		if c.ClusterScoped && c.Namespace != "" {
 			t.Errorf("%+v: a cluster-scoped call has no namespace", c)
 		}
 		key := c

@@ -8,6 +8,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/harvester-kit/harvester-machine/internal/field"
@@ -28,6 +29,12 @@ type Access struct {
 	ClusterName    string // guest cluster name
 	Namespace      string // Harvester namespace of the guest VMs
 	ServiceAccount string // defaults to ClusterName
+	// CSIClusterWide binds harvesterhci.io:csi-driver with a
+	// ClusterRoleBinding, as Harvester's own kubeconfig endpoint does: the
+	// token may then patch every VM and touch every snapshot in every
+	// namespace. By default it is bound by a RoleBinding in Namespace, and
+	// the few reads outside it come from the namespace's grant (grant.go).
+	CSIClusterWide bool
 }
 
 // WithDefaults fills ServiceAccount from ClusterName.
@@ -84,6 +91,7 @@ func (a Access) validateDerivedNames() error {
 	}{
 		{"token Secret", a.TokenSecretName(), validation.IsDNS1123Subdomain},
 		{"RoleBinding", a.RoleBindingName(), path.IsValidPathSegmentName},
+		{"RoleBinding", a.CSIRoleBindingName(), path.IsValidPathSegmentName},
 		{"ClusterRoleBinding", a.ClusterRoleBindingName(), path.IsValidPathSegmentName},
 	} {
 		if msgs := d.check(d.name); len(msgs) > 0 {
@@ -102,18 +110,37 @@ func (a Access) TokenSecretName() string { return a.ServiceAccount + tokenSecret
 // RoleBindingName binds the cloud-provider role in the VM namespace.
 func (a Access) RoleBindingName() string { return a.ServiceAccount + "-cloudprovider" }
 
-// ClusterRoleBindingName is unique per namespace and service account.
+// CSIRoleBindingName binds the CSI driver's role in the VM namespace.
+func (a Access) CSIRoleBindingName() string { return a.ServiceAccount + "-csi-driver" }
+
+// ClusterRoleBindingName binds the CSI driver's role cluster-wide (only
+// with CSIClusterWide, and in credentials made before the RoleBinding);
+// unique per namespace and service account.
 func (a Access) ClusterRoleBindingName() string {
 	return "harvester-bootstrap:" + a.Namespace + ":" + a.ServiceAccount + ":csi-driver"
 }
 
 // AccessObjects are the objects `kubeconfig` ensures on Harvester, in
-// creation order.
+// creation order: CSIRoleBinding by default, ClusterRoleBinding instead
+// with CSIClusterWide (the other is nil).
 type AccessObjects struct {
 	ServiceAccount     *corev1.ServiceAccount
 	RoleBinding        *rbacv1.RoleBinding
+	CSIRoleBinding     *rbacv1.RoleBinding
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
 	TokenSecret        *corev1.Secret
+}
+
+// List is the objects in creation order, without the nil one.
+func (o AccessObjects) List() []runtime.Object {
+	out := []runtime.Object{o.ServiceAccount, o.RoleBinding}
+	if o.CSIRoleBinding != nil {
+		out = append(out, o.CSIRoleBinding)
+	}
+	if o.ClusterRoleBinding != nil {
+		out = append(out, o.ClusterRoleBinding)
+	}
+	return append(out, o.TokenSecret)
 }
 
 // BuildAccess builds the ServiceAccount, its bindings and token Secret.
@@ -125,27 +152,35 @@ func BuildAccess(a Access) AccessObjects {
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: a.ServiceAccount, Namespace: a.Namespace}}
 	secretMeta := meta(a.TokenSecretName(), a.Namespace)
 	secretMeta.Annotations = map[string]string{corev1.ServiceAccountNameKey: a.ServiceAccount}
-	return AccessObjects{
+	roleBinding := func(name, role string) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+			ObjectMeta: meta(name, a.Namespace),
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   subject,
+		}
+	}
+	o := AccessObjects{
 		ServiceAccount: &corev1.ServiceAccount{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 			ObjectMeta: meta(a.ServiceAccount, a.Namespace),
 		},
-		RoleBinding: &rbacv1.RoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "RoleBinding"},
-			ObjectMeta: meta(a.RoleBindingName(), a.Namespace),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: harvester.CloudProviderRole},
-			Subjects:   subject,
-		},
-		ClusterRoleBinding: &rbacv1.ClusterRoleBinding{
-			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
-			ObjectMeta: meta(a.ClusterRoleBindingName(), ""),
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: harvester.CSIDriverRole},
-			Subjects:   subject,
-		},
+		RoleBinding: roleBinding(a.RoleBindingName(), harvester.CloudProviderRole),
 		TokenSecret: &corev1.Secret{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 			ObjectMeta: secretMeta,
 			Type:       corev1.SecretTypeServiceAccountToken,
 		},
 	}
+	if !a.CSIClusterWide {
+		o.CSIRoleBinding = roleBinding(a.CSIRoleBindingName(), harvester.CSIDriverRole)
+		return o
+	}
+	o.ClusterRoleBinding = &rbacv1.ClusterRoleBinding{
+		TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+		ObjectMeta: meta(a.ClusterRoleBindingName(), ""),
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: harvester.CSIDriverRole},
+		Subjects:   subject,
+	}
+	return o
 }

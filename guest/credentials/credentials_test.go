@@ -4,19 +4,44 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/golden"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 var testCreds = Credentials{Server: "https://10.0.0.10:6443", CAData: []byte("-----BEGIN CERTIFICATE-----\nTESTCA\n-----END CERTIFICATE-----\n"), Token: "TEST-TOKEN", Namespace: "guests", Cluster: "guest-a"}
 
 func TestAccessObjectsGolden(t *testing.T) {
 	a := Access{ClusterName: "guest-a", Namespace: "guests"}.WithDefaults()
-	o := BuildAccess(a)
-	out := golden.Must(addons.EncodeYAML([]runtime.Object{o.ServiceAccount, o.RoleBinding, o.ClusterRoleBinding, o.TokenSecret}))
-	golden.Assert(t, "access.yaml", out)
+	golden.Assert(t, "access.yaml", golden.Must(addons.EncodeYAML(BuildAccess(a).List())))
+	a.CSIClusterWide = true
+	golden.Assert(t, "access-cluster-wide.yaml", golden.Must(addons.EncodeYAML(BuildAccess(a).List())))
+}
+
+// TestGrantGolden: the namespace grant's rules are exactly the pinned
+// releases' calls outside the VM namespace (guest/apicalls).
+func TestGrantGolden(t *testing.T) {
+	golden.Assert(t, "grant.yaml", golden.Must(addons.EncodeYAML(BuildGrant("guests").List())))
+}
+
+// TestAccessBindsNothingClusterWide: by default no object of a guest
+// credential is cluster-scoped, and the CSI driver's role is bound in the
+// VM namespace only.
+func TestAccessBindsNothingClusterWide(t *testing.T) {
+	o := BuildAccess(Access{ClusterName: "guest-a", Namespace: "guests"}.WithDefaults())
+	if o.ClusterRoleBinding != nil {
+		t.Fatalf("cluster-wide binding by default: %+v", o.ClusterRoleBinding)
+	}
+	for _, obj := range o.List() {
+		if m := obj.(metav1.Object); m.GetNamespace() != "guests" {
+			t.Errorf("%T %s is not in the VM namespace", obj, m.GetName())
+		}
+	}
+	if o.CSIRoleBinding.RoleRef.Name != harvester.CSIDriverRole || o.CSIRoleBinding.RoleRef.Kind != "ClusterRole" {
+		t.Errorf("CSI RoleBinding refers to %+v", o.CSIRoleBinding.RoleRef)
+	}
 }
 
 func TestKubeconfigFormatsGolden(t *testing.T) {

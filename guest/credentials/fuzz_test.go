@@ -57,7 +57,7 @@ func FuzzAccessNames(f *testing.F) {
 				t.Fatalf("accepted %+v but %q is invalid: %v", a, n, msgs)
 			}
 		}
-		for _, n := range []string{a.RoleBindingName(), a.ClusterRoleBindingName()} {
+		for _, n := range []string{a.RoleBindingName(), a.CSIRoleBindingName(), a.ClusterRoleBindingName()} {
 			if msgs := path.IsValidPathSegmentName(n); len(msgs) > 0 {
 				t.Fatalf("accepted %+v but %q is invalid: %v", a, n, msgs)
 			}

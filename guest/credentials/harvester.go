@@ -21,6 +21,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"github.com/harvester-kit/harvester-machine/internal/restapi"
 )
@@ -41,10 +42,6 @@ func NewHarvester(cfg *rest.Config, log *slog.Logger) (*Harvester, error) {
 	return &Harvester{Client: cs, Config: cfg, Log: log}, nil
 }
 
-func applyBody(obj runtime.Object) ([]byte, error) {
-	return json.Marshal(obj)
-}
-
 // checkOwned refuses to touch an existing object this tool did not create.
 func checkOwned(kind, name string, labels map[string]string, cluster string, err error) error {
 	if apierrors.IsNotFound(err) {
@@ -60,65 +57,145 @@ func checkOwned(kind, name string, labels map[string]string, cluster string, err
 }
 
 // EnsureAccess creates or updates, idempotently (server-side apply), the
-// ServiceAccount, RoleBinding, ClusterRoleBinding and token Secret.
-// Every name is validated first: an invalid one makes no API call.
+// ServiceAccount, its two bindings (the CSI driver's by RoleBinding, or by
+// ClusterRoleBinding with CSIClusterWide) and token Secret. Every name is
+// validated first: an invalid one makes no API call; an object of one of
+// those names that this tool did not create is refused before any change.
 func (h *Harvester) EnsureAccess(ctx context.Context, a Access) error {
 	if err := a.Validate(); err != nil {
 		return err
 	}
-	objs := BuildAccess(a)
+	objs := BuildAccess(a).List()
+	for _, obj := range objs {
+		m := obj.(metav1.Object)
+		current, err := h.get(ctx, obj, m.GetNamespace(), m.GetName())
+		if err := checkOwned(kindOf(obj), qualified(m), current.GetLabels(), a.ClusterName, err); err != nil {
+			return err
+		}
+	}
+	for _, obj := range objs {
+		if err := h.apply(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DropClusterWide deletes the ClusterRoleBinding of harvesterhci.io:
+// csi-driver that credentials of a made before the RoleBinding (and
+// Harvester's own endpoint) grant cluster-wide, once the RoleBinding
+// exists; only when it is this tool's for a's service account. It reports
+// whether it deleted one.
+func (h *Harvester) DropClusterWide(ctx context.Context, a Access) (bool, error) {
+	name := a.ClusterRoleBindingName()
+	crb, err := h.Client.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("get ClusterRoleBinding %s: %w", name, err)
+	case !IsOwned(crb.Labels, a.ClusterName) || !bindsOnly(crb.Subjects, a):
+		return false, fmt.Errorf("ClusterRoleBinding %s exists but was not created by harvester-bootstrap for service account %s/%s of cluster %q; left untouched",
+			name, a.Namespace, a.ServiceAccount, a.ClusterName)
+	}
+	if err := h.deleteAndWait(ctx, "clusterrolebindings", "", name, crb.UID, func() error {
+		return h.Client.ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &crb.UID}})
+	}); err != nil {
+		return false, err
+	}
+	h.Log.Info("deleted the cluster-wide binding of "+CSIRoleName+"; the RoleBinding in the VM namespace replaces it", "clusterRoleBinding", name)
+	return true, nil
+}
+
+// CSIRoleName is Harvester's ClusterRole of the CSI driver, for messages.
+const CSIRoleName = harvester.CSIDriverRole
+
+// EnsureGrant creates or updates, idempotently, the grant of VM namespace
+// ns (grant.go); an object of one of its names that this tool did not
+// create is refused before any change.
+func (h *Harvester) EnsureGrant(ctx context.Context, ns string) error {
+	objs := BuildGrant(ns).List()
+	var errs []error
+	for _, obj := range objs {
+		m := obj.(metav1.Object)
+		current, err := h.get(ctx, obj, m.GetNamespace(), m.GetName())
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			errs = append(errs, fmt.Errorf("get %s %s: %w", kindOf(obj), qualified(m), err))
+		case !IsGrantObject(current.GetLabels()):
+			errs = append(errs, fmt.Errorf("%s %s exists and is not managed by harvester-bootstrap; refusing to change it", kindOf(obj), qualified(m)))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("grant namespace %s: %w", ns, err)
+	}
+	for _, obj := range objs {
+		if err := h.apply(ctx, obj); err != nil {
+			return fmt.Errorf("grant namespace %s: %w", ns, err)
+		}
+	}
+	return nil
+}
+
+func qualified(m metav1.Object) string {
+	if m.GetNamespace() == "" {
+		return m.GetName()
+	}
+	return m.GetNamespace() + "/" + m.GetName()
+}
+
+func kindOf(obj runtime.Object) string { return obj.GetObjectKind().GroupVersionKind().Kind }
+
+// get reads the current object of obj's kind and name.
+func (h *Harvester) get(ctx context.Context, obj runtime.Object, ns, name string) (metav1.Object, error) {
+	o := metav1.GetOptions{}
+	switch obj.(type) {
+	case *corev1.ServiceAccount:
+		return h.Client.ServiceAccounts(ns).Get(ctx, name, o)
+	case *corev1.Secret:
+		return h.Client.Secrets(ns).Get(ctx, name, o)
+	case *rbacv1.RoleBinding:
+		return h.Client.RoleBindings(ns).Get(ctx, name, o)
+	case *rbacv1.Role:
+		return h.Client.Roles(ns).Get(ctx, name, o)
+	case *rbacv1.ClusterRoleBinding:
+		return h.Client.ClusterRoleBindings().Get(ctx, name, o)
+	case *rbacv1.ClusterRole:
+		return h.Client.ClusterRoles().Get(ctx, name, o)
+	}
+	return nil, fmt.Errorf("get %T: not a kind of the credential", obj)
+}
+
+// apply server-side applies obj.
+func (h *Harvester) apply(ctx context.Context, obj runtime.Object) error {
+	m := obj.(metav1.Object)
+	ns, name := m.GetNamespace(), m.GetName()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return fmt.Errorf("apply %s %s: %w", kindOf(obj), qualified(m), err)
+	}
 	opts := metav1.PatchOptions{FieldManager: addons.FieldManager, Force: ptr.To(true)}
-	ns := a.Namespace
-
-	sa, err := h.Client.ServiceAccounts(ns).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
-	if err := checkOwned("ServiceAccount", ns+"/"+a.ServiceAccount, sa.GetLabels(), a.ClusterName, err); err != nil {
-		return err
+	switch obj.(type) {
+	case *corev1.ServiceAccount:
+		_, err = h.Client.ServiceAccounts(ns).Patch(ctx, name, types.ApplyPatchType, b, opts)
+	case *corev1.Secret:
+		_, err = h.Client.Secrets(ns).Patch(ctx, name, types.ApplyPatchType, b, opts)
+	case *rbacv1.RoleBinding:
+		_, err = h.Client.RoleBindings(ns).Patch(ctx, name, types.ApplyPatchType, b, opts)
+	case *rbacv1.Role:
+		_, err = h.Client.Roles(ns).Patch(ctx, name, types.ApplyPatchType, b, opts)
+	case *rbacv1.ClusterRoleBinding:
+		_, err = h.Client.ClusterRoleBindings().Patch(ctx, name, types.ApplyPatchType, b, opts)
+	case *rbacv1.ClusterRole:
+		_, err = h.Client.ClusterRoles().Patch(ctx, name, types.ApplyPatchType, b, opts)
+	default:
+		err = fmt.Errorf("not a kind of the credential")
 	}
-	rb, err := h.Client.RoleBindings(ns).Get(ctx, a.RoleBindingName(), metav1.GetOptions{})
-	if err := checkOwned("RoleBinding", ns+"/"+a.RoleBindingName(), rb.GetLabels(), a.ClusterName, err); err != nil {
-		return err
+	if err != nil {
+		return fmt.Errorf("apply %s %s: %w", kindOf(obj), qualified(m), err)
 	}
-	crb, err := h.Client.ClusterRoleBindings().Get(ctx, a.ClusterRoleBindingName(), metav1.GetOptions{})
-	if err := checkOwned("ClusterRoleBinding", a.ClusterRoleBindingName(), crb.GetLabels(), a.ClusterName, err); err != nil {
-		return err
-	}
-	sec, err := h.Client.Secrets(ns).Get(ctx, a.TokenSecretName(), metav1.GetOptions{})
-	if err := checkOwned("Secret", ns+"/"+a.TokenSecretName(), sec.GetLabels(), a.ClusterName, err); err != nil {
-		return err
-	}
-
-	steps := []struct {
-		what string
-		obj  runtime.Object
-		do   func([]byte) error
-	}{
-		{"ServiceAccount " + a.ServiceAccount, objs.ServiceAccount, func(b []byte) error {
-			_, err := h.Client.ServiceAccounts(ns).Patch(ctx, a.ServiceAccount, types.ApplyPatchType, b, opts)
-			return err
-		}},
-		{"RoleBinding " + a.RoleBindingName(), objs.RoleBinding, func(b []byte) error {
-			_, err := h.Client.RoleBindings(ns).Patch(ctx, a.RoleBindingName(), types.ApplyPatchType, b, opts)
-			return err
-		}},
-		{"ClusterRoleBinding " + a.ClusterRoleBindingName(), objs.ClusterRoleBinding, func(b []byte) error {
-			_, err := h.Client.ClusterRoleBindings().Patch(ctx, a.ClusterRoleBindingName(), types.ApplyPatchType, b, opts)
-			return err
-		}},
-		{"Secret " + a.TokenSecretName(), objs.TokenSecret, func(b []byte) error {
-			_, err := h.Client.Secrets(ns).Patch(ctx, a.TokenSecretName(), types.ApplyPatchType, b, opts)
-			return err
-		}},
-	}
-	for _, s := range steps {
-		b, err := applyBody(s.obj)
-		if err != nil {
-			return fmt.Errorf("apply %s: %w", s.what, err)
-		}
-		if err := s.do(b); err != nil {
-			return fmt.Errorf("apply %s in %s: %w", s.what, ns, err)
-		}
-		h.Log.Info("applied", "object", s.what, "namespace", ns)
-	}
+	h.Log.Info("applied", "object", kindOf(obj)+" "+qualified(m))
 	return nil
 }
 
@@ -220,8 +297,9 @@ func (h *Harvester) deleteAndWait(ctx context.Context, resource, ns, name string
 }
 
 // Revoke deletes exactly what EnsureAccess created for the service account
-// a.ServiceAccount of the cluster: its ServiceAccount, RoleBinding,
-// ClusterRoleBinding and token Secret, each only if it carries this tool's
+// a.ServiceAccount of the cluster: its ServiceAccount, RoleBindings,
+// ClusterRoleBinding (either mode, and credentials made before the
+// RoleBinding) and token Secret, each only if it carries this tool's
 // labels for the cluster and (bindings, Secret) refers to that service
 // account. Other service accounts of the cluster are not touched; an object
 // of one of those names that is not this tool's is left alone and reported
@@ -254,7 +332,7 @@ type revokeVictim struct {
 	del                func() error
 }
 
-// revokeVictims gets the four objects of a by name and keeps those that
+// revokeVictims gets the five objects of a by name and keeps those that
 // are this tool's for a; the others are returned as errors.
 func (h *Harvester) revokeVictims(ctx context.Context, a Access) ([]revokeVictim, []error) {
 	ns := a.Namespace
@@ -281,10 +359,12 @@ func (h *Harvester) revokeVictims(ctx context.Context, a Access) ([]revokeVictim
 	consider("ClusterRoleBinding", "clusterrolebindings", "", a.ClusterRoleBindingName(), crb, err == nil && bindsOnly(crb.Subjects, a), err, func(uid types.UID) error {
 		return h.Client.ClusterRoleBindings().Delete(ctx, a.ClusterRoleBindingName(), precondition(uid))
 	})
-	rb, err := h.Client.RoleBindings(ns).Get(ctx, a.RoleBindingName(), metav1.GetOptions{})
-	consider("RoleBinding", "rolebindings", ns, a.RoleBindingName(), rb, err == nil && bindsOnly(rb.Subjects, a), err, func(uid types.UID) error {
-		return h.Client.RoleBindings(ns).Delete(ctx, a.RoleBindingName(), precondition(uid))
-	})
+	for _, name := range []string{a.RoleBindingName(), a.CSIRoleBindingName()} {
+		rb, err := h.Client.RoleBindings(ns).Get(ctx, name, metav1.GetOptions{})
+		consider("RoleBinding", "rolebindings", ns, name, rb, err == nil && bindsOnly(rb.Subjects, a), err, func(uid types.UID) error {
+			return h.Client.RoleBindings(ns).Delete(ctx, name, precondition(uid))
+		})
+	}
 	sec, err := h.Client.Secrets(ns).Get(ctx, a.TokenSecretName(), metav1.GetOptions{})
 	consider("Secret", "secrets", ns, a.TokenSecretName(), sec, err == nil && sec.Annotations[corev1.ServiceAccountNameKey] == a.ServiceAccount, err, func(uid types.UID) error {
 		return h.Client.Secrets(ns).Delete(ctx, a.TokenSecretName(), precondition(uid))
@@ -321,4 +401,60 @@ func (h *Harvester) CAData(secret *corev1.Secret) ([]byte, error) {
 		return h.Config.CAData, nil
 	}
 	return nil, nil
+}
+
+// MigrateNamespace moves every guest credential of VM namespace ns that this
+// tool (or the node driver) made with the cluster-wide binding of
+// harvesterhci.io:csi-driver to the RoleBinding in ns, then deletes the
+// ClusterRoleBinding. Only bindings carrying this tool's labels, with the
+// name it derives and one ServiceAccount of ns as their subject, are
+// touched. It returns the service accounts it migrated.
+func (h *Harvester) MigrateNamespace(ctx context.Context, ns string) ([]string, error) {
+	sel := metav1.ListOptions{LabelSelector: addons.LabelManagedBy + "=" + addons.ManagedBy + "," + LabelCluster}
+	crbs, err := h.Client.ClusterRoleBindings().List(ctx, sel)
+	if err != nil {
+		return nil, fmt.Errorf("list ClusterRoleBindings %s: %w", sel.LabelSelector, err)
+	}
+	var migrated []string
+	for _, crb := range crbs.Items {
+		if len(crb.Subjects) != 1 || crb.Subjects[0].Kind != rbacv1.ServiceAccountKind || crb.Subjects[0].Namespace != ns ||
+			crb.RoleRef.Name != harvester.CSIDriverRole {
+			continue
+		}
+		a := Access{ClusterName: crb.Labels[LabelCluster], Namespace: ns, ServiceAccount: crb.Subjects[0].Name}
+		if crb.Name != a.ClusterRoleBindingName() || a.Validate() != nil {
+			continue
+		}
+		if err := h.apply(ctx, BuildAccess(a).CSIRoleBinding); err != nil {
+			return migrated, fmt.Errorf("migrate %s/%s: %w", ns, a.ServiceAccount, err)
+		}
+		if _, err := h.DropClusterWide(ctx, a); err != nil {
+			return migrated, fmt.Errorf("migrate %s/%s: %w", ns, a.ServiceAccount, err)
+		}
+		migrated = append(migrated, a.ServiceAccount)
+	}
+	return migrated, nil
+}
+
+// ErrGrantUnseen: the credential may not read ClusterRoleBindings, so it
+// cannot tell whether the namespace has its grant (the node driver's own
+// credential, which holds no right on them, never can).
+var ErrGrantUnseen = errors.New("cannot see the namespace's grant")
+
+// EnsureGrantWhenMissing makes namespace ns's grant only when its
+// ClusterRoleBinding is missing: one request when it exists. With a
+// credential that may not read ClusterRoleBindings it returns
+// ErrGrantUnseen and changes nothing. It reports whether it made the grant.
+func (h *Harvester) EnsureGrantWhenMissing(ctx context.Context, ns string) (bool, error) {
+	name := GrantBindingName(ns)
+	crb, err := h.Client.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil && IsGrantObject(crb.Labels):
+		return false, nil
+	case apierrors.IsForbidden(err):
+		return false, fmt.Errorf("%w %s: %w", ErrGrantUnseen, name, err)
+	case err != nil && !apierrors.IsNotFound(err):
+		return false, fmt.Errorf("get ClusterRoleBinding %s: %w", name, err)
+	}
+	return true, h.EnsureGrant(ctx, ns)
 }

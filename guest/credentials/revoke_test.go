@@ -13,10 +13,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 )
 
-func accessObjects(a Access) []runtime.Object {
-	o := BuildAccess(a)
-	return []runtime.Object{o.ServiceAccount, o.RoleBinding, o.ClusterRoleBinding, o.TokenSecret}
-}
+func accessObjects(a Access) []runtime.Object { return BuildAccess(a).List() }
 
 // TestRevokeVictimsOnlyTheServiceAccount: revoke picks exactly the four
 // objects `kubeconfig` made for the named service account; another service
@@ -25,7 +22,11 @@ func accessObjects(a Access) []runtime.Object {
 func TestRevokeVictimsOnlyTheServiceAccount(t *testing.T) {
 	a := Access{ClusterName: "guest", Namespace: "default", ServiceAccount: "guest-ccm"}
 	other := Access{ClusterName: "guest", Namespace: "default", ServiceAccount: "guest-csi"}
-	objs := append(accessObjects(a), accessObjects(other)...)
+	// a was made before the CSI RoleBinding (cluster-wide) and again since.
+	wide := a
+	wide.CSIClusterWide = true
+	objs := append(accessObjects(a), BuildAccess(wide).ClusterRoleBinding)
+	objs = append(objs, accessObjects(other)...)
 	h := &Harvester{Client: restapifake.Clients{Kube: fake.NewSimpleClientset(objs...)}}
 	victims, errs := h.revokeVictims(context.Background(), a)
 	if len(errs) > 0 {
@@ -36,7 +37,7 @@ func TestRevokeVictimsOnlyTheServiceAccount(t *testing.T) {
 		got = append(got, v.resource+"/"+v.name)
 	}
 	sort.Strings(got)
-	want := "clusterrolebindings/harvester-bootstrap:default:guest-ccm:csi-driver,rolebindings/guest-ccm-cloudprovider,secrets/guest-ccm-token,serviceaccounts/guest-ccm"
+	want := "clusterrolebindings/harvester-bootstrap:default:guest-ccm:csi-driver,rolebindings/guest-ccm-cloudprovider,rolebindings/guest-ccm-csi-driver,secrets/guest-ccm-token,serviceaccounts/guest-ccm"
 	if strings.Join(got, ",") != want {
 		t.Errorf("victims %v, want %s", got, want)
 	}
@@ -45,11 +46,11 @@ func TestRevokeVictimsOnlyTheServiceAccount(t *testing.T) {
 func TestRevokeVictimsRefusesForeign(t *testing.T) {
 	a := Access{ClusterName: "guest", Namespace: "default", ServiceAccount: "guest"}
 	objs := accessObjects(a)
-	objs[0].(*corev1.ServiceAccount).Labels = nil                                  // made by hand
-	objs[3].(*corev1.Secret).Annotations[corev1.ServiceAccountNameKey] = "someone" // another SA's token
+	objs[0].(*corev1.ServiceAccount).Labels = nil                                            // made by hand
+	objs[len(objs)-1].(*corev1.Secret).Annotations[corev1.ServiceAccountNameKey] = "someone" // another SA's token
 	h := &Harvester{Client: restapifake.Clients{Kube: fake.NewSimpleClientset(objs...)}}
 	victims, errs := h.revokeVictims(context.Background(), a)
-	if len(victims) != 2 || len(errs) != 2 {
+	if len(victims) != 2 || len(errs) != 2 { // the two RoleBindings
 		t.Fatalf("victims %v errs %v", victims, errs)
 	}
 	for _, e := range errs {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -141,6 +142,10 @@ func TestRKE2HelmChartConfigValues(t *testing.T) {
 	}
 	if env := kv["env"].(map[string]any); env["svc_election"] != "true" {
 		t.Errorf("kube-vip env %v", env)
+	}
+	// The sub-chart's envValueFrom gives kube-vip its node name.
+	if from, _ := kv["envValueFrom"].(map[string]any); fmt.Sprint(from) != "map[vip_nodename:map[fieldRef:map[apiVersion:v1 fieldPath:spec.nodeName]]]" {
+		t.Errorf("kube-vip envValueFrom %v", from)
 	}
 	if args := values["extraArgs"].([]any); len(args) != 1 || args[0] != "--management-network=default/vlan1" {
 		t.Errorf("extraArgs %v", args)

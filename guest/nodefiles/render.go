@@ -1,6 +1,7 @@
 package nodefiles
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -65,6 +66,9 @@ type rke2Global struct {
 
 type kubeVIPValues struct {
 	Env map[string]string `yaml:"env,omitempty"`
+	// EnvValueFrom is the sub-chart's envValueFrom (name -> valueFrom):
+	// vip_nodename from the pod's node.
+	EnvValueFrom map[string]any `yaml:"envValueFrom,omitempty"`
 	// Affinity null removes the chart's control-plane affinity (Helm
 	// deletes a default a user value sets to null): kube-vip on every node.
 	Affinity helmNull `yaml:"affinity,omitempty"`
@@ -81,9 +85,12 @@ func (helmNull) MarshalYAML() (any, error) { return nil, nil }
 func HelmChartConfig(clusterName string, lb addons.LoadBalancing) ([]byte, error) {
 	v := rke2ChartValues{ExtraArgs: lb.CCMArgs()}
 	v.Global.Cattle.ClusterName = clusterName
-	if env := lb.KubeVIPEnvOverrides(); len(env) > 0 || lb.KubeVIPOnEveryNode() {
-		v.KubeVIP = &kubeVIPValues{Env: env, Affinity: helmNull(lb.KubeVIPOnEveryNode())}
+	nodeName, err := jsonValue(addons.KubeVIPNodeNameSource())
+	if err != nil {
+		return nil, err
 	}
+	v.KubeVIP = &kubeVIPValues{Env: lb.KubeVIPEnvOverrides(), Affinity: helmNull(lb.KubeVIPOnEveryNode()),
+		EnvValueFrom: map[string]any{addons.KubeVIPEnvNodeName: nodeName}}
 	values, err := yamlutil.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -94,6 +101,16 @@ func HelmChartConfig(clusterName string, lb addons.LoadBalancing) ([]byte, error
 		"metadata":   map[string]any{"name": addons.CCMName, "namespace": "kube-system"},
 		"spec":       map[string]any{"valuesContent": string(values)},
 	})
+}
+
+// jsonValue is v as its JSON form (API types carry JSON field names only).
+func jsonValue(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(data, &out)
 }
 
 // AddonStream renders the cloud-config Secret holding kubeconfig followed

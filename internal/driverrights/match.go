@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	authv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // RulesAllow reports whether any of the rules (a SelfSubjectRulesReview's
@@ -52,12 +55,39 @@ var everyUser = []Permission{
 	{Verb: "create", Group: groupAuthz, Resource: "selfsubjectrulesreviews"},
 }
 
+// Inherited are the rights every authenticated user holds on Harvester:
+// Kubernetes' (everyUser) and Harvester's harvester-authenticated role.
+// No credential can be made without them, so they are never its excess.
+func Inherited() []Permission {
+	out := slices.Clone(everyUser)
+	return append(out, FromRules(harvester.AuthenticatedRules())...)
+}
+
+// FromRules lists the permissions RBAC rules grant, one per verb,
+// resource and name.
+func FromRules(rules []rbacv1.PolicyRule) []Permission {
+	var out []Permission
+	for _, r := range rules {
+		for _, v := range r.Verbs {
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					resource, sub, _ := strings.Cut(res, "/")
+					for _, n := range namesOf(r.ResourceNames) {
+						out = append(out, Permission{Verb: v, Group: g, Resource: resource, Subresource: sub, Name: n})
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
 // Excess lists what rules (a SelfSubjectRulesReview's answer) grant beyond
-// needed and what every authenticated user may do, one entry per verb and
-// resource ("delete nodes", "* *.*"), sorted. Empty: the credential is no
-// broader than needed.
+// needed and what every authenticated user may do (Inherited), one entry per
+// verb and resource ("delete nodes", "* *.*"), sorted. Empty: the
+// credential is no broader than needed.
 func Excess(rules []authv1.ResourceRule, needed []Permission) []string {
-	needed = append(slices.Clone(needed), everyUser...)
+	needed = append(slices.Clone(needed), Inherited()...)
 	seen := map[string]bool{}
 	for _, r := range rules {
 		for _, v := range r.Verbs {
@@ -108,4 +138,35 @@ func covered(needed []Permission, verb, group, resource, name string) bool {
 func describe(verb, group, resource, name string) string {
 	p := Permission{Verb: verb, Group: group, Resource: resource, Name: name}
 	return p.String()
+}
+
+// ClusterRBACRights lists what rules allow on ClusterRoleBindings (any
+// verb) and ClusterRoles (any verb but bind by name): rights the driver
+// never holds. With them a credential can delete any ClusterRoleBinding
+// (a patch of its ownerReferences alone passes RBAC's escalation check;
+// the garbage collector does the rest) or grant a role to everyone.
+func ClusterRBACRights(rules []authv1.ResourceRule) []string {
+	seen := map[string]bool{}
+	for _, r := range rules {
+		if !matchesAll(r.APIGroups, groupRBAC) {
+			continue
+		}
+		for _, v := range r.Verbs {
+			for _, res := range []string{"clusterrolebindings", "clusterroles"} {
+				if !slices.Contains(r.Resources, "*") && !slices.Contains(r.Resources, res) {
+					continue
+				}
+				if res == "clusterroles" && v == "bind" && len(r.ResourceNames) > 0 {
+					continue
+				}
+				seen[describe(v, groupRBAC, res, "")] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for s := range seen {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
 }

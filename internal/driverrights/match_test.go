@@ -59,3 +59,25 @@ func TestRulesAllow(t *testing.T) {
 		})
 	}
 }
+
+func TestClusterRBACRights(t *testing.T) {
+	cases := []struct {
+		name  string
+		rules []authv1.ResourceRule
+		want  int
+	}{
+		{"the driver's own", nil, 0},
+		{"old --cloud-provider", []authv1.ResourceRule{
+			{Verbs: []string{"get", "create", "patch"}, APIGroups: []string{groupRBAC}, Resources: []string{"clusterrolebindings"}},
+			{Verbs: []string{"bind"}, APIGroups: []string{groupRBAC}, Resources: []string{"clusterroles"}, ResourceNames: []string{"harvesterhci.io:csi-driver"}},
+		}, 3},
+		{"bind by name", []authv1.ResourceRule{{Verbs: []string{"bind"}, APIGroups: []string{groupRBAC}, Resources: []string{"clusterroles"}, ResourceNames: []string{"x"}}}, 0},
+		{"bind any", []authv1.ResourceRule{{Verbs: []string{"bind"}, APIGroups: []string{groupRBAC}, Resources: []string{"clusterroles"}}}, 1},
+		{"admin", []authv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}, 2},
+	}
+	for _, c := range cases {
+		if got := ClusterRBACRights(c.rules); len(got) != c.want {
+			t.Errorf("%s: %v, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -85,14 +85,17 @@ func All() []Permission {
 
 	// The guest cluster's credential, made as `harvester-bootstrap
 	// kubeconfig` makes it (server-side apply: get, create, patch), and the
-	// right to bind the two Harvester ClusterRoles: the RoleBinding in the
-	// VM namespace, the ClusterRoleBinding cluster-wide.
+	// right to bind the two Harvester ClusterRoles by RoleBindings in the VM
+	// namespace only. No right on any ClusterRoleBinding or ClusterRole: a
+	// patch of a ClusterRoleBinding's ownerReferences alone passes RBAC's
+	// escalation check and lets the garbage collector delete any binding.
+	// The guests' reads outside their namespace are the namespace grant
+	// an admin makes (guest/credentials).
 	add(CloudProvider, Permission{Resource: "serviceaccounts"}, "get", "create", "patch")
 	add(CloudProvider, Permission{Resource: "secrets"}, "patch")
 	add(CloudProvider, Permission{Group: groupRBAC, Resource: "rolebindings"}, "get", "create", "patch")
-	add(CloudProvider, Permission{Group: groupRBAC, Resource: "clusterrolebindings", ClusterScoped: true}, "get", "create", "patch")
 	add(CloudProvider, Permission{Group: groupRBAC, Resource: "clusterroles", Name: harvester.CloudProviderRole}, "bind")
-	add(CloudProvider, Permission{Group: groupRBAC, Resource: "clusterroles", Name: harvester.CSIDriverRole, ClusterScoped: true}, "bind")
+	add(CloudProvider, Permission{Group: groupRBAC, Resource: "clusterroles", Name: harvester.CSIDriverRole}, "bind")
 
 	add(StaticAddresses, Permission{Resource: "configmaps"}, "get", "list", "watch", "create")
 

@@ -69,3 +69,22 @@ func TestOf(t *testing.T) {
 		}
 	}
 }
+
+// TestNoRightOnClusterRBAC: the driver holds no right on any
+// ClusterRoleBinding or ClusterRole (a patch of a ClusterRoleBinding's
+// ownerReferences alone would let the garbage collector delete any
+// binding); its one verb on ClusterRoles is bind, by name, in the machine
+// namespaces, for the RoleBindings of the guests' credentials.
+func TestNoRightOnClusterRBAC(t *testing.T) {
+	for _, p := range All() {
+		if p.Group != groupRBAC {
+			continue
+		}
+		switch {
+		case p.Resource == "clusterrolebindings" || p.Resource == "clusterroles" && (p.Verb != "bind" || p.Name == "" || p.ClusterScoped):
+			t.Errorf("the driver may %s", p)
+		case p.Resource == "roles":
+			t.Errorf("the driver may %s (it makes no Roles)", p)
+		}
+	}
+}

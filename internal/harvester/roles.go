@@ -1,8 +1,37 @@
 package harvester
 
+import rbacv1 "k8s.io/api/rbac/v1"
+
 // ClusterRoles that exist on every Harvester cluster, bound to a guest
 // cluster's ServiceAccount for its cloud provider and CSI driver.
 const (
 	CloudProviderRole = "harvesterhci.io:cloudprovider"
 	CSIDriverRole     = "harvesterhci.io:csi-driver"
 )
+
+// What Harvester v1.8 grants every authenticated user (its pkg/data
+// rbac.go and public.go): the ClusterRole and ClusterRoleBinding
+// AuthenticatedRole for the group AuthenticatedGroup, and the built-in view
+// role in PublicNamespace (RoleBinding PublicRoleBinding).
+const (
+	AuthenticatedRole  = "harvester-authenticated"
+	AuthenticatedGroup = "system:authenticated"
+	PublicNamespace    = "harvester-public"
+	PublicRoleBinding  = "harvester-public"
+)
+
+// AuthenticatedSettings are the settings every authenticated user may get
+// and watch (Harvester's settings.WhiteListedSettings): server-version among
+// them, which the guests' CSI driver reads at start-up.
+var AuthenticatedSettings = []string{"server-version", "default-storage-class", "harvester-csi-ccm-versions", "default-vm-termination-grace-period-seconds"}
+
+// AuthenticatedRules are the rules of AuthenticatedRole: a credential made
+// for Harvester holds them whatever it is bound to.
+func AuthenticatedRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"harvesterhci.io"}, Resources: []string{"settings"}, Verbs: []string{"get", "watch"}, ResourceNames: AuthenticatedSettings},
+		{APIGroups: []string{"network.harvesterhci.io"}, Resources: []string{"clusternetworks"}, Verbs: []string{"get", "list", "watch"}},
+		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "watch"}, ResourceNames: []string{PublicNamespace}},
+		{APIGroups: []string{"management.cattle.io"}, Resources: []string{"settings"}, Verbs: []string{"get", "watch"}, ResourceNames: []string{"system-namespaces"}},
+	}
+}

@@ -17,7 +17,8 @@ import (
 // state first (sendInitialEvents, Kubernetes' WatchList: the object as it
 // is, then a bookmark marking the end of that state) and its changes
 // after. It returns the last version of the object it saw (nil when
-// none). When the server refuses such a watch (WatchList turned off, as
+// none); when it returns no error, the object of another UID that holds
+// the name now (nil when no object does). When the server refuses such a watch (WatchList turned off, as
 // by default in Kubernetes 1.33), cannot open it, or the watch ends
 // early, the error wraps ErrWatchEnded: the caller lists and watches
 // instead.
@@ -35,7 +36,7 @@ func WaitGone(ctx context.Context, k Kind, name string, uid types.UID) (runtime.
 		return nil, fmt.Errorf("watch %s %s: %w: %w", k.Name, name, ErrWatchEnded, err)
 	}
 	defer w.Stop()
-	var last runtime.Object
+	var last, other runtime.Object
 	synced := false
 	for {
 		select {
@@ -51,13 +52,15 @@ func WaitGone(ctx context.Context, k Kind, name string, uid types.UID) (runtime.
 				return last, fmt.Errorf("watch %s %s: %w: %w", k.Name, name, ErrWatchEnded, apierrors.FromObject(ev.Object))
 			case ev.Type == watch.Bookmark:
 				synced = synced || (m != nil && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true")
-			case ev.Type == watch.Deleted || m == nil || (uid != "" && m.GetUID() != uid):
-				last = nil
+			case ev.Type == watch.Deleted || m == nil:
+				last, other = nil, nil
+			case uid != "" && m.GetUID() != uid:
+				last, other = nil, ev.Object
 			default:
 				last = ev.Object
 			}
 			if synced && last == nil {
-				return nil, nil
+				return other, nil
 			}
 		}
 	}

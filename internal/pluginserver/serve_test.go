@@ -33,12 +33,19 @@ func TestRun(t *testing.T) {
 	t.Run("heartbeats, then silence", func(t *testing.T) {
 		heartbeat := make(chan bool)
 		done := make(chan int, 1)
-		const timeout = 50 * time.Millisecond
+		// Generous against a loaded machine: a sleep overshooting by most
+		// of the timeout would end run between two heartbeats.
+		const timeout = 500 * time.Millisecond
 		go func() { done <- run(nil, heartbeat, nil, timeout) }()
 		// Each heartbeat is sent (unbuffered) only while run listens, so
-		// run is alive after 20 heartbeats spread over 4 timeouts.
-		for range 20 {
-			heartbeat <- true
+		// run is alive after 10 heartbeats spread over 2 timeouts; should
+		// it end early, the test fails instead of blocking.
+		for range 10 {
+			select {
+			case heartbeat <- true:
+			case got := <-done:
+				t.Fatalf("run ended (exit %d) while heartbeats were coming", got)
+			}
 			time.Sleep(timeout / 5)
 		}
 		if got := <-done; got != 1 {

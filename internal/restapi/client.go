@@ -30,6 +30,8 @@ type Interface interface {
 	StorageClasses() Resource[*storagev1.StorageClass, *storagev1.StorageClassList]
 	RoleBindings(ns string) Resource[*rbacv1.RoleBinding, *rbacv1.RoleBindingList]
 	ClusterRoleBindings() Resource[*rbacv1.ClusterRoleBinding, *rbacv1.ClusterRoleBindingList]
+	Roles(ns string) Resource[*rbacv1.Role, *rbacv1.RoleList]
+	ClusterRoles() Resource[*rbacv1.ClusterRole, *rbacv1.ClusterRoleList]
 	SelfSubjectRulesReviews() Creator[*authzv1.SelfSubjectRulesReview]
 	SelfSubjectAccessReviews() Creator[*authzv1.SelfSubjectAccessReview]
 	VirtualMachines(ns string) Resource[*kubevirtv1.VirtualMachine, *kubevirtv1.VirtualMachineList]
@@ -141,6 +143,14 @@ func (c *Client) RoleBindings(ns string) Resource[*rbacv1.RoleBinding, *rbacv1.R
 
 func (c *Client) ClusterRoleBindings() Resource[*rbacv1.ClusterRoleBinding, *rbacv1.ClusterRoleBindingList] {
 	return newResource(c.rbac, "clusterrolebindings", "", newOf[rbacv1.ClusterRoleBinding](), newOf[rbacv1.ClusterRoleBindingList]())
+}
+
+func (c *Client) Roles(ns string) Resource[*rbacv1.Role, *rbacv1.RoleList] {
+	return newResource(c.rbac, "roles", ns, newOf[rbacv1.Role](), newOf[rbacv1.RoleList]())
+}
+
+func (c *Client) ClusterRoles() Resource[*rbacv1.ClusterRole, *rbacv1.ClusterRoleList] {
+	return newResource(c.rbac, "clusterroles", "", newOf[rbacv1.ClusterRole](), newOf[rbacv1.ClusterRoleList]())
 }
 
 func (c *Client) SelfSubjectRulesReviews() Creator[*authzv1.SelfSubjectRulesReview] {

@@ -88,23 +88,85 @@ func ParseRange(s string) (Range, error) {
 	case r.Size() > MaxRangeSize:
 		return Range{}, fmt.Errorf("%q holds %d addresses; a range may hold at most %d", s, r.Size(), MaxRangeSize)
 	}
+	// Every unusable block is at least a /16, larger than any range, so a
+	// range that touches one has an end in it.
+	firstKind, lastKind := unusableKind(r.First), unusableKind(r.Last)
+	switch {
+	case firstKind != "" && firstKind == lastKind:
+		return Range{}, fmt.Errorf("%q: the range is %s; give a range of unicast addresses machines can hold", s, firstKind)
+	case firstKind != "" || lastKind != "":
+		var why []string
+		for _, a := range []netip.Addr{r.First, r.Last} {
+			if kind := unusableKind(a); kind != "" {
+				why = append(why, a.String()+" is "+kind)
+			}
+		}
+		return Range{}, fmt.Errorf("%q: %s; give a range of unicast addresses machines can hold", s, strings.Join(why, ", "))
+	}
 	return r, nil
 }
 
-// ParseGateway parses the gateway of a range: an IPv4 address inside the
-// range's subnet and outside the range (the gateway is never handed out).
+// Unusable says why a is no address a machine's NIC can hold, or "" when
+// it can be (see unusableKind).
+func Unusable(a netip.Addr) string {
+	if kind := unusableKind(a); kind != "" {
+		return a.String() + " is " + kind
+	}
+	return ""
+}
+
+// unusableKind is the kind of a when no host can hold it: loopback,
+// link-local, multicast, "this network" (0.0.0.0/8, the unspecified
+// address among it) or reserved (240.0.0.0/4, the limited broadcast
+// 255.255.255.255 among it); "" for any other address.
+func unusableKind(a netip.Addr) string {
+	switch {
+	case a.IsUnspecified() || thisNetwork.Contains(a):
+		return fmt.Sprintf(`in %s ("this network", never a host's address)`, thisNetwork)
+	case a.IsLoopback():
+		return "loopback (127.0.0.0/8)"
+	case a.IsLinkLocalUnicast():
+		return "link-local (169.254.0.0/16)"
+	case a.IsMulticast():
+		return "multicast (224.0.0.0/4)"
+	case a == limitedBroadcast:
+		return "the limited broadcast address"
+	case reserved.Contains(a):
+		return fmt.Sprintf("in the reserved block %s", reserved)
+	}
+	return ""
+}
+
+var (
+	thisNetwork      = netip.MustParsePrefix("0.0.0.0/8")
+	reserved         = netip.MustParsePrefix("240.0.0.0/4")
+	limitedBroadcast = netip.MustParseAddr("255.255.255.255")
+)
+
+// ParseGateway parses the gateway of a range: a unicast IPv4 address a
+// host can hold (see Unusable), inside the range's subnet, neither its
+// network nor (below /31) its broadcast address, and outside the range
+// (the gateway is never handed out).
 func ParseGateway(s string, r Range) (netip.Addr, error) {
 	g, err := parseV4(s)
 	if err != nil {
 		return netip.Addr{}, err
 	}
-	if r.Prefix.IsValid() {
-		if !r.Prefix.Contains(g) {
-			return netip.Addr{}, fmt.Errorf("%s is not in the range's subnet %s", g, r.Prefix)
-		}
-		if r.Contains(g) {
-			return netip.Addr{}, fmt.Errorf("%s is inside the range %s; machines would be given the gateway's address: move it out of the range", g, r)
-		}
+	if why := Unusable(g); why != "" {
+		return netip.Addr{}, fmt.Errorf("%s; a gateway must be a unicast address of the range's subnet", why)
+	}
+	if !r.Prefix.IsValid() {
+		return g, nil
+	}
+	switch n := r.Prefix.Bits(); {
+	case !r.Prefix.Contains(g):
+		return netip.Addr{}, fmt.Errorf("%s is not in the range's subnet %s", g, r.Prefix)
+	case n < 31 && g == r.Prefix.Addr():
+		return netip.Addr{}, fmt.Errorf("%s is the network address of %s, not a host; the gateway is one of %s to %s", g, r.Prefix, g.Next(), lastOf(r.Prefix).Prev())
+	case n < 31 && g == lastOf(r.Prefix):
+		return netip.Addr{}, fmt.Errorf("%s is the broadcast address of %s, not a host; the gateway is one of %s to %s", g, r.Prefix, r.Prefix.Addr().Next(), g.Prev())
+	case r.Contains(g):
+		return netip.Addr{}, fmt.Errorf("%s is inside the range %s; machines would be given the gateway's address: move it out of the range", g, r)
 	}
 	return g, nil
 }

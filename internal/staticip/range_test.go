@@ -28,6 +28,20 @@ func TestParseRange(t *testing.T) {
 		{in: "10.0.0.0-10.0.0.9/24", err: "10.0.0.0 is the network address of 10.0.0.0/24; start at 10.0.0.1"},
 		{in: "10.0.0.200-10.0.0.255/24", err: "10.0.0.255 is the broadcast address of 10.0.0.0/24; end at 10.0.0.254"},
 		{in: "10.0.0.1-10.0.255.254/16", err: "holds 65534 addresses; a range may hold at most 4096"},
+		// Addresses no machine can hold (issue 30, 5).
+		{in: "127.0.0.2-127.0.0.9/8", err: `"127.0.0.2-127.0.0.9/8": the range is loopback (127.0.0.0/8)`},
+		{in: "169.254.0.10-169.254.0.20/16", err: "the range is link-local (169.254.0.0/16)"},
+		{in: "224.0.0.10-224.0.0.20/24", err: "the range is multicast (224.0.0.0/4)"},
+		{in: "239.255.255.1-239.255.255.9/24", err: "the range is multicast"},
+		{in: "0.0.0.1-0.0.0.9/24", err: `the range is in 0.0.0.0/8 ("this network", never a host's address)`},
+		{in: "0.0.0.0-0.0.0.0/32", err: "the range is in 0.0.0.0/8"},
+		{in: "255.255.255.255-255.255.255.255/32", err: "the range is the limited broadcast address"},
+		{in: "255.255.255.1-255.255.255.9/24", err: "the range is in the reserved block 240.0.0.0/4"},
+		{in: "240.0.0.1-240.0.0.9/24", err: "the range is in the reserved block 240.0.0.0/4"},
+		{in: "126.255.255.250-127.0.0.5/7", err: "127.0.0.5 is loopback (127.0.0.0/8); give a range of unicast addresses"},
+		{in: "223.255.255.250-224.0.0.5/2", err: "224.0.0.5 is multicast (224.0.0.0/4)"},
+		{in: "1.0.0.1-1.0.0.9/24", want: "1.0.0.1-1.0.0.9/24", size: 9},
+		{in: "223.255.255.1-223.255.255.9/24", want: "223.255.255.1-223.255.255.9/24", size: 9},
 	} {
 		t.Run(tc.in, func(t *testing.T) {
 			r, err := ParseRange(tc.in)
@@ -76,6 +90,15 @@ func TestParseGateway(t *testing.T) {
 		{in: "10.0.1.1", err: "10.0.1.1 is not in the range's subnet 10.0.0.0/24"},
 		{in: "10.0.0.20", err: "10.0.0.20 is inside the range 10.0.0.10-10.0.0.59/24"},
 		{in: "gw", err: `"gw" is not an IPv4 address`},
+		// Issue 30, 5: the subnet's network and broadcast address, and
+		// addresses no host holds, are refused, saying why.
+		{in: "10.0.0.0", err: "10.0.0.0 is the network address of 10.0.0.0/24, not a host; the gateway is one of 10.0.0.1 to 10.0.0.254"},
+		{in: "10.0.0.255", err: "10.0.0.255 is the broadcast address of 10.0.0.0/24, not a host; the gateway is one of 10.0.0.1 to 10.0.0.254"},
+		{in: "127.0.0.1", err: "127.0.0.1 is loopback (127.0.0.0/8); a gateway must be a unicast address"},
+		{in: "224.0.0.1", err: "224.0.0.1 is multicast"},
+		{in: "169.254.1.1", err: "169.254.1.1 is link-local"},
+		{in: "0.0.0.0", err: "0.0.0.0 is in 0.0.0.0/8"},
+		{in: "255.255.255.255", err: "255.255.255.255 is the limited broadcast address"},
 	} {
 		_, err := ParseGateway(tc.in, r)
 		if (tc.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.err)) {
@@ -113,4 +136,36 @@ func FuzzParseRange(f *testing.F) {
 			t.Fatalf("ParseRange(%q) = %s does not parse back: %v, %v", s, r, again, err)
 		}
 	})
+}
+
+// TestParseGatewayOfSmallSubnets: a /31 has no network or broadcast
+// address, so either end may be the gateway.
+func TestParseGatewayOfSmallSubnets(t *testing.T) {
+	r, err := ParseRange("10.0.0.0-10.0.0.0/31")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseGateway("10.0.0.1", r); err != nil {
+		t.Fatalf("gateway 10.0.0.1 of 10.0.0.0/31: %v", err)
+	}
+	if _, err := ParseGateway("127.0.0.1", Range{}); err == nil {
+		t.Fatal("a loopback gateway without a valid range was accepted")
+	}
+}
+
+// TestUnusableAgreesWithNetip: every address netip calls loopback,
+// link-local, multicast or unspecified is unusable, and so are the ends of
+// 0.0.0.0/8 and 240.0.0.0/4; ordinary unicast addresses are not.
+func TestUnusableAgreesWithNetip(t *testing.T) {
+	for _, s := range []string{"0.0.0.0", "0.255.255.255", "127.0.0.1", "127.255.255.254", "169.254.0.1", "224.0.0.1", "239.255.255.255",
+		"240.0.0.0", "254.255.255.255", "255.255.255.255"} {
+		if Unusable(netip.MustParseAddr(s)) == "" {
+			t.Errorf("%s is usable", s)
+		}
+	}
+	for _, s := range []string{"1.0.0.0", "10.0.0.1", "126.255.255.255", "128.0.0.0", "169.253.255.255", "169.255.0.0", "192.168.1.1", "223.255.255.255"} {
+		if why := Unusable(netip.MustParseAddr(s)); why != "" {
+			t.Errorf("%s is unusable: %s", s, why)
+		}
+	}
 }

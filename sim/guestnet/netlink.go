@@ -154,3 +154,52 @@ func request(typ, flags uint16, body []byte) error {
 		}
 	}
 }
+
+// AddVeth creates a veth pair, name here (brought up) and its peer
+// peerName in the network namespace open at peerNetns (down: bring it up
+// there). Neither end can be up before the pair exists (ENOTCONN).
+func AddVeth(name, peerName string, peerNetns int) error {
+	peer := ifInfo(0, 0, 0)
+	peer = appendAttr(peer, unix.IFLA_IFNAME, append([]byte(peerName), 0))
+	peer = appendAttr(peer, unix.IFLA_NET_NS_FD, binary.NativeEndian.AppendUint32(nil, uint32(peerNetns)))
+	const vethInfoPeer = 1 // VETH_INFO_PEER
+	info := appendAttr(nil, unix.IFLA_INFO_KIND, []byte("veth"))
+	info = appendAttr(info, unix.IFLA_INFO_DATA, appendAttr(nil, vethInfoPeer, peer))
+	msg := ifInfo(0, 0, 0)
+	msg = appendAttr(msg, unix.IFLA_IFNAME, append([]byte(name), 0))
+	msg = appendAttr(msg, unix.IFLA_LINKINFO, info)
+	if err := request(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL, msg); err != nil {
+		return fmt.Errorf("add veth %s (peer %s): %w", name, peerName, err)
+	}
+	return LinkUp(name)
+}
+
+// DelLink removes the interface name (and a veth's peer with it); a link
+// not there is not an error.
+func DelLink(name string) error {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return nil //nolint:nilerr // gone already
+	}
+	if err := request(unix.RTM_DELLINK, 0, ifInfo(ifi.Index, 0, 0)); err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("remove link %s: %w", name, err)
+	}
+	return nil
+}
+
+// AddDefaultRoute makes interface name the IPv4 default route (on-link, no
+// gateway).
+func AddDefaultRoute(name string) error {
+	ifi, err := net.InterfaceByName(name)
+	if err != nil {
+		return fmt.Errorf("default route via %s: %w", name, err)
+	}
+	// struct rtmsg: family, dst_len, src_len, tos, table, protocol, scope, type (u8 each), flags (u32).
+	msg := make([]byte, unix.SizeofRtMsg)
+	msg[0], msg[4], msg[5], msg[6], msg[7] = unix.AF_INET, unix.RT_TABLE_MAIN, unix.RTPROT_BOOT, unix.RT_SCOPE_LINK, unix.RTN_UNICAST
+	msg = appendAttr(msg, unix.RTA_OIF, binary.NativeEndian.AppendUint32(nil, uint32(ifi.Index)))
+	if err := request(unix.RTM_NEWROUTE, unix.NLM_F_CREATE|unix.NLM_F_EXCL, msg); err != nil {
+		return fmt.Errorf("default route via %s: %w", name, err)
+	}
+	return nil
+}

@@ -57,7 +57,8 @@ func hasTaint(n *corev1.Node, key string, effect corev1.TaintEffect) bool {
 func TestNodeLifecycle(t *testing.T) {
 	now := time.Now()
 	n := BuildNode("node-a", "10.0.0.5")
-	for k, v := range map[string]string{LabelHostname: "node-a", LabelOS: "linux", LabelArch: "amd64", LabelBetaOS: "linux", LabelBetaArch: "amd64"} {
+	for k, v := range map[string]string{LabelHostname: "node-a", LabelOS: "linux", LabelArch: "amd64", LabelBetaOS: "linux", LabelBetaArch: "amd64",
+		LabelRoleControlPlane: "true", LabelRoleMaster: "true", LabelRoleEtcd: "true"} {
 		if n.Labels[k] != v {
 			t.Errorf("label %s = %q, want %q", k, n.Labels[k], v)
 		}

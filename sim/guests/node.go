@@ -26,6 +26,12 @@ const (
 	LabelZone        = "topology.kubernetes.io/zone"
 	LabelRegion      = "topology.kubernetes.io/region"
 
+	// The role labels a K3s or RKE2 server puts on its node (every
+	// simulated node is a server: control plane and etcd).
+	LabelRoleControlPlane = "node-role.kubernetes.io/control-plane"
+	LabelRoleMaster       = "node-role.kubernetes.io/master"
+	LabelRoleEtcd         = "node-role.kubernetes.io/etcd"
+
 	// KubeletVersion is what the simulated kubelets report (the guest API
 	// server's version, as K3s would).
 	KubeletVersion = "v1.34.4+k3s1"
@@ -71,13 +77,14 @@ func RunningIP(vmi *unstructured.Unstructured) string {
 
 // BuildNode is the Node kubelet registers for a VM with address ip: taint
 // uninitialized (the cloud provider removes it), the provided node IP, the
-// hostname/os/arch labels.
+// hostname/os/arch labels and a K3s/RKE2 server's role labels.
 func BuildNode(name, ip string) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name,
 			Labels: map[string]string{
 				LabelHostname: name, LabelOS: "linux", LabelArch: "amd64", LabelBetaOS: "linux", LabelBetaArch: "amd64",
+				LabelRoleControlPlane: "true", LabelRoleMaster: "true", LabelRoleEtcd: "true",
 			},
 			Annotations: map[string]string{harvester.AnnProvidedNodeIP: ip},
 		},

@@ -4,9 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	k8sfield "k8s.io/apimachinery/pkg/util/validation/field"
+	webhookerrors "k8s.io/apiserver/pkg/admission/plugin/webhook/errors"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -37,6 +42,38 @@ func normalizeAddVolume(o *kubevirtv1.AddVolumeOptions) error {
 		return apierrors.NewBadRequest("AddVolumeOptions requires one of PersistentVolumeClaim or DataVolume to be set")
 	}
 	return nil
+}
+
+// vmValidatorWebhook is KubeVirt's validating webhook of VMs.
+const vmValidatorWebhook = "virtualmachine-validator.kubevirt.io"
+
+// admitDiskNames refuses a volume request on a VM whose disks, once it is
+// applied after the pending ones, include a name that is no DNS-1123 label,
+// as KubeVirt's VM webhook (v1.7) refuses the patch virt-api makes for it
+// (a disk's name becomes a container's name): virt-api passes that answer
+// on unchanged, 422 Invalid.
+func admitDiskNames(spec *kubevirtv1.VirtualMachineInstanceSpec, pending []kubevirtv1.VirtualMachineVolumeRequest, vr kubevirtv1.VirtualMachineVolumeRequest) error {
+	next := spec.DeepCopy()
+	for _, p := range pending {
+		ApplyVolumeRequest(next, p)
+	}
+	ApplyVolumeRequest(next, vr)
+	disks := k8sfield.NewPath("spec", "template", "spec", "domain", "devices", "disks")
+	var (
+		causes []metav1.StatusCause
+		msgs   []string
+	)
+	for i, d := range next.Domain.Devices.Disks {
+		for _, msg := range validation.IsDNS1123Label(d.Name) {
+			causes = append(causes, metav1.StatusCause{Type: metav1.CauseTypeFieldValueInvalid, Message: msg, Field: disks.Index(i).Child("name").String()})
+			msgs = append(msgs, msg)
+		}
+	}
+	if len(causes) == 0 {
+		return nil
+	}
+	return webhookerrors.ToStatusErr(vmValidatorWebhook, &metav1.Status{Message: strings.Join(msgs, ", "), Reason: metav1.StatusReasonInvalid,
+		Code: http.StatusUnprocessableEntity, Details: &metav1.StatusDetails{Causes: causes}})
 }
 
 // checkVolumeRequest refuses, with virt-api's messages, adding a volume

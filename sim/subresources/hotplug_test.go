@@ -1,10 +1,13 @@
 package subresources
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -126,6 +129,31 @@ func TestLifecyclePlans(t *testing.T) {
 	} {
 		if got := describe(tc.plan(tc.st)); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestAdmitDiskNames: a hot-plug volume whose name is no DNS-1123 label
+// (`../x`) is refused as KubeVirt's VM webhook refuses virt-api's patch:
+// 422 Invalid, the webhook named, the disk's field in the cause.
+func TestAdmitDiskNames(t *testing.T) {
+	spec := &kubevirtv1.VirtualMachineInstanceSpec{Volumes: []kubevirtv1.Volume{pvcVolume("disk-0", "c0", false)},
+		Domain: kubevirtv1.DomainSpec{Devices: kubevirtv1.Devices{Disks: []kubevirtv1.Disk{{Name: "disk-0"}}}}}
+	if err := admitDiskNames(spec, nil, addReq("pvc-a", "pvc-a")); err != nil {
+		t.Fatalf("a valid name was refused: %v", err)
+	}
+	for _, name := range []string{"../x", "Upper", "a_b", strings.Repeat("a", 64)} {
+		err := admitDiskNames(spec, []kubevirtv1.VirtualMachineVolumeRequest{addReq("p", "p")}, addReq(name, "c-"+name))
+		var status apierrors.APIStatus
+		if !errors.As(err, &status) {
+			t.Fatalf("%q: %v, want a status error", name, err)
+		}
+		s := status.Status()
+		if s.Code != 422 || s.Reason != metav1.StatusReasonInvalid || !strings.HasPrefix(s.Message, `admission webhook "virtualmachine-validator.kubevirt.io" denied the request: `) {
+			t.Errorf("%q: %d %s %q, want 422 Invalid from the VM webhook", name, s.Code, s.Reason, s.Message)
+		}
+		if s.Details == nil || len(s.Details.Causes) == 0 || s.Details.Causes[0].Field != "spec.template.spec.domain.devices.disks[2].name" {
+			t.Errorf("%q: causes %+v, want the third disk's name", name, s.Details)
 		}
 	}
 }

@@ -18,7 +18,10 @@ import (
 
 // addVolume is virt-api's addvolume: on a VM the request goes into
 // status.volumeRequests (the VM controller moves it into the spec and the
-// running VMI); on a VMI the VMI's spec changes at once (ephemeral).
+// running VMI); on a VMI the VMI's spec changes at once (ephemeral). A VMI
+// owned by a VM is refused: Harvester 1.8 runs KubeVirt with the
+// DeclarativeHotplugVolumes gate and without HotplugVolumes, which alone
+// allows ephemeral hot-plug into such a VMI.
 func (s *Server) addVolume(ctx context.Context, w http.ResponseWriter, r *http.Request, req request) {
 	var opts kubevirtv1.AddVolumeOptions
 	if err := decodeBody(r.Body, &opts); err != nil {
@@ -72,6 +75,13 @@ func (s *Server) patchVMVolumeRequests(ctx context.Context, req request, vr kube
 	if err := checkVolumeRequest(volumes, vm.Status.VolumeRequests, vr); err != nil {
 		return apierrors.NewConflict(kubevirtv1.Resource("virtualmachine"), req.Name, err)
 	}
+	spec := &kubevirtv1.VirtualMachineInstanceSpec{}
+	if vm.Spec.Template != nil {
+		spec = &vm.Spec.Template.Spec
+	}
+	if err := admitDiskNames(spec, vm.Status.VolumeRequests, vr); err != nil {
+		return err
+	}
 	_, hasStatus := u.Object["status"]
 	patch, err := volumeRequestsPatch(hasStatus, vm.Status.VolumeRequests, vr)
 	if err != nil {
@@ -87,6 +97,9 @@ func (s *Server) patchVMIVolumes(ctx context.Context, req request, vr kubevirtv1
 	if err != nil {
 		return err
 	}
+	if ownedByVM(vmi) {
+		return apierrors.NewBadRequest(fmt.Sprintf("VMI %s/%s is owned by a VM", vmi.Namespace, vmi.Name))
+	}
 	if vmi.Status.Phase != kubevirtv1.Running {
 		return apierrors.NewConflict(kubevirtv1.Resource("virtualmachineinstance"), req.Name, errors.New(vmiNotRunning))
 	}
@@ -100,6 +113,13 @@ func (s *Server) patchVMIVolumes(ctx context.Context, req request, vr kubevirtv1
 	_, err = s.dyn.Resource(gvrVMI).Namespace(req.Namespace).Patch(ctx, req.Name, types.JSONPatchType, patch,
 		metav1.PatchOptions{DryRun: dryRunAll(dryRun)})
 	return patchError("virtualmachineinstance", req.Name, err)
+}
+
+// ownedByVM tells whether a VirtualMachine controls the VMI, as virt-api
+// checks it: the controller owner reference, kind and API version.
+func ownedByVM(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	owner := metav1.GetControllerOf(vmi)
+	return owner != nil && owner.Kind == "VirtualMachine" && owner.APIVersion == kubevirtv1.SchemeGroupVersion.String()
 }
 
 // patchError turns a failed patch into virt-api's answer: a failed JSON

@@ -24,6 +24,7 @@ export PATH="$bin:$PATH"
 work=$(mktemp -d "${TMPDIR:-/tmp}/harvester-demo.XXXXXX")
 state="$work/sim"
 sim_pid=""
+ccm_pid=""
 demo_start=$SECONDS
 step_start=$SECONDS
 step_name=""
@@ -36,6 +37,7 @@ step() {
 }
 progress() { printf '    ... %s (%ds)\n' "$*" $((SECONDS - step_start)) >&2; }
 cleanup() {
+  if [ -n "$ccm_pid" ] && kill -0 "$ccm_pid" 2>/dev/null; then kill -TERM "$ccm_pid"; wait "$ccm_pid" || true; fi
   if [ -n "$sim_pid" ] && kill -0 "$sim_pid" 2>/dev/null; then
     kill -TERM "$sim_pid"; wait "$sim_pid" || true
   fi
@@ -49,6 +51,55 @@ rancher_name() {
   local n=${1//./-}
   if [ "${#n}" -gt 63 ]; then n="${n:0:57}-$(printf %s "$n" | sha256sum | cut -c1-5)"; fi
   echo "$n"
+}
+
+# kube_vip_pid NODE: the pid of the real kube-vip harvester-sim runs for NODE
+# of the demo's guest cluster (from its state file).
+kube_vip_pid() {
+  sed -n 's/^ *"pid": \([0-9]*\),$/\1/p' "$state/guests/$cluster/kube-vip/$1/state.json" 2>/dev/null
+}
+
+# node_addrs NODE: `ip -br addr show eth0` in NODE's network namespace.
+node_addrs() {
+  nsenter --net="/proc/$(kube_vip_pid "$1")/ns/net" ip -br addr show eth0
+}
+
+# announce_kube_vip: the real kube-vip (bin/kube-vip, run by harvester-sim on
+# each control-plane node in the node's own network namespace) announces the
+# address once the Service has a ready endpoint, and writes the ingress.
+announce_kube_vip() {
+  if [ ${#guest_net[@]} -eq 0 ]; then
+    echo "no private network namespace: kube-vip is not run, nothing announces the address" >&2; return
+  fi
+  if [ ! -x "$bin/kube-vip" ]; then
+    echo "bin/kube-vip is missing: nothing announces the address and the Service gets no ingress; build it with \`make tools\` (test/tools/kubevip)" >&2
+    exit 1
+  fi
+  "$tools/ccmlb" endpoints --guest-kubeconfig "$guest_kubeconfig" --service default/web --node "${machines[0]}" --pod-ip 10.42.0.10
+  local out
+  out=$("$tools/ccmlb" ingress --guest-kubeconfig "$guest_kubeconfig" --service default/web)
+  echo "$out"
+  vip_node=$(sed -n 's/.* on node \([^ ]*\) .*/\1/p' <<<"$out")
+  vip=$(sed -n 's/.*ingress: \([0-9.]*\),.*/\1/p' <<<"$out")
+  echo "on $vip_node's interface (ip -br addr show eth0 in the node's network namespace):" >&2
+  node_addrs "$vip_node" | sed 's/^/    /'
+  for _ in $(seq 1 50); do
+    harvester-sim status --state-dir "$state" | grep -q "^$cluster  *$vip_node .*$vip x" && break
+    sleep 0.2
+  done
+  echo "gratuitous ARPs kube-vip sent, as the guest network saw them on $vip_node's veth (harvester-sim status):" >&2
+  harvester-sim status --state-dir "$state" | sed -n '/^GUEST CLUSTER *NODE *KUBE-VIP/,$p'
+}
+
+# withdrawn_kube_vip: kube-vip took the deleted Service's address off the node.
+withdrawn_kube_vip() {
+  [ -n "${vip_node:-}" ] || return 0
+  for _ in $(seq 1 100); do
+    node_addrs "$vip_node" | grep -q " $vip/32" || break
+    sleep 0.2
+  done
+  echo "kube-vip withdrew $vip from $vip_node (ip -br addr show eth0 there):" >&2
+  node_addrs "$vip_node" | sed 's/^/    /'
 }
 
 step "Starting the simulated Harvester (real etcd, kube-apiserver, kube-controller-manager) with guest clusters"
@@ -146,21 +197,53 @@ step "The cloud provider initialises the guest's nodes: providerID harvester://<
 "$tools/ccmlb" init-nodes --guest-kubeconfig "$guest_kubeconfig"
 harvester-sim status --state-dir "$state" | sed -n '/^GUEST CLUSTER *NODE/,/^$/p'
 
-step "A load balancer for Service default/web of $cluster: an IP pool for the cluster, the cloud provider's LoadBalancer, kube-vip announces"
+step "A load balancer for Service default/web of $cluster: an IP pool for the cluster, the cloud provider's LoadBalancer"
 harvester-bootstrap lb pool --name "$cluster-lb" --range 192.168.100.0/24@192.168.100.10-192.168.100.20 \
   --scope-guest-cluster "$cluster" > "$work/pool.yaml"
 cat "$work/pool.yaml"
 "$tools/ccmlb" apply-pool --kubeconfig "$state/kubeconfig" --file "$work/pool.yaml"
-# With the cloud-config the guest's add-ons hold, as the CCM does: the
-# Service's LoadBalancer on Harvester, its address written on the Service for
-# kube-vip, which announces it.
-"$tools/ccmlb" create --guest-kubeconfig "$guest_kubeconfig" --cluster "$cluster" --service default/web
+# The cloud provider's load-balancer half runs from here on, with the
+# cloud-config the guest's add-ons hold, by the real CCM's rules
+# (test/simtest.ServiceController): a sync on each Service change it sees
+# (never on a status-only change), status.address copied from the Service's
+# ingress only during a sync, a delete only with status.address set.
+"$tools/ccmlb" run --guest-kubeconfig "$guest_kubeconfig" --cluster "$cluster" > "$work/ccm.log" 2>&1 &
+ccm_pid=$!
+"$tools/ccmlb" create --guest-kubeconfig "$guest_kubeconfig" --service default/web
 harvester-sim status --state-dir "$state" | sed -n '/^NAMESPACE *LOADBALANCER/,/^GUEST CLUSTER/p' | sed '$d'
 
-step "The Service goes: the cloud provider deletes its LoadBalancer and the address returns to the pool"
-"$tools/ccmlb" delete --guest-kubeconfig "$guest_kubeconfig" --cluster "$cluster" --service default/web
+# --- kube-vip announces: the real kube-vip (bin/kube-vip), which harvester-sim runs on each control-plane node ---
+step "kube-vip announces the address of default/web once the Service has a ready endpoint: on the node's interface, by gratuitous ARP, and in the Service's ingress"
+announce_kube_vip
+# --- end of the kube-vip step ---
+
+# --- the leftover LoadBalancer and gc (issue 29) ---
+step "The Service goes: kube-vip withdraws the address; the cloud provider deletes the LoadBalancer only with status.address set, which it copies from the ingress only during a sync (as on Harvester: harvester#1460, #11345)"
+"$tools/ccmlb" delete --guest-kubeconfig "$guest_kubeconfig" --service default/web
+withdrawn_kube_vip
+sed 's/^/    /' "$work/ccm.log" >&2
+# The LoadBalancer (ADDRESS "-": status.address never set) and the pool
+# address it still holds.
+harvester-sim status --state-dir "$state" | sed -n '/^NAMESPACE *LOADBALANCER/,/^GUEST CLUSTER/p' | sed '$d'
+
+step "harvester-bootstrap gc --guest-kubeconfig finds the LoadBalancer whose Service is gone, and --delete removes it"
+echo "harvester-bootstrap doctor's row for it (with the command that fixes it):" >&2
+{ harvester-bootstrap doctor --kubeconfig "$state/kubeconfig" --cluster-name "$cluster" --namespace default \
+    --guest-kubeconfig "$guest_kubeconfig" 2>/dev/null || true; } | grep -A1 -E '^loadbalancer-leftovers '
+harvester-bootstrap gc --kubeconfig "$state/kubeconfig" --cluster-name "$cluster" --namespace default \
+  --guest-kubeconfig "$guest_kubeconfig"
+harvester-bootstrap gc --kubeconfig "$state/kubeconfig" --cluster-name "$cluster" --namespace default \
+  --guest-kubeconfig "$guest_kubeconfig" --delete
+for _ in $(seq 1 100); do
+  harvester-sim status --state-dir "$state" | sed -n '/^NAMESPACE *LOADBALANCER/,/^GUEST CLUSTER/p' | grep -q "$cluster-default-web-" || break
+  sleep 0.2
+done
+echo "the LoadBalancer is gone and its address is back in the pool:" >&2
 harvester-sim status --state-dir "$state" | sed -n '/^IPPOOL/,/^$/p'
+kill -TERM "$ccm_pid"; wait "$ccm_pid" || true
+ccm_pid=""
 "$tools/ccmlb" delete-pool --kubeconfig "$state/kubeconfig" --file "$work/pool.yaml"
+# --- end of the leftover LoadBalancer and gc ---
 
 step "A volume for $cluster: the CSI driver's calls with the guest's credential, hot-plugged into ${machines[0]}'s VM"
 # What harvester-csi-driver v0.2.9 does for a guest PVC: a host PVC named

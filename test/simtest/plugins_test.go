@@ -60,7 +60,16 @@ func TestReadPluginRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = child.Process.Kill(); _ = child.Wait() }()
-	p, ok := readPlugin(child.Process.Pid)
+	// Until the child has exec'd, /proc shows the forked test binary's
+	// environment: read again until the exec is done (Start returns before).
+	var p PluginProcess
+	var ok bool
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		p, ok = readPlugin(child.Process.Pid)
+		if ok && p.Run == "4242" || time.Now().After(deadline) {
+			break
+		}
+	}
 	if !ok || p.Store != "/tmp/store-a" || p.Run != "4242" || p.Parent != os.Getpid() {
 		t.Fatalf("got %+v %v", p, ok)
 	}

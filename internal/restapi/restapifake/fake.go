@@ -67,6 +67,14 @@ func (c Clients) ClusterRoleBindings() restapi.Resource[*rbacv1.ClusterRoleBindi
 	return c.Kube.RbacV1().ClusterRoleBindings()
 }
 
+func (c Clients) Roles(ns string) restapi.Resource[*rbacv1.Role, *rbacv1.RoleList] {
+	return c.Kube.RbacV1().Roles(ns)
+}
+
+func (c Clients) ClusterRoles() restapi.Resource[*rbacv1.ClusterRole, *rbacv1.ClusterRoleList] {
+	return c.Kube.RbacV1().ClusterRoles()
+}
+
 func (c Clients) SelfSubjectRulesReviews() restapi.Creator[*authzv1.SelfSubjectRulesReview] {
 	return c.Kube.AuthorizationV1().SelfSubjectRulesReviews()
 }

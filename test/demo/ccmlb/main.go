@@ -1,14 +1,21 @@
 // Command ccmlb plays the Harvester cloud provider of a guest cluster for
-// `make demo`: with the cloud-config the guest cluster's add-ons hold (the
-// Secret kube-system/harvester-cloud-config), it initialises the guest's
-// nodes as the CCM does (init-nodes), creates a Service of type
-// LoadBalancer in the guest and its LoadBalancer on Harvester as the CCM
-// does, prints the address it gets and which component announces it, or
-// deletes both again. As Harvester's admin it also creates (and deletes)
-// the IP pool that harvester-bootstrap lb pool printed.
+// `make demo`, with the cloud-config the guest cluster's add-ons hold (the
+// Secret kube-system/harvester-cloud-config): it initialises the guest's
+// nodes as the CCM does (init-nodes) and runs the CCM's load-balancer half
+// by its rules (run: test/simtest.ServiceController, until SIGTERM). The
+// other verbs are what a user, the endpointslice controller and kube-vip
+// do: create or delete a Service of type LoadBalancer in the guest, make
+// the EndpointSlice of one ready pod (endpoints: the guest runs no pods),
+// wait for the ingress the real kube-vip writes (ingress), or announce
+// (kube-vip's two writes, for a demo without the real kube-vip). As
+// Harvester's admin it also creates (and deletes) the IP pool that
+// harvester-bootstrap lb pool printed.
 //
 //	ccmlb init-nodes --guest-kubeconfig FILE
-//	ccmlb create|delete --guest-kubeconfig FILE --cluster NAME [--service NS/NAME]
+//	ccmlb run --guest-kubeconfig FILE --cluster NAME
+//	ccmlb create|announce|delete --guest-kubeconfig FILE [--service NS/NAME]
+//	ccmlb endpoints --guest-kubeconfig FILE [--service NS/NAME] --node NODE [--pod-ip IP]
+//	ccmlb ingress --guest-kubeconfig FILE [--service NS/NAME]
 //	ccmlb apply-pool|delete-pool --kubeconfig HARVESTER-ADMIN-KUBECONFIG --file POOL.yaml
 package main
 
@@ -18,7 +25,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -31,10 +40,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
@@ -47,7 +56,10 @@ func main() {
 }
 
 const usage = "usage: ccmlb init-nodes --guest-kubeconfig FILE\n" +
-	"       ccmlb create|delete --guest-kubeconfig FILE --cluster NAME [--service NS/NAME]\n" +
+	"       ccmlb run --guest-kubeconfig FILE --cluster NAME\n" +
+	"       ccmlb create|announce|delete --guest-kubeconfig FILE [--service NS/NAME]\n" +
+	"       ccmlb endpoints --guest-kubeconfig FILE [--service NS/NAME] --node NODE [--pod-ip IP]\n" +
+	"       ccmlb ingress --guest-kubeconfig FILE [--service NS/NAME]\n" +
 	"       ccmlb apply-pool|delete-pool --kubeconfig FILE --file POOL.yaml"
 
 func run(args []string) error {
@@ -55,12 +67,18 @@ func run(args []string) error {
 		return errors.New(usage)
 	}
 	switch args[0] {
-	case "create", "delete":
-		return loadBalancer(args[0], args[1:])
+	case "run":
+		return runCCM(args[1:])
+	case "create", "announce", "delete":
+		return service(args[0], args[1:])
 	case "init-nodes":
 		return initNodes(args[1:])
 	case "apply-pool", "delete-pool":
 		return pool(args[0] == "delete-pool", args[1:])
+	case "endpoints":
+		return endpoints(args[1:])
+	case "ingress":
+		return ingress(args[1:])
 	}
 	return errors.New(usage)
 }
@@ -106,20 +124,20 @@ func pool(remove bool, args []string) error {
 	return nil
 }
 
-func loadBalancer(verb string, args []string) error {
-	fs := flag.NewFlagSet("ccmlb", flag.ContinueOnError)
+// runCCM runs the cloud provider's service controller against the guest
+// until SIGTERM or SIGINT, printing each sync and clean-up.
+func runCCM(args []string) error {
+	fs := flag.NewFlagSet("ccmlb run", flag.ContinueOnError)
 	guestKubeconfig := fs.String("guest-kubeconfig", "", "kubeconfig of the guest cluster")
 	cluster := fs.String("cluster", "", "guest cluster name (the CCM's --cluster-name)")
-	service := fs.String("service", "default/web", "the guest Service NAMESPACE/NAME")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	svcNS, svcName, ok := strings.Cut(*service, "/")
-	if *guestKubeconfig == "" || *cluster == "" || !ok {
-		return errors.New("--guest-kubeconfig, --cluster and --service NS/NAME are required")
+	if *guestKubeconfig == "" || *cluster == "" {
+		return errors.New("--guest-kubeconfig and --cluster are required")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
 	guest, err := guestClient(*guestKubeconfig)
 	if err != nil {
 		return err
@@ -128,61 +146,67 @@ func loadBalancer(verb string, args []string) error {
 	if err != nil {
 		return err
 	}
-	if verb == "delete" {
-		return deleteLoadBalancer(ctx, guest, harvester, namespace, *cluster, svcNS, svcName)
+	sc := &simtest.ServiceController{
+		CCM: &simtest.CCM{Harvester: harvester, Namespace: namespace, Cluster: *cluster}, Guest: guest,
+		Log:     func(format string, a ...any) { fmt.Printf("cloud provider: "+format+"\n", a...) },
+		OnError: func(err error) { fmt.Fprintln(os.Stderr, "cloud provider:", err) },
 	}
-	svc, err := ensureService(ctx, guest, svcNS, svcName)
-	if err != nil {
+	if err := sc.Run(ctx); err != nil {
 		return err
 	}
-	l := simtest.CCMLoadBalancer(*cluster, namespace, svcNS, svcName, string(svc.UID))
-	addr, err := simtest.CCMCreate(ctx, harvester, l)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("Service %s of guest cluster %s -> LoadBalancer %s/%s: %s (IPPool %s, mask %s, gateway %s)\n",
-		*service, *cluster, namespace, l.Name, addr.IP, addr.IPPool, addr.Mask, addr.Gateway)
-	return announce(ctx, guest, svc, addr.IP)
+	<-ctx.Done()
+	return nil
 }
 
-// ensureService creates the guest's Service of type LoadBalancer (port 80)
-// unless it exists.
-func ensureService(ctx context.Context, guest kubernetes.Interface, ns, name string) (*corev1.Service, error) {
-	svc, err := guest.CoreV1().Services(ns).Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
-	}, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) {
-		svc, err = guest.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+// service creates, announces (as kube-vip) or deletes the guest Service.
+func service(verb string, args []string) error {
+	fs := flag.NewFlagSet("ccmlb "+verb, flag.ContinueOnError)
+	guestKubeconfig := fs.String("guest-kubeconfig", "", "kubeconfig of the guest cluster")
+	name := fs.String("service", "default/web", "the guest Service NAMESPACE/NAME")
+	if err := fs.Parse(args); err != nil {
+		return err
 	}
+	ns, svcName, ok := strings.Cut(*name, "/")
+	if *guestKubeconfig == "" || !ok {
+		return errors.New("--guest-kubeconfig and --service NS/NAME are required")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	guest, err := guestClient(*guestKubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("create Service %s/%s in the guest cluster: %w", ns, name, err)
+		return err
 	}
-	return svc, nil
+	switch verb {
+	case "create":
+		return createService(ctx, guest, ns, svcName)
+	case "announce":
+		return announce(ctx, guest, ns, svcName)
+	}
+	return deleteService(ctx, guest, ns, svcName)
 }
 
-// announce writes the address on the Service for kube-vip, as the CCM
-// does, says which component announces it, and fills the Service's
-// ingress as kube-vip does once it announces (no pods run in the
-// simulated guest).
-func announce(ctx context.Context, guest kubernetes.Interface, svc *corev1.Service, ip string) error {
-	services := guest.CoreV1().Services(svc.Namespace)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := services.Get(ctx, svc.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if cur.Annotations == nil {
-			cur.Annotations = map[string]string{}
-		}
-		cur.Annotations[addons.KubeVIPAddressAnnotation] = ip
-		_, err = services.Update(ctx, cur, metav1.UpdateOptions{})
-		return err
+// createService creates the guest's Service of type LoadBalancer (port 80)
+// and waits for the address the cloud provider writes on it.
+func createService(ctx context.Context, guest kubernetes.Interface, ns, name string) error {
+	if _, err := guest.CoreV1().Services(ns).Create(ctx, simtest.LoadBalancerService(ns, name, ""), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create Service %s/%s in the guest cluster: %w", ns, name, err)
+	}
+	k := kubeapi.KindOf[*corev1.ServiceList]("Service", &corev1.Service{}, guest.CoreV1().Services(ns))
+	svc, err := kubeapi.Wait(ctx, k, ns, name, 0, func(s *corev1.Service) (bool, error) {
+		return s != nil && s.Annotations[addons.KubeVIPAddressAnnotation] != "", nil
 	})
 	if err != nil {
-		return fmt.Errorf("annotate Service %s/%s: %w", svc.Namespace, svc.Name, err)
+		return fmt.Errorf("the cloud provider wrote no address on Service %s/%s: %w", ns, name, err)
 	}
-	fmt.Printf("the cloud provider wrote %s=%s on Service %s/%s\n", addons.KubeVIPAddressAnnotation, ip, svc.Namespace, svc.Name)
+	fmt.Printf("Service %s/%s (UID %s): the cloud provider wrote %s=%s for kube-vip\n", ns, name, svc.UID,
+		addons.KubeVIPAddressAnnotation, svc.Annotations[addons.KubeVIPAddressAnnotation])
+	return nil
+}
+
+// announce says which component announces the Service's address and plays
+// kube-vip's writes: its vipHost annotation, then the ingress (no pods run
+// in the simulated guest).
+func announce(ctx context.Context, guest kubernetes.Interface, ns, name string) error {
 	ds, err := guest.AppsV1().DaemonSets(addons.DefaultNamespace).Get(ctx, addons.KubeVIPName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		fmt.Printf("announced by: nothing (no kube-vip in %s): the address is allocated but unreachable\n", addons.DefaultNamespace)
@@ -192,19 +216,34 @@ func announce(ctx context.Context, guest kubernetes.Interface, svc *corev1.Servi
 		return fmt.Errorf("read the kube-vip DaemonSet: %w", err)
 	}
 	fmt.Println("announced by: " + describeKubeVIP(ds))
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := services.Get(ctx, svc.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cur.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: ip}}
-		_, err = services.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	})
+	nodes, err := guest.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("set the ingress of Service %s/%s: %w", svc.Namespace, svc.Name, err)
+		return fmt.Errorf("list the guest's nodes (kube-vip's vipHost): %w", err)
 	}
-	fmt.Printf("Service %s/%s status.loadBalancer.ingress: %s (no pods run in the simulated guest: the stand-in writes it as kube-vip does)\n", svc.Namespace, svc.Name, ip)
+	if len(nodes.Items) == 0 {
+		return errors.New("the guest cluster has no node to announce from")
+	}
+	ip, err := simtest.AnnounceAsKubeVIP(ctx, guest, ns, name, nodes.Items[0].Name)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Service %s/%s: annotation %s=%s, then status.loadBalancer.ingress %s (the stand-in writes both as kube-vip does;\n"+
+		"  the ingress is a status change, which starts no sync of the cloud provider)\n", ns, name, simtest.AnnotationKubeVIPHost, nodes.Items[0].Name, ip)
+	return nil
+}
+
+// deleteService deletes the guest Service and waits until it is gone (the
+// cloud provider drops its finalizer whether or not it deleted the
+// LoadBalancer).
+func deleteService(ctx context.Context, guest kubernetes.Interface, ns, name string) error {
+	if err := guest.CoreV1().Services(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Service %s/%s: %w", ns, name, err)
+	}
+	k := kubeapi.KindOf[*corev1.ServiceList]("Service", &corev1.Service{}, guest.CoreV1().Services(ns))
+	if _, err := kubeapi.Wait(ctx, k, ns, name, 0, func(s *corev1.Service) (bool, error) { return s == nil, nil }); err != nil {
+		return fmt.Errorf("wait for Service %s/%s to go: %w", ns, name, err)
+	}
+	fmt.Printf("Service %s/%s deleted from the guest cluster\n", ns, name)
 	return nil
 }
 
@@ -227,24 +266,6 @@ func describeKubeVIP(ds *appsv1.DaemonSet) string {
 	return fmt.Sprintf("kube-vip (DaemonSet %s/%s, %s, %s), by ARP on %s, %s=%s %s=%s",
 		ds.Namespace, ds.Name, c.Image, where, iface,
 		addons.KubeVIPEnvSvcEnable, env[addons.KubeVIPEnvSvcEnable], addons.KubeVIPEnvSvcElection, env[addons.KubeVIPEnvSvcElection])
-}
-
-// deleteLoadBalancer deletes the Service in the guest and its
-// LoadBalancer, as the CCM does when the Service goes.
-func deleteLoadBalancer(ctx context.Context, guest kubernetes.Interface, harvester dynamic.Interface, namespace, cluster, svcNS, svcName string) error {
-	svc, err := guest.CoreV1().Services(svcNS).Get(ctx, svcName, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("read Service %s/%s: %w", svcNS, svcName, err)
-	}
-	l := simtest.CCMLoadBalancer(cluster, namespace, svcNS, svcName, string(svc.UID))
-	if err := guest.CoreV1().Services(svcNS).Delete(ctx, svcName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete Service %s/%s: %w", svcNS, svcName, err)
-	}
-	if err := simtest.CCMDelete(ctx, harvester, namespace, l.Name); err != nil {
-		return err
-	}
-	fmt.Printf("Service %s/%s and LoadBalancer %s/%s deleted\n", svcNS, svcName, namespace, l.Name)
-	return nil
 }
 
 // initNodes initialises every node of the guest cluster as the CCM does.

@@ -221,6 +221,13 @@ func TestApplyIdempotentAndPrunes(t *testing.T) {
 	env := map[string]string{}
 	for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
 		env[e.Name] = e.Value
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			env[e.Name] = "fieldRef:" + e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	// kube-vip's node name comes from the pod's node (never the hostname).
+	if env["vip_nodename"] != "fieldRef:spec.nodeName" {
+		t.Errorf("kube-vip applied: vip_nodename %q, want from spec.nodeName", env["vip_nodename"])
 	}
 	if env["vip_interface"] != "enp2s0" || env["svc_election"] != "true" || env["svc_enable"] != "true" || ds.Spec.Template.Spec.Affinity != nil {
 		t.Errorf("kube-vip for externalTrafficPolicy Local: env %v, affinity %+v", env, ds.Spec.Template.Spec.Affinity)

@@ -87,29 +87,37 @@ func TestKubeconfigAuthenticatesWithExactlyTheNeededRights(t *testing.T) {
 		t.Fatalf("whoami = %q, %v", user, err)
 	}
 
-	// Everything the two Harvester roles grant is allowed in the VM namespace.
+	// Everything the two Harvester roles grant is allowed in the VM namespace
+	// (a rule limited to some names, for those names).
 	for _, role := range []string{"harvesterhci.io:cloudprovider", "harvesterhci.io:csi-driver"} {
 		cr, err := admin.RbacV1().ClusterRoles().Get(ctx, role, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("simulator lacks ClusterRole %s: %v", role, err)
 		}
 		for _, rule := range cr.Rules {
+			names := rule.ResourceNames
+			if len(names) == 0 {
+				names = []string{""}
+			}
 			for _, g := range rule.APIGroups {
 				for _, res := range rule.Resources {
 					resource, sub, _ := strings.Cut(res, "/")
 					for _, v := range rule.Verbs {
-						ra := authzv1.ResourceAttributes{Namespace: "default", Group: g, Resource: resource, Subresource: sub, Verb: v}
-						if !allowed(t, ctx, cs, ra) {
-							t.Errorf("%s: denied %+v", role, ra)
+						for _, name := range names {
+							ra := authzv1.ResourceAttributes{Namespace: "default", Group: g, Resource: resource, Subresource: sub, Verb: v, Name: name}
+							if !allowed(t, ctx, cs, ra) {
+								t.Errorf("%s: denied %+v", role, ra)
+							}
 						}
 					}
 				}
 			}
 		}
 	}
-	// The CSI role is cluster-wide (ClusterRoleBinding): storage classes anywhere.
-	if !allowed(t, ctx, cs, authzv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "storageclasses", Verb: "list"}) {
-		t.Error("csi: cluster-wide storageclasses list denied")
+	// The CSI role is bound in the VM namespace; the namespace's grant
+	// lets its ServiceAccounts read storage classes.
+	if !allowed(t, ctx, cs, authzv1.ResourceAttributes{Group: "storage.k8s.io", Resource: "storageclasses", Verb: "get"}) {
+		t.Error("csi: storageclasses get denied (the namespace grant)")
 	}
 	// And nothing else.
 	for _, ra := range []authzv1.ResourceAttributes{
@@ -125,6 +133,9 @@ func TestKubeconfigAuthenticatesWithExactlyTheNeededRights(t *testing.T) {
 		{Resource: "namespaces", Verb: "create"},
 		{Resource: "nodes", Verb: "delete"},
 		{Group: "harvesterhci.io", Resource: "settings", Verb: "update"},
+		// Settings: only the CSI driver's two and what every user reads.
+		{Group: "harvesterhci.io", Resource: "settings", Verb: "list"},
+		{Group: "harvesterhci.io", Resource: "settings", Verb: "get", Name: "http-proxy"},
 	} {
 		if allowed(t, ctx, cs, ra) {
 			t.Errorf("allowed but should be denied: %+v", ra)
@@ -169,7 +180,7 @@ func TestKubeconfigTwiceChangesNothing(t *testing.T) {
 	first := mustRun(t, args...)
 	before := accessSnapshot(t, ctx, "e2e-idem")
 	if len(before) != 4 {
-		t.Fatalf("want SA, Secret, RoleBinding, ClusterRoleBinding; got %v", before)
+		t.Fatalf("want SA, Secret, two RoleBindings; got %v", before)
 	}
 	second := mustRun(t, args...)
 	after := accessSnapshot(t, ctx, "e2e-idem")
@@ -294,6 +305,11 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"kubeconfig", "--cluster-name", "x", "--namespace", "default", "--kubeconfig", "/nonexistent/kc"}, []string{"load kubeconfig"}},
 		{[]string{"kubeconfig", "--cluster-name", "x", "--namespace", "default", "--format", "xml"}, []string{"format \"xml\""}},
 		{[]string{"apply", "--cluster-name", "x"}, []string{"guest-kubeconfig: required"}},
+		// driver-credential checks every flag and namespace before it makes anything (issue 30, item 7).
+		{[]string{"driver-credential", "--namespace", "default", "--service-account", "e2e-early", "--ttl", "1200000h", "--server", "http://plain"},
+			[]string{"must be at most", "server"}},
+		{[]string{"driver-credential", "--namespace", "default", "--service-account", "e2e-early", "--machine-namespace", "no-such-ns"},
+			[]string{`--machine-namespace "no-such-ns": no such namespace`}},
 		{[]string{"nodedriver", "--url", "https://x"}, []string{"exactly one argument BINARY"}},
 		{[]string{"lb", "pool", "--range", "10.0.0.0/24", "--range", "10.0.0.8/29", "--name", "p"}, []string{"overlaps"}},
 	}
@@ -307,6 +323,9 @@ func TestCLIErrors(t *testing.T) {
 				t.Errorf("%v: stderr lacks %q:\n%s", c.args, w, r.stderr)
 			}
 		}
+	}
+	if _, err := admin.CoreV1().ServiceAccounts("default").Get(context.Background(), "e2e-early", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a refused driver-credential made its ServiceAccount: %v", err)
 	}
 	// A namespace without the token controller's reach never fills: the wait ends with a clear timeout.
 	r := runBin(t, "kubeconfig", "--cluster-name", "e2e-missing-ns", "--namespace", "no-such-namespace", "--timeout", "5s")
@@ -343,7 +362,7 @@ func TestRevokeOneServiceAccount(t *testing.T) {
 		t.Errorf("after revoke: %v, want exactly the other service account's unchanged: %v", after, want)
 	}
 	for _, obj := range []string{"serviceaccounts/default/e2e-rev-sa-ccm", "secrets/default/e2e-rev-sa-ccm-token",
-		"rolebindings/default/e2e-rev-sa-ccm-cloudprovider", "clusterrolebindings/harvester-bootstrap:default:e2e-rev-sa-ccm:csi-driver"} {
+		"rolebindings/default/e2e-rev-sa-ccm-cloudprovider", "rolebindings/default/e2e-rev-sa-ccm-csi-driver"} {
 		if !strings.Contains(r.stderr, obj) {
 			t.Errorf("revoke does not report deleting %s:\n%s", obj, r.stderr)
 		}

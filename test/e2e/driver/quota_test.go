@@ -3,17 +3,21 @@ package driver_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // addQuota creates a ResourceQuota in the VM namespace, waits (watch) until
@@ -22,9 +26,15 @@ import (
 // that), and removes it when the test ends.
 func addQuota(t *testing.T, name string, hard corev1.ResourceList) {
 	t.Helper()
+	addQuotaSpec(t, name, corev1.ResourceQuotaSpec{Hard: hard})
+}
+
+// addQuotaSpec is addQuota with scopes.
+func addQuotaSpec(t *testing.T, name string, spec corev1.ResourceQuotaSpec) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Spec: corev1.ResourceQuotaSpec{Hard: hard}}
+	q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}, Spec: spec}
 	if _, err := kube.CoreV1().ResourceQuotas(namespace).Create(ctx, q, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +115,121 @@ func TestQuotaRefusesBeforeAnythingExists(t *testing.T) {
 		used := q.Status.Used[corev1.ResourceRequestsStorage]
 		return used.Cmp(five) >= 0
 	})
+}
+
+// TestQuotaFiguresAsWritten: a storage quota of 9.9Gi, which the API
+// server stores as 10630044057600m, reads 9.9Gi in the refusal.
+func TestQuotaFiguresAsWritten(t *testing.T) {
+	r := newRM(t, "e2e-qunits")
+	addQuota(t, "e2e-storage", corev1.ResourceList{corev1.ResourceRequestsStorage: resource.MustParse("9.9Gi")})
+	out, err := r.create("e2e-qunits-pool1-u0000", append(slices.Clone(imageAndNet), "--harvester-disk-size=10")...)
+	if err == nil {
+		t.Fatalf("a 10Gi disk under a 9.9Gi storage quota was created:\n%s", out)
+	}
+	for _, want := range []string{"ResourceQuota default/e2e-storage: requests.storage: the machine needs 10Gi, ", " of 9.9Gi is free ("} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "10630044057600m") {
+		t.Errorf("a size in millibytes:\n%s", out)
+	}
+}
+
+// TestQuotaScopes: quotas the virt-launcher pod is not subject to (a
+// BestEffort and a Terminating `pods: 0`, and a PriorityClass selector of a
+// class the launcher lacks) do not refuse a machine: the pre-check passes,
+// the create succeeds, and the API server's own quota admission accepts
+// the launcher pod KubeVirt would render for the stored VM (a dry-run
+// create). A NotBestEffort `pods: 0` is the launcher's: the pre-check
+// refuses it, and so does admission.
+func TestQuotaScopes(t *testing.T) {
+	r := newRM(t, "e2e-qscope")
+	noPods := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}
+	addQuotaSpec(t, "e2e-besteffort", corev1.ResourceQuotaSpec{Hard: noPods, Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}})
+	addQuotaSpec(t, "e2e-terminating", corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0"),
+		corev1.ResourceLimitsMemory: resource.MustParse("1Mi")}, Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating}})
+	addQuotaSpec(t, "e2e-priority", corev1.ResourceQuotaSpec{Hard: noPods, ScopeSelector: &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
+		{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"e2e-high"}}}}})
+	name := "e2e-qscope-pool1-s0000"
+	r.mustCreate(name, imageAndNet...)
+	t.Cleanup(func() { r.mustRun("rm", "-y", name) })
+	launcher := launcherPodOf(t, name)
+	if err := createDryRun(launcher); err != nil {
+		t.Errorf("quota admission refuses the launcher pod of a machine the pre-check let through: %v", err)
+	}
+
+	addQuotaSpec(t, "e2e-notbesteffort", corev1.ResourceQuotaSpec{Hard: noPods, Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotBestEffort}})
+	out, err := r.create("e2e-qscope-pool1-s0001", imageAndNet...)
+	if err == nil || !strings.Contains(out, "ResourceQuota default/e2e-notbesteffort: pods: the machine needs 1 for its virt-launcher pod, 0 of 0 is free") {
+		t.Errorf("a NotBestEffort pods: 0 quota: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "e2e-besteffort") || strings.Contains(out, "e2e-terminating") || strings.Contains(out, "e2e-priority") {
+		t.Errorf("a quota the launcher is not subject to is reported:\n%s", out)
+	}
+	if err := createDryRun(launcher); err == nil || !strings.Contains(err.Error(), "exceeded quota: e2e-notbesteffort") {
+		t.Errorf("quota admission of the launcher pod under a NotBestEffort pods: 0 quota: %v", err)
+	}
+}
+
+// launcherPodOf is the launcher pod KubeVirt renders for the machine's
+// stored VM, as quota admission reads it (harvester.LauncherPod).
+func launcherPodOf(t *testing.T, name string) *corev1.Pod {
+	t.Helper()
+	spec := getVM(t, name).Spec.Template.Spec
+	pod := harvester.LauncherPod(&spec, "amd64", "")
+	pod.Namespace, pod.GenerateName = namespace, "virt-launcher-"+name+"-"
+	return pod
+}
+
+// createDryRun creates the pod with dryRun=All: admission judges it,
+// nothing is stored or charged.
+func createDryRun(pod *corev1.Pod) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := kube.CoreV1().Pods(namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
+}
+
+// TestQuotaCountsStaticClaim: a machine with a static address makes one
+// ConfigMap (its claim); `configmaps: 0` or `count/configmaps: 0` refuses
+// it at pre-create, naming the quota, before anything exists.
+func TestQuotaCountsStaticClaim(t *testing.T) {
+	r := newRM(t, "e2e-qclaim")
+	addQuota(t, "e2e-noconfigmaps", corev1.ResourceList{corev1.ResourceConfigMaps: resource.MustParse("0"), "count/configmaps": resource.MustParse("0")})
+	name := "e2e-qclaim-pool1-c0000"
+	out, err := r.create(name, staticFlags("10.60.0.40-10.60.0.42/24")...)
+	if err == nil {
+		t.Fatalf("a static-address machine under configmaps: 0 was created:\n%s", out)
+	}
+	for _, want := range []string{
+		"the machine does not fit its namespace's quota, so nothing was created: ResourceQuota default/e2e-noconfigmaps: configmaps: the machine needs 1 for its static-address claim ConfigMap, 0 of 0 is free",
+		"ResourceQuota default/e2e-noconfigmaps: count/configmaps: the machine needs 1 for its static-address claim ConfigMap",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if held, ok := heldAddresses(t)[name]; ok {
+		t.Errorf("the refused machine holds a claim on %s", held)
+	}
+}
+
+// TestQuotaCountsCloudProviderCredential: the first machine of a cluster
+// with --harvester-cloud-provider makes the cluster's ServiceAccount, token
+// Secret and RoleBinding; `count/serviceaccounts: 0` refuses it at
+// pre-create, naming the ServiceAccount, and nothing is made.
+func TestQuotaCountsCloudProviderCredential(t *testing.T) {
+	const cluster = "e2e-qcred"
+	r := newRM(t, cluster)
+	addQuota(t, "e2e-noserviceaccounts", corev1.ResourceList{"count/serviceaccounts": resource.MustParse("0")})
+	out, err := r.create(cluster+"-pool1-p0000", append(slices.Clone(imageAndNet), "--harvester-cloud-provider=rke2")...)
+	if err == nil || !strings.Contains(out, "ResourceQuota default/e2e-noserviceaccounts: count/serviceaccounts: the machine needs 1 for its cluster's cloud-provider ServiceAccount") {
+		t.Errorf("the cloud-provider ServiceAccount under count/serviceaccounts: 0: %v\n%s", err, out)
+	}
+	if _, err := kube.CoreV1().ServiceAccounts(namespace).Get(context.Background(), cluster, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the refused machine's cluster has a ServiceAccount (%v)", err)
+	}
 }
 
 // TestVGPUCapacity: a vGPU profile no host offers is refused; one a host

@@ -72,13 +72,15 @@ func TestPreCreateChecksPermissions(t *testing.T) {
 		"may not delete persistentvolumeclaims in namespace default",
 		"may not create serviceaccounts in namespace default",
 		"may not create rolebindings.rbac.authorization.k8s.io in namespace default",
-		"may not create clusterrolebindings.rbac.authorization.k8s.io cluster-wide",
 		"may not bind clusterroles.rbac.authorization.k8s.io harvesterhci.io:cloudprovider in namespace default",
-		"may not bind clusterroles.rbac.authorization.k8s.io harvesterhci.io:csi-driver cluster-wide",
+		"may not bind clusterroles.rbac.authorization.k8s.io harvesterhci.io:csi-driver in namespace default",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "clusterrolebindings") {
+		t.Errorf("the driver asks for rights on ClusterRoleBindings:\n%s", out)
 	}
 	if strings.Contains(out, "creating VM") {
 		t.Errorf("create went past the pre-create check:\n%s", out)

@@ -176,7 +176,7 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("healthy cluster: %s %s %q (fix %q)", row.Check, row.Status, row.Seen, row.Fix)
 		}
 	}
-	if r.code != 0 || len(r.Checks) != 19 {
+	if r.code != 0 || len(r.Checks) != 23 {
 		t.Fatalf("healthy cluster: exit %d, %d rows", r.code, len(r.Checks))
 	}
 
@@ -219,16 +219,17 @@ func TestDoctor(t *testing.T) {
 		if row := r.row(t, doctor.CheckLoadBalancers); row.Status != doctor.Warn {
 			t.Errorf("loadbalancers with a LoadBalancer of the default cluster name: %+v", row)
 		}
-		if err := simtest.CCMDelete(ctx, env.dyn, vmNamespace, wrong.Name); err != nil {
+		if err := simtest.DeleteLoadBalancer(ctx, env.dyn, vmNamespace, wrong.Name); err != nil {
 			t.Fatal(err)
 		}
-		right := simtest.CCMLoadBalancer(cluster, vmNamespace, "default", "web", string(svc.UID))
-		if _, err := simtest.CCMCreate(ctx, env.dyn, right); err != nil {
+		ccm := &simtest.CCM{Harvester: env.dyn, Namespace: vmNamespace, Cluster: cluster}
+		right, err := ccm.EnsureLoadBalancer(ctx, svc)
+		if err != nil {
 			t.Fatal(err)
 		}
 		top.Cleanup(func() {
 			// The address goes back, so the test's pool can be deleted.
-			if err := simtest.CCMDelete(context.Background(), env.dyn, vmNamespace, right.Name); err != nil {
+			if err := simtest.DeleteLoadBalancer(context.Background(), env.dyn, vmNamespace, right.Name); err != nil {
 				t.Error(err)
 			}
 		})

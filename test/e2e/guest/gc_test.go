@@ -108,7 +108,8 @@ func TestGCAfterClusterVanished(t *testing.T) {
 	createPool(t, stay, 1, "--harvester-cloud-provider=k3s")
 	ctx := testContext(t)
 	for _, c := range []string{gone, stay} {
-		if _, err := simtest.CCMCreate(ctx, env.dyn, simtest.CCMLoadBalancer(c, vmNamespace, "default", "web", "uid-"+c)); err != nil {
+		ccm := &simtest.CCM{Harvester: env.dyn, Namespace: vmNamespace, Cluster: c}
+		if _, err := ccm.EnsureLoadBalancer(ctx, simtest.LoadBalancerService("default", "web", "uid-"+c)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,7 +145,7 @@ func TestGCAfterClusterVanished(t *testing.T) {
 		return len(l.Items) == 0, fmt.Sprintf("%d VMs left", len(l.Items))
 	})
 	want := labelledObjects(t, ctx, gone)
-	for _, kind := range []string{"LoadBalancer ", "Secret default/gcgone-pool1-", "PersistentVolumeClaim ", "ServiceAccount ", "RoleBinding ", "ClusterRoleBinding ", "Secret default/gcgone-token"} {
+	for _, kind := range []string{"LoadBalancer ", "Secret default/gcgone-pool1-", "PersistentVolumeClaim ", "ServiceAccount ", "RoleBinding ", "Secret default/gcgone-token"} {
 		if !slices.ContainsFunc(want, func(s string) bool { return strings.HasPrefix(s, kind) }) {
 			t.Fatalf("the vanished cluster left no %q; labelled objects: %v", kind, want)
 		}

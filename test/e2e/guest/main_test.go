@@ -25,7 +25,7 @@ var env struct {
 
 func TestMain(m *testing.M) {
 	harness.Main(m, harness.Options{
-		Bins:    []string{"rancher-machine", "docker-machine-driver-harvester", "harvester-bootstrap"},
+		Bins:    []string{"rancher-machine", "docker-machine-driver-harvester", "harvester-bootstrap", "kube-vip"},
 		SimArgs: []string{"--guest-clusters", "--schedule-delay=100ms", "--boot-delay=100ms", "--ip-delay=100ms"},
 		Ready: func(e *harness.Env) error {
 			env.sim, env.kube, env.dyn, env.virt = e.Sim, e.Kube, e.Dyn, e.Virt

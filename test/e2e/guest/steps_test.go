@@ -43,7 +43,7 @@ var (
 	gvrPool = schema.GroupVersionResource{Group: lbapi.Group, Version: lbapi.Version, Resource: "ippools"}
 )
 
-func testContext(t *testing.T) context.Context {
+func testContext(t testing.TB) context.Context {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	t.Cleanup(cancel)
@@ -51,7 +51,7 @@ func testContext(t *testing.T) context.Context {
 }
 
 // poll retries cond every 100ms until it holds, failing with what it says last.
-func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, string)) {
+func poll(t testing.TB, what string, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
 	ctx := testContext(t)
 	last := ""
@@ -66,7 +66,7 @@ func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, strin
 }
 
 // bootstrap runs bin/harvester-bootstrap against the simulator.
-func bootstrap(t *testing.T, args ...string) string {
+func bootstrap(t testing.TB, args ...string) string {
 	t.Helper()
 	bin, err := simtest.Bin("harvester-bootstrap")
 	if err != nil {
@@ -87,7 +87,7 @@ func bootstrap(t *testing.T, args ...string) string {
 
 // k3sNodeUserData is the K3s node cloud-init users generate today: the
 // guest credential and add-ons as write_files for K3s's manifests folder.
-func k3sNodeUserData(t *testing.T, cluster string) string {
+func k3sNodeUserData(t testing.TB, cluster string) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "k3s-cloud-init.yaml")
 	bootstrap(t, "addon", "k3s", "--cluster-name", cluster, "--namespace", vmNamespace, "--format", "cloud-init", "-o", out)
@@ -136,7 +136,7 @@ func createPool(t *testing.T, cluster string, n int, extra ...string) (*simtest.
 
 // guestClients connects to the guest cluster's API server once the
 // simulator has written its kubeconfig (0600).
-func guestClients(t *testing.T, cluster string) (kubernetes.Interface, dynamic.Interface) {
+func guestClients(t testing.TB, cluster string) (kubernetes.Interface, dynamic.Interface) {
 	t.Helper()
 	path := filepath.Join(env.sim.Dir, "guests", cluster, "kubeconfig")
 	poll(t, "the guest kubeconfig "+path, func(context.Context) (bool, string) {
@@ -161,7 +161,7 @@ func guestClients(t *testing.T, cluster string) (kubernetes.Interface, dynamic.I
 	return kube, dyn
 }
 
-func vmiIP(t *testing.T, ctx context.Context, name string) string {
+func vmiIP(t testing.TB, ctx context.Context, name string) string {
 	t.Helper()
 	u, err := env.dyn.Resource(gvrVMI).Namespace(vmNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -181,7 +181,7 @@ func nodeReady(n *corev1.Node) bool {
 
 // checkNodesJoined waits until every machine is a Ready Node of the guest
 // cluster, registered as kubelet with the external cloud provider does.
-func checkNodesJoined(t *testing.T, guest kubernetes.Interface, machines []string) {
+func checkNodesJoined(t testing.TB, guest kubernetes.Interface, machines []string) {
 	t.Helper()
 	poll(t, fmt.Sprintf("%d Ready nodes", len(machines)), func(ctx context.Context) (bool, string) {
 		nodes, err := guest.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -282,11 +282,17 @@ func checkKubeVIP(t *testing.T, ctx context.Context, guest kubernetes.Interface)
 		t.Fatalf("kube-vip DaemonSet: %v", err)
 	}
 	c := ds.Spec.Template.Spec.Containers[0]
-	svcEnable := ""
+	svcEnable, nodeName := "", ""
 	for _, e := range c.Env {
 		if e.Name == addons.KubeVIPEnvSvcEnable {
 			svcEnable = e.Value
 		}
+		if e.Name == addons.KubeVIPEnvNodeName && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			nodeName = e.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	if nodeName != addons.KubeVIPNodeNameField {
+		t.Errorf("kube-vip DaemonSet from the node files: vip_nodename from %q, want %s", nodeName, addons.KubeVIPNodeNameField)
 	}
 	if !ds.Spec.Template.Spec.HostNetwork || svcEnable != "true" || !strings.Contains(c.Image, "kube-vip-iptables:"+addons.KubeVIPVersion) {
 		t.Errorf("kube-vip DaemonSet: hostNetwork %v, svc_enable %q, image %s", ds.Spec.Template.Spec.HostNetwork, svcEnable, c.Image)
@@ -354,30 +360,38 @@ func getPool(t *testing.T, ctx context.Context, name string) *lbapi.IPPool {
 }
 
 // checkLoadBalancer plays the cloud provider with harvester (its
-// cloud-config credential): it creates the LoadBalancer of a Service and
-// takes its address, checks the address came from wantPool and not from
-// otherPool, deletes the LoadBalancer and checks the address went back
+// cloud-config credential) by its rules: a first sync creates the
+// LoadBalancer of a Service and takes its address, checked to come from
+// wantPool and not from otherPool; a later sync, once kube-vip wrote the
+// Service's ingress, copies it into status.address; only then does the
+// Service's deletion delete the LoadBalancer, and the address goes back
 // into the pool.
 func checkLoadBalancer(t *testing.T, harvester dynamic.Interface, namespace, cluster, wantPool, otherPool string) {
 	t.Helper()
 	ctx := testContext(t)
-	want := simtest.CCMLoadBalancer(cluster, namespace, "default", "web", "8d0cfd1c-31b7-4b13-9a33-1d3c2ff4b0a1")
-	addr, err := simtest.CCMCreate(ctx, harvester, want)
+	ccm := &simtest.CCM{Harvester: harvester, Namespace: namespace, Cluster: cluster}
+	svc := simtest.LoadBalancerService("default", "web", "8d0cfd1c-31b7-4b13-9a33-1d3c2ff4b0a1")
+	l, err := ccm.EnsureLoadBalancer(ctx, svc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	addr := l.Status.AllocatedAddress
 	if addr.IPPool != wantPool {
 		t.Fatalf("address %s came from pool %q, want the cluster's pool %s", addr.IP, addr.IPPool, wantPool)
 	}
-	owner := namespace + "/" + want.Name
+	owner := namespace + "/" + l.Name
 	if p := getPool(t, ctx, wantPool); p.Status.Allocated[addr.IP] != owner {
 		t.Fatalf("pool %s allocated = %v, want %s -> %s", wantPool, p.Status.Allocated, addr.IP, owner)
 	}
 	if p := getPool(t, ctx, otherPool); len(p.Status.Allocated) != 0 {
 		t.Fatalf("the other cluster's pool %s handed out %v", otherPool, p.Status.Allocated)
 	}
-	if err := simtest.CCMDelete(ctx, harvester, namespace, want.Name); err != nil {
-		t.Fatal(err)
+	svc.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: addr.IP}}
+	if l, err = ccm.EnsureLoadBalancer(ctx, svc); err != nil || l.Status.Address != addr.IP {
+		t.Fatalf("sync after the ingress: status.address %q, %v; want %s", l.Status.Address, err, addr.IP)
+	}
+	if deleted, err := ccm.CleanUp(ctx, svc); err != nil || !deleted {
+		t.Fatalf("the Service's deletion deleted its LoadBalancer: %v, %v; want true", deleted, err)
 	}
 	poll(t, "the address back in the pool", func(ctx context.Context) (bool, string) {
 		p := getPool(t, ctx, wantPool)

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
@@ -51,12 +50,7 @@ func TestServiceAccountTokenSecretGetsWorkingToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := simulator.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	saCfg := rest.AnonymousClientConfig(cfg)
-	saCfg.BearerToken = string(got.Data["token"])
+	saCfg := tokenConfig(t, string(got.Data["token"]))
 	review, err := kubernetes.NewForConfigOrDie(saCfg).AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("token from the Secret does not authenticate: %v", err)

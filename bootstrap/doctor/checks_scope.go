@@ -1,0 +1,74 @@
+package doctor
+
+import (
+	"fmt"
+	"slices"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+)
+
+// Check names of what the guest credential may reach.
+const (
+	CheckCredentialScope = "credential-scope"
+	CheckNamespaceShared = "namespace-shared"
+)
+
+// CredentialScope: the guest credential reaches nothing outside its VM
+// namespace: no cluster-wide binding of harvesterhci.io:csi-driver (with
+// one, its token may patch every VM and touch every snapshot in every
+// namespace), and the namespace has its grant for the reads outside it.
+func CredentialScope(s *clusterstate.Snapshot) Row {
+	h := harvesterView{&s.Harvester}
+	if row, bad := unlisted(h.Errors, CheckCredentialScope, clusterstate.KindServiceAccount, clusterstate.KindClusterRoleBinding); bad {
+		return row
+	}
+	if len(h.ServiceAccounts) == 0 {
+		return warn(CheckCredentialScope, "no credential of the cluster", "see the "+CheckCredential+" row")
+	}
+	var wide []string
+	for _, sa := range h.ServiceAccounts {
+		a := credentials.Access{ClusterName: h.Cluster, Namespace: h.Namespace, ServiceAccount: sa.Name}
+		if clusterWide(h, a) {
+			wide = append(wide, sa.Name)
+		}
+	}
+	if len(wide) > 0 {
+		return warn(CheckCredentialScope, fmt.Sprintf("%s bound cluster-wide (ClusterRoleBinding) for %s: its token may patch every VM (disks, cloud-init, run strategy) and touch every snapshot and backup in every namespace",
+			harvester.CSIDriverRole, names(wide)),
+			"bind it in "+h.Namespace+" only: `harvester-bootstrap kubeconfig rotate --cluster-name "+h.Cluster+" --namespace "+h.Namespace+
+				"` (or `driver-credential --cloud-provider --machine-namespace "+h.Namespace+"` for the driver's credentials); --csi-cluster-wide keeps it on purpose")
+	}
+	if !slices.ContainsFunc(h.GrantBindings, func(b rbacv1.ClusterRoleBinding) bool { return b.Name == credentials.GrantBindingName(h.Namespace) }) {
+		return fail(CheckCredentialScope, "namespace "+h.Namespace+" has no grant "+credentials.GrantBindingName(h.Namespace)+
+			": the CSI driver cannot read storage classes, volume attachments or its settings, nor list shared and Longhorn volumes",
+			"an admin grants it once per VM namespace: "+h.issueCmd()+" or `harvester-bootstrap driver-credential --cloud-provider --machine-namespace "+h.Namespace+"`")
+	}
+	return ok(CheckCredentialScope, harvester.CSIDriverRole+" and "+harvester.CloudProviderRole+" bound in "+h.Namespace+" only; reads outside it from "+credentials.GrantBindingName(h.Namespace))
+}
+
+// NamespaceShared: other guest clusters' VMs in the VM namespace. Their
+// credentials are bound in the same namespace, so each may patch the
+// others' VMs and attach or detach their volumes: RBAC cannot tell them
+// apart.
+func NamespaceShared(s *clusterstate.Snapshot) Row {
+	h := &s.Harvester
+	if row, bad := unlisted(h.Errors, CheckNamespaceShared, clusterstate.KindVM); bad {
+		return row
+	}
+	var others []string
+	for _, vm := range h.VMs {
+		if c := vm.Labels[harvester.LabelGuestCluster]; c != "" && !h.OfCluster(vm.Labels) && !slices.Contains(others, c) {
+			others = append(others, c)
+		}
+	}
+	if len(others) > 0 {
+		slices.Sort(others)
+		return warn(CheckNamespaceShared, fmt.Sprintf("namespace %s also holds VMs of guest cluster(s) %s: each cluster's credential may patch the others' VMs and attach or detach their volumes",
+			h.Namespace, names(others)), "give each guest cluster a namespace of its own (docs/bootstrap.md)")
+	}
+	return ok(CheckNamespaceShared, "no other guest cluster's VMs in "+h.Namespace)
+}

@@ -1,0 +1,141 @@
+package credentials
+
+import (
+	"slices"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+
+	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/guest/apicalls"
+	"github.com/harvester-kit/harvester-machine/internal/driverrights"
+)
+
+// A guest credential binds Harvester's two roles in its VM namespace only.
+// What the pinned cloud provider and CSI driver call outside it (cluster-
+// scoped reads: storage classes, volume attachments, two CSI settings; the
+// CSI driver's shared-volume objects in harvester-system and Longhorn's
+// volumes in longhorn-system) is granted once per VM namespace, by an admin
+// (`kubeconfig`, `driver-credential --cloud-provider`), to the group of that
+// namespace's ServiceAccounts: the namespace grant. Its rules derive from
+// guest/apicalls, so they are exactly those calls. The node driver, which
+// holds no right on ClusterRoleBindings, never makes one.
+
+// Names of the grant's objects.
+const (
+	// GuestReadsRole is the ClusterRole of the cluster-scoped reads.
+	GuestReadsRole = "harvester-bootstrap:guest-cluster-reads"
+	// GuestSharedRole is the Role, in each of apicalls' fixed namespaces,
+	// of the calls made there.
+	GuestSharedRole = "harvester-bootstrap:guests"
+	// LabelGuestNamespace marks a binding of one VM namespace's grant.
+	LabelGuestNamespace = "harvester-bootstrap.harvesterhci.io/guest-namespace"
+	// LabelGuestGrant marks the grant's shared roles.
+	LabelGuestGrant = "harvester-bootstrap.harvesterhci.io/guest-grant"
+)
+
+// GrantBindingName names the bindings of namespace ns's grant.
+func GrantBindingName(ns string) string { return "harvester-bootstrap:guest-namespace:" + ns }
+
+// SharedNamespaces are the namespaces, other than the VM namespace, that
+// guests call into, in a fixed order.
+func SharedNamespaces() []string {
+	var out []string
+	for _, c := range apicalls.Calls {
+		if c.Namespace != "" && !slices.Contains(out, c.Namespace) {
+			out = append(out, c.Namespace)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// GrantObjects are the objects of one VM namespace's grant, in creation
+// order: the shared ClusterRole and Roles first, then the namespace's
+// ClusterRoleBinding and RoleBindings.
+type GrantObjects struct {
+	ReadsRole    *rbacv1.ClusterRole
+	ReadsBinding *rbacv1.ClusterRoleBinding
+	SharedRoles  []*rbacv1.Role        // one per SharedNamespaces entry
+	SharedGrants []*rbacv1.RoleBinding // one per SharedNamespaces entry
+}
+
+// List is the objects in creation order.
+func (g GrantObjects) List() []runtime.Object {
+	out := []runtime.Object{g.ReadsRole}
+	for _, r := range g.SharedRoles {
+		out = append(out, r)
+	}
+	out = append(out, g.ReadsBinding)
+	for _, b := range g.SharedGrants {
+		out = append(out, b)
+	}
+	return out
+}
+
+// BuildGrant builds the grant of VM namespace ns.
+func BuildGrant(ns string) GrantObjects {
+	shared := map[string]string{addons.LabelManagedBy: addons.ManagedBy, LabelGuestGrant: "true"}
+	own := map[string]string{addons.LabelManagedBy: addons.ManagedBy, LabelGuestNamespace: ns}
+	subjects := []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: serviceaccount.MakeNamespaceGroupName(ns)}}
+	_, clusterRules := driverrights.PolicyRules(guestPermissions(func(c apicalls.Call) bool { return c.ClusterScoped }))
+	g := GrantObjects{
+		ReadsRole: &rbacv1.ClusterRole{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRole"},
+			ObjectMeta: metav1.ObjectMeta{Name: GuestReadsRole, Labels: shared},
+			Rules:      clusterRules,
+		},
+		ReadsBinding: &rbacv1.ClusterRoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "ClusterRoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: GrantBindingName(ns), Labels: own},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: GuestReadsRole},
+			Subjects:   subjects,
+		},
+	}
+	for _, sharedNS := range SharedNamespaces() {
+		rules, _ := driverrights.PolicyRules(guestPermissions(func(c apicalls.Call) bool { return c.Namespace == sharedNS }))
+		g.SharedRoles = append(g.SharedRoles, &rbacv1.Role{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},
+			ObjectMeta: metav1.ObjectMeta{Name: GuestSharedRole, Namespace: sharedNS, Labels: shared},
+			Rules:      rules,
+		})
+		g.SharedGrants = append(g.SharedGrants, &rbacv1.RoleBinding{
+			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "RoleBinding"},
+			ObjectMeta: metav1.ObjectMeta{Name: GrantBindingName(ns), Namespace: sharedNS, Labels: own},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: GuestSharedRole},
+			Subjects:   subjects,
+		})
+	}
+	return g
+}
+
+// GrantPermissions are the cluster-scoped rights of every namespace grant.
+// A ServiceAccount in a VM namespace (the driver's own, when it lives in
+// one) holds them through its namespace's group: they are the namespace's,
+// never a credential's excess.
+func GrantPermissions() []driverrights.Permission {
+	return guestPermissions(func(c apicalls.Call) bool { return c.ClusterScoped })
+}
+
+// guestPermissions are the calls keep selects as permissions, in
+// apicalls' order.
+func guestPermissions(keep func(apicalls.Call) bool) []driverrights.Permission {
+	var out []driverrights.Permission
+	for _, c := range apicalls.Calls {
+		if keep(c) {
+			out = append(out, driverrights.Permission{
+				Verb: c.Verb, Group: c.Group, Resource: c.Resource, Subresource: c.Subresource,
+				Name: c.Name, ClusterScoped: c.ClusterScoped,
+			})
+		}
+	}
+	return out
+}
+
+// IsGrantObject reports whether labels mark an object of a namespace grant
+// (shared role, or the bindings of some namespace).
+func IsGrantObject(labels map[string]string) bool {
+	return labels[addons.LabelManagedBy] == addons.ManagedBy && (labels[LabelGuestGrant] == "true" || labels[LabelGuestNamespace] != "")
+}

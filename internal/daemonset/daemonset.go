@@ -1,0 +1,75 @@
+// Package daemonset holds where the DaemonSet controller and the scheduler
+// let a daemon pod run: doctor judges kube-vip's nodes with it, and the
+// simulator runs the real kube-vip on those nodes.
+package daemonset
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Tolerations are the tolerations the DaemonSet controller adds to every
+// pod it makes (network-unavailable for hostNetwork pods).
+var Tolerations = []corev1.Toleration{
+	{Key: corev1.TaintNodeNotReady, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeUnreachable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	{Key: corev1.TaintNodeDiskPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeMemoryPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodePIDPressure, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+	{Key: corev1.TaintNodeNetworkUnavailable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule},
+}
+
+// WhyNotOn says why a DaemonSet pod of spec cannot run on node (its
+// nodeSelector, required node affinity, or a NoSchedule/NoExecute taint
+// neither it nor the DaemonSet controller tolerates); "" when it can.
+func WhyNotOn(spec corev1.PodSpec, node *corev1.Node) string {
+	for k, v := range spec.NodeSelector {
+		if node.Labels[k] != v {
+			return "nodeSelector " + k + "=" + v
+		}
+	}
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
+		if !slices.ContainsFunc(terms, func(t corev1.NodeSelectorTerm) bool { return termMatches(t, node.Labels) }) {
+			return "no label its required node affinity asks for"
+		}
+	}
+	tolerations := append(slices.Clone(spec.Tolerations), Tolerations...)
+	for _, t := range node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(&t) }) {
+			return "taint " + t.Key + ":" + string(t.Effect) + " not tolerated"
+		}
+	}
+	return ""
+}
+
+// termMatches: every expression of the term holds (In, NotIn, Exists,
+// DoesNotExist; Gt and Lt never hold here).
+func termMatches(t corev1.NodeSelectorTerm, labels map[string]string) bool {
+	if len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0 {
+		return false
+	}
+	for _, e := range t.MatchExpressions {
+		v, has := labels[e.Key]
+		var holds bool
+		switch e.Operator {
+		case corev1.NodeSelectorOpIn:
+			holds = has && slices.Contains(e.Values, v)
+		case corev1.NodeSelectorOpNotIn:
+			holds = !has || !slices.Contains(e.Values, v)
+		case corev1.NodeSelectorOpExists:
+			holds = has
+		case corev1.NodeSelectorOpDoesNotExist:
+			holds = !has
+		}
+		if !holds {
+			return false
+		}
+	}
+	return len(t.MatchFields) == 0
+}

@@ -1,0 +1,132 @@
+package bootstrap_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/bootstrap/doctor"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+)
+
+// TestCSIBindingMigratesAndOptOut (issue 28, point 3): a credential made
+// with --csi-cluster-wide (Harvester's own binding) may patch VMs in every
+// namespace and doctor warns; `kubeconfig rotate` without it moves it into
+// the VM namespace, and doctor is content; `driver-credential
+// --cloud-provider` migrates such credentials of its machine namespaces too.
+func TestCSIBindingMigratesAndOptOut(t *testing.T) {
+	ctx := ctxT(t)
+	const vmNS, otherNS, cluster = "e2e-scope-vms", "default", "e2e-wide"
+	ensureNamespace(t, ctx, vmNS)
+	a := credentials.Access{ClusterName: cluster, Namespace: vmNS}.WithDefaults()
+	patchOther := authzv1.ResourceAttributes{Namespace: otherNS, Group: "kubevirt.io", Resource: "virtualmachines", Verb: "patch"}
+	patchOwn := patchOther
+	patchOwn.Namespace = vmNS
+
+	wide := tempFile(t, "wide")
+	mustRun(t, "kubeconfig", "--cluster-name", cluster, "--namespace", vmNS, "--csi-cluster-wide", "-o", wide)
+	t.Cleanup(func() { runBin(t, "kubeconfig", "revoke", "--cluster-name", cluster, "--namespace", vmNS) })
+	_, cs := guestClient(t, wide)
+	if !allowed(t, ctx, cs, patchOther) {
+		t.Errorf("--csi-cluster-wide: the token may not patch VMs in %s; Harvester's binding allows it", otherNS)
+	}
+	if row := doctorRow(t, cluster, vmNS, doctor.CheckCredentialScope); row.Status != doctor.Warn {
+		t.Errorf("doctor %s with the cluster-wide binding: %s %q, want WARN", doctor.CheckCredentialScope, row.Status, row.Seen)
+	}
+
+	confined := tempFile(t, "confined")
+	mustRun(t, "kubeconfig", "rotate", "--cluster-name", cluster, "--namespace", vmNS, "-o", confined)
+	if _, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, a.ClusterRoleBindingName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("rotate kept the cluster-wide binding: %v", err)
+	}
+	_, cs = guestClient(t, confined)
+	if allowed(t, ctx, cs, patchOther) || !allowed(t, ctx, cs, patchOwn) {
+		t.Errorf("after rotate: patch VMs in %s allowed=%v (want false), in %s allowed=%v (want true)",
+			otherNS, allowed(t, ctx, cs, patchOther), vmNS, allowed(t, ctx, cs, patchOwn))
+	}
+	if row := doctorRow(t, cluster, vmNS, doctor.CheckCredentialScope); row.Status != doctor.OK {
+		t.Errorf("doctor %s after rotate: %s %q, want OK", doctor.CheckCredentialScope, row.Status, row.Seen)
+	}
+
+	// Made cluster-wide again (as the driver did before), then migrated by
+	// the admin's driver-credential run for the namespace.
+	mustRun(t, "kubeconfig", "--cluster-name", cluster, "--namespace", vmNS, "--csi-cluster-wide")
+	drv := []string{"--namespace", vmNS, "--service-account", "e2e-scope-driver", "--cloud-provider"}
+	mustRun(t, append([]string{"driver-credential"}, drv...)...)
+	t.Cleanup(func() { runBin(t, append([]string{"driver-credential", "revoke"}, drv...)...) })
+	if _, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, a.ClusterRoleBindingName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("driver-credential --cloud-provider kept the guest's cluster-wide binding: %v", err)
+	}
+	if _, err := admin.RbacV1().RoleBindings(vmNS).Get(ctx, a.CSIRoleBindingName(), metav1.GetOptions{}); err != nil {
+		t.Errorf("driver-credential --cloud-provider: no RoleBinding %s: %v", a.CSIRoleBindingName(), err)
+	}
+	_, cs = guestClient(t, confined)
+	if allowed(t, ctx, cs, patchOther) {
+		t.Errorf("after driver-credential: the guest may patch VMs in %s", otherNS)
+	}
+}
+
+// TestDoctorWarnsOfASharedNamespace (issue 28, point 4): a VM of another
+// guest cluster in the namespace makes doctor warn.
+func TestDoctorWarnsOfASharedNamespace(t *testing.T) {
+	ctx := ctxT(t)
+	const vmNS, cluster = "e2e-shared-vms", "e2e-shared-a"
+	ensureNamespace(t, ctx, vmNS)
+	mustRun(t, "kubeconfig", "--cluster-name", cluster, "--namespace", vmNS)
+	t.Cleanup(func() { runBin(t, "kubeconfig", "revoke", "--cluster-name", cluster, "--namespace", vmNS) })
+	if row := doctorRow(t, cluster, vmNS, doctor.CheckNamespaceShared); row.Status != doctor.OK {
+		t.Errorf("doctor %s alone: %s %q", doctor.CheckNamespaceShared, row.Status, row.Seen)
+	}
+	dyn, err := dynamic.NewForConfig(adminCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vm := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
+		"metadata": map[string]any{"name": "e2e-shared-b-pool1-x", "labels": map[string]any{harvester.LabelGuestCluster: "e2e-shared-b"}},
+		"spec":     map[string]any{"runStrategy": "Halted", "template": map[string]any{"spec": map[string]any{"domain": map[string]any{"devices": map[string]any{}}}}},
+	}}
+	vms := dyn.Resource(clusterstate.GVRVM).Namespace(vmNS)
+	if _, err := vms.Create(ctx, vm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = vms.Delete(context.WithoutCancel(ctx), vm.GetName(), metav1.DeleteOptions{}) })
+	row := doctorRow(t, cluster, vmNS, doctor.CheckNamespaceShared)
+	if row.Status != doctor.Warn || row.Fix == "" {
+		t.Errorf("doctor %s with another cluster's VM: %s %q, want WARN naming e2e-shared-b", doctor.CheckNamespaceShared, row.Status, row.Seen)
+	}
+}
+
+func ensureNamespace(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// doctorRow runs doctor -o json and returns one row.
+func doctorRow(t *testing.T, cluster, ns, check string) doctor.Row {
+	t.Helper()
+	r := runBin(t, "doctor", "--cluster-name", cluster, "--namespace", ns, "-o", "json")
+	var report struct{ Checks []doctor.Row }
+	if err := json.Unmarshal([]byte(r.stdout), &report); err != nil {
+		t.Fatalf("doctor -o json: %v\n%s%s", err, r.stdout, r.stderr)
+	}
+	for _, row := range report.Checks {
+		if row.Check == check {
+			return row
+		}
+	}
+	t.Fatalf("doctor has no %s row:\n%s", check, r.stdout)
+	return doctor.Row{}
+}
