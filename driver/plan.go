@@ -34,6 +34,7 @@ type VMPlan struct {
 	IsolateEmulatorThread bool
 	Labels                map[string]string
 	UserLabels            map[string]string // the VM's and its template's only
+	CheckLabels           map[string]string // the VM's and its template's: what a create's checks select VMIs by
 	Affinity              *corev1.Affinity
 	UserDataSecret        string
 	HasNetworkData        bool
@@ -119,6 +120,7 @@ func PlanFromConfig(c Config, in Inputs, machineName string, images map[string]I
 	if p.NICs, err = PlanNICs(c, in); err != nil {
 		return p, err
 	}
+	p.CheckLabels = checkLabels(p, in.Static)
 	for i := range p.NICs {
 		if p.NICs[i].MAC == "" {
 			p.NICs[i].MAC = staticip.MAC(c.VMNamespace, machineName, p.NICs[i].Name)
@@ -220,6 +222,17 @@ func PlanNICs(c Config, in Inputs) ([]NICPlan, error) {
 		})
 	}
 	return nics, nil
+}
+
+// checkLabels are the labels the checks of later creates select this
+// machine's VMIs by (harvester.LabelVGPUs, staticip.LabelRange), so that
+// they do not read every VMI of the namespace.
+func checkLabels(p VMPlan, s *StaticAddressing) map[string]string {
+	l := map[string]string{harvester.LabelVGPUs: strconv.Itoa(len(p.VGPUs))}
+	if s != nil && s.NIC < len(p.NICs) {
+		l[staticip.LabelRange] = staticip.RangeValue(p.NICs[s.NIC].Network.String(), s.Range.String())
+	}
+	return l
 }
 
 // OwnedBy returns the plan with the machine's ID among the labels of

@@ -18,6 +18,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
@@ -81,10 +82,9 @@ type removal struct {
 	vmi    *kubevirtv1.VirtualMachineInstance
 	claims map[string]types.UID
 	secret *corev1.Secret
-	// labelled are the claims found by the machine's label, as of
-	// resource version listedAt.
+	// labelled are the claims found by the machine's label, as listed.
 	labelled map[string]bool
-	listedAt string
+	listed   pvcListing
 	// secretWithVM: the cloud-init Secret is the one this machine created
 	// and made the VM its owner (the VM has the recorded UID): the garbage
 	// collector deletes it with the VM, so it is not read.
@@ -122,6 +122,7 @@ func (d *Driver) removeMachineOf(parent context.Context, api *harvesterapi.API, 
 	if err != nil {
 		return fmt.Errorf("remove machine %s: %w", d.MachineName, err)
 	}
+	defer r.listed.stream.Stop()
 	if r.withVM() {
 		return d.removeWithVM(ctx, api, r)
 	}
@@ -223,7 +224,7 @@ func (d *Driver) findRemoval(ctx context.Context, api *harvesterapi.API, vm *kub
 			return removal{}, err
 		}
 	}
-	if r.claims, r.labelled, r.listedAt, err = d.claimsToRemove(ctx, api, vm); err != nil {
+	if r.claims, r.labelled, r.listed, err = d.claimsToRemove(ctx, api, vm); err != nil {
 		return removal{}, err
 	}
 	secretName := UserDataSecretName(d.MachineName)
@@ -235,6 +236,7 @@ func (d *Driver) findRemoval(ctx context.Context, api *harvesterapi.API, vm *kub
 	}
 	if !r.secretWithVM {
 		if r.secret, err = d.ownSecret(ctx, api, secretName); err != nil {
+			r.listed.stream.Stop()
 			return removal{}, err
 		}
 	}
@@ -282,33 +284,60 @@ func (d *Driver) ownSecret(ctx context.Context, api *harvesterapi.API, name stri
 	return s, nil
 }
 
+// pvcListing is how the machine's volumes were listed: by a stream that
+// goes on watching them (one request for the list and the wait), or by a
+// list as of resource version rv (the wait watches from there).
+type pvcListing struct {
+	stream *kubeapi.Stream
+	rv     string
+}
+
+// ownedPVCs lists the volumes carrying the machine's labels: streamed,
+// or where the server does not stream, listed.
+func (d *Driver) ownedPVCs(ctx context.Context, api *harvesterapi.API) ([]corev1.PersistentVolumeClaim, pvcListing, error) {
+	selector := d.ownerSelector(d.MachineName)
+	stream, items, err := api.StreamPVCs(ctx, d.VMNamespace, selector)
+	if err == nil {
+		return items, pvcListing{stream: stream}, nil
+	}
+	if !errors.Is(err, kubeapi.ErrWatchEnded) || ctx.Err() != nil {
+		return nil, pvcListing{}, err
+	}
+	list, err := api.ListPVCs(ctx, d.VMNamespace, selector)
+	if err != nil {
+		return nil, pvcListing{}, err
+	}
+	return list.Items, pvcListing{rv: list.ResourceVersion}, nil
+}
+
 // claimsToRemove returns the PVCs to delete (name -> UID): the machine's
 // own non-hot-plug volumes, found by label and from the VM; a volume the
 // VM uses that the machine did not create is kept; with
 // removeAllPersistentVolumeClaims every volume of the guest cluster.
-// labelled are those found by label, as of resource version listedAt.
-func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) (out map[string]types.UID, labelled map[string]bool, listedAt string, err error) {
+// labelled are those found by label, as listed.
+func (d *Driver) claimsToRemove(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) (out map[string]types.UID, labelled map[string]bool, listed pvcListing, err error) {
 	out, labelled = map[string]types.UID{}, map[string]bool{}
-	owned, err := api.ListPVCs(ctx, d.VMNamespace, d.ownerSelector(d.MachineName))
+	owned, listed, err := d.ownedPVCs(ctx, api)
 	if err != nil {
-		return nil, nil, "", err
+		return nil, nil, listed, err
 	}
-	for _, p := range owned.Items {
+	for _, p := range owned {
 		if p.Labels[harvester.LabelHotplug] != "true" {
 			out[p.Name], labelled[p.Name] = p.UID, true
 		}
 	}
 	if vm == nil {
-		return out, labelled, owned.ResourceVersion, nil
+		return out, labelled, listed, nil
 	}
 	more, err := d.vmClaimsToRemove(ctx, api, vm, out)
 	if err != nil {
-		return nil, nil, "", err
+		listed.stream.Stop()
+		return nil, nil, pvcListing{}, err
 	}
 	for name, uid := range more {
 		out[name] = uid
 	}
-	return out, labelled, owned.ResourceVersion, nil
+	return out, labelled, listed, nil
 }
 
 // vmClaimsToRemove adds to the label-found claims those the VM uses that

@@ -68,8 +68,12 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterapi.API, r remo
 	} else if err := d.waitSecretGone(ctx, api, vm, rv); err != nil {
 		return err
 	}
-	pvcs := api.PVCs(ns)
-	err := kubeapi.WaitGoneFrom(ctx, pvcs, d.ownerSelector(d.MachineName), r.listedAt, claims)
+	var err error
+	if r.listed.stream != nil {
+		err = r.listed.stream.WaitGone(ctx, claims)
+	} else {
+		err = kubeapi.WaitGoneFrom(ctx, api.PVCs(ns), d.ownerSelector(d.MachineName), r.listed.rv, claims)
+	}
 	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
 		var targets []harvesterapi.Target
 		for _, c := range claims {

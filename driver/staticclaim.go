@@ -83,9 +83,42 @@ func (t takenAddresses) describe(r staticip.Range) string {
 }
 
 // takenOn reads what holds addresses of the static NIC's network in the VM
-// namespace: every claim (one list) and every address a VMI reports on an
-// interface of that network (one list) that no claim accounts for.
+// namespace: every claim of the network (one list) and every address in
+// the range that a VMI reports on an interface of that network and no
+// claim accounts for. The VMIs read are those that can report such an
+// address (two lists, by label, so that the cost does not grow with the
+// driver's other machines): the machines of the same range (a claim
+// deleted by hand) and every VMI the driver did not make.
 func (d *Driver) takenOn(ctx context.Context, api *harvesterapi.API, s *staticPlan) (takenAddresses, error) {
+	taken, err := d.claimedOn(ctx, api, s)
+	if err != nil {
+		return nil, err
+	}
+	for _, sel := range []string{staticip.LabelRange + "=" + staticip.RangeValue(s.Network.String(), s.Range.String()), "!" + harvester.LabelMachineID} {
+		vmis, err := api.ListVMIs(ctx, d.VMNamespace, sel)
+		if err != nil {
+			return nil, err
+		}
+		taken.reportedBy(vmis, s)
+	}
+	return taken, nil
+}
+
+// reportedBy adds the range's addresses the VMIs report on the static
+// NIC's network that nothing holds yet.
+func (t takenAddresses) reportedBy(vmis []kubevirtv1.VirtualMachineInstance, s *staticPlan) {
+	for _, vmi := range vmis {
+		for _, a := range addressesOnNetwork(vmi, s.Network.String()) {
+			if _, held := t[a]; !held && s.Range.Contains(a) {
+				t[a] = "in use by VM " + vmi.Name + " (not held by any machine of this driver)"
+			}
+		}
+	}
+}
+
+// claimedOn reads the claims of the static NIC's network and what managed
+// DHCP gave away in the range.
+func (d *Driver) claimedOn(ctx context.Context, api *harvesterapi.API, s *staticPlan) (takenAddresses, error) {
 	taken := takenAddresses{}
 	claims, err := api.ListConfigMaps(ctx, d.VMNamespace, staticip.LabelClaim+"="+staticip.NetworkValue(s.Network.String()))
 	if err != nil {
@@ -100,17 +133,6 @@ func (d *Driver) takenOn(ctx context.Context, api *harvesterapi.API, s *staticPl
 	}
 	if err := d.takenByDHCP(ctx, api, s, taken); err != nil {
 		return nil, err
-	}
-	vmis, err := api.ListVMIs(ctx, d.VMNamespace)
-	if err != nil {
-		return nil, err
-	}
-	for _, vmi := range vmis {
-		for _, a := range addressesOnNetwork(vmi, s.Network.String()) {
-			if _, held := taken[a]; !held && s.Range.Contains(a) {
-				taken[a] = "in use by VM " + vmi.Name + " (not held by any machine of this driver)"
-			}
-		}
 	}
 	return taken, nil
 }

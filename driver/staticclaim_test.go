@@ -145,3 +145,42 @@ func TestStaticCreateRollsBack(t *testing.T) {
 		})
 	}
 }
+
+// TestStaticCreateReadsOnlyVMIsThatCanHoldTheRange: the VMIs a static
+// create reads are selected by label: a VMI the driver did not make and a
+// machine of the same range whose claim is gone count as holders; the
+// driver's other machines (another range) are not read at all, so the
+// cost of a create does not grow with them.
+func TestStaticCreateReadsOnlyVMIsThatCanHoldTheRange(t *testing.T) {
+	const rng = "10.0.0.10-10.0.0.12/24"
+	d, f := newStaticCreateDriver(t, rng)
+	reporting := func(name, addr string, labels map[string]string) *kubevirtv1.VirtualMachineInstance {
+		return &kubevirtv1.VirtualMachineInstance{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Labels: labels},
+			Spec: kubevirtv1.VirtualMachineInstanceSpec{Networks: []kubevirtv1.Network{{Name: "nic-0",
+				NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "default/vlan1"}}}}},
+			Status: kubevirtv1.VirtualMachineInstanceStatus{Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{{Name: "nic-0", IP: addr}}},
+		}
+	}
+	for _, vmi := range []*kubevirtv1.VirtualMachineInstance{
+		reporting("other-pool", "10.0.0.10", map[string]string{harvester.LabelMachineID: "other", staticip.LabelRange: staticip.RangeValue("default/vlan1", "10.0.0.5-10.0.0.20/24")}),
+		reporting("same-range", "10.0.0.11", map[string]string{harvester.LabelMachineID: "lost-claim", staticip.LabelRange: staticip.RangeValue("default/vlan1", rng)}),
+		reporting("by-hand", "10.0.0.12", nil),
+	} {
+		if err := f.virt.Tracker().Add(vmi); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail(f.virt, "patch", "virtualmachines", internal("no start"))
+	if err := d.Create(); err == nil || !strings.Contains(err.Error(), "no start") {
+		t.Fatalf("Create() = %v, want the start's failure", err)
+	}
+	if d.HeldAddress != "10.0.0.10" {
+		t.Errorf("held %q, want 10.0.0.10 (10.0.0.11 and .12 are reported by VMIs that can hold them)", d.HeldAddress)
+	}
+	for _, a := range f.virt.Actions() {
+		if l, ok := a.(k8stesting.ListAction); ok && a.GetResource().Resource == "virtualmachineinstances" && l.GetListRestrictions().Labels.Empty() && l.GetListRestrictions().Fields.Empty() {
+			t.Errorf("listed every VMI of the namespace")
+		}
+	}
+}

@@ -11,11 +11,18 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
-// checkVGPUs reads the hosts and the namespace's VM instances and checks
-// that some host offers every vGPU profile the machine asks for.
+// vgpuHolders selects the VMIs that may hold vGPUs: the driver's machines
+// with vGPUs (harvester.LabelVGPUs not "0") and every VMI the driver did
+// not label (made by hand, by other tools, or by older driver versions).
+// The driver's machines without vGPUs, however many, are not read.
+var vgpuHolders = harvester.LabelVGPUs + " notin (0)"
+
+// checkVGPUs reads the hosts and the VM instances that may hold vGPUs and
+// checks that some host offers every vGPU profile the machine asks for.
 func (d *Driver) checkVGPUs(ctx context.Context, api *harvesterapi.API, vgpus []VGPURequest) []error {
 	nodes, err := api.ListNodes(ctx)
 	if apierrors.IsForbidden(err) {
@@ -24,7 +31,7 @@ func (d *Driver) checkVGPUs(ctx context.Context, api *harvesterapi.API, vgpus []
 	} else if err != nil {
 		return []error{err}
 	}
-	vmis, err := api.ListVMIs(ctx, d.VMNamespace)
+	vmis, err := api.ListVMIs(ctx, d.VMNamespace, vgpuHolders)
 	if err != nil {
 		return []error{err}
 	}

@@ -58,6 +58,12 @@ func ParseVMLabels(s string) (map[string]string, []error) {
 
 // withUserLabels returns the driver's labels with the user's added (the
 // user's keys never collide: ParseVMLabels refuses the driver's domains).
+// vmLabels are the labels of the VM and its template: the machine's,
+// the checks' and the user's.
+func (p VMPlan) vmLabels() map[string]string {
+	return withUserLabels(withUserLabels(p.Labels, p.CheckLabels), p.UserLabels)
+}
+
 func withUserLabels(own, user map[string]string) map[string]string {
 	out := maps.Clone(own)
 	if out == nil && len(user) > 0 {

@@ -116,12 +116,12 @@ func BuildVM(p VMPlan) (*kubevirtv1.VirtualMachine, error) {
 		TypeMeta: metav1.TypeMeta{APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: p.Name, Namespace: p.Namespace,
-			Labels: withUserLabels(p.Labels, p.UserLabels), Annotations: annotations,
+			Labels: p.vmLabels(), Annotations: annotations,
 		},
 		Spec: kubevirtv1.VirtualMachineSpec{
 			RunStrategy: &runStrategy,
 			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: withUserLabels(p.Labels, p.UserLabels)},
+				ObjectMeta: metav1.ObjectMeta{Labels: p.vmLabels()},
 				Spec: kubevirtv1.VirtualMachineInstanceSpec{
 					Domain:                        domain,
 					Affinity:                      p.Affinity,

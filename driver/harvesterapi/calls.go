@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // Every Harvester API call of the driver is one method here, with the
@@ -247,6 +250,28 @@ func (a *API) ListPVCs(ctx context.Context, ns, selector string) (*corev1.Persis
 	return do(ctx, a, "list volumes in "+ns+" labelled "+selector, func(c context.Context) (*corev1.PersistentVolumeClaimList, error) {
 		return a.kube.PersistentVolumeClaims(ns).List(c, metav1.ListOptions{LabelSelector: selector})
 	})
+}
+
+// StreamPVCs reads the PVCs of ns matching selector with one watch that
+// streams their state first and goes on with their changes (for
+// Stream.WaitGone): a list and a watch in one request. The error wraps
+// kubeapi.ErrWatchEnded when the server does not stream: use ListPVCs.
+func (a *API) StreamPVCs(ctx context.Context, ns, selector string) (*kubeapi.Stream, []corev1.PersistentVolumeClaim, error) {
+	initial := a.opts.CallTimeout
+	if initial <= 0 {
+		initial = 30 * time.Second
+	}
+	s, err := kubeapi.OpenStream(ctx, a.PVCs(ns), selector, initial)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]corev1.PersistentVolumeClaim, 0, len(s.Items))
+	for _, it := range s.Items {
+		if p, ok := it.(*corev1.PersistentVolumeClaim); ok {
+			out = append(out, *p)
+		}
+	}
+	return s, out, nil
 }
 
 func (a *API) DeletePVC(ctx context.Context, ns, name string, uid types.UID) error {

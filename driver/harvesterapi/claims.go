@@ -48,10 +48,11 @@ func (a *API) CreateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*corev
 	})
 }
 
-// ListVMIs lists the VM instances of a namespace.
-func (a *API) ListVMIs(ctx context.Context, ns string) ([]kubevirtv1.VirtualMachineInstance, error) {
-	list, err := do(ctx, a, "list VMIs in "+ns, func(c context.Context) (*kubevirtv1.VirtualMachineInstanceList, error) {
-		return a.kube.VirtualMachineInstances(ns).List(c, metav1.ListOptions{})
+// ListVMIs lists the VM instances of a namespace matching a label
+// selector.
+func (a *API) ListVMIs(ctx context.Context, ns, selector string) ([]kubevirtv1.VirtualMachineInstance, error) {
+	list, err := do(ctx, a, "list VMIs in "+ns+" labelled "+selector, func(c context.Context) (*kubevirtv1.VirtualMachineInstanceList, error) {
+		return a.kube.VirtualMachineInstances(ns).List(c, metav1.ListOptions{LabelSelector: selector})
 	})
 	if err != nil {
 		return nil, err

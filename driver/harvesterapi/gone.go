@@ -89,24 +89,28 @@ func (a *API) WaitRemoved(ctx context.Context, ns string, waitTimeout time.Durat
 	return nil
 }
 
-// waitGone waits, with a list and a watch, until no object ns/name of
-// kind k (of that UID, when set) is left; one the process already saw gone
-// (Seen.Gone) is done without a request.
+// waitGone waits for one object: one watch that streams the object's
+// state first (kubeapi.WaitGone), or, where the server does not stream
+// it, a list and a watch. One the process already saw gone (Seen.Gone) is
+// done without a request.
 func (a *API) waitGone(ctx context.Context, k kubeapi.Kind, ns, name string, uid types.UID, waitTimeout time.Duration) error {
 	if a.seen.Gone(k.Name, ns, name) {
 		return nil
 	}
-	var last runtime.Object
-	absent := false
-	_, err := kubeapi.Wait(ctx, k, ns, name, a.opts.CallTimeout, func(obj runtime.Object) (bool, error) {
-		m, ok := obj.(metav1.Object)
-		absent = obj == nil
-		if obj == nil || !ok || (uid != "" && m.GetUID() != uid) {
-			return true, nil
-		}
-		last = obj
-		return false, nil
-	})
+	last, err := kubeapi.WaitGone(ctx, k, name, uid)
+	absent := err == nil && last == nil // no object of the name left, not even another UID's
+	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
+		absent = false
+		_, err = kubeapi.Wait(ctx, k, ns, name, a.opts.CallTimeout, func(obj runtime.Object) (bool, error) {
+			m, ok := obj.(metav1.Object)
+			absent = obj == nil
+			if obj == nil || !ok || (uid != "" && m.GetUID() != uid) {
+				return true, nil
+			}
+			last = obj
+			return false, nil
+		})
+	}
 	if err == nil || apierrors.IsNotFound(err) {
 		if absent {
 			a.seen.sawAbsent(k.Name, ns, name)

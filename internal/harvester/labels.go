@@ -40,6 +40,10 @@ const (
 	// LabelHotplug marks the PVC of a hot-pluggable disk: like the guest
 	// cluster's CSI volumes it survives a normal node delete.
 	LabelHotplug = DriverLabelDomain + "/hotplug"
+	// LabelVGPUs is the number of vGPUs of a machine's VM, on the VM and
+	// its template (so on its VMIs): the vGPU check of a create lists only
+	// VMIs where it is not "0" (see driver/vgpu.go).
+	LabelVGPUs = DriverLabelDomain + "/vgpus"
 )
 
 // DriverLabelDomain is the prefix of this project's node driver's label keys.

@@ -50,6 +50,18 @@ func NetworkValue(network string) string {
 	return "net-" + hex.EncodeToString(h[:10])
 }
 
+// LabelRange marks the VM and VM template (so the VMIs) of a machine that
+// holds an address of a static range, with RangeValue of its network and
+// range: a create lists the VMIs of its own range by it.
+const LabelRange = "node-driver.harvester-kit.io/static-range"
+
+// RangeValue is a static range of a network as a label value: a short
+// hash of "<namespace>/<name> FIRST-LAST/PREFIX".
+func RangeValue(network, rng string) string {
+	h := sha256.Sum256([]byte(network + " " + rng))
+	return "rng-" + hex.EncodeToString(h[:10])
+}
+
 // Claim is what a claim object says.
 type Claim struct {
 	Name      string // the object's name

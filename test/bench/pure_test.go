@@ -159,3 +159,26 @@ func TestCPUTicks(t *testing.T) {
 		t.Errorf("missing file: %d", got)
 	}
 }
+
+// TestScaleRows: a create whose requests or bytes grow by more than 10%
+// with the seeded VMIs misses the target; within 10% meets it.
+func TestScaleRows(t *testing.T) {
+	cost := func(reqs int, bytes int64) CreateCost {
+		return CreateCost{Requests: Requests{"get settings": reqs}, Bytes: bytes}
+	}
+	for _, tc := range []struct {
+		full CreateCost
+		met  bool
+	}{{cost(14, 50_000), true}, {cost(15, 50_000), true}, {cost(14, 54_000), true}, {cost(14, 60_000), false}, {cost(16, 50_000), false}} {
+		s := &ScaleResult{VMIs: 500, Empty: map[string]CreateCost{}, Full: map[string]CreateCost{}}
+		for _, k := range scaleKinds {
+			s.Empty[k.name], s.Full[k.name] = cost(14, 50_000), tc.full
+		}
+		r := &Result{Scale: s}
+		var tab Table
+		r.scaleRows(&tab)
+		if missed := len(tab.Missed()) > 0; missed == tc.met {
+			t.Errorf("%+v against 14 requests, 50000 bytes: missed %v, want met %v", tc.full, tab.Missed(), tc.met)
+		}
+	}
+}

@@ -39,6 +39,7 @@ type Options struct {
 	DocPath, PlotPath                 string
 	Log                               io.Writer
 	SimArgs                           []string // more harvester-sim flags (the guest network, test/harness)
+	NamespaceVMIs                     int      // VMIs seeded for the create-cost-by-namespace-size rows (0: none)
 }
 
 // BootToAddress is the simulator's configured time from a VMI's creation
@@ -57,6 +58,7 @@ type Result struct {
 	StrippedMiB   float64
 	KubeconfigDur time.Duration
 	KubeconfigReq Requests
+	Scale         *ScaleResult // nil: not measured
 	Took          time.Duration
 }
 
@@ -106,6 +108,9 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 	}
 	if o.SingleRuns == len(sizes) {
 		r.PeakRSSMiB, r.DriverCPU = rss.Stop()
+	}
+	if err := r.measureScale(ctx, sim, virt, log, dir); err != nil {
+		return nil, err
 	}
 	if err := r.measureProcess(ctx, dir); err != nil {
 		return nil, err

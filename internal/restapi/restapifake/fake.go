@@ -24,15 +24,15 @@ type Clients struct {
 var _ restapi.Interface = Clients{}
 
 func (c Clients) Secrets(ns string) restapi.Resource[*corev1.Secret, *corev1.SecretList] {
-	return c.Kube.CoreV1().Secrets(ns)
+	return withInitialEvents(c.Kube.CoreV1().Secrets(ns), func() *corev1.Secret { return &corev1.Secret{} })
 }
 
 func (c Clients) ConfigMaps(ns string) restapi.Resource[*corev1.ConfigMap, *corev1.ConfigMapList] {
-	return c.Kube.CoreV1().ConfigMaps(ns)
+	return withInitialEvents(c.Kube.CoreV1().ConfigMaps(ns), func() *corev1.ConfigMap { return &corev1.ConfigMap{} })
 }
 
 func (c Clients) PersistentVolumeClaims(ns string) restapi.Resource[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList] {
-	return c.Kube.CoreV1().PersistentVolumeClaims(ns)
+	return withInitialEvents(c.Kube.CoreV1().PersistentVolumeClaims(ns), func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} })
 }
 
 func (c Clients) Events(ns string) restapi.Resource[*corev1.Event, *corev1.EventList] {
@@ -84,9 +84,9 @@ func (c Clients) SelfSubjectAccessReviews() restapi.Creator[*authzv1.SelfSubject
 }
 
 func (c Clients) VirtualMachines(ns string) restapi.Resource[*kubevirtv1.VirtualMachine, *kubevirtv1.VirtualMachineList] {
-	return c.Virt.KubevirtV1().VirtualMachines(ns)
+	return withInitialEvents(c.Virt.KubevirtV1().VirtualMachines(ns), func() *kubevirtv1.VirtualMachine { return &kubevirtv1.VirtualMachine{} })
 }
 
 func (c Clients) VirtualMachineInstances(ns string) restapi.Resource[*kubevirtv1.VirtualMachineInstance, *kubevirtv1.VirtualMachineInstanceList] {
-	return c.Virt.KubevirtV1().VirtualMachineInstances(ns)
+	return withInitialEvents(c.Virt.KubevirtV1().VirtualMachineInstances(ns), func() *kubevirtv1.VirtualMachineInstance { return &kubevirtv1.VirtualMachineInstance{} })
 }

@@ -43,6 +43,7 @@ func run(iso harness.Isolation) error {
 	flag.IntVar(&o.SingleRuns, "single", 5, "machines created one after another (the pool of 1)")
 	flag.StringVar(&pools, "pools", "10,50", "sizes of the pools created concurrently, comma-separated (empty: none)")
 	flag.IntVar(&o.StartupRuns, "startup-runs", 10, "driver start-ups timed")
+	flag.IntVar(&o.NamespaceVMIs, "namespace-vmis", 500, "VMIs seeded to measure a create's cost against the namespace's size (0: skip)")
 	flag.StringVar(&o.DocPath, "doc", filepath.Join(root, "docs", "benchmarks.md"), "document to write the results into (its generated part)")
 	flag.StringVar(&o.PlotPath, "plot", filepath.Join(root, "docs", "benchmarks-overhead.png"), "PNG plot of create overhead against pool size")
 	flag.Parse()

@@ -2,7 +2,9 @@ package driver_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,9 @@ import (
 	"github.com/rancher/machine/libmachine/drivers/plugin/localbinary"
 	rpcdriver "github.com/rancher/machine/libmachine/drivers/rpc"
 	"github.com/rancher/machine/libmachine/mcnflag"
+	"gopkg.in/yaml.v3"
+
+	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
 // schemaField is one field of the machine-config schema Rancher derives
@@ -154,4 +159,95 @@ func firstUserDataFlag(flags []mcnflag.Flag) string {
 		}
 	}
 	return ""
+}
+
+// TestRancherDocUsesDerivedFields: every HarvesterConfig example in
+// docs/rancher.md names only fields Rancher derives from the driver's
+// flags, each with the YAML type of its schema field (string, boolean or
+// array of strings), so the page never tells a user to set a field
+// Rancher does not have.
+func TestRancherDocUsesDerivedFields(t *testing.T) {
+	root, err := simtest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "rancher.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	derived := map[string]schemaField{}
+	for _, f := range driverFlagsOverRPC(t) {
+		s := rancherSchemaField(f)
+		derived[s.Field] = s
+	}
+	configs := harvesterConfigExamples(t, string(doc))
+	if len(configs) == 0 {
+		t.Fatal("docs/rancher.md has no HarvesterConfig example in a yaml block")
+	}
+	for i, cfg := range configs {
+		for j := 0; j+1 < len(cfg.Content); j += 2 {
+			key, val := cfg.Content[j].Value, cfg.Content[j+1]
+			if key == "apiVersion" || key == "kind" || key == "metadata" {
+				continue
+			}
+			s, ok := derived[key]
+			if !ok {
+				t.Errorf("example %d, line %d of its block: %s is not a field Rancher derives from the driver's flags", i+1, cfg.Content[j].Line, key)
+				continue
+			}
+			if got := yamlSchemaType(val); got != s.Type {
+				t.Errorf("example %d, line %d of its block: %s is a YAML %s, Rancher's schema field (flag --%s) is a %s", i+1, val.Line, key, got, s.Flag, s.Type)
+			}
+		}
+	}
+}
+
+// harvesterConfigExamples returns the mapping of every YAML document of
+// kind HarvesterConfig in the markdown's ```yaml blocks.
+func harvesterConfigExamples(t *testing.T, markdown string) []*yaml.Node {
+	t.Helper()
+	var out []*yaml.Node
+	blocks := strings.Split(markdown, "```yaml\n")
+	for _, b := range blocks[1:] {
+		end := strings.Index(b, "```")
+		if end < 0 {
+			t.Fatal("docs/rancher.md: a yaml block has no end")
+		}
+		dec := yaml.NewDecoder(strings.NewReader(b[:end]))
+		for {
+			var n yaml.Node
+			if err := dec.Decode(&n); err != nil {
+				if !errors.Is(err, io.EOF) {
+					t.Fatalf("docs/rancher.md: a yaml block does not parse: %v", err)
+				}
+				break
+			}
+			m := n.Content[0]
+			for j := 0; j+1 < len(m.Content); j += 2 {
+				if m.Content[j].Value == "kind" && m.Content[j+1].Value == "HarvesterConfig" {
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// yamlSchemaType is the schema type a YAML value has: string, boolean,
+// array (of strings) or what else it is.
+func yamlSchemaType(n *yaml.Node) string {
+	switch {
+	case n.Kind == yaml.ScalarNode && n.Tag == "!!str":
+		return "string"
+	case n.Kind == yaml.ScalarNode && n.Tag == "!!bool":
+		return "boolean"
+	case n.Kind == yaml.SequenceNode:
+		for _, e := range n.Content {
+			if e.Tag != "!!str" {
+				return "array with a " + e.Tag + " item"
+			}
+		}
+		return "array"
+	}
+	return n.Tag
 }

@@ -1,0 +1,123 @@
+package kubeapi
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// Stream is a list and a watch in one request: a watch of the objects a
+// label selector selects that streamed their current state first
+// (sendInitialEvents, as WaitGone uses it). Items is that state; the
+// watch goes on with the changes after it, for WaitGone.
+type Stream struct {
+	Items []runtime.Object
+	w     watch.Interface
+	what  string
+}
+
+// OpenStream opens a Stream and reads the initial state, which must
+// arrive within initialTimeout. When the server refuses such a watch,
+// cannot be reached, or the state does not arrive in time, the error
+// wraps ErrWatchEnded: the caller lists (and later watches) instead.
+func OpenStream(ctx context.Context, k Kind, labelSelector string, initialTimeout time.Duration) (*Stream, error) {
+	yes := true
+	what := k.Name + "s " + labelSelector
+	w, err := k.Watch(ctx, metav1.ListOptions{
+		LabelSelector:        labelSelector,
+		SendInitialEvents:    &yes,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		AllowWatchBookmarks:  true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watch %s: %w: %w", what, ErrWatchEnded, err)
+	}
+	s := &Stream{w: w, what: what}
+	byName := map[string]runtime.Object{}
+	var order []string
+	timer := time.NewTimer(initialTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			w.Stop()
+			return nil, ctx.Err()
+		case <-timer.C:
+			w.Stop()
+			return nil, fmt.Errorf("watch %s: %w: no initial state within %s", what, ErrWatchEnded, initialTimeout)
+		case ev, ok := <-w.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				w.Stop()
+				return nil, fmt.Errorf("watch %s: %w", what, ErrWatchEnded)
+			}
+			m, isMeta := ev.Object.(metav1.Object)
+			switch {
+			case !isMeta:
+			case ev.Type == watch.Bookmark:
+				if m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+					for _, n := range order {
+						if o, ok := byName[n]; ok {
+							s.Items = append(s.Items, o)
+						}
+					}
+					return s, nil
+				}
+			case ev.Type == watch.Deleted:
+				delete(byName, m.GetName())
+			default:
+				if _, seen := byName[m.GetName()]; !seen {
+					order = append(order, m.GetName())
+				}
+				byName[m.GetName()] = ev.Object
+			}
+		}
+	}
+}
+
+// WaitGone waits until every object of names among the stream's initial
+// Items is deleted (names not among them count as gone).
+func (s *Stream) WaitGone(ctx context.Context, names []string) error {
+	left := map[string]bool{}
+	for _, it := range s.Items {
+		left[it.(metav1.Object).GetName()] = false
+	}
+	for _, n := range names {
+		if _, ok := left[n]; ok {
+			left[n] = true
+		}
+	}
+	for n, wanted := range left {
+		if !wanted {
+			delete(left, n)
+		}
+	}
+	for len(left) > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev, ok := <-s.w.ResultChan():
+			if !ok {
+				return fmt.Errorf("watch %s: %w", s.what, ErrWatchEnded)
+			}
+			if ev.Type == watch.Error {
+				return fmt.Errorf("watch %s: %w: %w", s.what, ErrWatchEnded, apierrors.FromObject(ev.Object))
+			}
+			if m, ok := ev.Object.(metav1.Object); ok && ev.Type == watch.Deleted {
+				delete(left, m.GetName())
+			}
+		}
+	}
+	return nil
+}
+
+// Stop ends the watch.
+func (s *Stream) Stop() {
+	if s != nil {
+		s.w.Stop()
+	}
+}
