@@ -152,13 +152,19 @@ func driverCredentialCommand() *ucli.Command {
 					}
 					ctx, cancel := withTimeout(c)
 					defer cancel()
-					dc, _, err := openDriverCred(c)
+					dc, h, err := openDriverCred(c)
 					if err != nil {
 						return err
 					}
 					deleted, err := dc.Revoke(ctx, s)
 					if err != nil {
 						return explainAuth(err)
+					}
+					// A machine namespace's grant goes with the last credential bound there.
+					for _, ns := range s.MachineNamespaces {
+						if _, err := h.DropGrantIfUnused(ctx, ns); err != nil {
+							return explainAuth(err)
+						}
 					}
 					if len(deleted) == 0 {
 						logger(c).Info("nothing to revoke", "selector", s.Selector())

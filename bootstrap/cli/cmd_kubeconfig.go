@@ -189,6 +189,10 @@ func kubeconfigCommand() *ucli.Command {
 					if err != nil {
 						return explainAuth(err)
 					}
+					// The namespace's grant goes with its last credential.
+					if _, err := h.DropGrantIfUnused(ctx, a.Namespace); err != nil {
+						return explainAuth(err)
+					}
 					if len(deleted) == 0 {
 						logger(c).Info("nothing to revoke", "selector", credentials.Selector(a.ClusterName), "namespace", a.Namespace)
 					}

@@ -283,6 +283,10 @@ func (h *Harvester) deleteAndWait(ctx context.Context, resource, ns, name string
 		k = kubeapi.KindOf[*corev1.ServiceAccountList]("ServiceAccount", &corev1.ServiceAccount{}, h.Client.ServiceAccounts(ns))
 	case "rolebindings":
 		k = kubeapi.KindOf[*rbacv1.RoleBindingList]("RoleBinding", &rbacv1.RoleBinding{}, h.Client.RoleBindings(ns))
+	case "roles":
+		k = kubeapi.KindOf[*rbacv1.RoleList]("Role", &rbacv1.Role{}, h.Client.Roles(ns))
+	case "clusterroles":
+		k = kubeapi.KindOf[*rbacv1.ClusterRoleList]("ClusterRole", &rbacv1.ClusterRole{}, h.Client.ClusterRoles())
 	default:
 		k = kubeapi.KindOf[*rbacv1.ClusterRoleBindingList]("ClusterRoleBinding", &rbacv1.ClusterRoleBinding{}, h.Client.ClusterRoleBindings())
 	}
@@ -457,4 +461,77 @@ func (h *Harvester) EnsureGrantWhenMissing(ctx context.Context, ns string) (bool
 		return false, fmt.Errorf("get ClusterRoleBinding %s: %w", name, err)
 	}
 	return true, h.EnsureGrant(ctx, ns)
+}
+
+// DropGrantIfUnused deletes namespace ns's grant once nothing of this tool
+// is bound in ns any more (no RoleBinding of a guest credential or of a
+// driver credential carries its label there), and the grant's shared roles
+// once no namespace has a grant: what a guest cluster's credential needed
+// leaves with the last of them. It returns what it deleted.
+func (h *Harvester) DropGrantIfUnused(ctx context.Context, ns string) ([]string, error) {
+	managed := metav1.ListOptions{LabelSelector: addons.LabelManagedBy + "=" + addons.ManagedBy}
+	rbs, err := h.Client.RoleBindings(ns).List(ctx, managed)
+	if err != nil {
+		return nil, fmt.Errorf("list RoleBindings in %s: %w", ns, err)
+	}
+	if len(rbs.Items) > 0 {
+		return nil, nil
+	}
+	g := BuildGrant(ns)
+	victims := []runtime.Object{g.ReadsBinding}
+	for _, b := range g.SharedGrants {
+		victims = append(victims, b)
+	}
+	others, err := h.Client.ClusterRoleBindings().List(ctx, metav1.ListOptions{LabelSelector: LabelGuestNamespace + "," + LabelGuestNamespace + "!=" + ns})
+	if err != nil {
+		return nil, fmt.Errorf("list the grants of other namespaces: %w", err)
+	}
+	if len(others.Items) == 0 {
+		victims = append(victims, g.ReadsRole)
+		for _, r := range g.SharedRoles {
+			victims = append(victims, r)
+		}
+	}
+	var deleted []string
+	for _, obj := range victims {
+		m := obj.(metav1.Object)
+		current, err := h.get(ctx, obj, m.GetNamespace(), m.GetName())
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return deleted, fmt.Errorf("get %s %s: %w", kindOf(obj), qualified(m), err)
+		case !IsGrantObject(current.GetLabels()):
+			continue // not this tool's: left alone
+		}
+		if err := h.deleteGrantObject(ctx, obj, current.GetUID()); err != nil {
+			return deleted, err
+		}
+		deleted = append(deleted, kindOf(obj)+" "+qualified(m))
+		h.Log.Info("deleted", "object", kindOf(obj)+" "+qualified(m))
+	}
+	return deleted, nil
+}
+
+// deleteGrantObject deletes one object of a grant by UID and waits until
+// it is gone.
+func (h *Harvester) deleteGrantObject(ctx context.Context, obj runtime.Object, uid types.UID) error {
+	m := obj.(metav1.Object)
+	ns, name := m.GetNamespace(), m.GetName()
+	o := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
+	var resource string
+	var del func() error
+	switch obj.(type) {
+	case *rbacv1.ClusterRoleBinding:
+		resource, del = "clusterrolebindings", func() error { return h.Client.ClusterRoleBindings().Delete(ctx, name, o) }
+	case *rbacv1.RoleBinding:
+		resource, del = "rolebindings", func() error { return h.Client.RoleBindings(ns).Delete(ctx, name, o) }
+	case *rbacv1.ClusterRole:
+		resource, del = "clusterroles", func() error { return h.Client.ClusterRoles().Delete(ctx, name, o) }
+	case *rbacv1.Role:
+		resource, del = "roles", func() error { return h.Client.Roles(ns).Delete(ctx, name, o) }
+	default:
+		return fmt.Errorf("delete %T: not a kind of the grant", obj)
+	}
+	return h.deleteAndWait(ctx, resource, ns, name, uid, del)
 }

@@ -161,3 +161,28 @@ func TestDriverCredentialKeepsOthersBindings(t *testing.T) {
 		t.Errorf("someone else's RoleBinding with the credential's labels: %v", err)
 	}
 }
+
+// TestRevokeTakesTheGrantWithTheLast: the namespace's grant stays while a
+// guest credential is bound there and goes with the last one.
+func TestRevokeTakesTheGrantWithTheLast(t *testing.T) {
+	ctx := ctxT(t)
+	const vmNS = "e2e-lastgrant"
+	ensureNamespace(t, ctx, vmNS)
+	grant := credentials.GrantBindingName(vmNS)
+	for _, c := range []string{"e2e-last-a", "e2e-last-b"} {
+		mustRun(t, "kubeconfig", "--cluster-name", c, "--namespace", vmNS)
+	}
+	mustRun(t, "kubeconfig", "revoke", "--cluster-name", "e2e-last-a", "--namespace", vmNS)
+	if _, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, grant, metav1.GetOptions{}); err != nil {
+		t.Fatalf("grant of %s with e2e-last-b's credential still there: %v", vmNS, err)
+	}
+	mustRun(t, "kubeconfig", "revoke", "--cluster-name", "e2e-last-b", "--namespace", vmNS)
+	if _, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, grant, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("grant of %s after its last credential was revoked: %v", vmNS, err)
+	}
+	for _, ns := range credentials.SharedNamespaces() {
+		if _, err := admin.RbacV1().RoleBindings(ns).Get(ctx, grant, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("grant RoleBinding in %s after the last credential: %v", ns, err)
+		}
+	}
+}
