@@ -67,9 +67,16 @@ func (h *Harvester) EnsureAccess(ctx context.Context, a Access) error {
 	}
 	objs := BuildAccess(a).List()
 	for _, obj := range objs {
-		m := obj.(metav1.Object)
-		current, err := h.get(ctx, obj, m.GetNamespace(), m.GetName())
-		if err := checkOwned(kindOf(obj), qualified(m), current.GetLabels(), a.ClusterName, err); err != nil {
+		o, err := h.objectFor(obj)
+		if err != nil {
+			return err
+		}
+		current, err := o.get(ctx)
+		var labels map[string]string
+		if err == nil {
+			labels = current.GetLabels()
+		}
+		if err := checkOwned(o.kind, o.qualified(), labels, a.ClusterName, err); err != nil {
 			return err
 		}
 	}
@@ -98,9 +105,8 @@ func (h *Harvester) DropClusterWide(ctx context.Context, a Access) (bool, error)
 		return false, fmt.Errorf("ClusterRoleBinding %s exists but was not created by harvester-bootstrap for service account %s/%s of cluster %q; left untouched",
 			name, a.Namespace, a.ServiceAccount, a.ClusterName)
 	}
-	if err := h.deleteAndWait(ctx, "clusterrolebindings", "", name, crb.UID, func() error {
-		return h.Client.ClusterRoleBindings().Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &crb.UID}})
-	}); err != nil {
+	o, _ := h.objectOf("ClusterRoleBinding", "", name)
+	if err := h.deleteAndWait(ctx, o, crb.UID); err != nil {
 		return false, err
 	}
 	h.Log.Info("deleted the cluster-wide binding of "+CSIRoleName+"; the RoleBinding in the VM namespace replaces it", "clusterRoleBinding", name)
@@ -117,14 +123,17 @@ func (h *Harvester) EnsureGrant(ctx context.Context, ns string) error {
 	objs := BuildGrant(ns).List()
 	var errs []error
 	for _, obj := range objs {
-		m := obj.(metav1.Object)
-		current, err := h.get(ctx, obj, m.GetNamespace(), m.GetName())
+		o, err := h.objectFor(obj)
+		if err != nil {
+			return err
+		}
+		current, err := o.get(ctx)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			errs = append(errs, fmt.Errorf("get %s %s: %w", kindOf(obj), qualified(m), err))
+			errs = append(errs, fmt.Errorf("get %s: %w", o, err))
 		case !IsGrantObject(current.GetLabels()):
-			errs = append(errs, fmt.Errorf("%s %s exists and is not managed by harvester-bootstrap; refusing to change it", kindOf(obj), qualified(m)))
+			errs = append(errs, fmt.Errorf("%s exists and is not managed by harvester-bootstrap; refusing to change it", o))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -138,64 +147,22 @@ func (h *Harvester) EnsureGrant(ctx context.Context, ns string) error {
 	return nil
 }
 
-func qualified(m metav1.Object) string {
-	if m.GetNamespace() == "" {
-		return m.GetName()
-	}
-	return m.GetNamespace() + "/" + m.GetName()
-}
-
 func kindOf(obj runtime.Object) string { return obj.GetObjectKind().GroupVersionKind().Kind }
-
-// get reads the current object of obj's kind and name.
-func (h *Harvester) get(ctx context.Context, obj runtime.Object, ns, name string) (metav1.Object, error) {
-	o := metav1.GetOptions{}
-	switch obj.(type) {
-	case *corev1.ServiceAccount:
-		return h.Client.ServiceAccounts(ns).Get(ctx, name, o)
-	case *corev1.Secret:
-		return h.Client.Secrets(ns).Get(ctx, name, o)
-	case *rbacv1.RoleBinding:
-		return h.Client.RoleBindings(ns).Get(ctx, name, o)
-	case *rbacv1.Role:
-		return h.Client.Roles(ns).Get(ctx, name, o)
-	case *rbacv1.ClusterRoleBinding:
-		return h.Client.ClusterRoleBindings().Get(ctx, name, o)
-	case *rbacv1.ClusterRole:
-		return h.Client.ClusterRoles().Get(ctx, name, o)
-	}
-	return nil, fmt.Errorf("get %T: not a kind of the credential", obj)
-}
 
 // apply server-side applies obj.
 func (h *Harvester) apply(ctx context.Context, obj runtime.Object) error {
-	m := obj.(metav1.Object)
-	ns, name := m.GetNamespace(), m.GetName()
+	o, err := h.objectFor(obj)
+	if err != nil {
+		return err
+	}
 	b, err := json.Marshal(obj)
-	if err != nil {
-		return fmt.Errorf("apply %s %s: %w", kindOf(obj), qualified(m), err)
-	}
-	opts := metav1.PatchOptions{FieldManager: addons.FieldManager, Force: ptr.To(true)}
-	switch obj.(type) {
-	case *corev1.ServiceAccount:
-		_, err = h.Client.ServiceAccounts(ns).Patch(ctx, name, types.ApplyPatchType, b, opts)
-	case *corev1.Secret:
-		_, err = h.Client.Secrets(ns).Patch(ctx, name, types.ApplyPatchType, b, opts)
-	case *rbacv1.RoleBinding:
-		_, err = h.Client.RoleBindings(ns).Patch(ctx, name, types.ApplyPatchType, b, opts)
-	case *rbacv1.Role:
-		_, err = h.Client.Roles(ns).Patch(ctx, name, types.ApplyPatchType, b, opts)
-	case *rbacv1.ClusterRoleBinding:
-		_, err = h.Client.ClusterRoleBindings().Patch(ctx, name, types.ApplyPatchType, b, opts)
-	case *rbacv1.ClusterRole:
-		_, err = h.Client.ClusterRoles().Patch(ctx, name, types.ApplyPatchType, b, opts)
-	default:
-		err = fmt.Errorf("not a kind of the credential")
+	if err == nil {
+		err = o.patch(ctx, types.ApplyPatchType, b, metav1.PatchOptions{FieldManager: addons.FieldManager, Force: ptr.To(true)})
 	}
 	if err != nil {
-		return fmt.Errorf("apply %s %s: %w", kindOf(obj), qualified(m), err)
+		return fmt.Errorf("apply %s: %w", o, err)
 	}
-	h.Log.Info("applied", "object", kindOf(obj)+" "+qualified(m))
+	h.Log.Info("applied", "object", o.String())
 	return nil
 }
 
@@ -256,48 +223,16 @@ func (h *Harvester) Rotate(ctx context.Context, a Access) error {
 	if err := checkOwned("ServiceAccount", a.Namespace+"/"+a.ServiceAccount, sa.GetLabels(), a.ClusterName, err); err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
-	if err := h.deleteAndWait(ctx, "secrets", a.Namespace, name, sec.UID, func() error {
-		return h.Client.Secrets(a.Namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &sec.UID}})
-	}); err != nil {
+	secret, _ := h.objectOf("Secret", a.Namespace, name)
+	if err := h.deleteAndWait(ctx, secret, sec.UID); err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
-	if err := h.deleteAndWait(ctx, "serviceaccounts", a.Namespace, a.ServiceAccount, sa.UID, func() error {
-		return h.Client.ServiceAccounts(a.Namespace).Delete(ctx, a.ServiceAccount, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &sa.UID}})
-	}); err != nil {
+	account, _ := h.objectOf("ServiceAccount", a.Namespace, a.ServiceAccount)
+	if err := h.deleteAndWait(ctx, account, sa.UID); err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
 	h.Log.Info("deleted old service account and token secret", "namespace", a.Namespace, "serviceAccount", a.ServiceAccount)
 	return h.EnsureAccess(ctx, a)
-}
-
-// deleteAndWait deletes one object and watches until that UID is gone.
-func (h *Harvester) deleteAndWait(ctx context.Context, resource, ns, name string, uid types.UID, del func() error) error {
-	if err := del(); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %s %s/%s: %w", resource, ns, name, err)
-	}
-	var k kubeapi.Kind
-	switch resource {
-	case "secrets":
-		k = kubeapi.KindOf[*corev1.SecretList]("Secret", &corev1.Secret{}, h.Client.Secrets(ns))
-	case "serviceaccounts":
-		k = kubeapi.KindOf[*corev1.ServiceAccountList]("ServiceAccount", &corev1.ServiceAccount{}, h.Client.ServiceAccounts(ns))
-	case "rolebindings":
-		k = kubeapi.KindOf[*rbacv1.RoleBindingList]("RoleBinding", &rbacv1.RoleBinding{}, h.Client.RoleBindings(ns))
-	case "roles":
-		k = kubeapi.KindOf[*rbacv1.RoleList]("Role", &rbacv1.Role{}, h.Client.Roles(ns))
-	case "clusterroles":
-		k = kubeapi.KindOf[*rbacv1.ClusterRoleList]("ClusterRole", &rbacv1.ClusterRole{}, h.Client.ClusterRoles())
-	default:
-		k = kubeapi.KindOf[*rbacv1.ClusterRoleBindingList]("ClusterRoleBinding", &rbacv1.ClusterRoleBinding{}, h.Client.ClusterRoleBindings())
-	}
-	_, err := kubeapi.Wait(ctx, k, ns, name, 0, func(obj runtime.Object) (bool, error) {
-		m, ok := obj.(metav1.Object)
-		return obj == nil || !ok || m.GetUID() != uid, nil
-	})
-	if err != nil {
-		return fmt.Errorf("wait for %s %s/%s to be deleted: %w", resource, ns, name, err)
-	}
-	return nil
 }
 
 // Revoke deletes exactly what EnsureAccess created for the service account
@@ -312,16 +247,12 @@ func (h *Harvester) Revoke(ctx context.Context, a Access) ([]string, error) {
 	victims, errs := h.revokeVictims(ctx, a)
 	var deleted []string
 	for _, v := range victims {
-		if err := h.deleteAndWait(ctx, v.resource, v.ns, v.name, v.uid, v.del); err != nil {
+		if err := h.deleteAndWait(ctx, v.object, v.uid); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		id := v.resource + "/" + v.name
-		if v.ns != "" {
-			id = v.resource + "/" + v.ns + "/" + v.name
-		}
-		h.Log.Info("deleted", "object", id)
-		deleted = append(deleted, id)
+		h.Log.Info("deleted", "object", v.ref())
+		deleted = append(deleted, v.ref())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return deleted, fmt.Errorf("revoke service account %s/%s: %w", a.Namespace, a.ServiceAccount, err)
@@ -329,11 +260,10 @@ func (h *Harvester) Revoke(ctx context.Context, a Access) ([]string, error) {
 	return deleted, nil
 }
 
-// revokeVictim is one object Revoke deletes.
+// revokeVictim is one object Revoke deletes, of that UID.
 type revokeVictim struct {
-	resource, ns, name string
-	uid                types.UID
-	del                func() error
+	object
+	uid types.UID
 }
 
 // revokeVictims gets the five objects of a by name and keeps those that
@@ -342,41 +272,38 @@ func (h *Harvester) revokeVictims(ctx context.Context, a Access) ([]revokeVictim
 	ns := a.Namespace
 	var victims []revokeVictim
 	var errs []error
-	consider := func(kind, resource, objNS, name string, obj metav1.Object, refersToSA bool, err error, del func(types.UID) error) {
+	// refersToSA: a binding binds a's service account alone; a Secret is its token.
+	refersToSA := func(cur metav1.Object) bool {
+		switch x := cur.(type) {
+		case *rbacv1.RoleBinding:
+			return bindsOnly(x.Subjects, a)
+		case *rbacv1.ClusterRoleBinding:
+			return bindsOnly(x.Subjects, a)
+		case *corev1.Secret:
+			return x.Annotations[corev1.ServiceAccountNameKey] == a.ServiceAccount
+		}
+		return true
+	}
+	for _, want := range []struct{ kind, ns, name string }{
+		{"ClusterRoleBinding", "", a.ClusterRoleBindingName()},
+		{"RoleBinding", ns, a.RoleBindingName()},
+		{"RoleBinding", ns, a.CSIRoleBindingName()},
+		{"Secret", ns, a.TokenSecretName()},
+		{"ServiceAccount", ns, a.ServiceAccount},
+	} {
+		o, _ := h.objectOf(want.kind, want.ns, want.name)
+		cur, err := o.get(ctx)
 		switch {
 		case apierrors.IsNotFound(err):
-			return
 		case err != nil:
-			errs = append(errs, fmt.Errorf("get %s %s: %w", kind, name, err))
-		case !IsOwned(obj.GetLabels(), a.ClusterName) || !refersToSA:
+			errs = append(errs, fmt.Errorf("get %s %s: %w", o.kind, o.name, err))
+		case !IsOwned(cur.GetLabels(), a.ClusterName) || !refersToSA(cur):
 			errs = append(errs, fmt.Errorf("%s %s exists but was not created by harvester-bootstrap for service account %s/%s of cluster %q; left untouched",
-				kind, name, ns, a.ServiceAccount, a.ClusterName))
+				o.kind, o.name, ns, a.ServiceAccount, a.ClusterName))
 		default:
-			uid := obj.GetUID()
-			victims = append(victims, revokeVictim{resource, objNS, name, uid, func() error { return del(uid) }})
+			victims = append(victims, revokeVictim{o, cur.GetUID()})
 		}
 	}
-	precondition := func(uid types.UID) metav1.DeleteOptions {
-		return metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
-	}
-	crb, err := h.Client.ClusterRoleBindings().Get(ctx, a.ClusterRoleBindingName(), metav1.GetOptions{})
-	consider("ClusterRoleBinding", "clusterrolebindings", "", a.ClusterRoleBindingName(), crb, err == nil && bindsOnly(crb.Subjects, a), err, func(uid types.UID) error {
-		return h.Client.ClusterRoleBindings().Delete(ctx, a.ClusterRoleBindingName(), precondition(uid))
-	})
-	for _, name := range []string{a.RoleBindingName(), a.CSIRoleBindingName()} {
-		rb, err := h.Client.RoleBindings(ns).Get(ctx, name, metav1.GetOptions{})
-		consider("RoleBinding", "rolebindings", ns, name, rb, err == nil && bindsOnly(rb.Subjects, a), err, func(uid types.UID) error {
-			return h.Client.RoleBindings(ns).Delete(ctx, name, precondition(uid))
-		})
-	}
-	sec, err := h.Client.Secrets(ns).Get(ctx, a.TokenSecretName(), metav1.GetOptions{})
-	consider("Secret", "secrets", ns, a.TokenSecretName(), sec, err == nil && sec.Annotations[corev1.ServiceAccountNameKey] == a.ServiceAccount, err, func(uid types.UID) error {
-		return h.Client.Secrets(ns).Delete(ctx, a.TokenSecretName(), precondition(uid))
-	})
-	sa, err := h.Client.ServiceAccounts(ns).Get(ctx, a.ServiceAccount, metav1.GetOptions{})
-	consider("ServiceAccount", "serviceaccounts", ns, a.ServiceAccount, sa, true, err, func(uid types.UID) error {
-		return h.Client.ServiceAccounts(ns).Delete(ctx, a.ServiceAccount, precondition(uid))
-	})
 	return victims, errs
 }
 
@@ -494,44 +421,24 @@ func (h *Harvester) DropGrantIfUnused(ctx context.Context, ns string) ([]string,
 	}
 	var deleted []string
 	for _, obj := range victims {
-		m := obj.(metav1.Object)
-		current, err := h.get(ctx, obj, m.GetNamespace(), m.GetName())
+		o, err := h.objectFor(obj)
+		if err != nil {
+			return deleted, err
+		}
+		current, err := o.get(ctx)
 		switch {
 		case apierrors.IsNotFound(err):
 			continue
 		case err != nil:
-			return deleted, fmt.Errorf("get %s %s: %w", kindOf(obj), qualified(m), err)
+			return deleted, fmt.Errorf("get %s: %w", o, err)
 		case !IsGrantObject(current.GetLabels()):
 			continue // not this tool's: left alone
 		}
-		if err := h.deleteGrantObject(ctx, obj, current.GetUID()); err != nil {
+		if err := h.deleteAndWait(ctx, o, current.GetUID()); err != nil {
 			return deleted, err
 		}
-		deleted = append(deleted, kindOf(obj)+" "+qualified(m))
-		h.Log.Info("deleted", "object", kindOf(obj)+" "+qualified(m))
+		deleted = append(deleted, o.String())
+		h.Log.Info("deleted", "object", o.String())
 	}
 	return deleted, nil
-}
-
-// deleteGrantObject deletes one object of a grant by UID and waits until
-// it is gone.
-func (h *Harvester) deleteGrantObject(ctx context.Context, obj runtime.Object, uid types.UID) error {
-	m := obj.(metav1.Object)
-	ns, name := m.GetNamespace(), m.GetName()
-	o := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
-	var resource string
-	var del func() error
-	switch obj.(type) {
-	case *rbacv1.ClusterRoleBinding:
-		resource, del = "clusterrolebindings", func() error { return h.Client.ClusterRoleBindings().Delete(ctx, name, o) }
-	case *rbacv1.RoleBinding:
-		resource, del = "rolebindings", func() error { return h.Client.RoleBindings(ns).Delete(ctx, name, o) }
-	case *rbacv1.ClusterRole:
-		resource, del = "clusterroles", func() error { return h.Client.ClusterRoles().Delete(ctx, name, o) }
-	case *rbacv1.Role:
-		resource, del = "roles", func() error { return h.Client.Roles(ns).Delete(ctx, name, o) }
-	default:
-		return fmt.Errorf("delete %T: not a kind of the grant", obj)
-	}
-	return h.deleteAndWait(ctx, resource, ns, name, uid, del)
 }
