@@ -25,6 +25,15 @@ var Tolerations = []corev1.Toleration{
 // nodeSelector, required node affinity, or a NoSchedule/NoExecute taint
 // neither it nor the DaemonSet controller tolerates); "" when it can.
 func WhyNotOn(spec corev1.PodSpec, node *corev1.Node) string {
+	return WhyPodNotOn(spec, node, Tolerations)
+}
+
+// WhyPodNotOn says why the scheduler keeps a pod of spec off node: its
+// nodeSelector, its required node affinity, or a NoSchedule/NoExecute taint
+// that neither its tolerations nor added (the ones its controller or an
+// admission plugin gives it) tolerate; "" when it may go there. A cordon
+// is judged by its taint node.kubernetes.io/unschedulable only.
+func WhyPodNotOn(spec corev1.PodSpec, node *corev1.Node, added []corev1.Toleration) string {
 	for k, v := range spec.NodeSelector {
 		if node.Labels[k] != v {
 			return "nodeSelector " + k + "=" + v
@@ -36,7 +45,7 @@ func WhyNotOn(spec corev1.PodSpec, node *corev1.Node) string {
 			return "no label its required node affinity asks for"
 		}
 	}
-	tolerations := append(slices.Clone(spec.Tolerations), Tolerations...)
+	tolerations := append(slices.Clone(spec.Tolerations), added...)
 	for _, t := range node.Spec.Taints {
 		if t.Effect == corev1.TaintEffectPreferNoSchedule {
 			continue

@@ -16,3 +16,11 @@ const (
 	// Node; only then does the cloud provider set the node's addresses.
 	AnnProvidedNodeIP = "alpha.kubernetes.io/provided-node-ip"
 )
+
+// Role labels of a guest node: RKE2 and K3s set control-plane and etcd
+// ("true"), RKE1 controlplane and etcd.
+const (
+	LabelRoleControlPlane     = "node-role.kubernetes.io/control-plane"
+	LabelRoleControlPlaneRKE1 = "node-role.kubernetes.io/controlplane"
+	LabelRoleEtcd             = "node-role.kubernetes.io/etcd"
+)

@@ -1,0 +1,294 @@
+// Package maintenance decides, from a snapshot of Harvester's hosts, VMs,
+// VMIs and pods (clusterstate.Hosts), what happens to each guest-cluster VM
+// when hosts go into maintenance or Harvester upgrades them one by one, as
+// KubeVirt v1.7's eviction rules and Harvester v1.8's drain apply them:
+// it migrates (to a host its affinity, the taints and the room allow), it
+// is shut down (with KubeVirt's reason), or it blocks the drain. It also
+// names every guest cluster that would lose its etcd quorum, its control
+// plane, or every node of a pool. Pure: no API calls.
+package maintenance
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+)
+
+// What happens to a VM (VM.Action).
+const (
+	Migrates = "migrates"
+	ShutDown = "shut down"
+	Blocks   = "blocks"
+)
+
+// VM is the verdict on one guest-cluster VM on a host being drained.
+type VM struct {
+	// Step is the host's position in the upgrade order (1-based); 0 for
+	// maintenance of the given hosts together.
+	Step      int    `json:"step,omitempty"`
+	Host      string `json:"host"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"vm"`
+	Cluster   string `json:"cluster"`
+	Pool      string `json:"pool,omitempty"`
+	// Strategy is the eviction strategy in force and where it came from.
+	Strategy string `json:"evictionStrategy"`
+	// Migratable is the VMI's LiveMigratable condition: True, False, or
+	// Unknown when the VMI has none (KubeVirt then treats it as False).
+	Migratable string `json:"liveMigratable"`
+	Action     string `json:"action"`
+	// Reason is KubeVirt's reason of LiveMigratable False, e.g.
+	// HostDeviceNotLiveMigratable.
+	Reason string `json:"reason,omitempty"`
+	Why    string `json:"why"`
+	// Targets are the hosts the VM could migrate to; To is the one this
+	// check assumes it lands on (the one with the most free memory).
+	Targets []string `json:"targets,omitempty"`
+	To      string   `json:"to,omitempty"`
+}
+
+// Loss is a guest cluster losing a quorum or a whole pool.
+type Loss struct {
+	Step      int    `json:"step,omitempty"`
+	Host      string `json:"host"` // the host whose drain completes the loss
+	Namespace string `json:"namespace"`
+	Cluster   string `json:"cluster"`
+	// Group: "etcd", "control plane" or "pool NAME".
+	Group   string `json:"group"`
+	Members int    `json:"members"`
+	Down    int    `json:"down"`
+	// Certain is false for a pool losing its majority when the nodes'
+	// roles are unknown (no --guest-kubeconfig): a quorum is lost only if
+	// the pool runs etcd.
+	Certain bool   `json:"certain"`
+	Why     string `json:"why"`
+}
+
+// Result is the whole check.
+type Result struct {
+	Upgrade bool     `json:"upgrade"`
+	Hosts   []string `json:"hosts"` // in the order they are drained
+	VMs     []VM     `json:"vms"`
+	Losses  []Loss   `json:"losses"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+// Failed reports whether anything would block or a cluster certainly lose
+// a quorum or a pool.
+func (r *Result) Failed() bool {
+	for _, v := range r.VMs {
+		if v.Action == Blocks {
+			return true
+		}
+	}
+	for _, l := range r.Losses {
+		if l.Certain {
+			return true
+		}
+	}
+	return false
+}
+
+// Check judges draining hosts (all together), or with upgrade every host
+// one at a time in Harvester's upgrade order (hosts must then be empty).
+// Unknown hosts are an error naming all of them.
+func Check(h *clusterstate.Hosts, hosts []string, upgrade bool) (Result, error) {
+	w := newWorld(h)
+	res := Result{Upgrade: upgrade}
+	var steps [][]string
+	if upgrade {
+		res.Hosts = UpgradeOrder(h.Nodes)
+		for _, n := range res.Hosts {
+			steps = append(steps, []string{n})
+		}
+	} else {
+		var unknown []string
+		for _, n := range hosts {
+			if _, ok := w.nodes[n]; !ok {
+				unknown = append(unknown, n)
+			} else if !slices.Contains(res.Hosts, n) {
+				res.Hosts = append(res.Hosts, n)
+			}
+		}
+		if len(unknown) > 0 {
+			return res, fmt.Errorf("unknown hosts %s: Harvester's hosts are %s", strings.Join(unknown, ", "), strings.Join(w.nodeNames(), ", "))
+		}
+		steps = [][]string{res.Hosts}
+	}
+	groups := w.groups()
+	lost := map[string]bool{}
+	var before []string
+	for _, l := range w.losses(groups, lost, 0, "") {
+		before = append(before, l.Namespace+"/"+l.Cluster+" "+l.Group+": "+l.Why)
+	}
+	for i, step := range steps {
+		n := 0
+		if upgrade {
+			n = i + 1
+		}
+		res.VMs = append(res.VMs, w.drain(step, n)...)
+		res.Losses = append(res.Losses, w.losses(groups, lost, n, strings.Join(step, ", "))...)
+	}
+	res.Notes = w.notes(res.Hosts)
+	for _, b := range before {
+		res.Notes = append(res.Notes, "already before the drain: "+b)
+	}
+	return res, nil
+}
+
+// UpgradeOrder is the order Harvester v1.8's upgrade takes the hosts in:
+// it hands the node upgrade to Rancher's provisioning of the local
+// cluster with control-plane and worker concurrency 1, which goes through
+// the etcd nodes first, then the other control-plane nodes, then the
+// workers, one at a time; within each tier by name.
+func UpgradeOrder(nodes []corev1.Node) []string {
+	tier := func(n corev1.Node) int {
+		switch {
+		case n.Labels[harvester.LabelRoleEtcd] == "true":
+			return 0
+		case n.Labels[harvester.LabelRoleControlPlane] == "true":
+			return 1
+		}
+		return 2
+	}
+	sorted := slices.Clone(nodes)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		a, b := tier(sorted[i]), tier(sorted[j])
+		if a != b {
+			return a < b
+		}
+		return sorted[i].Name < sorted[j].Name
+	})
+	out := make([]string, len(sorted))
+	for i, n := range sorted {
+		out[i] = n.Name
+	}
+	return out
+}
+
+// strategy is the VMI's eviction strategy as KubeVirt resolves it: the
+// VMI's, else the VM template's, else KubeVirt's configuration (None when
+// the KubeVirt object sets none), else LiveMigrate, which Harvester
+// configures.
+func (w *world) strategy(vmi *kubevirtv1.VirtualMachineInstance, vm *kubevirtv1.VirtualMachine) (kubevirtv1.EvictionStrategy, string) {
+	if s := vmi.Spec.EvictionStrategy; s != nil {
+		return *s, "VMI"
+	}
+	if vm != nil && vm.Spec.Template != nil && vm.Spec.Template.Spec.EvictionStrategy != nil {
+		return *vm.Spec.Template.Spec.EvictionStrategy, "VM"
+	}
+	if kv := w.h.KubeVirt; kv != nil {
+		if s := kv.Spec.Configuration.EvictionStrategy; s != nil {
+			return *s, "KubeVirt " + kv.Name
+		}
+		return kubevirtv1.EvictionStrategyNone, "KubeVirt's default"
+	}
+	return kubevirtv1.EvictionStrategyLiveMigrate, "Harvester's default"
+}
+
+// migratable is the VMI's LiveMigratable condition.
+func migratable(vmi *kubevirtv1.VirtualMachineInstance) (status corev1.ConditionStatus, reason, message string) {
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == kubevirtv1.VirtualMachineInstanceIsMigratable {
+			return c.Status, c.Reason, c.Message
+		}
+	}
+	return corev1.ConditionUnknown, "", "no LiveMigratable condition (KubeVirt treats the VMI as not migratable)"
+}
+
+// judge decides what draining its host does to one VMI: KubeVirt's
+// eviction admission (LiveMigrate: refused unless migratable, then a
+// migration; LiveMigrateIfPossible: a migration when migratable, else the
+// launcher pod is evicted and the VM shut down; None: shut down;
+// External: left to another controller, the drain waits).
+func (w *world) judge(p *placed, unavailable map[string]bool) VM {
+	v := VM{Host: p.node, Namespace: p.vmi.Namespace, Name: p.vmi.Name, Cluster: p.cluster, Pool: p.pool}
+	s, from := w.strategy(p.vmi, p.vm)
+	v.Strategy = string(s) + " (" + from + ")"
+	st, reason, msg := migratable(p.vmi)
+	v.Migratable = string(st)
+	if st != corev1.ConditionTrue {
+		v.Reason = reason
+	}
+	switch s {
+	case kubevirtv1.EvictionStrategyNone:
+		v.Action, v.Why = ShutDown, "eviction strategy None: the VM is stopped"
+		return v
+	case kubevirtv1.EvictionStrategyExternal:
+		v.Action, v.Why = Blocks, "eviction strategy External: KubeVirt refuses the eviction and leaves the VM to another controller"
+		return v
+	case kubevirtv1.EvictionStrategyLiveMigrate, kubevirtv1.EvictionStrategyLiveMigrateIfPossible:
+	default:
+		v.Action, v.Why = Blocks, fmt.Sprintf("unknown eviction strategy %q", s)
+		return v
+	}
+	if st != corev1.ConditionTrue {
+		if s == kubevirtv1.EvictionStrategyLiveMigrateIfPossible {
+			v.Action, v.Why = ShutDown, "not live-migratable: "+msg
+		} else {
+			v.Action, v.Why = Blocks, "LiveMigrate but not live-migratable (KubeVirt refuses the eviction): "+msg
+		}
+		return v
+	}
+	targets, whyNot := w.targets(p, unavailable)
+	if len(targets) == 0 {
+		v.Action, v.Why = Blocks, "live-migratable, but no host can take it (the migration target stays Pending): "+whyNot
+		return v
+	}
+	v.Action, v.Targets = Migrates, targets
+	v.To = w.pick(p, targets)
+	v.Why = "live migration to one of " + strings.Join(targets, ", ")
+	return v
+}
+
+// drain judges every guest-cluster VMI on the hosts, the hosts all
+// unavailable meanwhile, and applies the outcome (moved, stopped).
+func (w *world) drain(hosts []string, step int) []VM {
+	unavailable := map[string]bool{}
+	for _, n := range hosts {
+		unavailable[n] = true
+	}
+	var out []VM
+	for _, n := range hosts {
+		for _, p := range w.on(n) {
+			if p.cluster == "" {
+				continue
+			}
+			v := w.judge(p, unavailable)
+			v.Step = step
+			switch v.Action {
+			case Migrates:
+				p.node = v.To
+			case ShutDown:
+				p.down = true
+			}
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Only keeps the verdicts and losses of guest cluster name (the others'
+// VMs still moved and took room).
+func (r *Result) Only(name string) {
+	vms := r.VMs[:0]
+	for _, v := range r.VMs {
+		if v.Cluster == name {
+			vms = append(vms, v)
+		}
+	}
+	losses := r.Losses[:0]
+	for _, l := range r.Losses {
+		if l.Cluster == name {
+			losses = append(losses, l)
+		}
+	}
+	r.VMs, r.Losses = vms, losses
+}
