@@ -173,18 +173,18 @@ func UpgradeOrder(nodes []corev1.Node) []string {
 	return out
 }
 
-// strategy is the VMI's eviction strategy as KubeVirt resolves it: the
-// VMI's, else the VM template's, else KubeVirt's configuration (None when
-// the KubeVirt object sets none), else LiveMigrate, which Harvester
-// configures.
-func (w *world) strategy(vmi *kubevirtv1.VirtualMachineInstance, vm *kubevirtv1.VirtualMachine) (kubevirtv1.EvictionStrategy, string) {
+// Strategy is the VMI's eviction strategy as KubeVirt resolves it, and
+// where it came from: the VMI's, else the VM template's, else KubeVirt's
+// configuration kv (None when it sets none), else LiveMigrate, which
+// Harvester configures.
+func Strategy(vmi *kubevirtv1.VirtualMachineInstance, vm *kubevirtv1.VirtualMachine, kv *kubevirtv1.KubeVirt) (kubevirtv1.EvictionStrategy, string) {
 	if s := vmi.Spec.EvictionStrategy; s != nil {
 		return *s, "VMI"
 	}
 	if vm != nil && vm.Spec.Template != nil && vm.Spec.Template.Spec.EvictionStrategy != nil {
 		return *vm.Spec.Template.Spec.EvictionStrategy, "VM"
 	}
-	if kv := w.h.KubeVirt; kv != nil {
+	if kv != nil {
 		if s := kv.Spec.Configuration.EvictionStrategy; s != nil {
 			return *s, "KubeVirt " + kv.Name
 		}
@@ -203,16 +203,18 @@ func migratable(vmi *kubevirtv1.VirtualMachineInstance) (status corev1.Condition
 	return corev1.ConditionUnknown, "", "no LiveMigratable condition (KubeVirt treats the VMI as not migratable)"
 }
 
-// judge decides what draining its host does to one VMI: KubeVirt's
-// eviction admission (LiveMigrate: refused unless migratable, then a
-// migration; LiveMigrateIfPossible: a migration when migratable, else the
-// launcher pod is evicted and the VM shut down; None: shut down;
-// External: left to another controller, the drain waits).
-func (w *world) judge(p *placed, unavailable map[string]bool) VM {
-	v := VM{Host: p.node, Namespace: p.vmi.Namespace, Name: p.vmi.Name, Cluster: p.cluster, Pool: p.pool}
-	s, from := w.strategy(p.vmi, p.vm)
+// Evict is what KubeVirt's eviction admission does with the VMI when its
+// host is drained, before any host is looked at: Migrates means a
+// migration is started (and needs a host that fits). LiveMigrate: refused
+// unless migratable; LiveMigrateIfPossible: a migration when migratable,
+// else the launcher pod is evicted and the VM shut down; None: shut down;
+// External: refused and left to another controller (the drain waits).
+// The VM's fields Strategy, Migratable, Reason, Action and Why are set.
+func Evict(vmi *kubevirtv1.VirtualMachineInstance, vm *kubevirtv1.VirtualMachine, kv *kubevirtv1.KubeVirt) VM {
+	var v VM
+	s, from := Strategy(vmi, vm, kv)
 	v.Strategy = string(s) + " (" + from + ")"
-	st, reason, msg := migratable(p.vmi)
+	st, reason, msg := migratable(vmi)
 	v.Migratable = string(st)
 	if st != corev1.ConditionTrue {
 		v.Reason = reason
@@ -220,21 +222,29 @@ func (w *world) judge(p *placed, unavailable map[string]bool) VM {
 	switch s {
 	case kubevirtv1.EvictionStrategyNone:
 		v.Action, v.Why = ShutDown, "eviction strategy None: the VM is stopped"
-		return v
 	case kubevirtv1.EvictionStrategyExternal:
 		v.Action, v.Why = Blocks, "eviction strategy External: KubeVirt refuses the eviction and leaves the VM to another controller"
-		return v
 	case kubevirtv1.EvictionStrategyLiveMigrate, kubevirtv1.EvictionStrategyLiveMigrateIfPossible:
-	default:
-		v.Action, v.Why = Blocks, fmt.Sprintf("unknown eviction strategy %q", s)
-		return v
-	}
-	if st != corev1.ConditionTrue {
-		if s == kubevirtv1.EvictionStrategyLiveMigrateIfPossible {
+		switch {
+		case st == corev1.ConditionTrue:
+			v.Action = Migrates
+		case s == kubevirtv1.EvictionStrategyLiveMigrateIfPossible:
 			v.Action, v.Why = ShutDown, "not live-migratable: "+msg
-		} else {
+		default:
 			v.Action, v.Why = Blocks, "LiveMigrate but not live-migratable (KubeVirt refuses the eviction): "+msg
 		}
+	default:
+		v.Action, v.Why = Blocks, fmt.Sprintf("unknown eviction strategy %q", s)
+	}
+	return v
+}
+
+// judge decides what draining its host does to one VMI: Evict, then for
+// a migration the hosts that can take it.
+func (w *world) judge(p *placed, unavailable map[string]bool) VM {
+	v := Evict(p.vmi, p.vm, w.h.KubeVirt)
+	v.Host, v.Namespace, v.Name, v.Cluster, v.Pool = p.node, p.vmi.Namespace, p.vmi.Name, p.cluster, p.pool
+	if v.Action != Migrates {
 		return v
 	}
 	targets, whyNot := w.targets(p, unavailable)
@@ -242,8 +252,8 @@ func (w *world) judge(p *placed, unavailable map[string]bool) VM {
 		v.Action, v.Why = Blocks, "live-migratable, but no host can take it (the migration target stays Pending): "+whyNot
 		return v
 	}
-	v.Action, v.Targets = Migrates, targets
-	v.To = w.pick(p, targets)
+	v.Targets = targets
+	v.To = w.pick(targets)
 	v.Why = "live migration to one of " + strings.Join(targets, ", ")
 	return v
 }

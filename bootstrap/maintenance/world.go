@@ -270,7 +270,7 @@ func sameNamespace(term corev1.PodAffinityTerm, own, other string) bool {
 }
 
 // pick is the target the check assumes: the most free memory, then name.
-func (w *world) pick(p *placed, targets []string) string {
+func (w *world) pick(targets []string) string {
 	best, bestFree := "", resource.Quantity{}
 	for _, t := range targets {
 		f := w.free(t)[corev1.ResourceMemory]
