@@ -65,7 +65,7 @@ func (c *Clients) FetchHosts(ctx context.Context, namespace string) (Hosts, erro
 	if err != nil {
 		record(h.Errors, KindPod, "", err)
 	} else {
-		h.Pods = pods.Items
+		h.Pods = append([]corev1.Pod{}, pods.Items...) // listed: not nil, even when empty
 	}
 	kvs, err := listDyn[kubevirtv1.KubeVirt](ctx, c.Dyn.Resource(GVRKubeVirt), "")
 	switch {

@@ -113,19 +113,19 @@ func TestCheck(t *testing.T) {
 		// KubeVirt: LiveMigrateIfPossible and not migratable: the launcher
 		// pod is evicted, the VM stops.
 		name: "vGPU VM is shut down", hosts: []string{"h1"}, vm: "g-gpu-0",
-		h: snapshot(threeHosts(), guestVMI("g-gpu-0", "h1", "g", "gpu", vgpu), guestVMI("g-gpu-1", "h2", "g", "gpu", vgpu)),
+		h:    snapshot(threeHosts(), guestVMI("g-gpu-0", "h1", "g", "gpu", vgpu), guestVMI("g-gpu-1", "h2", "g", "gpu", vgpu)),
 		want: want{action: ShutDown, reason: "HostDeviceNotLiveMigratable", why: "not live-migratable"},
 		// Without roles, a pool of 2 with 1 down has no majority: a risk, not certain.
 		losses: []string{"pool gpu 1/2 false"},
 	}, {
 		// KubeVirt refuses the eviction of a LiveMigrate VMI that is not migratable.
 		name: "LiveMigrate VM with a ReadWriteOnce disk blocks", hosts: []string{"h1"}, vm: "g-p-0",
-		h:    snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p", notMigratable("DisksNotLiveMigratable"))),
+		h: snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p", notMigratable("DisksNotLiveMigratable"))),
 		// A blocked VM keeps running: no loss.
 		want: want{action: Blocks, reason: "DisksNotLiveMigratable", why: "LiveMigrate but not live-migratable"}, failed: true,
 	}, {
 		name: "pool over three hosts, one in maintenance: migrates to the other two", hosts: []string{"h1"}, vm: "g-p-0",
-		h: snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p"), guestVMI("g-p-1", "h2", "g", "p"), guestVMI("g-p-2", "h3", "g", "p")),
+		h:    snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p"), guestVMI("g-p-1", "h2", "g", "p"), guestVMI("g-p-2", "h3", "g", "p")),
 		want: want{action: Migrates, targets: []string{"h2", "h3"}},
 	}, {
 		name: "zone-pinned pool whose zone has only that host blocks", hosts: []string{"h1"}, vm: "g-p-0",
@@ -168,7 +168,7 @@ func TestCheck(t *testing.T) {
 		want: want{action: ShutDown, why: "None"},
 	}, {
 		name: "no LiveMigratable condition: not migratable for KubeVirt", hosts: []string{"h1"}, vm: "g-p-0",
-		h: snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p", func(v *kubevirtv1.VirtualMachineInstance) { v.Status.Conditions = nil })),
+		h:    snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p", func(v *kubevirtv1.VirtualMachineInstance) { v.Status.Conditions = nil })),
 		want: want{action: Blocks, why: "no LiveMigratable condition"}, failed: true,
 	}}
 	for _, c := range cases {

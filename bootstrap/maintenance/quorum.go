@@ -11,7 +11,7 @@ import (
 // control plane) or not for the most part (etcd) go down.
 type group struct {
 	namespace, cluster, name string
-	majority                 bool // etcd (or a pool whose roles are unknown): a majority must stay up
+	majority                 bool     // etcd (or a pool whose roles are unknown): a majority must stay up
 	members                  []string // namespace/name of VMs
 }
 
