@@ -12,11 +12,13 @@ import (
 // CheckMaintenance is the name of the maintenance summary row.
 const CheckMaintenance = "maintenance"
 
-// Maintenance: what a drain of their hosts does to the cluster's running
-// VMIs, by KubeVirt's eviction rule alone (maintenance.Evict: strategy and
-// LiveMigratable; no request beyond the snapshot, so no host, room or
-// affinity, and KubeVirt's configured default is not read):
-// `maintenance-check` judges the rest. WARN when one would block.
+// Maintenance: what maintenance mode of their hosts does to the cluster's
+// running VMIs, judged from the VMIs alone (no request beyond the
+// snapshot): Harvester refuses it without force for a VMI whose
+// LiveMigratable is False (maintenance.NotMigratable), and KubeVirt's
+// eviction rule (maintenance.Evict) blocks or shuts down the others by
+// their strategy. Hosts, room and affinity are `maintenance-check`'s.
+// WARN when one would block.
 func Maintenance(s *clusterstate.Snapshot) Row {
 	h := &s.Harvester
 	if row, bad := unlisted(h.Errors, CheckMaintenance, clusterstate.KindVM, clusterstate.KindVMI); bad {
@@ -36,19 +38,22 @@ func Maintenance(s *clusterstate.Snapshot) Row {
 		if v.Reason != "" {
 			why += " (" + v.Reason + ")"
 		}
-		switch v.Action {
-		case maintenance.Blocks:
+		switch {
+		case maintenance.NotMigratable(vmi) != "":
+			// Harvester refuses maintenance mode without force.
 			blocks[vmi.Status.NodeName] = append(blocks[vmi.Status.NodeName], why)
-		case maintenance.ShutDown:
+		case v.Action == maintenance.Blocks:
+			blocks[vmi.Status.NodeName] = append(blocks[vmi.Status.NodeName], why)
+		case v.Action == maintenance.ShutDown:
 			down = append(down, why)
 		}
 	}
 	shut := ""
 	if len(down) > 0 {
-		shut = fmt.Sprintf("; %d shut down on a drain: %s", len(down), names(down))
+		shut = fmt.Sprintf("; %d shut down by a drain: %s", len(down), names(down))
 	}
 	if len(blocks) == 0 {
-		return ok(CheckMaintenance, fmt.Sprintf("%d running VMs: none blocks a drain of its host by its eviction strategy%s", running, shut))
+		return ok(CheckMaintenance, fmt.Sprintf("%d running VMs: none blocks maintenance of its host by its LiveMigratable condition or eviction strategy%s", running, shut))
 	}
 	hosts := make([]string, 0, len(blocks))
 	var parts []string
@@ -57,8 +62,8 @@ func Maintenance(s *clusterstate.Snapshot) Row {
 	}
 	sort.Strings(hosts)
 	for _, host := range hosts {
-		parts = append(parts, fmt.Sprintf("%d VMs would block a drain of host %s: %s", len(blocks[host]), host, names(blocks[host])))
+		parts = append(parts, fmt.Sprintf("%d VMs would block maintenance of host %s: %s", len(blocks[host]), host, names(blocks[host])))
 	}
 	return warn(CheckMaintenance, strings.Join(parts, "; ")+shut,
-		fmt.Sprintf("run `harvester-bootstrap maintenance-check %s` (or --upgrade) before maintenance or a Harvester upgrade: it also judges room, affinity and quorum", strings.Join(hosts, " ")))
+		fmt.Sprintf("run `harvester-bootstrap maintenance-check %s` (or --upgrade) before maintenance or a Harvester upgrade: Harvester refuses maintenance mode without force while a VM's LiveMigratable is False (forced, it stops the VM); maintenance-check also judges room, affinity and quorum", strings.Join(hosts, " ")))
 }

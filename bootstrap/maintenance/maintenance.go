@@ -74,6 +74,7 @@ type Loss struct {
 // Result is the whole check.
 type Result struct {
 	Upgrade bool     `json:"upgrade"`
+	Force   bool     `json:"force"`
 	Hosts   []string `json:"hosts"` // in the order they are drained
 	VMs     []VM     `json:"vms"`
 	Losses  []Loss   `json:"losses"`
@@ -96,12 +97,21 @@ func (r *Result) Failed() bool {
 	return false
 }
 
-// Check judges draining hosts (all together), or with upgrade every host
-// one at a time in Harvester's upgrade order (hosts must then be empty).
-// Unknown hosts are an error naming all of them.
-func Check(h *clusterstate.Hosts, hosts []string, upgrade bool) (Result, error) {
+// Options of a check.
+type Options struct {
+	// Upgrade: every host, one at a time, in Harvester's upgrade order.
+	Upgrade bool
+	// Force: maintenance mode with Harvester's force option.
+	Force bool
+}
+
+// Check judges putting hosts into maintenance mode (all together), or with
+// o.Upgrade every host one at a time in Harvester's upgrade order (hosts
+// must then be empty). Unknown hosts are an error naming all of them.
+func Check(h *clusterstate.Hosts, hosts []string, o Options) (Result, error) {
+	upgrade := o.Upgrade
 	w := newWorld(h)
-	res := Result{Upgrade: upgrade}
+	res := Result{Upgrade: upgrade, Force: o.Force && !upgrade}
 	var steps [][]string
 	if upgrade {
 		res.Hosts = UpgradeOrder(h.Nodes)
@@ -133,7 +143,7 @@ func Check(h *clusterstate.Hosts, hosts []string, upgrade bool) (Result, error) 
 		if upgrade {
 			n = i + 1
 		}
-		res.VMs = append(res.VMs, w.drain(step, n)...)
+		res.VMs = append(res.VMs, w.drain(step, n, o)...)
 		res.Losses = append(res.Losses, w.losses(groups, lost, n, strings.Join(step, ", "))...)
 	}
 	res.Notes = w.notes(res.Hosts)
@@ -239,11 +249,39 @@ func Evict(vmi *kubevirtv1.VirtualMachineInstance, vm *kubevirtv1.VirtualMachine
 	return v
 }
 
-// judge decides what draining its host does to one VMI: Evict, then for
-// a migration the hosts that can take it.
-func (w *world) judge(p *placed, unavailable map[string]bool) VM {
+// judge decides what draining its host does to one VMI.
+//
+// Maintenance mode (Harvester's nodedrain controller): Harvester first
+// refuses, without force, a host with a VMI maintenanceGate names (with
+// force it stops the VM); then it drains the host through the eviction
+// API, where KubeVirt's rule (Evict) applies.
+//
+// Upgrade (the pre-drain of upgrade_node.sh): Harvester stops the VMs
+// upgradeStops names, taints the host kubevirt.io/drain, on which KubeVirt
+// migrates every VMI that is migratable on eviction (LiveMigrate, or
+// LiveMigrateIfPossible when migratable) and LiveMigratable; then it waits
+// until no VMI runs on the host, without limit: any other VMI blocks it.
+func (w *world) judge(p *placed, unavailable map[string]bool, o Options) VM {
 	v := Evict(p.vmi, p.vm, w.h.KubeVirt)
 	v.Host, v.Namespace, v.Name, v.Cluster, v.Pool = p.node, p.vmi.Namespace, p.vmi.Name, p.cluster, p.pool
+	if o.Upgrade {
+		if why := w.upgradeStops(p); why != "" {
+			v.Action, v.Why = ShutDown, "the upgrade's pre-drain stops it: "+why
+			return v
+		}
+		if v.Action != Migrates {
+			v.Action, v.Why = Blocks, "KubeVirt does not migrate it off the drain-tainted host ("+v.Strategy+", LiveMigratable "+v.Migratable+
+				"): the upgrade's pre-drain waits for it to stop or leave"
+			return v
+		}
+	} else if gate := w.maintenanceGate(p, unavailable); gate != "" {
+		if o.Force {
+			v.Action, v.Why = ShutDown, "forced maintenance stops it: "+gate
+		} else {
+			v.Action, v.Why = Blocks, "Harvester refuses maintenance mode without force: "+gate+"; with force it stops the VM"
+		}
+		return v
+	}
 	if v.Action != Migrates {
 		return v
 	}
@@ -260,7 +298,7 @@ func (w *world) judge(p *placed, unavailable map[string]bool) VM {
 
 // drain judges every guest-cluster VMI on the hosts, the hosts all
 // unavailable meanwhile, and applies the outcome (moved, stopped).
-func (w *world) drain(hosts []string, step int) []VM {
+func (w *world) drain(hosts []string, step int, o Options) []VM {
 	unavailable := map[string]bool{}
 	for _, n := range hosts {
 		unavailable[n] = true
@@ -271,7 +309,7 @@ func (w *world) drain(hosts []string, step int) []VM {
 			if p.cluster == "" {
 				continue
 			}
-			v := w.judge(p, unavailable)
+			v := w.judge(p, unavailable, o)
 			v.Step = step
 			switch v.Action {
 			case Migrates:

@@ -27,6 +27,7 @@ func host(name, zone string, extra ...string) corev1.Node {
 		n.Labels[extra[i]] = extra[i+1]
 	}
 	n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("62Gi")}
+	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	return n
 }
 
@@ -105,24 +106,30 @@ func TestCheck(t *testing.T) {
 		name   string
 		h      *clusterstate.Hosts
 		hosts  []string
+		force  bool
 		vm     string
 		want   want
 		failed bool
 		losses []string // "group down/members certain"
 	}{{
-		// KubeVirt: LiveMigrateIfPossible and not migratable: the launcher
-		// pod is evicted, the VM stops.
-		name: "vGPU VM is shut down", hosts: []string{"h1"}, vm: "g-gpu-0",
+		// Harvester's nodedrain controller refuses maintenance without
+		// force while a VMI on the host has LiveMigratable False, whatever
+		// its eviction strategy.
+		name: "vGPU VM blocks maintenance without force", hosts: []string{"h1"}, vm: "g-gpu-0",
 		h:    snapshot(threeHosts(), guestVMI("g-gpu-0", "h1", "g", "gpu", vgpu), guestVMI("g-gpu-1", "h2", "g", "gpu", vgpu)),
-		want: want{action: ShutDown, reason: "HostDeviceNotLiveMigratable", why: "not live-migratable"},
+		want: want{action: Blocks, reason: "HostDeviceNotLiveMigratable", why: "Harvester refuses maintenance mode without force: LiveMigratable False (HostDeviceNotLiveMigratable)"}, failed: true,
+	}, {
+		// With force Harvester stops it (runStrategy Halted).
+		name: "vGPU VM is shut down by forced maintenance", hosts: []string{"h1"}, force: true, vm: "g-gpu-0",
+		h:    snapshot(threeHosts(), guestVMI("g-gpu-0", "h1", "g", "gpu", vgpu), guestVMI("g-gpu-1", "h2", "g", "gpu", vgpu)),
+		want: want{action: ShutDown, reason: "HostDeviceNotLiveMigratable", why: "forced maintenance stops it"},
 		// Without roles, a pool of 2 with 1 down has no majority: a risk, not certain.
 		losses: []string{"pool gpu 1/2 false"},
 	}, {
-		// KubeVirt refuses the eviction of a LiveMigrate VMI that is not migratable.
-		name: "LiveMigrate VM with a ReadWriteOnce disk blocks", hosts: []string{"h1"}, vm: "g-p-0",
-		h: snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p", notMigratable("DisksNotLiveMigratable"))),
 		// A blocked VM keeps running: no loss.
-		want: want{action: Blocks, reason: "DisksNotLiveMigratable", why: "LiveMigrate but not live-migratable"}, failed: true,
+		name: "LiveMigrate VM with a ReadWriteOnce disk blocks", hosts: []string{"h1"}, vm: "g-p-0",
+		h:    snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p", notMigratable("DisksNotLiveMigratable"))),
+		want: want{action: Blocks, reason: "DisksNotLiveMigratable", why: "LiveMigratable False (DisksNotLiveMigratable)"}, failed: true,
 	}, {
 		name: "pool over three hosts, one in maintenance: migrates to the other two", hosts: []string{"h1"}, vm: "g-p-0",
 		h:    snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p"), guestVMI("g-p-1", "h2", "g", "p"), guestVMI("g-p-2", "h3", "g", "p")),
@@ -130,15 +137,36 @@ func TestCheck(t *testing.T) {
 	}, {
 		name: "zone-pinned pool whose zone has only that host blocks", hosts: []string{"h1"}, vm: "g-p-0",
 		h:    snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p", zonePinned("zone-a"))),
-		want: want{action: Blocks, why: "h2: no label its required node affinity asks for"}, failed: true,
+		want: want{action: Blocks, why: "no other Ready, schedulable host matches its node affinity and nodeSelector (NodeSchedulingRequirementsNotMet)"}, failed: true,
 	}, {
 		name: "zone-pinned pool with a second host in its zone migrates there", hosts: []string{"h1"}, vm: "g-p-0",
 		h:    snapshot(append(threeHosts(), host("h4", "zone-a")), guestVMI("g-p-0", "h1", "g", "p", zonePinned("zone-a"))),
 		want: want{action: Migrates, targets: []string{"h4"}},
 	}, {
+		name: "zone-pinned, forced: Harvester stops it", hosts: []string{"h1"}, force: true, vm: "g-p-0",
+		h:    snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p", zonePinned("zone-a"))),
+		want: want{action: ShutDown, why: "forced maintenance stops it: no other Ready, schedulable host"}, failed: true,
+		losses: []string{"pool p 1/1 true"},
+	}, {
+		name: "a NotReady host in the zone does not count for Harvester", hosts: []string{"h1"}, vm: "g-p-0",
+		h: func() *clusterstate.Hosts {
+			n := append(threeHosts(), host("h4", "zone-a"))
+			n[3].Status.Conditions[0].Status = corev1.ConditionUnknown
+			return snapshot(n, guestVMI("g-p-0", "h1", "g", "p", zonePinned("zone-a")))
+		}(),
+		want: want{action: Blocks, why: "NodeSchedulingRequirementsNotMet"}, failed: true,
+	}, {
 		name: "the other host in maintenance too is no target", hosts: []string{"h1", "h4"}, vm: "g-p-0",
 		h:    snapshot(append(threeHosts(), host("h4", "zone-a")), guestVMI("g-p-0", "h1", "g", "p", zonePinned("zone-a"))),
-		want: want{action: Blocks, why: "h4: in maintenance too"}, failed: true,
+		want: want{action: Blocks, why: "NodeSchedulingRequirementsNotMet"}, failed: true,
+	}, {
+		name: "a tainted host in the zone passes Harvester's check but takes no migration", hosts: []string{"h1"}, vm: "g-p-0",
+		h: func() *clusterstate.Hosts {
+			n := append(threeHosts(), host("h4", "zone-a"))
+			n[3].Spec.Taints = []corev1.Taint{{Key: "kubevirt.io/drain", Effect: corev1.TaintEffectNoSchedule}}
+			return snapshot(n, guestVMI("g-p-0", "h1", "g", "p", zonePinned("zone-a")))
+		}(),
+		want: want{action: Blocks, why: "h4: taint kubevirt.io/drain:NoSchedule not tolerated"}, failed: true,
 	}, {
 		name: "cordoned and tainted hosts are no targets", hosts: []string{"h1"}, vm: "g-p-0",
 		h: func() *clusterstate.Hosts {
@@ -173,7 +201,7 @@ func TestCheck(t *testing.T) {
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r, err := Check(c.h, c.hosts, false)
+			r, err := Check(c.h, c.hosts, Options{Force: c.force})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -207,19 +235,20 @@ func guestNode(name string) corev1.Node {
 // control-plane VMs shut down loses it.
 func TestQuorum(t *testing.T) {
 	h := snapshot(threeHosts(), guestVMI("g-cp-0", "h1", "g", "cp", vgpu), guestVMI("g-cp-1", "h2", "g", "cp", vgpu), guestVMI("g-cp-2", "h3", "g", "cp", vgpu))
-	one, err := Check(h, []string{"h1"}, false)
+	force := Options{Force: true}
+	one, err := Check(h, []string{"h1"}, force)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(one.Losses) != 0 || one.Failed() {
 		t.Errorf("one host of three: losses %+v, failed %v", one.Losses, one.Failed())
 	}
-	two, _ := Check(h, []string{"h1", "h2"}, false)
+	two, _ := Check(h, []string{"h1", "h2"}, force)
 	if len(two.Losses) != 1 || two.Losses[0].Certain || two.Losses[0].Down != 2 || two.Failed() {
 		t.Errorf("without roles two hosts: %+v (want one uncertain pool majority loss, not failed)", two.Losses)
 	}
 	h.GuestNodes, h.GuestCluster = []corev1.Node{guestNode("g-cp-0"), guestNode("g-cp-1"), guestNode("g-cp-2")}, "g"
-	two, _ = Check(h, []string{"h1", "h2"}, false)
+	two, _ = Check(h, []string{"h1", "h2"}, force)
 	var etcd *Loss
 	for i, l := range two.Losses {
 		if l.Group == "etcd" {
@@ -234,7 +263,7 @@ func TestQuorum(t *testing.T) {
 			t.Errorf("control plane reported lost with one of three up: %+v", l)
 		}
 	}
-	all, _ := Check(h, []string{"h1", "h2", "h3"}, false)
+	all, _ := Check(h, []string{"h1", "h2", "h3"}, force)
 	groups := map[string]bool{}
 	for _, l := range all.Losses {
 		groups[l.Group] = l.Certain
@@ -245,7 +274,7 @@ func TestQuorum(t *testing.T) {
 }
 
 func TestUnknownHostsAllAtOnce(t *testing.T) {
-	_, err := Check(snapshot(threeHosts()), []string{"h1", "nope", "h9"}, false)
+	_, err := Check(snapshot(threeHosts()), []string{"h1", "nope", "h9"}, Options{})
 	if err == nil || !strings.Contains(err.Error(), "unknown hosts nope, h9") || !strings.Contains(err.Error(), "h1, h2, h3") {
 		t.Errorf("error %v", err)
 	}
@@ -265,12 +294,24 @@ func TestUpgradeOrder(t *testing.T) {
 	}
 }
 
-// TestUpgradeOneHostAtATime: a VM that migrated at step 1 is judged again
-// on its new host later; one shut down stays down.
+// TestUpgradeOneHostAtATime: Harvester's pre-drain stops what its
+// detector deems non-migratable (host devices, a nodeSelector, node
+// affinity no other host matches; GPUs are not looked at), KubeVirt
+// migrates the LiveMigratable VMIs off the drain-tainted host, and the
+// pre-drain waits for the rest. A VM migrated at step 1 is judged again on
+// its new host; one stopped stays stopped.
 func TestUpgradeOneHostAtATime(t *testing.T) {
 	nodes := []corev1.Node{host("h1", "a"), host("h2", "b")}
-	h := snapshot(nodes, guestVMI("g-p-0", "h1", "g", "p"), guestVMI("g-gpu-0", "h1", "g", "gpu", vgpu))
-	r, err := Check(h, nil, true)
+	hostDev := func(v *kubevirtv1.VirtualMachineInstance) {
+		v.Spec.Domain.Devices.HostDevices = []kubevirtv1.HostDevice{{Name: "d", DeviceName: "vendor.com/nic"}}
+		strategy(kubevirtv1.EvictionStrategyLiveMigrateIfPossible)(v)
+		notMigratable("HostDeviceNotLiveMigratable")(v)
+	}
+	h := snapshot(nodes, guestVMI("g-p-0", "h1", "g", "p"), guestVMI("g-gpu-0", "h1", "g", "gpu", vgpu), guestVMI("g-dev-0", "h2", "g", "dev", hostDev),
+		guestVMI("g-pin-0", "h2", "g", "pin", func(v *kubevirtv1.VirtualMachineInstance) {
+			v.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": "h2"}
+		}))
+	r, err := Check(h, nil, Options{Upgrade: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,15 +319,20 @@ func TestUpgradeOneHostAtATime(t *testing.T) {
 	for _, v := range r.VMs {
 		got = append(got, itoa(v.Step)+" "+v.Host+" "+v.Name+" "+v.Action+" "+v.To)
 	}
-	want := []string{"1 h1 g-gpu-0 shut down ", "1 h1 g-p-0 migrates h2", "2 h2 g-p-0 migrates h1"}
+	want := []string{"1 h1 g-gpu-0 blocks ", "1 h1 g-p-0 migrates h2",
+		"2 h2 g-dev-0 shut down ", "2 h2 g-p-0 migrates h1", "2 h2 g-pin-0 shut down "}
 	if !slices.Equal(got, want) {
 		t.Errorf("steps %q\nwant %q", got, want)
 	}
-	if len(r.Losses) != 1 || r.Losses[0].Group != "pool gpu" || r.Losses[0].Step != 1 || !r.Losses[0].Certain {
-		t.Errorf("losses %+v, want pool gpu lost at step 1", r.Losses)
+	if v := verdict(t, r, "g-gpu-0"); !strings.Contains(v.Why, "the upgrade's pre-drain waits for it") {
+		t.Errorf("vGPU VM: %+v", v)
 	}
-	if !r.Failed() {
-		t.Error("a pool lost must fail the check")
+	var lost []string
+	for _, l := range r.Losses {
+		lost = append(lost, itoa(l.Step)+" "+l.Group)
+	}
+	if !slices.Equal(lost, []string{"2 pool dev", "2 pool pin"}) || !r.Failed() {
+		t.Errorf("losses %v (failed %v), want pools dev and pin lost at step 2", lost, r.Failed())
 	}
 }
 
@@ -295,18 +341,18 @@ func TestUpgradeOneHostAtATime(t *testing.T) {
 func TestEvictionStrategyDefault(t *testing.T) {
 	unset := func(v *kubevirtv1.VirtualMachineInstance) { v.Spec.EvictionStrategy = nil }
 	h := snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p", unset), guestVMI("g-p-1", "h2", "g", "p", unset))
-	r, _ := Check(h, []string{"h1"}, false)
+	r, _ := Check(h, []string{"h1"}, Options{})
 	if v := verdict(t, r, "g-p-0"); v.Action != Migrates || v.Strategy != "LiveMigrate (Harvester's default)" {
 		t.Errorf("no KubeVirt object: %+v", v)
 	}
 	h.KubeVirt = &kubevirtv1.KubeVirt{ObjectMeta: metav1.ObjectMeta{Name: "kubevirt"}}
-	r, _ = Check(h, []string{"h1"}, false)
+	r, _ = Check(h, []string{"h1"}, Options{})
 	if v := verdict(t, r, "g-p-0"); v.Action != ShutDown || v.Strategy != "None (KubeVirt's default)" {
 		t.Errorf("KubeVirt without a strategy: %+v", v)
 	}
 	lmip := kubevirtv1.EvictionStrategyLiveMigrateIfPossible
 	h.KubeVirt.Spec.Configuration.EvictionStrategy = &lmip
-	r, _ = Check(h, []string{"h1"}, false)
+	r, _ = Check(h, []string{"h1"}, Options{})
 	if v := verdict(t, r, "g-p-0"); v.Action != Migrates || v.Strategy != "LiveMigrateIfPossible (KubeVirt kubevirt)" {
 		t.Errorf("KubeVirt with LiveMigrateIfPossible: %+v", v)
 	}
@@ -322,7 +368,7 @@ func TestRoomCountsPodsAndMovedVMs(t *testing.T) {
 	h := snapshot(nodes, guestVMI("g-a", "h1", "g", "p", big), guestVMI("g-b", "h1", "g", "p", big))
 	h.Pods = []corev1.Pod{{Spec: corev1.PodSpec{NodeName: "h3", Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("30Gi")}}}}}}}
-	r, _ := Check(h, []string{"h1"}, false)
+	r, _ := Check(h, []string{"h1"}, Options{})
 	a, b := verdict(t, r, "g-a"), verdict(t, r, "g-b")
 	// 62Gi each; h3 has 32Gi left for pods: only h2 takes a 40Gi VM, and once.
 	if a.Action != Migrates || a.To != "h2" || !slices.Equal(a.Targets, []string{"h2"}) {
@@ -335,12 +381,12 @@ func TestRoomCountsPodsAndMovedVMs(t *testing.T) {
 
 func TestReportFormats(t *testing.T) {
 	h := snapshot(threeHosts(), guestVMI("g-gpu-0", "h1", "g", "gpu", vgpu), guestVMI("g-p-0", "h1", "g", "p", notMigratable("DisksNotLiveMigratable")))
-	r, _ := Check(h, []string{"h1"}, false)
+	r, _ := Check(h, []string{"h1"}, Options{Force: true})
 	var table, js bytes.Buffer
 	if err := r.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# maintenance of h1", "default/g-gpu-0", "False (HostDeviceNotLiveMigratable)", "shut down", "blocks", "LOSS default/g pool gpu after draining h1"} {
+	for _, want := range []string{"# forced maintenance of h1", "default/g-gpu-0", "False (HostDeviceNotLiveMigratable)", "shut down", "LOSS default/g pool gpu after draining h1"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -352,7 +398,7 @@ func TestReportFormats(t *testing.T) {
 		Failed bool
 		VMs    []map[string]any `json:"vms"`
 	}
-	if err := json.Unmarshal(js.Bytes(), &got); err != nil || !got.Failed || len(got.VMs) != 2 || got.VMs[0]["action"] != "shut down" || got.VMs[0]["reason"] != "HostDeviceNotLiveMigratable" {
+	if err := json.Unmarshal(js.Bytes(), &got); err != nil || !got.Failed || len(got.VMs) != 2 || got.VMs[1]["action"] != "shut down" || got.VMs[0]["action"] != "shut down" || got.VMs[0]["reason"] != "HostDeviceNotLiveMigratable" {
 		t.Errorf("json %v: %s", err, js.String())
 	}
 }

@@ -30,6 +30,9 @@ func (r *Result) WriteJSON(w io.Writer) error {
 func (r *Result) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	what := "maintenance of " + strings.Join(r.Hosts, ", ")
+	if r.Force {
+		what = "forced " + what
+	}
 	if r.Upgrade {
 		what = "upgrade, hosts in this order: " + strings.Join(r.Hosts, ", ")
 	}

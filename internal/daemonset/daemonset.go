@@ -34,6 +34,24 @@ func WhyNotOn(spec corev1.PodSpec, node *corev1.Node) string {
 // admission plugin gives it) tolerate; "" when it may go there. A cordon
 // is judged by its taint node.kubernetes.io/unschedulable only.
 func WhyPodNotOn(spec corev1.PodSpec, node *corev1.Node, added []corev1.Toleration) string {
+	if why := WhyNotSelected(spec, node); why != "" {
+		return why
+	}
+	tolerations := append(slices.Clone(spec.Tolerations), added...)
+	for _, t := range node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(&t) }) {
+			return "taint " + t.Key + ":" + string(t.Effect) + " not tolerated"
+		}
+	}
+	return ""
+}
+
+// WhyNotSelected says which of spec's nodeSelector or required node
+// affinity node's labels fail; "" when both hold.
+func WhyNotSelected(spec corev1.PodSpec, node *corev1.Node) string {
 	for k, v := range spec.NodeSelector {
 		if node.Labels[k] != v {
 			return "nodeSelector " + k + "=" + v
@@ -43,15 +61,6 @@ func WhyPodNotOn(spec corev1.PodSpec, node *corev1.Node, added []corev1.Tolerati
 		terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 		if !slices.ContainsFunc(terms, func(t corev1.NodeSelectorTerm) bool { return termMatches(t, node.Labels) }) {
 			return "no label its required node affinity asks for"
-		}
-	}
-	tolerations := append(slices.Clone(spec.Tolerations), added...)
-	for _, t := range node.Spec.Taints {
-		if t.Effect == corev1.TaintEffectPreferNoSchedule {
-			continue
-		}
-		if !slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(&t) }) {
-			return "taint " + t.Key + ":" + string(t.Effect) + " not tolerated"
 		}
 	}
 	return ""

@@ -66,15 +66,24 @@ func zoneAffinity(zone string) string {
 	return "--harvester-vm-affinity=" + base64.StdEncoding.EncodeToString([]byte(raw))
 }
 
-// TestMaintenanceCheck: machines made by rancher-machine, judged by KubeVirt
-// v1.7's eviction rules. The simulator has harvester-node-0 and -2 in
-// sim-zone-a and harvester-node-1 alone in sim-zone-b.
-//   - a vGPU machine (LiveMigrateIfPossible; a GPU makes LiveMigratable
-//     False, HostDeviceNotLiveMigratable) on harvester-node-1: shut down,
-//     and its one-machine pool loses every node;
-//   - a machine pinned to sim-zone-b (LiveMigrate, migratable): no other
-//     host is in its zone, so the drain of harvester-node-1 blocks: exit 1;
-//   - a machine pinned to sim-zone-a migrates, to the other zone-a host only.
+// TestMaintenanceCheck: machines made by rancher-machine, judged by
+// Harvester v1.8's and KubeVirt v1.7's rules. The simulator has
+// harvester-node-0 and -2 in sim-zone-a and harvester-node-1 alone in
+// sim-zone-b. On harvester-node-1: a vGPU machine (LiveMigrateIfPossible; a
+// GPU makes LiveMigratable False, HostDeviceNotLiveMigratable) and a
+// machine pinned to sim-zone-b (LiveMigrate, migratable). In sim-zone-a a
+// machine pinned there.
+//   - maintenance of harvester-node-1: Harvester's nodedrain controller
+//     refuses it without force for both (LiveMigratable False; no other
+//     Ready host matches the zone: NodeSchedulingRequirementsNotMet): exit 1;
+//   - with --force Harvester stops both: their one-machine pools are lost;
+//   - maintenance of the zone-a machine's host: it migrates, to the other
+//     zone-a host only: exit 0;
+//   - the upgrade (hosts by name: none carries a role label): its pre-drain
+//     stops the zone-b machine (node affinity no other host matches) and
+//     waits without limit for the vGPU one, which KubeVirt does not
+//     migrate off the drain-tainted host (GPUs are not among what the
+//     pre-drain stops): exit 1.
 func TestMaintenanceCheck(t *testing.T) {
 	const cluster = "e2e-mnt"
 	const profile = "nvidia.com/GRID_A100-2B"
@@ -99,32 +108,52 @@ func TestMaintenanceCheck(t *testing.T) {
 	if otherA == "" {
 		t.Fatalf("%s is on %q, not in sim-zone-a", pinA, hostA)
 	}
+	verdicts := func(res checkResult) map[string]string {
+		out := map[string]string{}
+		for _, v := range res.VMs {
+			out[v.VM] = v.Host + " " + v.Action + " " + v.Reason
+		}
+		return out
+	}
 
 	out, stderr, code := maintenanceCheck(t, "--cluster-name", cluster, "-o", "json", "harvester-node-1")
 	if code != 1 {
-		t.Errorf("harvester-node-1: exit %d, want 1 (a VM blocks)\n%s", code, stderr)
+		t.Errorf("harvester-node-1: exit %d, want 1 (Harvester refuses)\n%s", code, stderr)
 	}
 	res := decodeCheck(t, out)
-	if !res.Failed || !slices.Equal(res.Hosts, []string{"harvester-node-1"}) || len(res.VMs) != 2 {
+	if !res.Failed || !slices.Equal(res.Hosts, []string{"harvester-node-1"}) || len(res.VMs) != 2 || len(res.Losses) != 0 {
 		t.Fatalf("harvester-node-1: %+v", res)
 	}
 	for _, v := range res.VMs {
 		switch v.VM {
 		case gpu:
-			if v.Action != "shut down" || v.Migratable != "False" || v.Reason != "HostDeviceNotLiveMigratable" || v.Strategy != "LiveMigrateIfPossible (VMI)" {
+			if v.Action != "blocks" || v.Migratable != "False" || v.Reason != "HostDeviceNotLiveMigratable" || v.Strategy != "LiveMigrateIfPossible (VMI)" ||
+				!strings.Contains(v.Why, "Harvester refuses maintenance mode without force: LiveMigratable False (HostDeviceNotLiveMigratable)") {
 				t.Errorf("vGPU machine: %+v", v)
 			}
 		case pinB:
-			if v.Action != "blocks" || v.Migratable != "True" || !strings.Contains(v.Why, "harvester-node-0: no label its required node affinity asks for") ||
-				!strings.Contains(v.Why, "harvester-node-2: no label its required node affinity asks for") || v.Strategy != "LiveMigrate (VMI)" {
+			if v.Action != "blocks" || v.Migratable != "True" || v.Strategy != "LiveMigrate (VMI)" || !strings.Contains(v.Why, "NodeSchedulingRequirementsNotMet") {
 				t.Errorf("zone-b machine: %+v", v)
 			}
 		default:
 			t.Errorf("unexpected VM %+v", v)
 		}
 	}
-	if len(res.Losses) != 1 || res.Losses[0].Group != "pool gpu" || res.Losses[0].Members != 1 || res.Losses[0].Down != 1 || !res.Losses[0].Certain {
-		t.Errorf("losses %+v, want the gpu pool's only node", res.Losses)
+
+	out, _, code = maintenanceCheck(t, "--cluster-name", cluster, "-o", "json", "--force", "harvester-node-1")
+	res = decodeCheck(t, out)
+	got := verdicts(res)
+	if code != 1 || got[gpu] != "harvester-node-1 shut down HostDeviceNotLiveMigratable" || got[pinB] != "harvester-node-1 shut down " {
+		t.Errorf("forced: exit %d, %v", code, got)
+	}
+	var lost []string
+	for _, l := range res.Losses {
+		if l.Certain && l.Members == 1 && l.Down == 1 {
+			lost = append(lost, l.Group)
+		}
+	}
+	if !slices.Equal(lost, []string{"pool gpu", "pool pinb"}) {
+		t.Errorf("forced: losses %+v, want pools gpu and pinb", res.Losses)
 	}
 
 	out, stderr, code = maintenanceCheck(t, "--cluster-name", cluster, "-o", "json", hostA)
@@ -143,21 +172,18 @@ func TestMaintenanceCheck(t *testing.T) {
 		t.Errorf("unknown hosts: exit %d\n%s", code, stderr)
 	}
 
-	// The simulated hosts carry no etcd or control-plane label: the upgrade
-	// takes them by name. The vGPU machine is shut down once, at
-	// harvester-node-1's step; what blocks there still blocks.
 	out, _, code = maintenanceCheck(t, "--cluster-name", cluster, "--upgrade", "-o", "json")
 	res = decodeCheck(t, out)
 	if code != 1 || !slices.Equal(res.Hosts, []string{"harvester-node-0", "harvester-node-1", "harvester-node-2"}) {
 		t.Errorf("upgrade: exit %d, hosts %v", code, res.Hosts)
 	}
-	var gpuSteps []string
+	var steps []string
 	for _, v := range res.VMs {
-		if v.VM == gpu {
-			gpuSteps = append(gpuSteps, v.Host+" "+v.Action)
+		if v.VM != pinA {
+			steps = append(steps, v.Host+" "+v.VM+" "+v.Action)
 		}
 	}
-	if !slices.Equal(gpuSteps, []string{"harvester-node-1 shut down"}) {
-		t.Errorf("upgrade: vGPU machine %v", gpuSteps)
+	if want := []string{"harvester-node-1 " + gpu + " blocks", "harvester-node-1 " + pinB + " shut down"}; !slices.Equal(steps, want) {
+		t.Errorf("upgrade: %v, want %v", steps, want)
 	}
 }
