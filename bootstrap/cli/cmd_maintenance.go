@@ -41,7 +41,7 @@ func maintenanceCheckCommand() *ucli.Command {
 			"Then every guest cluster that would lose its etcd quorum, its control plane or every node of a pool: roles\n" +
 			"from the guest's nodes with --guest-kubeconfig (with --cluster-name), else pools by nodepool.harvesterhci.io/name.\n" +
 			"Exit 1 when anything would block or a quorum or pool would be lost. Only reads. Flags go before the HOSTs.\n\n" +
-			"Examples:\n  harvester-bootstrap maintenance-check harvester-node-1\n" +
+			"Example:\n  harvester-bootstrap maintenance-check harvester-node-1\n" +
 			"  harvester-bootstrap maintenance-check --upgrade --cluster-name guest-a --namespace default --guest-kubeconfig guest.yaml -o json",
 		Flags: []ucli.Flag{
 			kubeconfigFlag(),
