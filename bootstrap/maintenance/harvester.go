@@ -5,10 +5,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/internal/daemonset"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
-
-// LabelWitness marks a Harvester witness host (etcd only, runs no VM).
-const LabelWitness = "node-role.harvesterhci.io/witness"
 
 // podSpec is what the scheduler matches of a VMI's launcher pod.
 func podSpec(vmi *kubevirtv1.VirtualMachineInstance) corev1.PodSpec {
@@ -58,7 +56,7 @@ func (w *world) upgradeStops(p *placed) string {
 	hosts := 0
 	for _, name := range w.nodeNames() {
 		n := w.nodes[name]
-		if _, witness := n.Labels[LabelWitness]; witness {
+		if _, witness := n.Labels[harvester.LabelWitnessHost]; witness {
 			continue
 		}
 		hosts++

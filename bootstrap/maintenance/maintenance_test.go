@@ -402,3 +402,29 @@ func TestReportFormats(t *testing.T) {
 		t.Errorf("json %v: %s", err, js.String())
 	}
 }
+
+// TestUpgradeWitnessAndOthers: a witness host (label
+// node-role.harvesterhci.io/witness) does not count, so with one other
+// host Harvester's pre-drain stops every VM; a VM of no guest cluster is
+// not judged but counted in a note.
+func TestUpgradeWitnessAndOthers(t *testing.T) {
+	nodes := []corev1.Node{host("h1", "a"), host("w", "a", "node-role.harvesterhci.io/witness", "true", "node-role.kubernetes.io/etcd", "true")}
+	plain := guestVMI("plain", "h1", "", "")
+	plain.Labels = nil
+	plain.Status.Conditions[0].Status = corev1.ConditionFalse
+	r, err := Check(snapshot(nodes, guestVMI("g-p-0", "h1", "g", "p"), plain), nil, Options{Upgrade: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.Hosts, []string{"w", "h1"}) {
+		t.Errorf("order %v: the etcd witness goes first", r.Hosts)
+	}
+	if len(r.VMs) != 1 || r.VMs[0].Action != ShutDown || !strings.Contains(r.VMs[0].Why, "the only host") {
+		t.Errorf("verdicts %+v", r.VMs)
+	}
+	if !slices.ContainsFunc(r.Notes, func(n string) bool {
+		return strings.HasPrefix(n, "1 VMs of no guest cluster run on these hosts") && strings.Contains(n, "(1 with LiveMigratable False")
+	}) {
+		t.Errorf("notes %q", r.Notes)
+	}
+}

@@ -292,16 +292,20 @@ func (w *world) notes(hosts []string) []string {
 			out = append(out, e)
 		}
 	}
-	others := 0
+	others, refused := 0, 0
 	for _, h := range hosts {
 		for _, p := range w.vmis {
 			if p.node == h && p.cluster == "" && !p.down {
 				others++
+				if NotMigratable(p.vmi) != "" {
+					refused++
+				}
 			}
 		}
 	}
 	if others > 0 {
-		out = append(out, fmt.Sprintf("%d VMs of no guest cluster run on these hosts; they are not judged here", others))
+		out = append(out, fmt.Sprintf("%d VMs of no guest cluster run on these hosts; they are not judged here (%d with LiveMigratable False: "+
+			"Harvester refuses maintenance mode without force for them too)", others, refused))
 	}
 	if w.h.Namespace != "" {
 		out = append(out, "only VMs of namespace "+w.h.Namespace+" are judged and counted")

@@ -24,3 +24,7 @@ const (
 	LabelRoleControlPlaneRKE1 = "node-role.kubernetes.io/controlplane"
 	LabelRoleEtcd             = "node-role.kubernetes.io/etcd"
 )
+
+// LabelWitnessHost marks a Harvester witness host (etcd only; it runs no
+// VM and Harvester's upgrade does not count it as a host for VMs).
+const LabelWitnessHost = "node-role.harvesterhci.io/witness"
