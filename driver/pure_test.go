@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/power"
 	"github.com/rancher/machine/libmachine/state"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -51,11 +54,11 @@ func TestSelectAddress(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := SelectAddress(tc.ifaces)
+			got, ok := machine.SelectAddress(tc.ifaces)
 			if got != tc.want || ok != (tc.want != "") {
 				t.Errorf("SelectAddress: got %q %v, want %q", got, ok, tc.want)
 			}
-			got, ok = SelectIPv6(tc.ifaces)
+			got, ok = machine.SelectIPv6(tc.ifaces)
 			if got != tc.want6 || ok != (tc.want6 != "") {
 				t.Errorf("SelectIPv6: got %q %v, want %q", got, ok, tc.want6)
 			}
@@ -87,27 +90,27 @@ func TestStateOf(t *testing.T) {
 		{"deleting", deleting, state.Stopping},
 	}
 	for _, tc := range cases {
-		if got := StateOf(tc.vmi); got != tc.want {
+		if got := power.StateOf(tc.vmi); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
 
 func TestDescribeVMINeverPanics(t *testing.T) {
-	if s := describeVMI(nil); s == "" {
+	if s := machine.DescribeVMI(nil); s == "" {
 		t.Error("empty description")
 	}
 	v := &kubevirtv1.VirtualMachineInstance{}
 	v.Status.Phase = kubevirtv1.Running
 	v.Status.NodeName = "harvester-node-1"
 	v.Annotations = map[string]string{corev1.LabelTopologyZone: "sim-zone-b"}
-	if s := describeVMI(v); !strings.Contains(s, "harvester-node-1 (zone sim-zone-b)") || !strings.Contains(s, "waiting for the guest") {
+	if s := machine.DescribeVMI(v); !strings.Contains(s, "harvester-node-1 (zone sim-zone-b)") || !strings.Contains(s, "waiting for the guest") {
 		t.Errorf("description: %s", s)
 	}
 }
 
 func TestAPIErrorUnauthorized(t *testing.T) {
-	err := apiError("get VM", errUnauthorized())
+	err := config.APIError("get VM", errUnauthorized())
 	if !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "5827") || !strings.Contains(err.Error(), "expired") {
 		t.Errorf("unclear 401 error: %v", err)
 	}

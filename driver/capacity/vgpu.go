@@ -1,4 +1,4 @@
-package driver
+package capacity
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
@@ -23,7 +24,7 @@ var vgpuHolders = harvester.LabelVGPUs + " notin (0)"
 
 // checkVGPUs reads the hosts and the VM instances that may hold vGPUs and
 // checks that some host offers every vGPU profile the machine asks for.
-func (d *Driver) checkVGPUs(ctx context.Context, api *harvesterapi.API, vgpus []VGPURequest) []error {
+func (d Checker) checkVGPUs(ctx context.Context, api *harvesterapi.API, vgpus []config.VGPURequest) []error {
 	nodes, err := api.ListNodes(ctx)
 	if apierrors.IsForbidden(err) {
 		log.Warnf("cannot list the hosts (forbidden); skipping the vGPU capacity check")
@@ -36,7 +37,7 @@ func (d *Driver) checkVGPUs(ctx context.Context, api *harvesterapi.API, vgpus []
 		return []error{err}
 	}
 	if msg := vgpuShortfall(vgpus, nodes.Items, vmis); msg != "" {
-		return []error{flagProblem(FlagVGPUInfo, "%s", msg)}
+		return []error{config.FlagProblem(config.FlagVGPUInfo, "%s", msg)}
 	}
 	return nil
 }
@@ -48,7 +49,7 @@ func (d *Driver) checkVGPUs(ctx context.Context, api *harvesterapi.API, vgpus []
 // placed on it already hold. Only the VM namespace's instances are seen
 // (the driver's credential reads no other namespace); the scheduler
 // remains the last word.
-func vgpuShortfall(vgpus []VGPURequest, nodes []corev1.Node, vmis []kubevirtv1.VirtualMachineInstance) string {
+func vgpuShortfall(vgpus []config.VGPURequest, nodes []corev1.Node, vmis []kubevirtv1.VirtualMachineInstance) string {
 	want := map[string]int64{}
 	for _, g := range vgpus {
 		want[g.DeviceName]++
@@ -109,18 +110,18 @@ func describeWant(want map[string]int64, profiles []string) string {
 	return strings.Join(parts, ", ")
 }
 
-// validateVGPUs checks the vGPU requests as the VM they become needs
+// ValidateVGPUs checks the vGPU requests as the VM they become needs
 // them. KubeVirt (v1.7) admits any GPU name, but virt-launcher names each
 // GPU's libvirt device alias after it ("ua-gpu-<name>"), and libvirt
 // refuses an alias that is not unique in the domain or has characters
 // other than letters, digits, '_' and '-': such a VM is created and never
 // starts. So names must be unique and of those characters.
-func validateVGPUs(vgpus []VGPURequest) []error {
+func ValidateVGPUs(vgpus []config.VGPURequest) []error {
 	var errs []error
 	seen := map[string]int{}
 	for i, r := range vgpus {
 		at := func(format string, args ...any) {
-			errs = append(errs, flagProblem(FlagVGPUInfo, "vGPURequests[%d]: "+format, append([]any{i}, args...)...))
+			errs = append(errs, config.FlagProblem(config.FlagVGPUInfo, "vGPURequests[%d]: "+format, append([]any{i}, args...)...))
 		}
 		if r.Name == "" || r.DeviceName == "" {
 			at("needs both name and deviceName")

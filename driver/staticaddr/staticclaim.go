@@ -1,4 +1,9 @@
-package driver
+// Package staticaddr gives machines static addresses
+// (--harvester-static-address-range): it claims a free address of the
+// range with a labelled ConfigMap, renders the network data that sets it,
+// validates the user's network data, and checks addresses against
+// managed DHCP.
+package staticaddr
 
 import (
 	"context"
@@ -12,7 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
 	"github.com/harvester-kit/harvester-machine/internal/field"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
@@ -20,41 +27,33 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/staticip"
 )
 
-// staticPlan is one machine's static address, before and after it is held.
-type staticPlan struct {
-	StaticAddressing
-	Network ObjectRef  // the static NIC's network
-	MAC     string     // the static NIC's MAC
-	Pool    *ObjectRef // the managed-DHCP IPPool of the network (nil: none)
+// Plan is one machine's static address, before and after it is held.
+type Plan struct {
+	config.StaticAddressing
+	Network config.ObjectRef  // the static NIC's network
+	MAC     string            // the static NIC's MAC
+	Pool    *config.ObjectRef // the managed-DHCP IPPool of the network (nil: none)
 	Held    netip.Addr
 }
 
-// annotations are the VM annotations of the held address: where managed
+// Annotations are the VM annotations of the held address: where managed
 // DHCP serves the network, the static-ip annotation asks it for the held
 // address, so its pool accounts for it (add-ons before the v1.9 line
 // ignore it).
-func (s *staticPlan) annotations() map[string]string {
+func (s *Plan) Annotations() map[string]string {
 	if s.Pool == nil || !s.Held.IsValid() {
 		return nil
 	}
 	return map[string]string{dhcpapi.AnnotationStaticIPPrefix + s.NICName(): s.Held.String()}
 }
 
-func newStaticPlan(s *StaticAddressing, plan VMPlan) *staticPlan {
-	if s == nil || s.NIC >= len(plan.NICs) {
-		return nil
-	}
-	nic := plan.NICs[s.NIC]
-	return &staticPlan{StaticAddressing: *s, Network: nic.Network, MAC: nic.MAC, Pool: nic.DHCPPool}
-}
-
 // takenAddresses is who holds each address of a network: claims (by
 // machine) and addresses guests report outside any claim.
 type takenAddresses map[netip.Addr]string
 
-// freeAddresses lists the range's addresses nobody holds, lowest first.
+// FreeAddresses lists the range's addresses nobody holds, lowest first.
 // With none free the error names the range and what holds its addresses.
-func (t takenAddresses) freeAddresses(s *staticPlan) ([]netip.Addr, error) {
+func (t takenAddresses) FreeAddresses(s *Plan) ([]netip.Addr, error) {
 	var free []netip.Addr
 	for _, a := range s.Range.Addresses() {
 		if _, taken := t[a]; !taken {
@@ -64,7 +63,7 @@ func (t takenAddresses) freeAddresses(s *staticPlan) ([]netip.Addr, error) {
 	if len(free) > 0 {
 		return free, nil
 	}
-	return nil, field.Invalid(flagField(FlagStaticAddressRange), s.Range.String(), "no free address on network %s: all %d are taken (%s); widen the range or remove machines",
+	return nil, field.Invalid(config.FlagField(config.FlagStaticAddressRange), s.Range.String(), "no free address on network %s: all %d are taken (%s); widen the range or remove machines",
 		s.Network, s.Range.Size(), t.describe(s.Range))
 }
 
@@ -89,7 +88,7 @@ func (t takenAddresses) describe(r staticip.Range) string {
 // address (two lists, by label, so that the cost does not grow with the
 // driver's other machines): the machines of the same range (a claim
 // deleted by hand) and every VMI the driver did not make.
-func (d *Driver) takenOn(ctx context.Context, api *harvesterapi.API, s *staticPlan) (takenAddresses, error) {
+func (d Claimer) takenOn(ctx context.Context, api *harvesterapi.API, s *Plan) (takenAddresses, error) {
 	taken, err := d.claimedOn(ctx, api, s)
 	if err != nil {
 		return nil, err
@@ -106,7 +105,7 @@ func (d *Driver) takenOn(ctx context.Context, api *harvesterapi.API, s *staticPl
 
 // reportedBy adds the range's addresses the VMIs report on the static
 // NIC's network that nothing holds yet.
-func (t takenAddresses) reportedBy(vmis []kubevirtv1.VirtualMachineInstance, s *staticPlan) {
+func (t takenAddresses) reportedBy(vmis []kubevirtv1.VirtualMachineInstance, s *Plan) {
 	for _, vmi := range vmis {
 		for _, a := range addressesOnNetwork(vmi, s.Network.String()) {
 			if _, held := t[a]; !held && s.Range.Contains(a) {
@@ -118,7 +117,7 @@ func (t takenAddresses) reportedBy(vmis []kubevirtv1.VirtualMachineInstance, s *
 
 // claimedOn reads the claims of the static NIC's network and what managed
 // DHCP gave away in the range.
-func (d *Driver) claimedOn(ctx context.Context, api *harvesterapi.API, s *staticPlan) (takenAddresses, error) {
+func (d Claimer) claimedOn(ctx context.Context, api *harvesterapi.API, s *Plan) (takenAddresses, error) {
 	taken := takenAddresses{}
 	claims, err := api.ListConfigMaps(ctx, d.VMNamespace, staticip.LabelClaim+"="+staticip.NetworkValue(s.Network.String()))
 	if err != nil {
@@ -140,7 +139,7 @@ func (d *Driver) claimedOn(ctx context.Context, api *harvesterapi.API, s *static
 // takenByDHCP adds the range's addresses managed DHCP has given to other
 // MACs, or excluded or reserved, on the static NIC's network (one get of
 // its IPPool; skipped with a warning when the credential may not read it).
-func (d *Driver) takenByDHCP(ctx context.Context, api *harvesterapi.API, s *staticPlan, taken takenAddresses) error {
+func (d Claimer) takenByDHCP(ctx context.Context, api *harvesterapi.API, s *Plan, taken takenAddresses) error {
 	if s.Pool == nil {
 		return nil
 	}
@@ -182,7 +181,7 @@ func addressesOnNetwork(vmi kubevirtv1.VirtualMachineInstance, network string) [
 			continue
 		}
 		for _, s := range append([]string{i.IP}, i.IPs...) {
-			if a, ok := usable(s); ok && a.Is4() {
+			if a, ok := machine.Usable(s); ok && a.Is4() {
 				out = append(out, a)
 			}
 		}
@@ -190,18 +189,18 @@ func addressesOnNetwork(vmi kubevirtv1.VirtualMachineInstance, network string) [
 	return out
 }
 
-// freeAddresses lists the free addresses of the range, lowest first,
+// FreeAddresses lists the free addresses of the range, lowest first,
 // from the claims and the VMIs of the namespace; the lowest one is read
 // too (one get), so that an object of its claim's name made outside the
 // driver is found, and skipped, before anything is created. With no free
 // address the error names the range and what holds it.
-func (d *Driver) freeAddresses(ctx context.Context, api *harvesterapi.API, s *staticPlan) ([]netip.Addr, error) {
+func (d Claimer) FreeAddresses(ctx context.Context, api *harvesterapi.API, s *Plan) ([]netip.Addr, error) {
 	taken, err := d.takenOn(ctx, api, s)
 	if err != nil {
 		return nil, err
 	}
 	for {
-		free, err := taken.freeAddresses(s)
+		free, err := taken.FreeAddresses(s)
 		if err != nil {
 			return nil, fmt.Errorf("%w; nothing was created", err)
 		}
@@ -226,12 +225,12 @@ func (t takenAddresses) holdBy(a netip.Addr, cm *corev1.ConfigMap) {
 	t[a] = "held by ConfigMap " + cm.Name + " (not a claim of this driver)"
 }
 
-// claimAddress holds the lowest free address for the machine's VM vm: it
+// ClaimAddress holds the lowest free address for the machine's VM vm: it
 // creates the address's claim (owned by vm, so garbage collection frees
 // it with the VM) and, when the name is taken (another machine won it, or
 // a claim whose VM is gone awaits the garbage collector), tries the next
 // free address, reading the claims again after every few lost races.
-func (d *Driver) claimAddress(ctx context.Context, api *harvesterapi.API, s *staticPlan, free []netip.Addr, vm *kubevirtv1.VirtualMachine) error {
+func (d Claimer) ClaimAddress(ctx context.Context, api *harvesterapi.API, s *Plan, free []netip.Addr, vm *kubevirtv1.VirtualMachine) error {
 	const relistAfter = 4
 	lost := takenAddresses{}
 	for len(free) > 0 {
@@ -258,16 +257,16 @@ func (d *Driver) claimAddress(ctx context.Context, api *harvesterapi.API, s *sta
 					taken[la] = why
 				}
 			}
-			if free, err = taken.freeAddresses(s); err != nil {
+			if free, err = taken.FreeAddresses(s); err != nil {
 				return err
 			}
 		}
 	}
-	return field.Invalid(flagField(FlagStaticAddressRange), s.Range.String(), "no free address left on network %s", s.Network)
+	return field.Invalid(config.FlagField(config.FlagStaticAddressRange), s.Range.String(), "no free address left on network %s", s.Network)
 }
 
 // claimObject is the claim of address a for the machine, owned by vm.
-func (d *Driver) claimObject(s *staticPlan, a netip.Addr, vm *kubevirtv1.VirtualMachine) *corev1.ConfigMap {
+func (d Claimer) claimObject(s *Plan, a netip.Addr, vm *kubevirtv1.VirtualMachine) *corev1.ConfigMap {
 	network := s.Network.String()
 	labels := harvester.MachineLabels(d.VMNamespace, d.MachineName, d.ClusterName)
 	labels[staticip.LabelClaim] = staticip.NetworkValue(network)
@@ -276,7 +275,7 @@ func (d *Driver) claimObject(s *staticPlan, a netip.Addr, vm *kubevirtv1.Virtual
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: staticip.ClaimName(network, a), Namespace: d.VMNamespace, Labels: labels,
-			OwnerReferences: []metav1.OwnerReference{VMOwnerReference(vm)},
+			OwnerReferences: []metav1.OwnerReference{machine.VMOwnerReference(vm)},
 		},
 		Data: staticip.ClaimData(staticip.Claim{
 			Address: netip.PrefixFrom(a, s.Range.Prefix.Bits()), Range: s.Range.String(), Network: network,
@@ -285,8 +284,8 @@ func (d *Driver) claimObject(s *staticPlan, a netip.Addr, vm *kubevirtv1.Virtual
 	}
 }
 
-// networkData is the machine's network data with its held address.
-func (s *staticPlan) networkData(user string) ([]byte, error) {
+// NetworkData is the machine's network data with its held address.
+func (s *Plan) NetworkData(user string) ([]byte, error) {
 	if !s.Held.IsValid() {
 		return nil, errors.New("render network data: no address is held")
 	}
@@ -295,27 +294,30 @@ func (s *staticPlan) networkData(user string) ([]byte, error) {
 	})
 }
 
-// reportsOn is the wait goal of a machine with a held address: running,
+// ReportsOn is the wait goal of a machine with a held address: running,
 // with the guest reporting that address on the static NIC.
-func reportsOn(nic string, addr netip.Addr) vmiGoal {
+func ReportsOn(nic string, addr netip.Addr) machine.Goal {
 	return func(vmi *kubevirtv1.VirtualMachineInstance) bool {
 		if vmi == nil || vmi.DeletionTimestamp != nil || vmi.Status.Phase != kubevirtv1.Running {
 			return false
 		}
-		return nicReports(vmi.Status.Interfaces, nic, addr)
+		return NICReports(vmi.Status.Interfaces, nic, addr)
 	}
 }
 
-func nicReports(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface, nic string, addr netip.Addr) bool {
+func NICReports(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface, nic string, addr netip.Addr) bool {
 	for _, i := range ifaces {
 		if i.Name != nic {
 			continue
 		}
 		for _, s := range append([]string{i.IP}, i.IPs...) {
-			if a, ok := usable(s); ok && a == addr {
+			if a, ok := machine.Usable(s); ok && a == addr {
 				return true
 			}
 		}
 	}
 	return false
 }
+
+// Claimer claims and checks one machine's address.
+type Claimer struct{ *machine.Machine }

@@ -1,4 +1,4 @@
-package driver
+package machine
 
 import (
 	"context"
@@ -14,31 +14,32 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
-// vmiGoal decides, from the current VMI (nil when there is none), whether
+// Goal decides, from the current VMI (nil when there is none), whether
 // the wait is over.
-type vmiGoal func(vmi *kubevirtv1.VirtualMachineInstance) bool
+type Goal func(vmi *kubevirtv1.VirtualMachineInstance) bool
 
-func (d *Driver) waitTimeout() time.Duration {
+func (d *Machine) WaitTimeout() time.Duration {
 	if d.WaitTimeoutSeconds <= 0 {
-		return DefaultWaitTimeoutSeconds * time.Second
+		return config.DefaultWaitTimeoutSeconds * time.Second
 	}
 	return time.Duration(d.WaitTimeoutSeconds) * time.Second
 }
 
-// waitVMI watches the machine's VMI until goal is met, logging progress,
+// WaitVMI watches the machine's VMI until goal is met, logging progress,
 // and returns the VMI that met it (the process remembers it: GetIP and
 // GetState answer from it). With fromRV (the resource version of the
 // VM's creation) it watches only the changes since, in one request;
 // otherwise (or when that watch cannot go on) it lists and watches. On
 // timeout it reports what was last seen. The wait ends at once, with
 // ErrVMDeleted, when the machine's VM is deleted.
-func (d *Driver) waitVMI(parent context.Context, api *harvesterapi.API, fromRV, what string, goal vmiGoal) (*kubevirtv1.VirtualMachineInstance, error) {
-	timed, cancelTimeout := context.WithTimeout(parent, d.waitTimeout())
+func (d *Machine) WaitVMI(parent context.Context, api *harvesterapi.API, fromRV, what string, goal Goal) (*kubevirtv1.VirtualMachineInstance, error) {
+	timed, cancelTimeout := context.WithTimeout(parent, d.WaitTimeout())
 	defer cancelTimeout()
 	ctx, stop := d.whileVMExists(timed, api, fromRV)
 	defer stop()
@@ -62,16 +63,16 @@ func (d *Driver) waitVMI(parent context.Context, api *harvesterapi.API, fromRV, 
 		return met, nil
 	}
 	if cause := context.Cause(ctx); errors.Is(cause, ErrVMDeleted) {
-		return nil, fmt.Errorf("VM %s/%s: %w while waiting for it %s; last seen: %s", ns, name, cause, what, describeVMI(p.last))
+		return nil, fmt.Errorf("VM %s/%s: %w while waiting for it %s; last seen: %s", ns, name, cause, what, DescribeVMI(p.last))
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
 		return nil, d.timeoutError(parent, api, what, p.last)
 	}
-	return nil, apiError("watch VMI "+ns+"/"+name, err)
+	return nil, config.APIError("watch VMI "+ns+"/"+name, err)
 }
 
 // listAndWatchVMI waits for goal from the VMI's current state on.
-func (d *Driver) listAndWatchVMI(ctx context.Context, api *harvesterapi.API, vmis kubeapi.Kind, p *progress, goal vmiGoal) (*kubevirtv1.VirtualMachineInstance, error) {
+func (d *Machine) listAndWatchVMI(ctx context.Context, api *harvesterapi.API, vmis kubeapi.Kind, p *progress, goal Goal) (*kubevirtv1.VirtualMachineInstance, error) {
 	ns, name := d.VMNamespace, d.MachineName
 	var met *kubevirtv1.VirtualMachineInstance
 	// The precondition sees the informer's store, which may be newer than
@@ -113,7 +114,7 @@ var ErrVMDeleted = errors.New("the VM was deleted by someone else")
 // deleted, being deleted or replaced. With fromRV it watches the changes
 // after that resource version only (one request); the VMs it sees are
 // remembered for GetState.
-func (d *Driver) whileVMExists(parent context.Context, api *harvesterapi.API, fromRV string) (context.Context, context.CancelFunc) {
+func (d *Machine) whileVMExists(parent context.Context, api *harvesterapi.API, fromRV string) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	vms := api.VMs(d.VMNamespace)
 	gone := func(vm *kubevirtv1.VirtualMachine) (bool, error) {
@@ -147,15 +148,15 @@ type progress struct {
 
 func (p *progress) observe(vmi *kubevirtv1.VirtualMachineInstance) {
 	p.last = vmi
-	line := describeVMI(vmi)
+	line := DescribeVMI(vmi)
 	if line != p.lastLine {
 		log.Infof("%s: %s", p.machine, line)
 		p.lastLine = line
 	}
 }
 
-// describeVMI is a one-line summary of a VMI for progress lines.
-func describeVMI(vmi *kubevirtv1.VirtualMachineInstance) string {
+// DescribeVMI is a one-line summary of a VMI for progress lines.
+func DescribeVMI(vmi *kubevirtv1.VirtualMachineInstance) string {
 	if vmi == nil {
 		return "no VM instance"
 	}
@@ -187,9 +188,9 @@ func phaseName(p kubevirtv1.VirtualMachineInstancePhase) string {
 
 // timeoutError says what was last seen: phase, conditions, recent events and
 // a hint about the guest agent when the VMI runs without an address.
-func (d *Driver) timeoutError(parent context.Context, api *harvesterapi.API, what string, last *kubevirtv1.VirtualMachineInstance) error {
+func (d *Machine) timeoutError(parent context.Context, api *harvesterapi.API, what string, last *kubevirtv1.VirtualMachineInstance) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "timed out after %s waiting for VM %s/%s %s; last seen: %s", d.waitTimeout(), d.VMNamespace, d.MachineName, what, describeVMI(last))
+	fmt.Fprintf(&b, "timed out after %s waiting for VM %s/%s %s; last seen: %s", d.WaitTimeout(), d.VMNamespace, d.MachineName, what, DescribeVMI(last))
 	if last != nil {
 		var conds []string
 		for _, c := range last.Status.Conditions {
@@ -205,7 +206,7 @@ func (d *Driver) timeoutError(parent context.Context, api *harvesterapi.API, wha
 		if last.Status.Phase == kubevirtv1.Running {
 			if _, ok := SelectAddress(last.Status.Interfaces); !ok {
 				b.WriteString("; no IP: the guest reports none - does the image run qemu-guest-agent? " +
-					"(cloud-init installs it unless --" + FlagSkipQemuGuestAgent + " is set; air-gapped images must ship it)")
+					"(cloud-init installs it unless --" + config.FlagSkipQemuGuestAgent + " is set; air-gapped images must ship it)")
 			}
 		}
 	}
@@ -216,7 +217,7 @@ func (d *Driver) timeoutError(parent context.Context, api *harvesterapi.API, wha
 }
 
 // recentEvents returns the last n events about the machine's VM and VMI.
-func (d *Driver) recentEvents(parent context.Context, api *harvesterapi.API, n int) []string {
+func (d *Machine) recentEvents(parent context.Context, api *harvesterapi.API, n int) []string {
 	items, err := api.ListEvents(parent, d.VMNamespace, d.MachineName)
 	if err != nil {
 		return nil
@@ -243,7 +244,7 @@ func eventTime(e corev1.Event) time.Time {
 }
 
 // Goals.
-func runningWithAddress(vmi *kubevirtv1.VirtualMachineInstance) bool {
+func RunningWithAddress(vmi *kubevirtv1.VirtualMachineInstance) bool {
 	if vmi == nil || vmi.DeletionTimestamp != nil || vmi.Status.Phase != kubevirtv1.Running {
 		return false
 	}
@@ -251,10 +252,10 @@ func runningWithAddress(vmi *kubevirtv1.VirtualMachineInstance) bool {
 	return ok
 }
 
-func noVMI(vmi *kubevirtv1.VirtualMachineInstance) bool { return vmi == nil }
+func NoVMI(vmi *kubevirtv1.VirtualMachineInstance) bool { return vmi == nil }
 
-func newRunningVMI(oldUID string) vmiGoal {
+func NewRunningVMI(oldUID string) Goal {
 	return func(vmi *kubevirtv1.VirtualMachineInstance) bool {
-		return vmi != nil && string(vmi.UID) != oldUID && runningWithAddress(vmi)
+		return vmi != nil && string(vmi.UID) != oldUID && RunningWithAddress(vmi)
 	}
 }

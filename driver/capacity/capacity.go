@@ -1,4 +1,8 @@
-package driver
+// Package capacity checks, before a machine is created, that it fits its
+// namespace's quotas (Kubernetes' and Harvester's rules, with the memory
+// overhead and the launcher pod's requests) and that its vGPUs have room;
+// and that its Secret stays within the API server's size limit.
+package capacity
 
 import (
 	"context"
@@ -7,34 +11,40 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
-// checkCapacity checks, before anything exists, that the machine fits the
+// Check checks, before anything exists, that the machine fits the
 // namespace's ResourceQuotas (the API server's rule and Harvester's) and
 // that its vGPU profiles have room on some host. One list of the quotas;
 // the overhead setting only when a quota limits memory, the namespace only
 // when Rancher's default quota is there; the hosts only with vGPUs. Reads
-// that are forbidden are skipped with a warning. images: what checkImages
-// read (a machine whose images failed is not planned: that is reported);
-// managedDHCP: what checkNetworks found.
-func (d *Driver) checkCapacity(ctx context.Context, api *harvesterapi.API, in Inputs, images map[string]ImageFacts, managedDHCP bool) []error {
+// that are forbidden are skipped with a warning. plan is nil for a machine
+// that could not be planned (its images failed: that is reported);
+// staticClaim: the machine claims a static address; managedDHCP: what the
+// network check found.
+func (d Checker) Check(ctx context.Context, api *harvesterapi.API, plan *vmspec.VMPlan, vgpus []config.VGPURequest, staticClaim, managedDHCP bool) []error {
 	var problems []error
-	plan, err := PlanFromConfig(d.Config, in, d.MachineName, images)
-	if err == nil {
-		env := quotaEnv{staticClaim: in.Static != nil, managedDHCP: managedDHCP}
-		problems = append(problems, d.checkQuotas(ctx, api, plan, env)...)
+	if plan != nil {
+		env := quotaEnv{staticClaim: staticClaim, managedDHCP: managedDHCP}
+		problems = append(problems, d.checkQuotas(ctx, api, *plan, env)...)
 	}
-	if len(in.VGPUs) > 0 {
-		problems = append(problems, d.checkVGPUs(ctx, api, in.VGPUs)...)
+	if len(vgpus) > 0 {
+		problems = append(problems, d.checkVGPUs(ctx, api, vgpus)...)
 	}
 	return problems
 }
 
-func (d *Driver) checkQuotas(ctx context.Context, api *harvesterapi.API, plan VMPlan, env quotaEnv) []error {
+// Checker checks that one machine fits its namespace and hosts.
+type Checker struct{ *machine.Machine }
+
+func (d Checker) checkQuotas(ctx context.Context, api *harvesterapi.API, plan vmspec.VMPlan, env quotaEnv) []error {
 	quotas, err := api.ListResourceQuotas(ctx, d.VMNamespace)
 	switch {
 	case apierrors.IsForbidden(err):
@@ -137,7 +147,7 @@ func hostArch(ctx context.Context, api *harvesterapi.API) string {
 // credential in the VM namespace Create would make (the cluster's first
 // machine makes them, later ones reuse them). Each is read only when an
 // unscoped quota counts its kind; one that cannot be read is not counted.
-func (d *Driver) credentialToMake(ctx context.Context, api *harvesterapi.API, quotas []corev1.ResourceQuota) credentialObjects {
+func (d Checker) credentialToMake(ctx context.Context, api *harvesterapi.API, quotas []corev1.ResourceQuota) credentialObjects {
 	counts := map[corev1.ResourceName]bool{}
 	for i := range quotas {
 		if !harvester.QuotaScoped(&quotas[i]) {

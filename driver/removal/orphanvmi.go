@@ -1,4 +1,4 @@
-package driver
+package removal
 
 import (
 	"context"
@@ -23,14 +23,14 @@ import (
 // the machine's and its VM is gone: it carries the machine's ID and is
 // controlled by no VM but the machine's own (recorded UID). Another
 // VMI of the name is left alone (nil), and logged.
-func (d *Driver) orphanedVMI(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachineInstance, error) {
+func (d Remover) orphanedVMI(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachineInstance, error) {
 	vmi, err := api.GetVMI(ctx, d.VMNamespace, d.MachineName)
 	vmi, err = harvesterapi.Absent(d.MachineName, vmi, err)
 	if err != nil || vmi == nil {
 		return nil, err
 	}
-	owned, why := d.ownsLabels(d.MachineName, vmi.Labels)
-	if owned && d.legacy() {
+	owned, why := d.OwnsLabels(d.MachineName, vmi.Labels)
+	if owned && d.Legacy() {
 		owned, why = false, "this machine recorded no ID to prove it is its own"
 	}
 	if c := metav1.GetControllerOf(vmi); owned && c != nil && (d.VMUID == "" || string(c.UID) != d.VMUID) {
@@ -43,9 +43,9 @@ func (d *Driver) orphanedVMI(ctx context.Context, api *harvesterapi.API) (*kubev
 	return vmi, nil
 }
 
-// vmiHoldsName is pre-create's problem for a VMI that holds the machine's
+// VMIHoldsName is pre-create's problem for a VMI that holds the machine's
 // name (no VM of the name can run while it exists), saying whose it is.
-func vmiHoldsName(vmi *kubevirtv1.VirtualMachineInstance) error {
+func VMIHoldsName(vmi *kubevirtv1.VirtualMachineInstance) error {
 	return fmt.Errorf("a VM instance (VMI) %s/%s already exists and holds the machine's name: %s; "+
 		"remove it (kubectl delete vmi -n %s %s) or `rancher-machine rm` the machine it belongs to, or choose another name",
 		vmi.Namespace, vmi.Name, whoseVMI(vmi), vmi.Namespace, vmi.Name)

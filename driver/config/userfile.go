@@ -1,4 +1,4 @@
-package driver
+package config
 
 import (
 	"fmt"
@@ -19,13 +19,13 @@ const (
 	fileReadTimeout = 10 * time.Second
 )
 
-// readUserFile reads the regular file at path (what names it, for
+// ReadUserFile reads the regular file at path (what names it, for
 // messages; callers name the flag), at most limit bytes, within
 // fileReadTimeout. A FIFO,
 // a device (/dev/zero), a socket or a directory is refused without being
 // read: a FIFO would block until someone writes to it and a device may
 // never end. The file's content never appears in an error.
-func readUserFile(what, path string, limit int64) ([]byte, error) {
+func ReadUserFile(what, path string, limit int64) ([]byte, error) {
 	// O_NONBLOCK: opening a FIFO for reading would otherwise wait for a
 	// writer; a regular file ignores it.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)

@@ -1,4 +1,4 @@
-package driver
+package staticaddr
 
 import (
 	"context"
@@ -7,26 +7,17 @@ import (
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
-// managedNIC is the machine's first NIC on a network managed DHCP serves
-// (nil: none).
-func managedNIC(plan VMPlan) *NICPlan {
-	for i := range plan.NICs {
-		if plan.NICs[i].DHCPPool != nil {
-			return &plan.NICs[i]
-		}
-	}
-	return nil
-}
-
-// runningWithAddressOn is the wait goal of a machine on managed DHCP: the
+// RunningWithAddressOn is the wait goal of a machine on managed DHCP: the
 // guest reports an address on that NIC.
-func runningWithAddressOn(nic string) vmiGoal {
+func RunningWithAddressOn(nic string) machine.Goal {
 	return func(vmi *kubevirtv1.VirtualMachineInstance) bool {
-		if !runningWithAddress(vmi) {
+		if !machine.RunningWithAddress(vmi) {
 			return false
 		}
 		_, ok := addressOn(vmi.Status.Interfaces, nic)
@@ -41,7 +32,7 @@ func addressOn(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface, nic s
 			continue
 		}
 		for _, s := range append([]string{i.IP}, i.IPs...) {
-			if a, ok := usable(s); ok && a.Is4() {
+			if a, ok := machine.Usable(s); ok && a.Is4() {
 				return a, true
 			}
 		}
@@ -51,7 +42,7 @@ func addressOn(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface, nic s
 
 // dhcpAllocation is the address managed DHCP allocated to mac, from the
 // VM's VirtualMachineNetworkConfig (one get); false when none is known.
-func (d *Driver) dhcpAllocation(ctx context.Context, api *harvesterapi.API, mac string) (netip.Addr, bool) {
+func (d Claimer) dhcpAllocation(ctx context.Context, api *harvesterapi.API, mac string) (netip.Addr, bool) {
 	cfg, err := api.GetNetworkConfig(ctx, d.VMNamespace, d.MachineName)
 	if err != nil {
 		log.Debugf("%s: managed-DHCP network config: %v", d.MachineName, err)
@@ -66,26 +57,26 @@ func (d *Driver) dhcpAllocation(ctx context.Context, api *harvesterapi.API, mac 
 	return netip.Addr{}, false
 }
 
-// holdManaged records the address the guest leased from managed DHCP on
-// the NIC (GetIP reports it from then on) and checks it against the
+// HoldManaged records the address the guest leased from managed DHCP on
+// the NIC (MAC mac, on a network IPPool pool serves) (GetIP reports it from then on) and checks it against the
 // add-on's allocation for the NIC's MAC.
-func (d *Driver) holdManaged(ctx context.Context, api *harvesterapi.API, nic *NICPlan, vmi *kubevirtv1.VirtualMachineInstance) string {
-	addr, _ := addressOn(vmi.Status.Interfaces, nic.Name)
-	d.HeldAddress, d.HeldInterface = addr.String(), nic.Name
-	if alloc, ok := d.dhcpAllocation(ctx, api, nic.MAC); ok && alloc != addr {
-		log.Warnf("%s: %s reports %s but managed DHCP (IPPool %s) allocated %s to its MAC %s", d.MachineName, nic.Name, addr, nic.DHCPPool, alloc, nic.MAC)
+func (d Claimer) HoldManaged(ctx context.Context, api *harvesterapi.API, nic, mac string, pool *config.ObjectRef, vmi *kubevirtv1.VirtualMachineInstance) string {
+	addr, _ := addressOn(vmi.Status.Interfaces, nic)
+	d.HeldAddress, d.HeldInterface = addr.String(), nic
+	if alloc, ok := d.dhcpAllocation(ctx, api, mac); ok && alloc != addr {
+		log.Warnf("%s: %s reports %s but managed DHCP (IPPool %s) allocated %s to its MAC %s", d.MachineName, nic, addr, pool, alloc, mac)
 	} else if ok {
-		log.Infof("%s: managed DHCP (IPPool %s) allocated %s to %s (MAC %s)", d.MachineName, nic.DHCPPool, addr, nic.Name, nic.MAC)
+		log.Infof("%s: managed DHCP (IPPool %s) allocated %s to %s (MAC %s)", d.MachineName, pool, addr, nic, mac)
 	}
 	return addr.String()
 }
 
-// checkStaticWithDHCP warns when managed DHCP serves the static NIC's
+// CheckWithDHCP warns when managed DHCP serves the static NIC's
 // network but allocated another address than the held one to its MAC:
 // the add-on ignores the static-ip annotation (before its v1.9 line), so
 // its pool also spends that address on the machine while it lives
 // (harvester#5452).
-func (d *Driver) checkStaticWithDHCP(ctx context.Context, api *harvesterapi.API, s *staticPlan) {
+func (d Claimer) CheckWithDHCP(ctx context.Context, api *harvesterapi.API, s *Plan) {
 	if s.Pool == nil {
 		return
 	}

@@ -1,4 +1,4 @@
-package driver
+package capacity
 
 import (
 	"strings"
@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
@@ -36,8 +38,8 @@ func TestQuotaShortfalls(t *testing.T) {
 	// tables of 2730Mi (5591041 bytes).
 	c := baseConfig()
 	c.DiskSizeGiB = 30
-	in, _ := ParseInputs(c)
-	plan, err := PlanFromConfig(c, in, "c1-pool1-x7k2p", testImages)
+	in, _ := vmspec.ParseInputs(c)
+	plan, err := vmspec.PlanFromConfig(c, in, "c1-pool1-x7k2p", testImages)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,8 +95,8 @@ func TestQuotaShortfalls(t *testing.T) {
 
 func TestMigratingVMsAreNotCountedTwice(t *testing.T) {
 	c := baseConfig()
-	in, _ := ParseInputs(c)
-	plan, _ := PlanFromConfig(c, in, "m", testImages)
+	in, _ := vmspec.ParseInputs(c)
+	plan, _ := vmspec.PlanFromConfig(c, in, "m", testImages)
 	rq := quota("default-xyz", map[string]string{harvester.LabelDefaultResourceQuota: "true"}, map[string]string{"limits.cpu": "100"}, map[string]string{"limits.cpu": "4"})
 	rq.Annotations = map[string]string{harvester.AnnotationMigratingUIDPrefix + "uid-1": `{"limits.cpu":"2"}`}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", Annotations: map[string]string{harvester.AnnotationRancherResourceQuota: `{"limit":{"limitsCpu":"4"}}`}}}
@@ -119,17 +121,17 @@ func TestVGPUShortfall(t *testing.T) {
 		}
 		return vmi
 	}
-	one := []VGPURequest{{Name: "g1", DeviceName: a100}}
-	two := []VGPURequest{{Name: "g1", DeviceName: a100}, {Name: "g2", DeviceName: a100}}
+	one := []config.VGPURequest{{Name: "g1", DeviceName: a100}}
+	two := []config.VGPURequest{{Name: "g1", DeviceName: a100}, {Name: "g2", DeviceName: a100}}
 	cases := []struct {
 		name  string
-		want  []VGPURequest
+		want  []config.VGPURequest
 		nodes []corev1.Node
 		vmis  []kubevirtv1.VirtualMachineInstance
 		msg   string
 	}{
 		{"room", one, []corev1.Node{node("h0", 1)}, nil, ""},
-		{"no profile", []VGPURequest{{Name: "g", DeviceName: "nvidia.com/NOPE"}}, []corev1.Node{node("h0", 2)}, nil, "no host offers the vGPU profile nvidia.com/NOPE"},
+		{"no profile", []config.VGPURequest{{Name: "g", DeviceName: "nvidia.com/NOPE"}}, []corev1.Node{node("h0", 2)}, nil, "no host offers the vGPU profile nvidia.com/NOPE"},
 		{"held", one, []corev1.Node{node("h0", 1), node("h1", 1)}, []kubevirtv1.VirtualMachineInstance{holding("h0", 1), holding("h1", 1)},
 			"no host has room for the machine's vGPUs (1 nvidia.com/GRID_A100-1B); free per host: h0: 0 of 1 nvidia.com/GRID_A100-1B; h1: 0 of 1"},
 		{"spread is not room", two, []corev1.Node{node("h0", 1), node("h1", 1)}, nil, "no host has room for the machine's vGPUs (2 nvidia.com/GRID_A100-1B)"},
@@ -149,7 +151,7 @@ func TestQuotaAskFollowsHarvester(t *testing.T) {
 	const mi = 1 << 20
 	cases := []struct {
 		name              string
-		modify            func(*Config)
+		modify            func(*config.Config)
 		arch              string
 		reqMemory, limMem int64 // launcher pod
 		ruleMemory        int64 // Harvester's project-quota rule
@@ -158,14 +160,14 @@ func TestQuotaAskFollowsHarvester(t *testing.T) {
 		// 4Gi at 150%: 2730Mi; overhead 276Mi and page tables of 2730Mi.
 		{"plain", nil, "amd64", 2730*mi + 276*mi + 5591041, 4096*mi + 276*mi + 5591041, 4372 * mi, "200m", "2"},
 		// A vGPU pins all guest memory (no overcommit) and VFIO adds 1Gi.
-		{"vGPU", func(c *Config) {
+		{"vGPU", func(c *config.Config) {
 			c.VGPUInfo = `{"vGPURequests":[{"name":"gpu1","deviceName":"nvidia.com/NVIDIA_A2-4Q"}]}`
 		}, "amd64", 4096*mi + 276*mi + 8388609 + 1024*mi, 4096*mi + 276*mi + 8388609 + 1024*mi, 4372 * mi, "200m", "2"},
 		// UEFI's firmware on aarch64 adds 128Mi to both overheads.
 		{"arm64", nil, harvester.ArchARM64, 2730*mi + 404*mi + 5591041, 4096*mi + 404*mi + 5591041, 4500 * mi, "200m", "2"},
 		// Dedicated CPUs: no overcommit, whole vCPUs plus the emulator
 		// thread, guaranteed QoS (+100Mi), memory limit = request.
-		{"pinned", func(c *Config) { c.CPUPinning, c.IsolateEmulatorThread = true, true },
+		{"pinned", func(c *config.Config) { c.CPUPinning, c.IsolateEmulatorThread = true, true },
 			"amd64", 4096*mi + 376*mi + 8388609, 4096*mi + 376*mi + 8388609, 4372 * mi, "3", "3"},
 	}
 	for _, c := range cases {
@@ -173,11 +175,11 @@ func TestQuotaAskFollowsHarvester(t *testing.T) {
 		if c.modify != nil {
 			c.modify(&cfg)
 		}
-		in, err := ParseInputs(cfg)
+		in, err := vmspec.ParseInputs(cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		plan, err := PlanFromConfig(cfg, in, "m", testImages)
+		plan, err := vmspec.PlanFromConfig(cfg, in, "m", testImages)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -208,8 +210,8 @@ func TestQuotaAskFollowsHarvester(t *testing.T) {
 // machine makes counts against unscoped quotas alone.
 func TestScopedQuotas(t *testing.T) {
 	c := baseConfig()
-	in, _ := ParseInputs(c)
-	plan, err := PlanFromConfig(c, in, "m", testImages)
+	in, _ := vmspec.ParseInputs(c)
+	plan, err := vmspec.PlanFromConfig(c, in, "m", testImages)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,8 +277,8 @@ func TestScopedQuotas(t *testing.T) {
 // when the machine makes them, in both quota forms.
 func TestQuotaCountsWhatCreateMakes(t *testing.T) {
 	c := baseConfig()
-	in, _ := ParseInputs(c)
-	plan, err := PlanFromConfig(c, in, "m", testImages)
+	in, _ := vmspec.ParseInputs(c)
+	plan, err := vmspec.PlanFromConfig(c, in, "m", testImages)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,4 +348,17 @@ func TestQuotaFigures(t *testing.T) {
 			t.Errorf("%s %s of %s: %q, want %q", c.name, c.need, c.hard, got, c.want)
 		}
 	}
+}
+
+var testImages = map[string]vmspec.ImageFacts{
+	"default/ubuntu-22.04": {StorageClassName: "longhorn-ubuntu-22.04", VirtualSizeBytes: 2361393152},
+}
+
+// baseConfig is the flag defaults with an image, a network and a cluster.
+func baseConfig() config.Config {
+	c := config.Defaults()
+	c.ImageName = "default/ubuntu-22.04"
+	c.NetworkName = "default/vlan1"
+	c.ClusterName = "c1"
+	return c
 }

@@ -1,4 +1,4 @@
-package driver
+package power
 
 import (
 	"github.com/rancher/machine/libmachine/state"

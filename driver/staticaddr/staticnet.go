@@ -1,95 +1,35 @@
-package driver
+package staticaddr
 
 import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/harvester-kit/harvester-machine/internal/staticip"
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
 )
 
-// StaticAddressing is --harvester-static-address-range and its companion
-// flags, parsed: the NIC of index NIC gets one address of Range.
-type StaticAddressing struct {
-	Range   staticip.Range
-	Gateway netip.Addr // invalid: none
-	DNS     []netip.Addr
-	NIC     int // index into the machine's interfaces
-}
-
-// noNIC is StaticAddressing.NIC when --harvester-static-interface is not
-// an interface name (the problem is reported; nothing indexes by it).
-const noNIC = -1
-
-// NICName is the VM interface name of the static NIC.
-func (s StaticAddressing) NICName() string { return nicName(s.NIC) }
-
-func nicName(i int) string { return "nic-" + strconv.Itoa(i) }
-
-// parseStatic parses the static-address flags of c (nil, nil when no range
-// is given). Every problem is returned, each naming its flag.
-func parseStatic(c Config) (*StaticAddressing, error) {
-	var errs []error
-	flagErr := func(flag string, err error) { errs = append(errs, flagError(flag, err)) }
-	if c.StaticAddressRange == "" {
-		for _, f := range []struct {
-			flag string
-			set  bool
-		}{{FlagStaticGateway, c.StaticGateway != ""}, {FlagStaticDNS, len(c.StaticDNS) > 0}, {FlagStaticInterface, c.StaticInterface != ""}} {
-			if f.set {
-				flagErr(f.flag, fmt.Errorf("needs --%s", FlagStaticAddressRange))
-			}
-		}
-		return nil, errors.Join(errs...)
-	}
-	s := &StaticAddressing{}
-	r, err := staticip.ParseRange(c.StaticAddressRange)
-	if err != nil {
-		flagErr(FlagStaticAddressRange, err)
-	}
-	s.Range = r
-	if c.StaticGateway != "" {
-		if s.Gateway, err = staticip.ParseGateway(c.StaticGateway, r); err != nil {
-			flagErr(FlagStaticGateway, err)
-		}
-	}
-	if s.DNS, err = staticip.ParseDNS(c.StaticDNS); err != nil {
-		flagErr(FlagStaticDNS, err)
-	}
-	if c.StaticInterface != "" {
-		n, err := strconv.Atoi(strings.TrimPrefix(c.StaticInterface, "nic-"))
-		if err != nil || n < 0 || !strings.HasPrefix(c.StaticInterface, "nic-") || nicName(n) != c.StaticInterface {
-			flagErr(FlagStaticInterface, fmt.Errorf("%q is not an interface name; write nic-<i> for the i-th interface (nic-0 is the first)", c.StaticInterface))
-			n = noNIC
-		}
-		s.NIC = n
-	}
-	return s, errors.Join(errs...)
-}
-
-// validateStatic checks the static NIC against the machine's interfaces
+// ValidateStatic checks the static NIC against the machine's interfaces
 // and the user's network data (which must be version 2 to be merged).
-func validateStatic(c Config, s *StaticAddressing, nics []NetworkInterface) []error {
+func ValidateStatic(c config.Config, s *config.StaticAddressing, nics []config.NetworkInterface) []error {
 	if s == nil {
 		return nil
 	}
 	var errs []error
 	switch {
-	case s.NIC == noNIC:
+	case s.NIC == config.NoNIC:
 		// The interface name is refused already (parseStatic).
 	case len(nics) > 0 && s.NIC >= len(nics):
-		errs = append(errs, flagProblem(FlagStaticInterface, "%s does not exist: the machine has %d interface(s), nic-0 to %s", s.NICName(), len(nics), nicName(len(nics)-1)))
-	case len(nics) > 0 && nics[s.NIC].Type == InterfaceTypeMasquerade:
-		errs = append(errs, flagProblem(FlagStaticInterface, "%s uses masquerade binding (the pod network's address); a static address needs a bridge interface", s.NICName()))
+		errs = append(errs, config.FlagProblem(config.FlagStaticInterface, "%s does not exist: the machine has %d interface(s), nic-0 to %s", s.NICName(), len(nics), config.NICName(len(nics)-1)))
+	case len(nics) > 0 && nics[s.NIC].Type == config.InterfaceTypeMasquerade:
+		errs = append(errs, config.FlagProblem(config.FlagStaticInterface, "%s uses masquerade binding (the pod network's address); a static address needs a bridge interface", s.NICName()))
 	}
 	if c.NetworkData != "" {
 		if _, err := MergeStaticNetworkData(c.NetworkData, StaticNIC{ID: s.NICName(), MAC: "02:00:00:00:00:00", Address: netip.PrefixFrom(s.Range.First, s.Range.Prefix.Bits())}); err != nil {
-			errs = append(errs, flagError(FlagNetworkData, err))
+			errs = append(errs, config.FlagError(config.FlagNetworkData, err))
 		}
 	}
 	return errs
@@ -173,7 +113,7 @@ func MergeStaticNetworkData(user string, n StaticNIC) ([]byte, error) {
 			if v != nil {
 				got = v.Value
 			}
-			return nil, fmt.Errorf("must be network config version 2 (netplan) to be combined with --%s, got version %s", FlagStaticAddressRange, got)
+			return nil, fmt.Errorf("must be network config version 2 (netplan) to be combined with --%s, got version %s", config.FlagStaticAddressRange, got)
 		}
 	} else {
 		setMapping(root, "version", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!int", Value: "2"})
@@ -191,7 +131,7 @@ func MergeStaticNetworkData(user string, n StaticNIC) ([]byte, error) {
 	}
 	for i := 0; i+1 < len(eth.Content); i += 2 {
 		if mac := mappingValue(mappingValue(eth.Content[i+1], "match"), "macaddress"); mac != nil && strings.EqualFold(mac.Value, n.MAC) {
-			return nil, fmt.Errorf("ethernets.%s matches the static NIC's MAC %s; leave that NIC to --%s", eth.Content[i].Value, n.MAC, FlagStaticAddressRange)
+			return nil, fmt.Errorf("ethernets.%s matches the static NIC's MAC %s; leave that NIC to --%s", eth.Content[i].Value, n.MAC, config.FlagStaticAddressRange)
 		}
 	}
 	var dev yaml.Node

@@ -1,4 +1,4 @@
-package driver
+package vmspec
 
 import (
 	"errors"
@@ -6,11 +6,11 @@ import (
 	"maps"
 	"strconv"
 
-	corev1 "k8s.io/api/core/v1"
-	kubevirtv1 "kubevirt.io/api/core/v1"
-
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/staticip"
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // ImageFacts is what the driver learned about a VirtualMachineImage.
@@ -28,7 +28,7 @@ type VMPlan struct {
 	ReservedMemoryMiB     int // -1: unset
 	Disks                 []DiskPlan
 	NICs                  []NICPlan
-	VGPUs                 []VGPURequest
+	VGPUs                 []config.VGPURequest
 	EFI, SecureBoot, TPM  bool
 	CPUPinning            bool
 	IsolateEmulatorThread bool
@@ -38,7 +38,7 @@ type VMPlan struct {
 	Affinity              *corev1.Affinity
 	UserDataSecret        string
 	HasNetworkData        bool
-	KeyPair               *ObjectRef // nil: none
+	KeyPair               *config.ObjectRef // nil: none
 	RunStrategy           kubevirtv1.VirtualMachineRunStrategy
 }
 
@@ -58,35 +58,20 @@ type DiskPlan struct {
 // NICPlan is one network interface of the VM.
 type NICPlan struct {
 	Name    string
-	Network ObjectRef
+	Network config.ObjectRef
 	Model   string
 	MAC     string
 	Type    string
 	// DHCPPool is the managed-DHCP IPPool serving the network (nil: none),
 	// from the network's labels.
-	DHCPPool *ObjectRef
+	DHCPPool *config.ObjectRef
 }
 
-const (
-	defaultImageDiskGiB = 40
-	cloudInitDiskName   = "cloudinitdisk"
-)
+const cloudInitDiskName = "cloudinitdisk"
 
 // UserDataSecretName is the name of a machine's cloud-init Secret.
 func UserDataSecretName(machineName string) string {
 	return machineName + "-cloudinit"
-}
-
-// ObjectRef names a namespaced object.
-type ObjectRef struct{ Namespace, Name string }
-
-// String is "<namespace>/<name>".
-func (r ObjectRef) String() string { return r.Namespace + "/" + r.Name }
-
-// parseRef parses "<namespace>/<name>" or "<name>" (in defaultNS).
-func parseRef(v, defaultNS string) (ObjectRef, error) {
-	ns, name, err := harvester.SplitNamespacedName(v, defaultNS)
-	return ObjectRef{Namespace: ns, Name: name}, err
 }
 
 // DiskClaimName is the name of the PVC of a machine's i-th disk.
@@ -94,10 +79,26 @@ func DiskClaimName(machineName string, i int) string {
 	return machineName + "-disk-" + strconv.Itoa(i)
 }
 
+// OwnedBy returns the plan with the machine's ID among the labels of
+// everything built from it (VM, template, volume claims, Secret).
+func (p VMPlan) OwnedBy(machineID string) VMPlan {
+	if machineID == "" {
+		return p
+	}
+	p.Labels = maps.Clone(p.Labels)
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	p.Labels[harvester.LabelMachineID] = machineID
+	return p
+}
+
+const defaultImageDiskGiB = 40
+
 // PlanFromConfig resolves a validated Config and its parsed JSON flags into
 // a VMPlan. images maps <namespace>/<name> to what is known about each
 // image the config uses.
-func PlanFromConfig(c Config, in Inputs, machineName string, images map[string]ImageFacts) (VMPlan, error) {
+func PlanFromConfig(c config.Config, in Inputs, machineName string, images map[string]ImageFacts) (VMPlan, error) {
 	labels := harvester.MachineLabels(c.VMNamespace, machineName, c.ClusterName)
 	p := VMPlan{
 		Name: machineName, Namespace: c.VMNamespace,
@@ -130,14 +131,14 @@ func PlanFromConfig(c Config, in Inputs, machineName string, images map[string]I
 	for id, f := range images {
 		sizes[id] = f.VirtualSizeBytes
 	}
-	if errs := disksFitImages(c, in, sizes); len(errs) > 0 {
+	if errs := DisksFitImages(c, in, sizes); len(errs) > 0 {
 		return p, errors.Join(errs...)
 	}
 	for i, d := range in.Disks {
 		dp := DiskPlan{
 			Name: "disk-" + strconv.Itoa(i), ClaimName: DiskClaimName(machineName, i),
 			StorageClassName: d.StorageClassName, SizeGiB: d.Size, BootOrder: d.BootOrder,
-			Bus: orDefault(d.Bus, DefaultDiskBus), Type: orDefault(d.Type, DiskTypeDisk), HotPlug: d.HotPlugAble,
+			Bus: orDefault(d.Bus, config.DefaultDiskBus), Type: orDefault(d.Type, config.DiskTypeDisk), HotPlug: d.HotPlugAble,
 		}
 		if d.ImageName != "" {
 			ns, name, err := harvester.SplitNamespacedName(d.ImageName, c.VMNamespace)
@@ -162,17 +163,17 @@ func PlanFromConfig(c Config, in Inputs, machineName string, images map[string]I
 	return p, nil
 }
 
-// disksFitImages refuses an explicit disk size smaller than its image's
+// DisksFitImages refuses an explicit disk size smaller than its image's
 // virtual size (virtualSizes: <namespace>/<name> -> bytes; 0 or absent:
 // unknown, not judged): the VM would not boot from a truncated volume, or
 // Longhorn refuses the volume only after the VM exists (harvester#4905).
-func disksFitImages(c Config, in Inputs, virtualSizes map[string]int64) []error {
+func DisksFitImages(c config.Config, in Inputs, virtualSizes map[string]int64) []error {
 	var errs []error
 	for i, d := range in.Disks {
 		if d.ImageName == "" || d.Size <= 0 {
 			continue
 		}
-		ref, err := parseRef(d.ImageName, c.VMNamespace)
+		ref, err := config.ParseRef(d.ImageName, c.VMNamespace)
 		if err != nil {
 			continue // validation reports it
 		}
@@ -180,11 +181,11 @@ func disksFitImages(c Config, in Inputs, virtualSizes map[string]int64) []error 
 		if virtual <= 0 || int64(d.Size)<<30 >= virtual {
 			continue
 		}
-		flag, at := FlagDiskSize, ""
+		flag, at := config.FlagDiskSize, ""
 		if c.DiskInfo != "" {
-			flag, at = FlagDiskInfo, fmt.Sprintf("disks[%d]: size: ", i)
+			flag, at = config.FlagDiskInfo, fmt.Sprintf("disks[%d]: size: ", i)
 		}
-		errs = append(errs, flagProblem(flag, "%s%d GiB is smaller than image %s's virtual size %s; give at least %d GiB, or 0 for the image's size",
+		errs = append(errs, config.FlagProblem(flag, "%s%d GiB is smaller than image %s's virtual size %s; give at least %d GiB, or 0 for the image's size",
 			at, d.Size, ref, formatGiB(virtual), (virtual+(1<<30-1))>>30))
 	}
 	return errs
@@ -196,29 +197,29 @@ func formatGiB(b int64) string {
 }
 
 // KeyPairRef is --harvester-key-pair-name's key pair (nil: none).
-func KeyPairRef(c Config) (*ObjectRef, error) {
+func KeyPairRef(c config.Config) (*config.ObjectRef, error) {
 	if c.KeyPairName == "" {
 		return nil, nil
 	}
-	r, err := parseRef(c.KeyPairName, c.VMNamespace)
+	r, err := config.ParseRef(c.KeyPairName, c.VMNamespace)
 	if err != nil {
-		return nil, flagError(FlagKeyPairName, err)
+		return nil, config.FlagError(config.FlagKeyPairName, err)
 	}
 	return &r, nil
 }
 
 // PlanNICs resolves the machine's interfaces (networks as <namespace>/<name>).
-func PlanNICs(c Config, in Inputs) ([]NICPlan, error) {
+func PlanNICs(c config.Config, in Inputs) ([]NICPlan, error) {
 	var nics []NICPlan
 	for i, n := range in.NICs {
-		network, err := parseRef(n.NetworkName, c.VMNamespace)
+		network, err := config.ParseRef(n.NetworkName, c.VMNamespace)
 		if err != nil {
 			return nil, fmt.Errorf("interface %d network: %w", i, err)
 		}
 		nics = append(nics, NICPlan{
-			Name: nicName(i), Network: network,
-			Model: orDefault(n.Model, DefaultNetworkModel), MAC: n.MACAddress,
-			Type: orDefault(n.Type, InterfaceTypeBridge),
+			Name: config.NICName(i), Network: network,
+			Model: orDefault(n.Model, config.DefaultNetworkModel), MAC: n.MACAddress,
+			Type: orDefault(n.Type, config.InterfaceTypeBridge),
 		})
 	}
 	return nics, nil
@@ -227,26 +228,12 @@ func PlanNICs(c Config, in Inputs) ([]NICPlan, error) {
 // checkLabels are the labels the checks of later creates select this
 // machine's VMIs by (harvester.LabelVGPUs, staticip.LabelRange), so that
 // they do not read every VMI of the namespace.
-func checkLabels(p VMPlan, s *StaticAddressing) map[string]string {
+func checkLabels(p VMPlan, s *config.StaticAddressing) map[string]string {
 	l := map[string]string{harvester.LabelVGPUs: strconv.Itoa(len(p.VGPUs))}
 	if s != nil && s.NIC < len(p.NICs) {
 		l[staticip.LabelRange] = staticip.RangeValue(p.NICs[s.NIC].Network.String(), s.Range.String())
 	}
 	return l
-}
-
-// OwnedBy returns the plan with the machine's ID among the labels of
-// everything built from it (VM, template, volume claims, Secret).
-func (p VMPlan) OwnedBy(machineID string) VMPlan {
-	if machineID == "" {
-		return p
-	}
-	p.Labels = maps.Clone(p.Labels)
-	if p.Labels == nil {
-		p.Labels = map[string]string{}
-	}
-	p.Labels[harvester.LabelMachineID] = machineID
-	return p
 }
 
 func orDefault(v, def string) string {

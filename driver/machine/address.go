@@ -1,4 +1,4 @@
-package driver
+package machine
 
 import (
 	"net/netip"
@@ -49,7 +49,7 @@ func nicInterfaces(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface) [
 func firstAddress(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface, keep func(netip.Addr) bool) (string, bool) {
 	for _, iface := range ifaces {
 		for _, c := range append([]string{iface.IP}, iface.IPs...) {
-			if addr, ok := usable(c); ok && keep(addr) {
+			if addr, ok := Usable(c); ok && keep(addr) {
 				return addr.String(), true
 			}
 		}
@@ -57,7 +57,7 @@ func firstAddress(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface, ke
 	return "", false
 }
 
-func usable(s string) (netip.Addr, bool) {
+func Usable(s string) (netip.Addr, bool) {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '/'); i >= 0 {
 		s = s[:i]

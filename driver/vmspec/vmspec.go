@@ -1,4 +1,7 @@
-package driver
+// Package vmspec plans a machine's VM from its Config and parsed flags
+// (Inputs, VMPlan) and builds the VM and its cloud-init Secret from the
+// plan. Pure functions: no API call, no I/O.
+package vmspec
 
 import (
 	"encoding/json"
@@ -11,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
@@ -73,7 +77,7 @@ func BuildVM(p VMPlan) (*kubevirtv1.VirtualMachine, error) {
 			disk.BootOrder = &order
 		}
 		bus := kubevirtv1.DiskBus(d.Bus)
-		if d.Type == DiskTypeCDRom {
+		if d.Type == config.DiskTypeCDRom {
 			disk.CDRom = &kubevirtv1.CDRomTarget{Bus: bus}
 		} else {
 			disk.Disk = &kubevirtv1.DiskTarget{Bus: bus}
@@ -99,7 +103,7 @@ func BuildVM(p VMPlan) (*kubevirtv1.VirtualMachine, error) {
 	for _, n := range p.NICs {
 		iface := kubevirtv1.Interface{Name: n.Name, Model: n.Model, MacAddress: n.MAC}
 		switch n.Type {
-		case InterfaceTypeMasquerade:
+		case config.InterfaceTypeMasquerade:
 			iface.InterfaceBindingMethod = kubevirtv1.InterfaceBindingMethod{Masquerade: &kubevirtv1.InterfaceMasquerade{}}
 		default:
 			iface.InterfaceBindingMethod = kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}
@@ -202,13 +206,4 @@ func BuildUserDataSecret(p VMPlan, userData, networkData []byte) *corev1.Secret 
 		s.Data["networkdata"] = networkData
 	}
 	return s
-}
-
-// VMOwnerReference makes a VM the controller owner of another object.
-func VMOwnerReference(vm *kubevirtv1.VirtualMachine) metav1.OwnerReference {
-	yes := true
-	return metav1.OwnerReference{
-		APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine",
-		Name: vm.Name, UID: vm.UID, Controller: &yes,
-	}
 }

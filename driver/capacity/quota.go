@@ -1,4 +1,4 @@
-package driver
+package capacity
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
@@ -84,8 +85,8 @@ const (
 
 // askOf is a plan's ask: its VM is built, mutated as Harvester v1.8's
 // webhook will, and rendered as KubeVirt renders the launcher pod.
-func askOf(p VMPlan, env quotaEnv) (vmAsk, error) {
-	vm, err := BuildVM(p)
+func askOf(p vmspec.VMPlan, env quotaEnv) (vmAsk, error) {
+	vm, err := vmspec.BuildVM(p)
 	if err != nil {
 		return vmAsk{}, err
 	}
@@ -161,7 +162,7 @@ const classQuotaInfix = ".storageclass.storage.k8s.io/"
 
 // claimObject is a disk's PVC: its size, and one claim, also under its
 // storage class.
-func claimObject(d DiskPlan) quotaObject {
+func claimObject(d vmspec.DiskPlan) quotaObject {
 	size := *resource.NewQuantity(int64(d.SizeGiB)<<30, resource.BinarySI)
 	class := d.StorageClassName + classQuotaInfix
 	usage := corev1.ResourceList{

@@ -1,4 +1,4 @@
-package driver
+package vmspec
 
 import (
 	"maps"
@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
@@ -23,7 +24,7 @@ func ParseVMLabels(s string) (map[string]string, []error) {
 	labels := map[string]string{}
 	var errs []error
 	bad := func(entry, format string, args ...any) {
-		errs = append(errs, flagProblem(FlagVMLabels, "%q: "+format, append([]any{entry}, args...)...))
+		errs = append(errs, config.FlagProblem(config.FlagVMLabels, "%q: "+format, append([]any{entry}, args...)...))
 	}
 	for _, entry := range strings.Split(s, ",") {
 		entry = strings.TrimSpace(entry)

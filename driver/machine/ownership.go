@@ -1,10 +1,12 @@
-package driver
+package machine
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -40,8 +42,8 @@ var ErrNotOwned = errors.New("it was not created by this machine, so the driver 
 // another Harvester cluster than the one the machine was created on.
 var ErrWrongCluster = errors.New("the credential points at a different Harvester cluster than the one this machine was created on")
 
-// newMachineID returns 16 random bytes in hex (a valid label value).
-func newMachineID() (string, error) {
+// NewMachineID returns 16 random bytes in hex (a valid label value).
+func NewMachineID() (string, error) {
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("generate machine ID: %w", err)
@@ -49,15 +51,15 @@ func newMachineID() (string, error) {
 	return hex.EncodeToString(b), nil
 }
 
-// legacy reports whether the machine was created by a driver version that
+// Legacy reports whether the machine was created by a driver version that
 // recorded no ownership: then objects count as its own when they carry the
 // creator label and the machine's name label.
-func (o Ownership) legacy() bool { return o.MachineID == "" }
+func (o Ownership) Legacy() bool { return o.MachineID == "" }
 
-// ownsLabels reports whether labels mark an object as this machine's, and
+// OwnsLabels reports whether labels mark an object as this machine's, and
 // if not, says what the labels show instead.
-func (o Ownership) ownsLabels(machineName string, labels map[string]string) (bool, string) {
-	if o.legacy() {
+func (o Ownership) OwnsLabels(machineName string, labels map[string]string) (bool, string) {
+	if o.Legacy() {
 		if labels[harvester.LabelCreator] == harvester.CreatorValue && labels[harvester.LabelVMName] == harvester.LabelValue(machineName) {
 			return true, ""
 		}
@@ -73,10 +75,10 @@ func (o Ownership) ownsLabels(machineName string, labels map[string]string) (boo
 	}
 }
 
-// checkOwned returns nil when obj is this machine's; otherwise an error
+// CheckOwned returns nil when obj is this machine's; otherwise an error
 // naming the object, what was found and why it was not touched.
-func (o Ownership) checkOwned(kind, machineName string, obj metav1.Object) error {
-	ok, why := o.ownsLabels(machineName, obj.GetLabels())
+func (o Ownership) CheckOwned(kind, machineName string, obj metav1.Object) error {
+	ok, why := o.OwnsLabels(machineName, obj.GetLabels())
 	if ok && kind == "VM" && o.VMUID != "" && string(obj.GetUID()) != o.VMUID {
 		ok, why = false, fmt.Sprintf("its UID is %s but this machine created the VM with UID %s (the VM was replaced)", obj.GetUID(), o.VMUID)
 	}
@@ -86,10 +88,19 @@ func (o Ownership) checkOwned(kind, machineName string, obj metav1.Object) error
 	return fmt.Errorf("%s %s/%s exists but %s: %w", kind, obj.GetNamespace(), obj.GetName(), why, ErrNotOwned)
 }
 
-// ownerSelector selects the machine's objects by label.
-func (o Ownership) ownerSelector(machineName string) string {
-	if o.legacy() {
+// OwnerSelector selects the machine's objects by label.
+func (o Ownership) OwnerSelector(machineName string) string {
+	if o.Legacy() {
 		return harvester.LabelCreator + "=" + harvester.CreatorValue + "," + harvester.LabelVMName + "=" + harvester.LabelValue(machineName)
 	}
 	return harvester.LabelMachineID + "=" + o.MachineID
+}
+
+// VMOwnerReference makes a VM the controller owner of another object.
+func VMOwnerReference(vm *kubevirtv1.VirtualMachine) metav1.OwnerReference {
+	yes := true
+	return metav1.OwnerReference{
+		APIVersion: kubevirtv1.GroupVersion.String(), Kind: "VirtualMachine",
+		Name: vm.Name, UID: vm.UID, Controller: &yes,
+	}
 }

@@ -1,4 +1,4 @@
-package driver
+package config
 
 import (
 	"encoding/base64"
@@ -19,9 +19,9 @@ import (
 // therefore never mistaken for an encoded one unless its decoding is itself
 // a well-formed document of the expected kind.
 
-// decodePlainOrBase64 returns value, or its base64 decoding when only the
+// DecodePlainOrBase64 returns value, or its base64 decoding when only the
 // decoding has the form accepted by ok.
-func decodePlainOrBase64(value string, ok func(string) bool) string {
+func DecodePlainOrBase64(value string, ok func(string) bool) string {
 	if strings.TrimSpace(value) == "" || ok(value) {
 		return value
 	}
@@ -43,31 +43,31 @@ func decodePlainOrBase64(value string, ok func(string) bool) string {
 	return value
 }
 
-// isJSONObject reports whether s is a JSON object.
-func isJSONObject(s string) bool {
+// IsJSONObject reports whether s is a JSON object.
+func IsJSONObject(s string) bool {
 	var m map[string]json.RawMessage
 	return json.Unmarshal([]byte(s), &m) == nil
 }
 
-// isYAMLMapping reports whether s is a non-empty YAML mapping.
-func isYAMLMapping(s string) bool {
+// IsYAMLMapping reports whether s is a non-empty YAML mapping.
+func IsYAMLMapping(s string) bool {
 	var m map[string]any
 	return yaml.Unmarshal([]byte(s), &m) == nil && len(m) > 0
 }
 
-// isUserData reports whether s looks like cloud-init user data.
-func isUserData(s string) bool {
+// IsUserData reports whether s looks like cloud-init user data.
+func IsUserData(s string) bool {
 	t := strings.TrimLeft(s, " \t\r\n\ufeff")
 	for _, p := range []string{"#cloud-config", "#!", "## template: jinja", "#include", "#cloud-boothook", "#part-handler", "Content-Type:", "MIME-Version:"} {
 		if strings.HasPrefix(t, p) {
 			return true
 		}
 	}
-	return isYAMLMapping(s)
+	return IsYAMLMapping(s)
 }
 
-// isKubeconfig reports whether s is a YAML mapping with clusters.
-func isKubeconfig(s string) bool {
+// IsKubeconfig reports whether s is a YAML mapping with clusters.
+func IsKubeconfig(s string) bool {
 	var m map[string]any
 	if yaml.Unmarshal([]byte(s), &m) != nil {
 		return false

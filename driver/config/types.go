@@ -1,4 +1,6 @@
-package driver
+package config
+
+import "github.com/harvester-kit/harvester-machine/internal/harvester"
 
 // DiskInfo is the JSON form of --harvester-disk-info.
 type DiskInfo struct {
@@ -48,3 +50,15 @@ const (
 	InterfaceTypeBridge     = "bridge"
 	InterfaceTypeMasquerade = "masquerade"
 )
+
+// ObjectRef names a namespaced object.
+type ObjectRef struct{ Namespace, Name string }
+
+// String is "<namespace>/<name>".
+func (r ObjectRef) String() string { return r.Namespace + "/" + r.Name }
+
+// ParseRef parses "<namespace>/<name>" or "<name>" (in defaultNS).
+func ParseRef(v, defaultNS string) (ObjectRef, error) {
+	ns, name, err := harvester.SplitNamespacedName(v, defaultNS)
+	return ObjectRef{Namespace: ns, Name: name}, err
+}

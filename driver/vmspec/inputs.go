@@ -1,12 +1,16 @@
-package driver
+package vmspec
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 )
 
@@ -21,12 +25,12 @@ type Inputs struct {
 	// Disks are the VM's disks: --harvester-disk-info's, or the one image
 	// disk of --harvester-image-name, --harvester-disk-size and
 	// --harvester-disk-bus.
-	Disks []Disk
+	Disks []config.Disk
 	// NICs are the VM's interfaces: --harvester-network-info's, or the one
 	// of --harvester-network-name and --harvester-network-model.
-	NICs []NetworkInterface
+	NICs []config.NetworkInterface
 	// VGPUs are --harvester-vgpu-info's requests.
-	VGPUs []VGPURequest
+	VGPUs []config.VGPURequest
 	// Affinity is --harvester-vm-affinity (nil when not given).
 	Affinity *corev1.Affinity
 	// UserData and CloudConfig are --harvester-user-data and the
@@ -41,58 +45,59 @@ type Inputs struct {
 	Harvester *rest.Config
 	// Static is --harvester-static-address-range and its companions (nil
 	// when no range is given).
-	Static *StaticAddressing
+	Static *config.StaticAddressing
 	// Labels are --harvester-vm-labels (nil when not given).
 	Labels map[string]string
 }
 
-// inputErrors are ParseInputs' problems, one per flag (nil: parsed).
-type inputErrors struct {
-	disks, nics, vgpus, affinity, userData, cloudConfig, static, labels error
+// InputErrors are ParseInputs' problems, one per flag (nil: parsed).
+type InputErrors struct {
+	Disks, NICs, VGPUs, Affinity, UserData, CloudConfig, Static, Labels error
 }
 
-func (e inputErrors) join() error {
-	return errors.Join(e.disks, e.nics, e.vgpus, e.affinity, e.userData, e.cloudConfig, e.static, e.labels)
+func (e InputErrors) join() error {
+	return errors.Join(e.Disks, e.NICs, e.VGPUs, e.Affinity, e.UserData, e.CloudConfig, e.Static, e.Labels)
 }
 
 // ParseInputs parses the JSON flags of c. A flag that fails to parse is
 // reported naming it, and its field in Inputs stays empty.
-func ParseInputs(c Config) (Inputs, error) {
-	in, errs := parseInputs(c)
+func ParseInputs(c config.Config) (Inputs, error) {
+	in, errs := ParseInputsByFlag(c)
 	return in, errs.join()
 }
 
-func parseInputs(c Config) (Inputs, inputErrors) {
+// ParseInputsByFlag is ParseInputs with its problems by flag.
+func ParseInputsByFlag(c config.Config) (Inputs, InputErrors) {
 	var (
 		in   Inputs
-		errs inputErrors
+		errs InputErrors
 		err  error
 	)
 
-	in.Disks = []Disk{{ImageName: c.ImageName, Size: c.DiskSizeGiB, Bus: c.DiskBus, BootOrder: 1}}
+	in.Disks = []config.Disk{{ImageName: c.ImageName, Size: c.DiskSizeGiB, Bus: c.DiskBus, BootOrder: 1}}
 	if c.DiskInfo != "" {
-		var v DiskInfo
+		var v config.DiskInfo
 		in.Disks = nil
 		if err := strictJSON(c.DiskInfo, &v); err != nil {
-			errs.disks = flagError(FlagDiskInfo, err)
+			errs.Disks = config.FlagError(config.FlagDiskInfo, err)
 		} else {
 			in.Disks = v.Disks
 		}
 	}
-	in.NICs = []NetworkInterface{{NetworkName: c.NetworkName, Model: c.NetworkModel}}
+	in.NICs = []config.NetworkInterface{{NetworkName: c.NetworkName, Model: c.NetworkModel}}
 	if c.NetworkInfo != "" {
-		var v NetworkInfo
+		var v config.NetworkInfo
 		in.NICs = nil
 		if err := strictJSON(c.NetworkInfo, &v); err != nil {
-			errs.nics = flagError(FlagNetworkInfo, err)
+			errs.NICs = config.FlagError(config.FlagNetworkInfo, err)
 		} else {
 			in.NICs = v.Interfaces
 		}
 	}
 	if c.VGPUInfo != "" {
-		var v VGPUInfo
+		var v config.VGPUInfo
 		if err := strictJSON(c.VGPUInfo, &v); err != nil {
-			errs.vgpus = flagError(FlagVGPUInfo, err)
+			errs.VGPUs = config.FlagError(config.FlagVGPUInfo, err)
 		} else {
 			in.VGPUs = v.VGPURequests
 		}
@@ -100,35 +105,35 @@ func parseInputs(c Config) (Inputs, inputErrors) {
 	if c.VMAffinity != "" {
 		var v corev1.Affinity
 		if err := strictJSON(c.VMAffinity, &v); err != nil {
-			errs.affinity = flagError(FlagVMAffinity, err)
+			errs.Affinity = config.FlagError(config.FlagVMAffinity, err)
 		} else {
 			in.Affinity = &v
 		}
 	}
 	if in.UserData, err = cloudinit.ParseUserData([]byte(c.UserData)); err != nil {
-		errs.userData = flagProblem(FlagUserData, "%v (plain or base64 of #cloud-config YAML or a #! script)", err).Because(err)
+		errs.UserData = config.FlagProblem(config.FlagUserData, "%v (plain or base64 of #cloud-config YAML or a #! script)", err).Because(err)
 	}
 	if in.CloudConfig, err = cloudinit.ParseCloudConfig([]byte(c.CloudConfig)); err != nil {
-		errs.cloudConfig = flagProblem(FlagCloudConfig, "file %s: %v", c.CloudConfigPath, err).Because(err)
+		errs.CloudConfig = config.FlagProblem(config.FlagCloudConfig, "file %s: %v", c.CloudConfigPath, err).Because(err)
 	}
-	in.Static, errs.static = parseStatic(c)
+	in.Static, errs.Static = config.ParseStatic(c)
 	labels, labelErrs := ParseVMLabels(c.VMLabels)
-	in.Labels, errs.labels = labels, errors.Join(labelErrs...)
+	in.Labels, errs.Labels = labels, errors.Join(labelErrs...)
 	return in, errs
 }
 
 // ImageRefs lists the images the machine's disks use (names without a
 // namespace are in the VM namespace ns).
-func (in Inputs) ImageRefs(ns string) ([]ObjectRef, error) {
+func (in Inputs) ImageRefs(ns string) ([]config.ObjectRef, error) {
 	var (
-		refs []ObjectRef
+		refs []config.ObjectRef
 		errs []error
 	)
 	for i, d := range in.Disks {
 		if d.ImageName == "" {
 			continue
 		}
-		r, err := parseRef(d.ImageName, ns)
+		r, err := config.ParseRef(d.ImageName, ns)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("disk %d image: %w", i, err))
 			continue
@@ -138,16 +143,15 @@ func (in Inputs) ImageRefs(ns string) ([]ObjectRef, error) {
 	return refs, errors.Join(errs...)
 }
 
-// inputs returns the machine's parsed JSON flags: those SetConfigFromFlags
-// parsed, or, for a machine loaded from its stored config, parsed once on
-// first use.
-func (d *Driver) inputs() (Inputs, error) {
-	if d.parsed == nil {
-		in, err := ParseInputs(d.Config)
-		if err != nil {
-			return Inputs{}, err
-		}
-		d.parsed = &in
+func strictJSON(s string, v any) error {
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
 	}
-	return *d.parsed, nil
+	end := dec.InputOffset()
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("invalid JSON: unexpected data after the JSON object (which ends at byte %d)", end)
+	}
+	return nil
 }

@@ -1,4 +1,4 @@
-package driver
+package staticaddr
 
 import (
 	"errors"
@@ -55,10 +55,10 @@ var v2Settings = map[string]settingKind{
 	"interfaces": kindStringList, "addresses": kindAddresses,
 }
 
-// validateNetworkData accepts cloud-init network config version 1 (a
+// ValidateNetworkData accepts cloud-init network config version 1 (a
 // "config" list of mappings with a type) or version 2 (netplan),
 // optionally wrapped in a "network" key. Problems name the path inside.
-func validateNetworkData(s string) error {
+func ValidateNetworkData(s string) error {
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(s), &doc); err != nil || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return errors.New("must be cloud-init network config YAML (version 1 or 2), plain or base64")

@@ -1,4 +1,4 @@
-package driver
+package removal
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
@@ -26,9 +27,9 @@ import (
 // the VM does not use, and waits with one watch until the Secret is gone
 // (so the VM is), one until the volumes are, and until the VM instance is
 // (one list when it already is gone, and a watch when not).
-func (d *Driver) removeWithVM(ctx context.Context, api *harvesterapi.API, r removal) error {
-	ns, vm := d.VMNamespace, r.vm
-	claims := slices.Sorted(maps.Keys(r.claims))
+func (d Remover) removeWithVM(ctx context.Context, api *harvesterapi.API, r Removal) error {
+	ns, vm := d.VMNamespace, r.VM
+	claims := slices.Sorted(maps.Keys(r.Claims))
 	rv := vm.ResourceVersion
 	if want := strings.Join(claims, ","); vm.Annotations[harvester.AnnotationRemovedPVCs] != want {
 		patched, err := api.PatchVMAnnotations(ctx, ns, vm.Name, vm.UID, map[string]string{harvester.AnnotationRemovedPVCs: want})
@@ -36,7 +37,7 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterapi.API, r remo
 		case apierrors.IsNotFound(err), err == nil && patched.DeletionTimestamp != nil:
 			// Deleted meanwhile by someone else, maybe before Harvester
 			// saw the annotation: find and delete what is left one by one.
-			return d.removeMachineOf(ctx, api, nil)
+			return d.RemoveMachineOf(ctx, api, nil)
 		case err != nil:
 			return fmt.Errorf("record the volumes to remove: %w", err)
 		}
@@ -54,15 +55,15 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterapi.API, r remo
 	for _, c := range claims {
 		if !used[c] {
 			log.Infof("%s: deleting volume %s/%s", d.MachineName, ns, c)
-			errs = append(errs, api.DeletePVC(ctx, ns, c, r.claims[c]))
+			errs = append(errs, api.DeletePVC(ctx, ns, c, r.Claims[c]))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if d.secretPending {
+	if d.SecretPending {
 		// A create rolled back before it made the Secret: wait for the VM.
-		if err := d.waitRemoved(ctx, api, harvesterapi.Target{Kind: harvesterapi.KindVM, Name: vm.Name, UID: vm.UID}); err != nil {
+		if err := d.WaitRemoved(ctx, api, harvesterapi.Target{Kind: harvesterapi.KindVM, Name: vm.Name, UID: vm.UID}); err != nil {
 			return err
 		}
 	} else if err := d.waitSecretGone(ctx, api, vm, rv); err != nil {
@@ -72,14 +73,14 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterapi.API, r remo
 	if r.listed.stream != nil {
 		err = r.listed.stream.WaitGone(ctx, claims)
 	} else {
-		err = kubeapi.WaitGoneFrom(ctx, api.PVCs(ns), d.ownerSelector(d.MachineName), r.listed.rv, claims)
+		err = kubeapi.WaitGoneFrom(ctx, api.PVCs(ns), d.OwnerSelector(d.MachineName), r.listed.rv, claims)
 	}
 	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
 		var targets []harvesterapi.Target
 		for _, c := range claims {
-			targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindPVC, Name: c, UID: r.claims[c]})
+			targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindPVC, Name: c, UID: r.Claims[c]})
 		}
-		err = d.waitRemoved(ctx, api, targets...)
+		err = d.WaitRemoved(ctx, api, targets...)
 	}
 	if err != nil {
 		return d.goneError(ctx, harvesterapi.KindPVC+"s "+strings.Join(claims, ", "), err)
@@ -87,7 +88,7 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterapi.API, r remo
 	// The garbage collector deletes the VM instance once the VM is gone,
 	// in no fixed order with the Secret: make sure it is gone too (one
 	// read when it already is).
-	if err := d.waitRemoved(ctx, api, append([]harvesterapi.Target{{Kind: harvesterapi.KindVMI, Name: vm.Name}}, d.heldClaimTargets()...)...); err != nil {
+	if err := d.WaitRemoved(ctx, api, append([]harvesterapi.Target{{Kind: harvesterapi.KindVMI, Name: vm.Name}}, d.heldClaimTargets()...)...); err != nil {
 		return err
 	}
 	log.Infof("%s: removed %s", d.MachineName, r.describe())
@@ -100,7 +101,7 @@ func (d *Driver) removeWithVM(ctx context.Context, api *harvesterapi.API, r remo
 // gone, so this waits for both. A Secret this process saw gone already (a
 // failed create's rollback deleted it in an earlier step) says nothing of
 // the VM, and no watch from rv would see it go: then it waits for the VM.
-func (d *Driver) waitSecretGone(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine, rv string) error {
+func (d Remover) waitSecretGone(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine, rv string) error {
 	ns, name := d.VMNamespace, userDataSecretOf(vm)
 	vmTarget := harvesterapi.Target{Kind: harvesterapi.KindVM, Name: vm.Name, UID: vm.UID}
 	secretTarget := harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: name}
@@ -110,7 +111,7 @@ func (d *Driver) waitSecretGone(ctx context.Context, api *harvesterapi.API, vm *
 	}
 	err := api.WaitGoneAfter(ctx, ns, rv, target)
 	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
-		err = d.waitRemoved(ctx, api, vmTarget, secretTarget)
+		err = d.WaitRemoved(ctx, api, vmTarget, secretTarget)
 	}
 	if err != nil {
 		return d.goneError(ctx, "VM "+vm.Name+" and Secret "+name, err)
@@ -119,9 +120,9 @@ func (d *Driver) waitSecretGone(ctx context.Context, api *harvesterapi.API, vm *
 }
 
 // goneError explains a wait for deletion that did not end.
-func (d *Driver) goneError(ctx context.Context, what string, err error) error {
+func (d Remover) goneError(ctx context.Context, what string, err error) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("timed out after %s waiting for %s in %s to be deleted", d.waitTimeout(), what, d.VMNamespace)
+		return fmt.Errorf("timed out after %s waiting for %s in %s to be deleted", d.WaitTimeout(), what, d.VMNamespace)
 	}
-	return apiError("watch "+what, err)
+	return config.APIError("watch "+what, err)
 }

@@ -1,10 +1,12 @@
-package driver
+package capacity
 
 import (
 	"fmt"
 	"math"
 	"strings"
 	"time"
+
+	"github.com/harvester-kit/harvester-machine/driver/config"
 )
 
 // Largest sizes whose quantities (bytes) still fit in an int64, the range
@@ -24,33 +26,33 @@ const (
 // its values' lengths (the API server's validation, 1 MiB).
 const MaxSecretBytes = 1 << 20
 
-// secretReserveBytes is room kept in the cloud-init Secret, at validation
+// SecretReserveBytes is room kept in the cloud-init Secret, at validation
 // time, for what is only known at create: the SSH public key (a key pair's
 // or a generated one) and the cloud provider's kubeconfig and config files.
-const secretReserveBytes = 32 << 10
+const SecretReserveBytes = 32 << 10
 
-// validateSizes checks that the memory, disk and reserved memory sizes can
+// ValidateSizes checks that the memory, disk and reserved memory sizes can
 // become quantities, and counts and timeouts fit their types.
-func validateSizes(c Config) []error {
+func ValidateSizes(c config.Config) []error {
 	var errs []error
 	if c.MemoryGiB > MaxMemoryGiB {
-		errs = append(errs, flagProblem(FlagMemorySize, "%d GiB is too large; the largest valid value is %d", c.MemoryGiB, MaxMemoryGiB))
+		errs = append(errs, config.FlagProblem(config.FlagMemorySize, "%d GiB is too large; the largest valid value is %d", c.MemoryGiB, MaxMemoryGiB))
 	}
 	if c.DiskSizeGiB > MaxDiskGiB {
-		errs = append(errs, flagProblem(FlagDiskSize, "%d GiB is too large; the largest valid value is %d", c.DiskSizeGiB, MaxDiskGiB))
+		errs = append(errs, config.FlagProblem(config.FlagDiskSize, "%d GiB is too large; the largest valid value is %d", c.DiskSizeGiB, MaxDiskGiB))
 	}
 	if c.ReservedMemoryMiB > MaxReservedMemoryMiB {
-		errs = append(errs, flagProblem(FlagReservedMemorySize, "%d MiB is too large; the largest valid value is %d", c.ReservedMemoryMiB, MaxReservedMemoryMiB))
+		errs = append(errs, config.FlagProblem(config.FlagReservedMemorySize, "%d MiB is too large; the largest valid value is %d", c.ReservedMemoryMiB, MaxReservedMemoryMiB))
 	}
 	if int64(c.CPUCount) > MaxCPUCount {
-		errs = append(errs, flagProblem(FlagCPUCount, "%d is too large; the largest valid value is %d", c.CPUCount, int64(MaxCPUCount)))
+		errs = append(errs, config.FlagProblem(config.FlagCPUCount, "%d is too large; the largest valid value is %d", c.CPUCount, int64(MaxCPUCount)))
 	}
 	for _, t := range []struct {
 		flag    string
 		seconds int
-	}{{FlagWaitTimeout, c.WaitTimeoutSeconds}, {FlagAPITimeout, c.APITimeoutSeconds}} {
+	}{{config.FlagWaitTimeout, c.WaitTimeoutSeconds}, {config.FlagAPITimeout, c.APITimeoutSeconds}} {
 		if int64(t.seconds) > MaxTimeoutSeconds {
-			errs = append(errs, flagProblem(t.flag, "%d seconds is too long; the largest valid value is %d", t.seconds, MaxTimeoutSeconds))
+			errs = append(errs, config.FlagProblem(t.flag, "%d seconds is too long; the largest valid value is %d", t.seconds, MaxTimeoutSeconds))
 		}
 	}
 	return errs
@@ -62,20 +64,20 @@ type secretPart struct {
 	bytes int
 }
 
-// secretParts are the flags that fill the cloud-init Secret.
-func secretParts(c Config) []secretPart {
+// SecretParts are the flags that fill the cloud-init Secret.
+func SecretParts(c config.Config) []secretPart {
 	return []secretPart{
-		{FlagUserData, len(c.UserData)},
-		{FlagCloudConfig, len(c.CloudConfig)},
-		{FlagNetworkData, len(c.NetworkData)},
-		{FlagSSHPassword, len(c.SSHPassword)},
+		{config.FlagUserData, len(c.UserData)},
+		{config.FlagCloudConfig, len(c.CloudConfig)},
+		{config.FlagNetworkData, len(c.NetworkData)},
+		{config.FlagSSHPassword, len(c.SSHPassword)},
 	}
 }
 
-// checkSecretSize reports a cloud-init Secret of userData and networkData
+// CheckSecretSize reports a cloud-init Secret of userData and networkData
 // bytes that Kubernetes would refuse, naming the flags that fill it
 // (parts, largest first in the message).
-func checkSecretSize(userData, networkData int, parts []secretPart) error {
+func CheckSecretSize(userData, networkData int, parts []secretPart) error {
 	total := userData + networkData
 	if total <= MaxSecretBytes {
 		return nil
@@ -92,8 +94,8 @@ func checkSecretSize(userData, networkData int, parts []secretPart) error {
 		}
 	}
 	if largest.flag == "" {
-		largest.flag = FlagUserData
+		largest.flag = config.FlagUserData
 	}
-	return flagProblem(largest.flag, "the machine's cloud-init Secret would hold about %d bytes (%s), more than Kubernetes allows in a Secret (%d bytes, 1 MiB); make the user data smaller",
+	return config.FlagProblem(largest.flag, "the machine's cloud-init Secret would hold about %d bytes (%s), more than Kubernetes allows in a Secret (%d bytes, 1 MiB); make the user data smaller",
 		total, strings.Join(named, ", "), MaxSecretBytes)
 }
