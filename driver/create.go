@@ -57,18 +57,23 @@ func (d *Driver) Create() (err error) {
 	var goal machine.Goal = machine.RunningWithAddress
 	static := staticPlanOf(in.Static, plan)
 	managed := managedNIC(plan)
+	var made *corev1.Secret
 	if static == nil {
-		err = d.createSecretThenVM(ctx, api, &undo, plan, secret, vm)
+		made, err = d.createSecretThenVM(ctx, api, &undo, plan, secret, vm)
 		if managed != nil {
 			goal = staticaddr.RunningWithAddressOn(managed.Name)
 		}
 	} else {
-		err = d.createWithStaticAddress(ctx, api, &undo, plan, secret, vm, static)
+		made, err = d.createWithStaticAddress(ctx, api, &undo, plan, secret, vm, static)
 		goal = staticaddr.ReportsOn(static.NICName(), static.Held)
 	}
 	if err != nil {
 		return err
 	}
+	// Without its cloud-init Secret the VM cannot start (KubeVirt mounts
+	// the Secret into its launcher pod): the wait ends when it goes.
+	ctx, stopSecretWatch := d.machine().WhileSecretExists(ctx, api, made.Name, made.UID, made.ResourceVersion)
+	defer stopSecretWatch()
 	what := "to run and report an address"
 	if static != nil {
 		what = "to run and report " + static.Held.String() + " on " + static.NICName()
@@ -91,8 +96,8 @@ func (d *Driver) Create() (err error) {
 }
 
 // createSecretThenVM makes the cloud-init Secret, then the VM, then makes
-// the VM the Secret's owner.
-func (d *Driver) createSecretThenVM(ctx context.Context, api *harvesterapi.API, undo *rollback, plan vmspec.VMPlan, secret *corev1.Secret, vm *kubevirtv1.VirtualMachine) error {
+// the VM the Secret's owner, and returns the Secret as made.
+func (d *Driver) createSecretThenVM(ctx context.Context, api *harvesterapi.API, undo *rollback, plan vmspec.VMPlan, secret *corev1.Secret, vm *kubevirtv1.VirtualMachine) (*corev1.Secret, error) {
 	// A create whose answer was lost (a timeout while the API server was
 	// frozen, a connection cut) may still have been applied: its undo is
 	// registered unless the name was taken by another object.
@@ -101,52 +106,57 @@ func (d *Driver) createSecretThenVM(ctx context.Context, api *harvesterapi.API, 
 		undo.add(func(c context.Context) error { return d.removeOwnSecret(c, api, secret.Name) })
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	created, err := d.createMachineVM(ctx, api, undo, plan, vm)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return api.SetSecretOwners(ctx, d.VMNamespace, secret.Name, madeSecret.UID, []metav1.OwnerReference{machine.VMOwnerReference(created)})
+	err = api.SetSecretOwners(ctx, d.VMNamespace, secret.Name, madeSecret.UID, []metav1.OwnerReference{machine.VMOwnerReference(created)})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("VM %s/%s: %w", d.VMNamespace, created.Name, d.machine().SecretDeleted(secret.Name))
+	}
+	return madeSecret, err
 }
 
 // createWithStaticAddress makes a machine that holds a static address:
 // before anything is created it checks that the range has a free address;
 // it creates the VM halted, holds an address with a claim the VM owns,
 // creates the cloud-init Secret (owned by the VM too) with the network
-// data of that address, and only then starts the VM. A failure after the
-// VM exists removes the VM, and garbage collection the rest.
-func (d *Driver) createWithStaticAddress(ctx context.Context, api *harvesterapi.API, undo *rollback, plan vmspec.VMPlan, secret *corev1.Secret, vm *kubevirtv1.VirtualMachine, s *staticaddr.Plan) error {
+// data of that address, and only then starts the VM. It returns the Secret
+// as made. A failure after the VM exists removes the VM, and garbage
+// collection the rest.
+func (d *Driver) createWithStaticAddress(ctx context.Context, api *harvesterapi.API, undo *rollback, plan vmspec.VMPlan, secret *corev1.Secret, vm *kubevirtv1.VirtualMachine, s *staticaddr.Plan) (*corev1.Secret, error) {
 	free, err := d.claimer().FreeAddresses(ctx, api, s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	halted := kubevirtv1.RunStrategyHalted
 	vm.Spec.RunStrategy = &halted
 	d.secretPending = true
 	created, err := d.createMachineVM(ctx, api, undo, plan, vm)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := d.claimer().ClaimAddress(ctx, api, s, free, created); err != nil {
-		return err
+		return nil, err
 	}
 	d.HeldAddress, d.HeldInterface = s.Held.String(), s.NICName()
 	data, err := s.NetworkData(d.NetworkData)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	secret.Data["networkdata"] = data
 	secret.OwnerReferences = []metav1.OwnerReference{machine.VMOwnerReference(created)}
-	_, err = d.createSecret(ctx, api, secret)
+	made, err := d.createSecret(ctx, api, secret)
 	if !errors.Is(err, errNameTaken) {
 		undo.add(func(c context.Context) error { return d.removeOwnSecret(c, api, secret.Name) })
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d.secretPending = false
-	return api.StartVM(ctx, d.VMNamespace, created.Name, created.UID, plan.RunStrategy, s.Annotations())
+	return made, api.StartVM(ctx, d.VMNamespace, created.Name, created.UID, plan.RunStrategy, s.Annotations())
 }
 
 // createMachineVM creates the VM, registers its removal as an undo step

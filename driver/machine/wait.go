@@ -8,6 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
@@ -62,7 +65,7 @@ func (d *Machine) WaitVMI(parent context.Context, api *harvesterapi.API, fromRV,
 		api.Seen().RememberVMI(met)
 		return met, nil
 	}
-	if cause := context.Cause(ctx); errors.Is(cause, ErrVMDeleted) {
+	if cause := context.Cause(ctx); errors.Is(cause, ErrVMDeleted) || errors.Is(cause, ErrSecretDeleted) {
 		return nil, fmt.Errorf("VM %s/%s: %w while waiting for it %s; last seen: %s", ns, name, cause, what, DescribeVMI(p.last))
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
@@ -115,25 +118,61 @@ var ErrVMDeleted = errors.New("the VM was deleted by someone else")
 // after that resource version only (one request); the VMs it sees are
 // remembered for GetState.
 func (d *Machine) whileVMExists(parent context.Context, api *harvesterapi.API, fromRV string) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(parent)
-	vms := api.VMs(d.VMNamespace)
-	gone := func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+	return whileExists(parent, api, api.VMs(d.VMNamespace), d.VMNamespace, d.MachineName, fromRV, ErrVMDeleted, func(vm *kubevirtv1.VirtualMachine) bool {
 		if vm != nil && vm.DeletionTimestamp == nil && (d.VMUID == "" || string(vm.UID) == d.VMUID) {
 			api.Seen().RememberVM(vm)
-			return false, nil
+			return true
 		}
-		return true, nil
-	}
+		return false
+	})
+}
+
+// ErrSecretDeleted is the cause of a create's wait that ended because the
+// machine's cloud-init Secret was deleted: KubeVirt mounts that Secret into
+// the VM's launcher pod (virt-controller's volume renderer), and the pod
+// cannot start without it, so the VM instance would stay in Scheduling.
+var ErrSecretDeleted = errors.New("KubeVirt cannot start the VM without it")
+
+// WhileSecretExists returns a context that is cancelled, with a cause
+// wrapping ErrSecretDeleted and naming the Secret, as soon as a watch sees
+// the machine's cloud-init Secret name (of uid) deleted, being deleted or
+// replaced. fromRV is the Secret's resource version as created: the watch
+// starts there, so a deletion before the call is seen too.
+func (d *Machine) WhileSecretExists(parent context.Context, api *harvesterapi.API, name string, uid types.UID, fromRV string) (context.Context, context.CancelFunc) {
+	return whileExists(parent, api, api.Secrets(d.VMNamespace), d.VMNamespace, name, fromRV, d.SecretDeleted(name), func(s *corev1.Secret) bool {
+		if s != nil && s.DeletionTimestamp == nil && s.UID == uid {
+			return true
+		}
+		// The rollback's wait for the Secret's deletion could not see it.
+		api.Seen().SawDeleted(harvesterapi.KindSecret, d.VMNamespace, name)
+		return false
+	})
+}
+
+// SecretDeleted is the error of a create whose cloud-init Secret name was
+// deleted by someone else.
+func (d *Machine) SecretDeleted(name string) error {
+	return fmt.Errorf("its cloud-init Secret %s/%s was deleted by someone else (%w)", d.VMNamespace, name, ErrSecretDeleted)
+}
+
+// whileExists returns a context that is cancelled with cause as soon as a
+// watch of kind k sees the object ns/name no longer there (exists is
+// false; it gets nil for an object that does not exist). With fromRV it
+// watches the changes after that resource version (one request), else (or
+// when that watch cannot go on) it lists and watches.
+func whileExists[T runtime.Object](parent context.Context, api *harvesterapi.API, k kubeapi.Kind, ns, name, fromRV string, cause error, exists func(T) bool) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	gone := func(obj T) (bool, error) { return !exists(obj), nil }
 	go func() {
 		err := kubeapi.ErrWatchEnded
 		if fromRV != "" {
-			_, err = kubeapi.WaitFrom(ctx, vms, d.MachineName, fromRV, gone)
+			_, err = kubeapi.WaitFrom(ctx, k, name, fromRV, gone)
 		}
 		if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
-			_, err = kubeapi.Wait(ctx, vms, d.VMNamespace, d.MachineName, api.Timeout(), gone)
+			_, err = kubeapi.Wait(ctx, k, ns, name, api.Timeout(), gone)
 		}
 		if err == nil {
-			cancel(ErrVMDeleted)
+			cancel(cause)
 		}
 	}()
 	return ctx, func() { cancel(context.Canceled) }
