@@ -3,11 +3,12 @@ package driver
 import (
 	"strings"
 
+	"github.com/rancher/machine/libmachine/drivers"
+
 	"github.com/harvester-kit/harvester-machine/driver/capacity"
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
-	"github.com/rancher/machine/libmachine/drivers"
 )
 
 // readConfig reads every flag into a Config (decoding base64 where the flag

@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/rancher/machine/libmachine/drivers"
 	"github.com/rancher/machine/libmachine/mcnflag"
+
+	"github.com/harvester-kit/harvester-machine/driver/config"
 )
 
 // upstreamFlags is the flag set of the upstream driver v1.0.6: name, type,

@@ -7,13 +7,14 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/driver/config"
-	"github.com/harvester-kit/harvester-machine/driver/machine"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 )
 
 // saysGone is rancher-machine v0.15's test (commands/rm.go, status.go) of

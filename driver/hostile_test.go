@@ -10,11 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	cryptossh "golang.org/x/crypto/ssh"
+
 	"github.com/harvester-kit/harvester-machine/driver/capacity"
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/staticaddr"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
-	cryptossh "golang.org/x/crypto/ssh"
 )
 
 // validateErr runs SetConfigFromFlags with values added to a valid config.

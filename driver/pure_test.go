@@ -4,14 +4,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/driver/config"
-	"github.com/harvester-kit/harvester-machine/driver/machine"
-	"github.com/harvester-kit/harvester-machine/driver/power"
 	"github.com/rancher/machine/libmachine/state"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/power"
 )
 
 // TestSelectAddress checks both pickers on each input: SelectAddress (GetIP:

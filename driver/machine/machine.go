@@ -8,10 +8,10 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // Held is the address the machine holds on its NIC HeldInterface

@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 
-	kubevirtv1 "kubevirt.io/api/core/v1"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )

@@ -100,7 +100,7 @@ func (d Control) Restart(ctx context.Context, api *harvesterapi.API) (err error)
 	if err != nil {
 		return err
 	}
-	defer func() { err = d.restoreRunStrategy(api, found, err) }()
+	defer func() { err = d.restoreRunStrategy(ctx, api, found, err) }()
 	if err := api.DeleteVMI(ctx, d.VMNamespace, d.MachineName, vmi.UID, nil); err != nil {
 		return err
 	}
@@ -111,12 +111,12 @@ func (d Control) Restart(ctx context.Context, api *harvesterapi.API) (err error)
 // restoreRunStrategy puts back the run strategy a restart found (the
 // machine's usual RerunOnFailure when none was set) and joins its error to
 // the restart's.
-func (d Control) restoreRunStrategy(api *harvesterapi.API, found *kubevirtv1.VirtualMachineRunStrategy, restartErr error) error {
+func (d Control) restoreRunStrategy(parent context.Context, api *harvesterapi.API, found *kubevirtv1.VirtualMachineRunStrategy, restartErr error) error {
 	rs := kubevirtv1.RunStrategyRerunOnFailure
 	if found != nil {
 		rs = *found
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), restoreTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), restoreTimeout)
 	defer cancel()
 	_, err := d.setRunStrategy(ctx, api, rs)
 	switch {

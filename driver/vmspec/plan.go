@@ -6,11 +6,12 @@ import (
 	"maps"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/staticip"
-	corev1 "k8s.io/api/core/v1"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // ImageFacts is what the driver learned about a VirtualMachineImage.
