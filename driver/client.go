@@ -5,7 +5,12 @@ import (
 
 	"k8s.io/client-go/rest"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/power"
+	"github.com/harvester-kit/harvester-machine/driver/removal"
+	"github.com/harvester-kit/harvester-machine/driver/staticaddr"
 )
 
 // client returns the Harvester API of the command's credential, built
@@ -34,7 +39,7 @@ func (d *Driver) harvesterConfig() (*rest.Config, error) {
 	}
 	cfg, err := parseKubeconfig(d.kubeconfig())
 	if err != nil {
-		return nil, flagError(FlagKubeconfigContent, err)
+		return nil, config.FlagError(config.FlagKubeconfigContent, err)
 	}
 	return cfg, nil
 }
@@ -43,7 +48,17 @@ func (d *Driver) harvesterConfig() (*rest.Config, error) {
 func (d *Driver) apiOptions() harvesterapi.Options {
 	timeout := time.Duration(d.APITimeoutSeconds) * time.Second
 	if timeout <= 0 {
-		timeout = DefaultAPITimeoutSeconds * time.Second
+		timeout = config.DefaultAPITimeoutSeconds * time.Second
 	}
-	return harvesterapi.Options{CallTimeout: timeout, TimeoutSource: flagField(FlagAPITimeout), Rejected: credentialsRejected}
+	return harvesterapi.Options{CallTimeout: timeout, TimeoutSource: config.FlagField(config.FlagAPITimeout), Rejected: config.CredentialsRejected}
 }
+
+// machine is the machine as the concern packages see it: the driver's
+// stored state (shared) and this command's facts.
+func (d *Driver) machine() *machine.Machine {
+	return &machine.Machine{Config: &d.Config, Ownership: &d.Ownership, Held: &d.Held, MachineName: d.MachineName, SecretPending: d.secretPending}
+}
+
+func (d *Driver) power() power.Control        { return power.Control{Machine: d.machine()} }
+func (d *Driver) remover() removal.Remover    { return removal.Remover{Machine: d.machine()} }
+func (d *Driver) claimer() staticaddr.Claimer { return staticaddr.Claimer{Machine: d.machine()} }

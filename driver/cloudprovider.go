@@ -14,7 +14,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
@@ -29,26 +31,26 @@ import (
 const rancherProxyPath = "/k8s/clusters/"
 
 // validateCloudProvider checks the cloud-provider flags; it does no I/O.
-func validateCloudProvider(c Config, harvester *rest.Config) []error {
+func validateCloudProvider(c config.Config, harvester *rest.Config) []error {
 	if c.CloudProvider == "" {
 		if c.CloudProviderServer != "" {
-			return []error{flagProblem(FlagCloudProviderServer, "is set but --%s is not; set --%s to one of %s, or drop --%s",
-				FlagCloudProvider, FlagCloudProvider, distributionNames(), FlagCloudProviderServer)}
+			return []error{config.FlagProblem(config.FlagCloudProviderServer, "is set but --%s is not; set --%s to one of %s, or drop --%s",
+				config.FlagCloudProvider, config.FlagCloudProvider, distributionNames(), config.FlagCloudProviderServer)}
 		}
 		return nil
 	}
 	var errs []error
 	if _, err := nodefiles.ParseDistribution(c.CloudProvider); err != nil {
-		errs = append(errs, flagProblem(FlagCloudProvider, "%q is not a distribution; valid: %s (or empty: off)",
+		errs = append(errs, config.FlagProblem(config.FlagCloudProvider, "%q is not a distribution; valid: %s (or empty: off)",
 			c.CloudProvider, distributionNames()))
 	}
 	switch {
 	case strings.TrimSpace(c.ClusterName) == "":
-		errs = append(errs, flagProblem(FlagClusterName, "is required with --%s: it names the guest cluster's credential and its load balancers (Rancher passes it; with rancher-machine give the guest cluster's name)",
-			FlagCloudProvider))
+		errs = append(errs, config.FlagProblem(config.FlagClusterName, "is required with --%s: it names the guest cluster's credential and its load balancers (Rancher passes it; with rancher-machine give the guest cluster's name)",
+			config.FlagCloudProvider))
 	case len(validation.IsDNS1123Label(c.ClusterName)) > 0:
-		errs = append(errs, flagProblem(FlagClusterName, "%q cannot name the guest credential with --%s; valid: a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)",
-			c.ClusterName, FlagCloudProvider))
+		errs = append(errs, config.FlagProblem(config.FlagClusterName, "%q cannot name the guest credential with --%s; valid: a DNS-1123 label (lower-case letters, digits and '-', at most 63 characters)",
+			c.ClusterName, config.FlagCloudProvider))
 	}
 	if _, err := GuestServer(c, harvester); err != nil {
 		errs = append(errs, err)
@@ -68,10 +70,10 @@ func distributionNames() string {
 // --harvester-cloud-provider-server, or else the server of the driver's
 // kubeconfig (harvester, its client configuration; nil when it is not
 // usable), which must then not be a Rancher proxy URL.
-func GuestServer(c Config, harvester *rest.Config) (string, error) {
+func GuestServer(c config.Config, harvester *rest.Config) (string, error) {
 	if c.CloudProviderServer != "" {
 		if err := checkGuestServer(c.CloudProviderServer); err != nil {
-			return "", flagError(FlagCloudProviderServer, err)
+			return "", config.FlagError(config.FlagCloudProviderServer, err)
 		}
 		return c.CloudProviderServer, nil
 	}
@@ -80,9 +82,9 @@ func GuestServer(c Config, harvester *rest.Config) (string, error) {
 	}
 	server := harvester.Host
 	if strings.Contains(server, rancherProxyPath) {
-		return "", flagProblem(FlagCloudProviderServer, "is required with --%s because the kubeconfig's server %s is a Rancher proxy URL, "+
+		return "", config.FlagProblem(config.FlagCloudProviderServer, "is required with --%s because the kubeconfig's server %s is a Rancher proxy URL, "+
 			"through which the guests' ServiceAccount token is not accepted; set it to the Harvester API the guests reach, e.g. https://<Harvester VIP>:6443",
-			FlagCloudProvider, server)
+			config.FlagCloudProvider, server)
 	}
 	return server, nil
 }
@@ -110,13 +112,13 @@ func checkGuestServer(server string) error {
 // off. The credential belongs to the guest cluster, not to this machine:
 // Remove never revokes it. A machine with several NICs tells the cloud
 // provider which network's address is the node's: the first NIC's.
-func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API, nics []NICPlan) ([]cloudinit.WriteFile, error) {
+func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API, nics []vmspec.NICPlan) ([]cloudinit.WriteFile, error) {
 	if d.CloudProvider == "" {
 		return nil, nil
 	}
 	dist, err := nodefiles.ParseDistribution(d.CloudProvider)
 	if err != nil {
-		return nil, flagError(FlagCloudProvider, err)
+		return nil, config.FlagError(config.FlagCloudProvider, err)
 	}
 	server, err := GuestServer(d.Config, api.Config())
 	if err != nil {
@@ -125,16 +127,16 @@ func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API, 
 	h := &credentials.Harvester{Client: api.Kube(), Config: api.Config(), Log: slog.New(slog.DiscardHandler)}
 	access := credentials.Access{ClusterName: d.ClusterName, Namespace: d.VMNamespace}.WithDefaults()
 	log.Infof("%s: making or reusing the cloud-provider credential of cluster %s (ServiceAccount %s/%s)", d.MachineName, d.ClusterName, access.Namespace, access.ServiceAccount)
-	ctx, cancel := context.WithTimeout(ctx, d.waitTimeout())
+	ctx, cancel := context.WithTimeout(ctx, d.machine().WaitTimeout())
 	defer cancel()
 	kubeconfig, err := issueGuestKubeconfig(ctx, h, access, server, api.Timeout())
 	if err != nil {
-		return nil, apiError("make the cloud-provider credential of cluster "+d.ClusterName, err)
+		return nil, config.APIError("make the cloud-provider credential of cluster "+d.ClusterName, err)
 	}
 	d.ensureGuestGrant(ctx, h)
 	files, err := nodefiles.NodeWriteFiles(dist, d.ClusterName, kubeconfig, guestAddons(d.ClusterName, nics))
 	if err != nil {
-		return nil, flagProblem(FlagCloudProvider, "%s: %v", dist, err).Because(err)
+		return nil, config.FlagProblem(config.FlagCloudProvider, "%s: %v", dist, err).Because(err)
 	}
 	return files, nil
 }
@@ -161,7 +163,7 @@ func (d *Driver) ensureGuestGrant(ctx context.Context, h *credentials.Harvester)
 
 // guestAddons are the add-on options of a machine of clusterName: the
 // pinned defaults, and the management network when it has several NICs.
-func guestAddons(clusterName string, nics []NICPlan) addons.Options {
+func guestAddons(clusterName string, nics []vmspec.NICPlan) addons.Options {
 	o := addons.DefaultOptions(clusterName)
 	if len(nics) > 1 {
 		o.LB.ManagementNetwork = nics[0].Network.String()

@@ -3,6 +3,9 @@ package driver
 import (
 	"strings"
 	"testing"
+
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 )
 
 func proxyKubeconfig() string {
@@ -16,33 +19,33 @@ func TestCloudProviderValidation(t *testing.T) {
 		want   []string // empty: valid
 	}{
 		{"off", nil, nil},
-		{"rke2 with cluster", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1"}, nil},
-		{"k3s with server", map[string]any{FlagCloudProvider: "k3s", FlagClusterName: "c1", FlagCloudProviderServer: "https://10.0.0.10:6443"}, nil},
-		{"proxy with server", map[string]any{FlagCloudProvider: "rke1", FlagClusterName: "c1", FlagKubeconfigContent: proxyKubeconfig(), FlagCloudProviderServer: "https://10.0.0.10:6443"}, nil},
-		{"unknown distribution", map[string]any{FlagCloudProvider: "eks", FlagClusterName: "c1"},
+		{"rke2 with cluster", map[string]any{config.FlagCloudProvider: "rke2", config.FlagClusterName: "c1"}, nil},
+		{"k3s with server", map[string]any{config.FlagCloudProvider: "k3s", config.FlagClusterName: "c1", config.FlagCloudProviderServer: "https://10.0.0.10:6443"}, nil},
+		{"proxy with server", map[string]any{config.FlagCloudProvider: "rke1", config.FlagClusterName: "c1", config.FlagKubeconfigContent: proxyKubeconfig(), config.FlagCloudProviderServer: "https://10.0.0.10:6443"}, nil},
+		{"unknown distribution", map[string]any{config.FlagCloudProvider: "eks", config.FlagClusterName: "c1"},
 			[]string{`--harvester-cloud-provider: "eks" is not a distribution; valid: rke2, k3s, rke1`}},
-		{"missing cluster name", map[string]any{FlagCloudProvider: "rke2"},
+		{"missing cluster name", map[string]any{config.FlagCloudProvider: "rke2"},
 			[]string{"--harvester-cluster-name: is required with --harvester-cloud-provider"}},
-		{"proxy without server", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1", FlagKubeconfigContent: proxyKubeconfig()},
+		{"proxy without server", map[string]any{config.FlagCloudProvider: "rke2", config.FlagClusterName: "c1", config.FlagKubeconfigContent: proxyKubeconfig()},
 			[]string{"--harvester-cloud-provider-server: is required with --harvester-cloud-provider", "https://rancher.example.com/k8s/clusters/c-m-abcd1234", "Rancher proxy URL"}},
-		{"cluster name not a label", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "My_Cluster"},
+		{"cluster name not a label", map[string]any{config.FlagCloudProvider: "rke2", config.FlagClusterName: "My_Cluster"},
 			[]string{`--harvester-cluster-name: "My_Cluster" cannot name the guest credential`}},
-		{"server is proxy", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1", FlagCloudProviderServer: "https://r.example.com/k8s/clusters/local"},
+		{"server is proxy", map[string]any{config.FlagCloudProvider: "rke2", config.FlagClusterName: "c1", config.FlagCloudProviderServer: "https://r.example.com/k8s/clusters/local"},
 			[]string{"--harvester-cloud-provider-server:", "is a Rancher proxy URL"}},
-		{"server not https", map[string]any{FlagCloudProvider: "k3s", FlagClusterName: "c1", FlagCloudProviderServer: "10.0.0.10:6443"},
+		{"server not https", map[string]any{config.FlagCloudProvider: "k3s", config.FlagClusterName: "c1", config.FlagCloudProviderServer: "10.0.0.10:6443"},
 			[]string{"--harvester-cloud-provider-server:", "must be an https:// URL"}},
-		{"server port out of range", map[string]any{FlagCloudProvider: "k3s", FlagClusterName: "c1", FlagCloudProviderServer: "https://10.0.0.10:99999"},
+		{"server port out of range", map[string]any{config.FlagCloudProvider: "k3s", config.FlagClusterName: "c1", config.FlagCloudProviderServer: "https://10.0.0.10:99999"},
 			[]string{`--harvester-cloud-provider-server: "https://10.0.0.10:99999": port 99999 is not a port (1 to 65535)`}},
-		{"server without feature", map[string]any{FlagCloudProviderServer: "https://10.0.0.10:6443"},
+		{"server without feature", map[string]any{config.FlagCloudProviderServer: "https://10.0.0.10:6443"},
 			[]string{"--harvester-cloud-provider-server: is set but --harvester-cloud-provider is not"}},
-		{"hostname is the machine name", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1", FlagUserData: "#cloud-config\nhostname: c1-pool1-abcde\nfqdn: c1-pool1-abcde.example.com\n"}, nil},
-		{"hostname templated", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1", FlagUserData: "## template: jinja\n#cloud-config\nhostname: \"{{ v1.local_hostname }}\"\n"}, nil},
-		{"hostname without cloud provider", map[string]any{FlagUserData: "#cloud-config\nhostname: web1\n"}, nil},
-		{"hostname differs", map[string]any{FlagCloudProvider: "rke2", FlagClusterName: "c1", FlagUserData: "#cloud-config\nhostname: web1\n"},
+		{"hostname is the machine name", map[string]any{config.FlagCloudProvider: "rke2", config.FlagClusterName: "c1", config.FlagUserData: "#cloud-config\nhostname: c1-pool1-abcde\nfqdn: c1-pool1-abcde.example.com\n"}, nil},
+		{"hostname templated", map[string]any{config.FlagCloudProvider: "rke2", config.FlagClusterName: "c1", config.FlagUserData: "## template: jinja\n#cloud-config\nhostname: \"{{ v1.local_hostname }}\"\n"}, nil},
+		{"hostname without cloud provider", map[string]any{config.FlagUserData: "#cloud-config\nhostname: web1\n"}, nil},
+		{"hostname differs", map[string]any{config.FlagCloudProvider: "rke2", config.FlagClusterName: "c1", config.FlagUserData: "#cloud-config\nhostname: web1\n"},
 			[]string{`--harvester-user-data: sets hostname "web1", but with --harvester-cloud-provider the guest's node name must be the machine name "c1-pool1-abcde"`}},
-		{"fqdn differs", map[string]any{FlagCloudProvider: "k3s", FlagClusterName: "c1", FlagUserData: b64("#cloud-config\nfqdn: web1.example.com\n")},
+		{"fqdn differs", map[string]any{config.FlagCloudProvider: "k3s", config.FlagClusterName: "c1", config.FlagUserData: b64("#cloud-config\nfqdn: web1.example.com\n")},
 			[]string{`--harvester-user-data: sets fqdn "web1.example.com"`, "drop fqdn"}},
-		{"all at once", map[string]any{FlagCloudProvider: "x", FlagKubeconfigContent: proxyKubeconfig()},
+		{"all at once", map[string]any{config.FlagCloudProvider: "x", config.FlagKubeconfigContent: proxyKubeconfig()},
 			[]string{"--harvester-cloud-provider: \"x\"", "--harvester-cluster-name: is required", "--harvester-cloud-provider-server: is required"}},
 	}
 	for _, tc := range cases {
@@ -69,7 +72,7 @@ func TestCloudProviderValidation(t *testing.T) {
 }
 
 func TestGuestServer(t *testing.T) {
-	c := Config{KubeconfigContent: testKubeconfig}
+	c := config.Config{KubeconfigContent: testKubeconfig}
 	harvester, err := parseKubeconfig(c.KubeconfigContent)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +87,7 @@ func TestGuestServer(t *testing.T) {
 }
 
 func TestCloudProviderFlagNamesAvoidUserdataWords(t *testing.T) {
-	for _, f := range []string{FlagCloudProvider, FlagCloudProviderServer} {
+	for _, f := range []string{config.FlagCloudProvider, config.FlagCloudProviderServer} {
 		for _, w := range []string{"user-data", "userdata", "custom-data", "cloud-config"} {
 			if strings.Contains(f, w) {
 				t.Errorf("flag %s contains %q: rancher-machine would pass its install script through it", f, w)
@@ -97,8 +100,8 @@ func TestCloudProviderFlagNamesAvoidUserdataWords(t *testing.T) {
 // cloud provider its first network is the management network; one NIC
 // leaves the cloud provider's own choice.
 func TestGuestAddonsManagementNetwork(t *testing.T) {
-	one := []NICPlan{{Name: "nic-0", Network: ObjectRef{Namespace: "default", Name: "vlan1"}}}
-	two := append(one, NICPlan{Name: "nic-1", Network: ObjectRef{Namespace: "storage", Name: "vlan20"}})
+	one := []vmspec.NICPlan{{Name: "nic-0", Network: config.ObjectRef{Namespace: "default", Name: "vlan1"}}}
+	two := append(one, vmspec.NICPlan{Name: "nic-1", Network: config.ObjectRef{Namespace: "storage", Name: "vlan20"}})
 	if o := guestAddons("g", one); o.LB.ManagementNetwork != "" || o.ClusterName != "g" || !o.KubeVIP {
 		t.Errorf("one NIC: %+v", o)
 	}

@@ -7,7 +7,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
@@ -63,7 +65,7 @@ func (d *Driver) checkNamespace(ctx context.Context, api *harvesterapi.API, nsSe
 		case apierrors.IsForbidden(err):
 			log.Warnf("cannot read namespace %s (forbidden); skipping that check", d.VMNamespace)
 		default:
-			problems = append(problems, notFoundOr(err, flagProblem(FlagVMNamespace, "namespace %q does not exist", d.VMNamespace)))
+			problems = append(problems, notFoundOr(err, config.FlagProblem(config.FlagVMNamespace, "namespace %q does not exist", d.VMNamespace)))
 		}
 	}
 	if d.ClusterUID == "" && d.NamespaceUID == "" && len(problems) == 0 {
@@ -114,5 +116,5 @@ func (d *Driver) confirmCluster(ctx context.Context, api *harvesterapi.API) erro
 
 func wrongCluster(format string, args ...any) error {
 	return fmt.Errorf("%w (%s); nothing was changed: use the credential of the machine's cluster, "+
-		"or `rancher-machine rm -f` to forget the machine without touching any cluster", ErrWrongCluster, fmt.Sprintf(format, args...))
+		"or `rancher-machine rm -f` to forget the machine without touching any cluster", machine.ErrWrongCluster, fmt.Sprintf(format, args...))
 }

@@ -4,131 +4,80 @@ import (
 	"strings"
 
 	"github.com/rancher/machine/libmachine/drivers"
+
+	"github.com/harvester-kit/harvester-machine/driver/capacity"
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 )
-
-// Config is the machine configuration read from the flags. Fields without a
-// JSON name are persisted by rancher-machine in the machine's config.json
-// (mode 0600); secrets needed only while creating are not persisted.
-type Config struct {
-	KubeconfigContent string
-	ClusterType       string
-	ClusterID         string
-	ClusterName       string
-	VMNamespace       string
-
-	CPUCount          int
-	CPUModel          string
-	MemoryGiB         int
-	ReservedMemoryMiB int
-
-	DiskSizeGiB int
-	DiskBus     string
-	ImageName   string
-	DiskInfo    string
-
-	KeyPairName       string
-	SSHPrivateKeyPath string
-	SSHPassword       string `json:"-"`
-
-	NetworkType  string
-	NetworkName  string
-	NetworkModel string
-	NetworkInfo  string
-
-	CloudConfigPath string
-	CloudConfig     string `json:"-"`
-	UserData        string `json:"-"`
-	NetworkData     string `json:"-"`
-
-	VMAffinity            string
-	EnableEFI             bool
-	EnableSecureBoot      bool
-	EnableTPM             bool
-	VGPUInfo              string
-	CPUPinning            bool
-	IsolateEmulatorThread bool
-
-	SkipQemuGuestAgent bool
-	WaitTimeoutSeconds int
-	APITimeoutSeconds  int
-	VMLabels           string
-
-	CloudProvider       string
-	CloudProviderServer string
-
-	StaticAddressRange string
-	StaticGateway      string
-	StaticDNS          []string
-	StaticInterface    string
-}
 
 // readConfig reads every flag into a Config (decoding base64 where the flag
 // allows it) and the SSH user and port into base. Reading the cloud-config
 // file and checking the SSH key files are the only I/O; a failure is
 // returned as a problem of that flag.
-func readConfig(opts drivers.DriverOptions, base *drivers.BaseDriver) (Config, []error) {
+func readConfig(opts drivers.DriverOptions, base *drivers.BaseDriver) (config.Config, []error) {
 	var problems []error
-	c := Config{
-		KubeconfigContent: decodePlainOrBase64(opts.String(FlagKubeconfigContent), isKubeconfig),
-		ClusterType:       opts.String(FlagClusterType),
-		ClusterID:         opts.String(FlagClusterID),
-		ClusterName:       opts.String(FlagClusterName),
-		VMNamespace:       opts.String(FlagVMNamespace),
+	c := config.Config{
+		KubeconfigContent: config.DecodePlainOrBase64(opts.String(config.FlagKubeconfigContent), config.IsKubeconfig),
+		ClusterType:       opts.String(config.FlagClusterType),
+		ClusterID:         opts.String(config.FlagClusterID),
+		ClusterName:       opts.String(config.FlagClusterName),
+		VMNamespace:       opts.String(config.FlagVMNamespace),
 
-		CPUCount:          opts.Int(FlagCPUCount),
-		CPUModel:          opts.String(FlagCPUModel),
-		MemoryGiB:         opts.Int(FlagMemorySize),
-		ReservedMemoryMiB: opts.Int(FlagReservedMemorySize),
+		CPUCount:          opts.Int(config.FlagCPUCount),
+		CPUModel:          opts.String(config.FlagCPUModel),
+		MemoryGiB:         opts.Int(config.FlagMemorySize),
+		ReservedMemoryMiB: opts.Int(config.FlagReservedMemorySize),
 
-		DiskSizeGiB: opts.Int(FlagDiskSize),
-		DiskBus:     opts.String(FlagDiskBus),
-		ImageName:   opts.String(FlagImageName),
-		DiskInfo:    decodePlainOrBase64(opts.String(FlagDiskInfo), isJSONObject),
+		DiskSizeGiB: opts.Int(config.FlagDiskSize),
+		DiskBus:     opts.String(config.FlagDiskBus),
+		ImageName:   opts.String(config.FlagImageName),
+		DiskInfo:    config.DecodePlainOrBase64(opts.String(config.FlagDiskInfo), config.IsJSONObject),
 
-		KeyPairName:       opts.String(FlagKeyPairName),
-		SSHPrivateKeyPath: opts.String(FlagSSHPrivateKeyPath),
-		SSHPassword:       opts.String(FlagSSHPassword),
+		KeyPairName:       opts.String(config.FlagKeyPairName),
+		SSHPrivateKeyPath: opts.String(config.FlagSSHPrivateKeyPath),
+		SSHPassword:       opts.String(config.FlagSSHPassword),
 
-		NetworkType:  opts.String(FlagNetworkType),
-		NetworkName:  opts.String(FlagNetworkName),
-		NetworkModel: opts.String(FlagNetworkModel),
-		NetworkInfo:  decodePlainOrBase64(opts.String(FlagNetworkInfo), isJSONObject),
+		NetworkType:  opts.String(config.FlagNetworkType),
+		NetworkName:  opts.String(config.FlagNetworkName),
+		NetworkModel: opts.String(config.FlagNetworkModel),
+		NetworkInfo:  config.DecodePlainOrBase64(opts.String(config.FlagNetworkInfo), config.IsJSONObject),
 
-		CloudConfigPath: opts.String(FlagCloudConfig),
-		UserData:        decodePlainOrBase64(opts.String(FlagUserData), isUserData),
-		NetworkData:     decodePlainOrBase64(opts.String(FlagNetworkData), isYAMLMapping),
+		CloudConfigPath: opts.String(config.FlagCloudConfig),
+		UserData:        config.DecodePlainOrBase64(opts.String(config.FlagUserData), config.IsUserData),
+		NetworkData:     config.DecodePlainOrBase64(opts.String(config.FlagNetworkData), config.IsYAMLMapping),
 
-		VMAffinity:            decodePlainOrBase64(opts.String(FlagVMAffinity), isJSONObject),
-		EnableEFI:             opts.Bool(FlagEnableEFI),
-		EnableSecureBoot:      opts.Bool(FlagEnableSecureBoot),
-		EnableTPM:             opts.Bool(FlagEnableTPM),
-		VGPUInfo:              decodePlainOrBase64(opts.String(FlagVGPUInfo), isJSONObject),
-		CPUPinning:            opts.Bool(FlagCPUPinning),
-		IsolateEmulatorThread: opts.Bool(FlagIsolateEmulatorThread),
+		VMAffinity:            config.DecodePlainOrBase64(opts.String(config.FlagVMAffinity), config.IsJSONObject),
+		EnableEFI:             opts.Bool(config.FlagEnableEFI),
+		EnableSecureBoot:      opts.Bool(config.FlagEnableSecureBoot),
+		EnableTPM:             opts.Bool(config.FlagEnableTPM),
+		VGPUInfo:              config.DecodePlainOrBase64(opts.String(config.FlagVGPUInfo), config.IsJSONObject),
+		CPUPinning:            opts.Bool(config.FlagCPUPinning),
+		IsolateEmulatorThread: opts.Bool(config.FlagIsolateEmulatorThread),
 
-		SkipQemuGuestAgent: opts.Bool(FlagSkipQemuGuestAgent),
-		WaitTimeoutSeconds: opts.Int(FlagWaitTimeout),
-		APITimeoutSeconds:  opts.Int(FlagAPITimeout),
-		VMLabels:           opts.String(FlagVMLabels),
+		SkipQemuGuestAgent: opts.Bool(config.FlagSkipQemuGuestAgent),
+		WaitTimeoutSeconds: opts.Int(config.FlagWaitTimeout),
+		APITimeoutSeconds:  opts.Int(config.FlagAPITimeout),
+		VMLabels:           opts.String(config.FlagVMLabels),
 
-		CloudProvider:       strings.TrimSpace(opts.String(FlagCloudProvider)),
-		CloudProviderServer: strings.TrimSpace(opts.String(FlagCloudProviderServer)),
+		CloudProvider:       strings.TrimSpace(opts.String(config.FlagCloudProvider)),
+		CloudProviderServer: strings.TrimSpace(opts.String(config.FlagCloudProviderServer)),
 
-		StaticAddressRange: strings.TrimSpace(opts.String(FlagStaticAddressRange)),
-		StaticGateway:      strings.TrimSpace(opts.String(FlagStaticGateway)),
-		StaticDNS:          opts.StringSlice(FlagStaticDNS),
-		StaticInterface:    strings.TrimSpace(opts.String(FlagStaticInterface)),
+		StaticAddressRange: strings.TrimSpace(opts.String(config.FlagStaticAddressRange)),
+		StaticGateway:      strings.TrimSpace(opts.String(config.FlagStaticGateway)),
+		StaticDNS:          opts.StringSlice(config.FlagStaticDNS),
+		StaticInterface:    strings.TrimSpace(opts.String(config.FlagStaticInterface)),
 	}
 	if c.CloudConfigPath != "" {
-		b, err := readUserFile("the cloud-config file", c.CloudConfigPath, MaxSecretBytes)
+		b, err := config.ReadUserFile("the cloud-config file", c.CloudConfigPath, capacity.MaxSecretBytes)
 		if err != nil {
-			problems = append(problems, flagError(FlagCloudConfig, err))
+			problems = append(problems, config.FlagError(config.FlagCloudConfig, err))
 		}
 		c.CloudConfig = string(b)
 	}
 	problems = append(problems, checkSSHKeyFiles(c)...)
-	base.SSHUser = opts.String(FlagSSHUser)
-	base.SSHPort = opts.Int(FlagSSHPort)
+	base.SSHUser = opts.String(config.FlagSSHUser)
+	base.SSHPort = opts.Int(config.FlagSSHPort)
 	return c, problems
 }
 
@@ -140,7 +89,7 @@ func (d *Driver) SetConfigFromFlags(opts drivers.DriverOptions) error {
 	// On create the flags are the credential to use and to store.
 	d.api, d.clusterConfirmed, d.sessionKubeconfig, d.storeOnConfirm = nil, false, "", ""
 	if d.MachineID == "" {
-		id, err := newMachineID()
+		id, err := machine.NewMachineID()
 		if err != nil {
 			return err
 		}
@@ -151,4 +100,18 @@ func (d *Driver) SetConfigFromFlags(opts drivers.DriverOptions) error {
 	d.parsed = &in
 	problems = append(problems, err)
 	return joinProblems("invalid machine configuration", problems)
+}
+
+// inputs returns the machine's parsed JSON flags: those SetConfigFromFlags
+// parsed, or, for a machine loaded from its stored config, parsed once on
+// first use.
+func (d *Driver) inputs() (vmspec.Inputs, error) {
+	if d.parsed == nil {
+		in, err := vmspec.ParseInputs(d.Config)
+		if err != nil {
+			return vmspec.Inputs{}, err
+		}
+		d.parsed = &in
+	}
+	return *d.parsed, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/rancher/machine/libmachine/drivers"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/internal/field"
 )
 
@@ -20,10 +21,10 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 
 func validValues() map[string]any {
 	return map[string]any{
-		FlagKubeconfigContent: testKubeconfig,
-		FlagImageName:         "default/ubuntu-22.04",
-		FlagNetworkName:       "default/vlan1",
-		FlagSSHUser:           "ubuntu",
+		config.FlagKubeconfigContent: testKubeconfig,
+		config.FlagImageName:         "default/ubuntu-22.04",
+		config.FlagNetworkName:       "default/vlan1",
+		config.FlagSSHUser:           "ubuntu",
 	}
 }
 
@@ -39,11 +40,11 @@ func TestSetConfigFromFlagsValid(t *testing.T) {
 	d := New()
 	d.MachineName = "c1-pool1-abcde"
 	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{
-		FlagKubeconfigContent: b64(testKubeconfig),
-		FlagDiskInfo:          b64(`{"disks":[{"imageName":"default/ubuntu-22.04","size":20,"bootOrder":1}]}`),
-		FlagUserData:          b64("#cloud-config\npackages: [htop]\n"),
-		FlagNetworkData:       "version: 2\nethernets:\n  enp1s0:\n    dhcp4: true\n",
-		FlagVMAffinity:        b64(`{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["sim-zone-a"]}]}]}}}`),
+		config.FlagKubeconfigContent: b64(testKubeconfig),
+		config.FlagDiskInfo:          b64(`{"disks":[{"imageName":"default/ubuntu-22.04","size":20,"bootOrder":1}]}`),
+		config.FlagUserData:          b64("#cloud-config\npackages: [htop]\n"),
+		config.FlagNetworkData:       "version: 2\nethernets:\n  enp1s0:\n    dhcp4: true\n",
+		config.FlagVMAffinity:        b64(`{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["sim-zone-a"]}]}]}}}`),
 	}))); err != nil {
 		t.Fatalf("valid config rejected: %v", err)
 	}
@@ -65,47 +66,47 @@ func TestValidateErrors(t *testing.T) {
 		mname  string
 		want   []string
 	}{
-		{"no kubeconfig", map[string]any{FlagKubeconfigContent: ""}, "m", []string{"--harvester-kubeconfig-content: is required"}},
-		{"bad kubeconfig", map[string]any{FlagKubeconfigContent: "clusters: 5"}, "m", []string{"--harvester-kubeconfig-content: is not a usable kubeconfig"}},
+		{"no kubeconfig", map[string]any{config.FlagKubeconfigContent: ""}, "m", []string{"--harvester-kubeconfig-content: is required"}},
+		{"bad kubeconfig", map[string]any{config.FlagKubeconfigContent: "clusters: 5"}, "m", []string{"--harvester-kubeconfig-content: is not a usable kubeconfig"}},
 		{"machine name", nil, "Bad_Name", []string{`machine name "Bad_Name" cannot be a VM name`}},
 		{"long machine name", nil, strings.Repeat("a", 64), []string{"cannot be a VM name", "63"}},
-		{"namespace", map[string]any{FlagVMNamespace: "Not OK"}, "m", []string{"--harvester-vm-namespace:"}},
-		{"vm labels", map[string]any{FlagVMLabels: "kubevirt.io/x=y,app"}, "m", []string{`--harvester-vm-labels: "kubevirt.io/x=y": key "kubevirt.io/x" is reserved`, `--harvester-vm-labels: "app": is not key=value`}},
-		{"cpu", map[string]any{FlagCPUCount: 0}, "m", []string{"--harvester-cpu-count: must be at least 1"}},
-		{"memory", map[string]any{FlagMemorySize: 0}, "m", []string{"--harvester-memory-size: must be at least 1"}},
-		{"reserved negative", map[string]any{FlagReservedMemorySize: -5}, "m", []string{"--harvester-reserved-memory-size: must be -1"}},
-		{"reserved too big", map[string]any{FlagReservedMemorySize: 4096}, "m", []string{"--harvester-reserved-memory-size: 4096 MiB must be less than"}},
-		{"disk size", map[string]any{FlagDiskSize: -1}, "m", []string{"--harvester-disk-size: must be 0"}},
-		{"disk bus", map[string]any{FlagDiskBus: "ide"}, "m", []string{"--harvester-disk-bus:", "virtio, sata, scsi"}},
-		{"nic model", map[string]any{FlagNetworkModel: "foo"}, "m", []string{"--harvester-network-model:", "e1000"}},
-		{"ssh port", map[string]any{FlagSSHPort: 70000}, "m", []string{"--harvester-ssh-port: must be a port"}},
-		{"ssh user", map[string]any{FlagSSHUser: ""}, "m", []string{"--harvester-ssh-user: must not be empty"}},
-		{"wait timeout", map[string]any{FlagWaitTimeout: 0}, "m", []string{"--harvester-wait-timeout: must be at least 1"}},
-		{"no disk", map[string]any{FlagImageName: ""}, "m", []string{"--harvester-image-name: no disk"}},
-		{"image name", map[string]any{FlagImageName: "a/b/c"}, "m", []string{"--harvester-image-name:", "<namespace>/<name>"}},
-		{"disk-info json", map[string]any{FlagDiskInfo: `{"disks":[`}, "m", []string{"--harvester-disk-info: invalid JSON"}},
-		{"disk-info unknown field", map[string]any{FlagDiskInfo: `{"disks":[{"image":"x"}]}`}, "m", []string{"--harvester-disk-info: invalid JSON", "unknown field"}},
-		{"disk-info empty", map[string]any{FlagDiskInfo: `{"disks":[]}`}, "m", []string{`--harvester-disk-info: "disks" is empty`}},
-		{"disk-info entries", map[string]any{FlagDiskInfo: `{"disks":[{"size":1},{"storageClassName":"sc","bus":"ide","type":"floppy","bootOrder":1},{"imageName":"img","bootOrder":1}]}`}, "m",
+		{"namespace", map[string]any{config.FlagVMNamespace: "Not OK"}, "m", []string{"--harvester-vm-namespace:"}},
+		{"vm labels", map[string]any{config.FlagVMLabels: "kubevirt.io/x=y,app"}, "m", []string{`--harvester-vm-labels: "kubevirt.io/x=y": key "kubevirt.io/x" is reserved`, `--harvester-vm-labels: "app": is not key=value`}},
+		{"cpu", map[string]any{config.FlagCPUCount: 0}, "m", []string{"--harvester-cpu-count: must be at least 1"}},
+		{"memory", map[string]any{config.FlagMemorySize: 0}, "m", []string{"--harvester-memory-size: must be at least 1"}},
+		{"reserved negative", map[string]any{config.FlagReservedMemorySize: -5}, "m", []string{"--harvester-reserved-memory-size: must be -1"}},
+		{"reserved too big", map[string]any{config.FlagReservedMemorySize: 4096}, "m", []string{"--harvester-reserved-memory-size: 4096 MiB must be less than"}},
+		{"disk size", map[string]any{config.FlagDiskSize: -1}, "m", []string{"--harvester-disk-size: must be 0"}},
+		{"disk bus", map[string]any{config.FlagDiskBus: "ide"}, "m", []string{"--harvester-disk-bus:", "virtio, sata, scsi"}},
+		{"nic model", map[string]any{config.FlagNetworkModel: "foo"}, "m", []string{"--harvester-network-model:", "e1000"}},
+		{"ssh port", map[string]any{config.FlagSSHPort: 70000}, "m", []string{"--harvester-ssh-port: must be a port"}},
+		{"ssh user", map[string]any{config.FlagSSHUser: ""}, "m", []string{"--harvester-ssh-user: must not be empty"}},
+		{"wait timeout", map[string]any{config.FlagWaitTimeout: 0}, "m", []string{"--harvester-wait-timeout: must be at least 1"}},
+		{"no disk", map[string]any{config.FlagImageName: ""}, "m", []string{"--harvester-image-name: no disk"}},
+		{"image name", map[string]any{config.FlagImageName: "a/b/c"}, "m", []string{"--harvester-image-name:", "<namespace>/<name>"}},
+		{"disk-info json", map[string]any{config.FlagDiskInfo: `{"disks":[`}, "m", []string{"--harvester-disk-info: invalid JSON"}},
+		{"disk-info unknown field", map[string]any{config.FlagDiskInfo: `{"disks":[{"image":"x"}]}`}, "m", []string{"--harvester-disk-info: invalid JSON", "unknown field"}},
+		{"disk-info empty", map[string]any{config.FlagDiskInfo: `{"disks":[]}`}, "m", []string{`--harvester-disk-info: "disks" is empty`}},
+		{"disk-info entries", map[string]any{config.FlagDiskInfo: `{"disks":[{"size":1},{"storageClassName":"sc","bus":"ide","type":"floppy","bootOrder":1},{"imageName":"img","bootOrder":1}]}`}, "m",
 			[]string{"disks[0]: needs imageName or storageClassName", "disks[1]: size must be a positive", "disks[1]: bus \"ide\"", "disks[1]: type \"floppy\"", "disks[2]: bootOrder 1 is already used by disks[1]"}},
-		{"no network", map[string]any{FlagNetworkName: ""}, "m", []string{"--harvester-network-name: no network"}},
-		{"network-info json", map[string]any{FlagNetworkInfo: `[1]`}, "m", []string{"--harvester-network-info: invalid JSON"}},
-		{"network-info entries", map[string]any{FlagNetworkInfo: `{"interfaces":[{"macAddress":"zz"},{"networkName":"default/vlan1","model":"x","type":"sriov"}]}`}, "m",
+		{"no network", map[string]any{config.FlagNetworkName: ""}, "m", []string{"--harvester-network-name: no network"}},
+		{"network-info json", map[string]any{config.FlagNetworkInfo: `[1]`}, "m", []string{"--harvester-network-info: invalid JSON"}},
+		{"network-info entries", map[string]any{config.FlagNetworkInfo: `{"interfaces":[{"macAddress":"zz"},{"networkName":"default/vlan1","model":"x","type":"sriov"}]}`}, "m",
 			[]string{"interfaces[0]: needs networkName", "interfaces[0]: macAddress \"zz\"", "interfaces[1]: model \"x\"", "interfaces[1]: type \"sriov\""}},
-		{"vgpu json", map[string]any{FlagVGPUInfo: `{"vGPURequests":[{"name":"a"}]}`}, "m", []string{"--harvester-vgpu-info: vGPURequests[0]: needs both name and deviceName"}},
-		{"vgpu names", map[string]any{FlagVGPUInfo: `{"vGPURequests":[{"name":"gpu1","deviceName":"nvidia.com/A2-1Q"},{"name":"gpu1","deviceName":"nvidia.com/A2-1Q"},{"name":"gpu 2","deviceName":"nvidia.com/A2-1Q"}]}`}, "m",
+		{"vgpu json", map[string]any{config.FlagVGPUInfo: `{"vGPURequests":[{"name":"a"}]}`}, "m", []string{"--harvester-vgpu-info: vGPURequests[0]: needs both name and deviceName"}},
+		{"vgpu names", map[string]any{config.FlagVGPUInfo: `{"vGPURequests":[{"name":"gpu1","deviceName":"nvidia.com/A2-1Q"},{"name":"gpu1","deviceName":"nvidia.com/A2-1Q"},{"name":"gpu 2","deviceName":"nvidia.com/A2-1Q"}]}`}, "m",
 			[]string{`--harvester-vgpu-info: vGPURequests[1]: name "gpu1" is already the name of vGPURequests[0]; give each vGPU its own name`,
 				`--harvester-vgpu-info: vGPURequests[2]: name "gpu 2" may only have letters, digits, '_' and '-'`}},
-		{"vgpu bad", map[string]any{FlagVGPUInfo: `nope`}, "m", []string{"--harvester-vgpu-info: invalid JSON"}},
-		{"affinity", map[string]any{FlagVMAffinity: `{"nodeAffinty":{}}`}, "m", []string{"--harvester-vm-affinity: invalid JSON", "unknown field"}},
-		{"affinity not json", map[string]any{FlagVMAffinity: `zone=a`}, "m", []string{"--harvester-vm-affinity: invalid JSON"}},
-		{"network-data v1 without config", map[string]any{FlagNetworkData: "version: 1\n"}, "m", []string{`--harvester-network-data: version 1 network config needs a "config" list`}},
-		{"network-data version", map[string]any{FlagNetworkData: "version: 3\n"}, "m", []string{"--harvester-network-data: version must be 1 or 2"}},
-		{"network-data not yaml", map[string]any{FlagNetworkData: "just text"}, "m", []string{"--harvester-network-data: must be cloud-init network config"}},
-		{"user-data", map[string]any{FlagUserData: "#cloud-config\n- a\n"}, "m", []string{"--harvester-user-data:", "mapping"}},
-		{"secure boot", map[string]any{FlagEnableSecureBoot: true}, "m", []string{"--harvester-enable-secure-boot: needs --harvester-enable-efi"}},
-		{"emulator thread", map[string]any{FlagIsolateEmulatorThread: true}, "m", []string{"--harvester-isolate-emulator-thread: needs --harvester-cpu-pinning"}},
-		{"key pair without key", map[string]any{FlagKeyPairName: "default/sim-key"}, "m", []string{"--harvester-key-pair-name: needs --harvester-ssh-private-key-path"}},
+		{"vgpu bad", map[string]any{config.FlagVGPUInfo: `nope`}, "m", []string{"--harvester-vgpu-info: invalid JSON"}},
+		{"affinity", map[string]any{config.FlagVMAffinity: `{"nodeAffinty":{}}`}, "m", []string{"--harvester-vm-affinity: invalid JSON", "unknown field"}},
+		{"affinity not json", map[string]any{config.FlagVMAffinity: `zone=a`}, "m", []string{"--harvester-vm-affinity: invalid JSON"}},
+		{"network-data v1 without config", map[string]any{config.FlagNetworkData: "version: 1\n"}, "m", []string{`--harvester-network-data: version 1 network config needs a "config" list`}},
+		{"network-data version", map[string]any{config.FlagNetworkData: "version: 3\n"}, "m", []string{"--harvester-network-data: version must be 1 or 2"}},
+		{"network-data not yaml", map[string]any{config.FlagNetworkData: "just text"}, "m", []string{"--harvester-network-data: must be cloud-init network config"}},
+		{"user-data", map[string]any{config.FlagUserData: "#cloud-config\n- a\n"}, "m", []string{"--harvester-user-data:", "mapping"}},
+		{"secure boot", map[string]any{config.FlagEnableSecureBoot: true}, "m", []string{"--harvester-enable-secure-boot: needs --harvester-enable-efi"}},
+		{"emulator thread", map[string]any{config.FlagIsolateEmulatorThread: true}, "m", []string{"--harvester-isolate-emulator-thread: needs --harvester-cpu-pinning"}},
+		{"key pair without key", map[string]any{config.FlagKeyPairName: "default/sim-key"}, "m", []string{"--harvester-key-pair-name: needs --harvester-ssh-private-key-path"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -128,8 +129,8 @@ func TestValidateReportsEverythingAtOnce(t *testing.T) {
 	d := New()
 	d.MachineName = "UPPER"
 	err := d.SetConfigFromFlags(optsWith(map[string]any{
-		FlagCPUCount: 0, FlagMemorySize: 0, FlagEnableSecureBoot: true, FlagKeyPairName: "k",
-		FlagDiskInfo: "{", FlagNetworkInfo: "{",
+		config.FlagCPUCount: 0, config.FlagMemorySize: 0, config.FlagEnableSecureBoot: true, config.FlagKeyPairName: "k",
+		config.FlagDiskInfo: "{", config.FlagNetworkInfo: "{",
 	}))
 	var joined interface{ Unwrap() []error }
 	if !errors.As(err, &joined) {
@@ -149,7 +150,7 @@ func TestCloudConfigFileRead(t *testing.T) {
 	}
 	d := New()
 	d.MachineName = "m"
-	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagCloudConfig: path}))); err != nil {
+	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{config.FlagCloudConfig: path}))); err != nil {
 		t.Fatal(err)
 	}
 	if d.CloudConfig != "#cloud-config\nhostname: x\n" {
@@ -157,7 +158,7 @@ func TestCloudConfigFileRead(t *testing.T) {
 	}
 	d2 := New()
 	d2.MachineName = "m"
-	err := d2.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagCloudConfig: filepath.Join(dir, "missing")})))
+	err := d2.SetConfigFromFlags(optsWith(withValues(map[string]any{config.FlagCloudConfig: filepath.Join(dir, "missing")})))
 	if err == nil || !strings.Contains(err.Error(), "--harvester-cloud-config: cannot read") {
 		t.Errorf("missing file: %v", err)
 	}
@@ -168,21 +169,21 @@ func TestDecodePlainOrBase64(t *testing.T) {
 		name, in, want string
 		ok             func(string) bool
 	}{
-		{"plain json", `{"a":1}`, `{"a":1}`, isJSONObject},
-		{"base64 json", b64(`{"a":1}`), `{"a":1}`, isJSONObject},
-		{"raw url base64 json", base64.RawURLEncoding.EncodeToString([]byte(`{"a":"??>"}`)), `{"a":"??>"}`, isJSONObject},
-		{"wrapped base64", b64(`{"a":1}`)[:8] + "\n" + b64(`{"a":1}`)[8:], `{"a":1}`, isJSONObject},
-		{"plain user data that is valid base64", "abcd", "abcd", isUserData},
-		{"plain cloud-config", "#cloud-config\na: b\n", "#cloud-config\na: b\n", isUserData},
-		{"base64 script", b64("#!/bin/sh\necho hi\n"), "#!/bin/sh\necho hi\n", isUserData},
-		{"base64 of non-utf8", base64.StdEncoding.EncodeToString([]byte{0xff, 0xfe, 0x00}), base64.StdEncoding.EncodeToString([]byte{0xff, 0xfe, 0x00}), isUserData},
-		{"base64 of plain words stays plain", b64("hello world"), b64("hello world"), isJSONObject},
-		{"kubeconfig base64", b64(testKubeconfig), testKubeconfig, isKubeconfig},
-		{"empty", "", "", isJSONObject},
+		{"plain json", `{"a":1}`, `{"a":1}`, config.IsJSONObject},
+		{"base64 json", b64(`{"a":1}`), `{"a":1}`, config.IsJSONObject},
+		{"raw url base64 json", base64.RawURLEncoding.EncodeToString([]byte(`{"a":"??>"}`)), `{"a":"??>"}`, config.IsJSONObject},
+		{"wrapped base64", b64(`{"a":1}`)[:8] + "\n" + b64(`{"a":1}`)[8:], `{"a":1}`, config.IsJSONObject},
+		{"plain user data that is valid base64", "abcd", "abcd", config.IsUserData},
+		{"plain cloud-config", "#cloud-config\na: b\n", "#cloud-config\na: b\n", config.IsUserData},
+		{"base64 script", b64("#!/bin/sh\necho hi\n"), "#!/bin/sh\necho hi\n", config.IsUserData},
+		{"base64 of non-utf8", base64.StdEncoding.EncodeToString([]byte{0xff, 0xfe, 0x00}), base64.StdEncoding.EncodeToString([]byte{0xff, 0xfe, 0x00}), config.IsUserData},
+		{"base64 of plain words stays plain", b64("hello world"), b64("hello world"), config.IsJSONObject},
+		{"kubeconfig base64", b64(testKubeconfig), testKubeconfig, config.IsKubeconfig},
+		{"empty", "", "", config.IsJSONObject},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := decodePlainOrBase64(tc.in, tc.ok); got != tc.want {
+			if got := config.DecodePlainOrBase64(tc.in, tc.ok); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
@@ -286,7 +287,7 @@ func TestValidateNetworkDataForms(t *testing.T) {
 	for _, nd := range valid {
 		d := New()
 		d.MachineName = "m"
-		if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagNetworkData: nd}))); err != nil {
+		if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{config.FlagNetworkData: nd}))); err != nil {
 			t.Errorf("network data %q rejected: %v", nd, err)
 		}
 	}
@@ -297,10 +298,10 @@ func TestValidateNetworkDataForms(t *testing.T) {
 func TestValidateProblemsNameTheirFlags(t *testing.T) {
 	d := New()
 	d.MachineName = "m"
-	err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagDiskBus: "ide", FlagCPUCount: 0, FlagSSHPort: 70000})))
+	err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{config.FlagDiskBus: "ide", config.FlagCPUCount: 0, config.FlagSSHPort: 70000})))
 	got := field.Fields(errors.Unwrap(err))
 	slices.Sort(got)
-	want := []string{"--" + FlagCPUCount, "--" + FlagDiskBus, "--" + FlagSSHPort}
+	want := []string{"--" + config.FlagCPUCount, "--" + config.FlagDiskBus, "--" + config.FlagSSHPort}
 	if !slices.Equal(got, want) {
 		t.Errorf("fields %q, want %q (error: %v)", got, want, err)
 	}

@@ -11,7 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/driver/capacity"
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/staticaddr"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	"github.com/harvester-kit/harvester-machine/internal/version"
@@ -49,36 +54,41 @@ func (d *Driver) Create() (err error) {
 	if err != nil {
 		return err
 	}
-	var goal vmiGoal = runningWithAddress
-	static := newStaticPlan(in.Static, plan)
+	var goal machine.Goal = machine.RunningWithAddress
+	static := staticPlanOf(in.Static, plan)
 	managed := managedNIC(plan)
+	var made *corev1.Secret
 	if static == nil {
-		err = d.createSecretThenVM(ctx, api, &undo, plan, secret, vm)
+		made, err = d.createSecretThenVM(ctx, api, &undo, plan, secret, vm)
 		if managed != nil {
-			goal = runningWithAddressOn(managed.Name)
+			goal = staticaddr.RunningWithAddressOn(managed.Name)
 		}
 	} else {
-		err = d.createWithStaticAddress(ctx, api, &undo, plan, secret, vm, static)
-		goal = reportsOn(static.NICName(), static.Held)
+		made, err = d.createWithStaticAddress(ctx, api, &undo, plan, secret, vm, static)
+		goal = staticaddr.ReportsOn(static.NICName(), static.Held)
 	}
 	if err != nil {
 		return err
 	}
+	// Without its cloud-init Secret the VM cannot start (KubeVirt mounts
+	// the Secret into its launcher pod): the wait ends when it goes.
+	ctx, stopSecretWatch := d.machine().WhileSecretExists(ctx, api, made.Name, made.UID, made.ResourceVersion)
+	defer stopSecretWatch()
 	what := "to run and report an address"
 	if static != nil {
 		what = "to run and report " + static.Held.String() + " on " + static.NICName()
 	}
-	vmi, err := d.waitVMI(ctx, api, d.createdRV, what, goal)
+	vmi, err := d.machine().WaitVMI(ctx, api, d.createdRV, what, goal)
 	if err != nil {
 		return err
 	}
-	ip, _ := SelectAddress(vmi.Status.Interfaces)
+	ip, _ := machine.SelectAddress(vmi.Status.Interfaces)
 	switch {
 	case static != nil:
 		ip = static.Held.String()
-		d.checkStaticWithDHCP(ctx, api, static)
+		d.claimer().CheckWithDHCP(ctx, api, static)
 	case managed != nil:
-		ip = d.holdManaged(ctx, api, managed, vmi)
+		ip = d.claimer().HoldManaged(ctx, api, managed.Name, managed.MAC, managed.DHCPPool, vmi)
 	}
 	d.IPAddress = ip
 	log.Infof("%s: running, address %s", d.MachineName, ip)
@@ -86,8 +96,8 @@ func (d *Driver) Create() (err error) {
 }
 
 // createSecretThenVM makes the cloud-init Secret, then the VM, then makes
-// the VM the Secret's owner.
-func (d *Driver) createSecretThenVM(ctx context.Context, api *harvesterapi.API, undo *rollback, plan VMPlan, secret *corev1.Secret, vm *kubevirtv1.VirtualMachine) error {
+// the VM the Secret's owner, and returns the Secret as made.
+func (d *Driver) createSecretThenVM(ctx context.Context, api *harvesterapi.API, undo *rollback, plan vmspec.VMPlan, secret *corev1.Secret, vm *kubevirtv1.VirtualMachine) (*corev1.Secret, error) {
 	// A create whose answer was lost (a timeout while the API server was
 	// frozen, a connection cut) may still have been applied: its undo is
 	// registered unless the name was taken by another object.
@@ -96,61 +106,66 @@ func (d *Driver) createSecretThenVM(ctx context.Context, api *harvesterapi.API, 
 		undo.add(func(c context.Context) error { return d.removeOwnSecret(c, api, secret.Name) })
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	created, err := d.createMachineVM(ctx, api, undo, plan, vm)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return api.SetSecretOwners(ctx, d.VMNamespace, secret.Name, madeSecret.UID, []metav1.OwnerReference{VMOwnerReference(created)})
+	err = api.SetSecretOwners(ctx, d.VMNamespace, secret.Name, madeSecret.UID, []metav1.OwnerReference{machine.VMOwnerReference(created)})
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("VM %s/%s: %w", d.VMNamespace, created.Name, d.machine().SecretDeleted(secret.Name))
+	}
+	return madeSecret, err
 }
 
 // createWithStaticAddress makes a machine that holds a static address:
 // before anything is created it checks that the range has a free address;
 // it creates the VM halted, holds an address with a claim the VM owns,
 // creates the cloud-init Secret (owned by the VM too) with the network
-// data of that address, and only then starts the VM. A failure after the
-// VM exists removes the VM, and garbage collection the rest.
-func (d *Driver) createWithStaticAddress(ctx context.Context, api *harvesterapi.API, undo *rollback, plan VMPlan, secret *corev1.Secret, vm *kubevirtv1.VirtualMachine, s *staticPlan) error {
-	free, err := d.freeAddresses(ctx, api, s)
+// data of that address, and only then starts the VM. It returns the Secret
+// as made. A failure after the VM exists removes the VM, and garbage
+// collection the rest.
+func (d *Driver) createWithStaticAddress(ctx context.Context, api *harvesterapi.API, undo *rollback, plan vmspec.VMPlan, secret *corev1.Secret, vm *kubevirtv1.VirtualMachine, s *staticaddr.Plan) (*corev1.Secret, error) {
+	free, err := d.claimer().FreeAddresses(ctx, api, s)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	halted := kubevirtv1.RunStrategyHalted
 	vm.Spec.RunStrategy = &halted
 	d.secretPending = true
 	created, err := d.createMachineVM(ctx, api, undo, plan, vm)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := d.claimAddress(ctx, api, s, free, created); err != nil {
-		return err
+	if err := d.claimer().ClaimAddress(ctx, api, s, free, created); err != nil {
+		return nil, err
 	}
 	d.HeldAddress, d.HeldInterface = s.Held.String(), s.NICName()
-	data, err := s.networkData(d.NetworkData)
+	data, err := s.NetworkData(d.NetworkData)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	secret.Data["networkdata"] = data
-	secret.OwnerReferences = []metav1.OwnerReference{VMOwnerReference(created)}
-	_, err = d.createSecret(ctx, api, secret)
+	secret.OwnerReferences = []metav1.OwnerReference{machine.VMOwnerReference(created)}
+	made, err := d.createSecret(ctx, api, secret)
 	if !errors.Is(err, errNameTaken) {
 		undo.add(func(c context.Context) error { return d.removeOwnSecret(c, api, secret.Name) })
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	d.secretPending = false
-	return api.StartVM(ctx, d.VMNamespace, created.Name, created.UID, plan.RunStrategy, s.annotations())
+	return made, api.StartVM(ctx, d.VMNamespace, created.Name, created.UID, plan.RunStrategy, s.Annotations())
 }
 
 // createMachineVM creates the VM, registers its removal as an undo step
 // and records its UID.
-func (d *Driver) createMachineVM(ctx context.Context, api *harvesterapi.API, undo *rollback, plan VMPlan, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+func (d *Driver) createMachineVM(ctx context.Context, api *harvesterapi.API, undo *rollback, plan vmspec.VMPlan, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 	log.Infof("%s: creating VM %s/%s (%d CPU, %d GiB, %d disk(s), %d NIC(s)) with %s", d.MachineName, d.VMNamespace, vm.Name, plan.CPU, plan.MemoryGiB, len(plan.Disks), len(plan.NICs), version.String(BinaryName))
 	created, err := d.createVM(ctx, api, vm)
 	if !errors.Is(err, errNameTaken) {
-		undo.add(func(c context.Context) error { return d.removeMachine(c, api) })
+		undo.add(func(c context.Context) error { return d.remover().RemoveMachine(c, api) })
 	}
 	if err != nil {
 		return nil, err
@@ -185,27 +200,27 @@ func (r rollback) run(machine string, err error) error {
 }
 
 // buildMachine resolves the images and builds the labelled Secret and VM.
-func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (VMPlan, *corev1.Secret, *kubevirtv1.VirtualMachine, error) {
+func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (vmspec.VMPlan, *corev1.Secret, *kubevirtv1.VirtualMachine, error) {
 	in, err := d.inputs()
 	if err != nil {
-		return VMPlan{}, nil, nil, err
+		return vmspec.VMPlan{}, nil, nil, err
 	}
 	refs, err := in.ImageRefs(d.VMNamespace)
 	if err != nil {
-		return VMPlan{}, nil, nil, fmt.Errorf("plan VM: %w", err)
+		return vmspec.VMPlan{}, nil, nil, fmt.Errorf("plan VM: %w", err)
 	}
-	images := map[string]ImageFacts{}
+	images := map[string]vmspec.ImageFacts{}
 	for _, ref := range refs {
 		img, err := api.GetImage(ctx, ref.Namespace, ref.Name)
 		if err != nil {
-			return VMPlan{}, nil, nil, notFoundOr(err, fmt.Errorf("image %s does not exist; nothing was created", ref))
+			return vmspec.VMPlan{}, nil, nil, notFoundOr(err, fmt.Errorf("image %s does not exist; nothing was created", ref))
 		}
 		if ok, msg := harvesterapi.ConditionTrue(img.Status.Conditions, "Imported"); !ok {
-			return VMPlan{}, nil, nil, fmt.Errorf("image %s is not imported (condition Imported is not True%s); nothing was created", ref, suffix(msg))
+			return vmspec.VMPlan{}, nil, nil, fmt.Errorf("image %s is not imported (condition Imported is not True%s); nothing was created", ref, suffix(msg))
 		}
-		images[ref.String()] = ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
+		images[ref.String()] = vmspec.ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
 	}
-	plan, err := PlanFromConfig(d.Config, in, d.MachineName, images)
+	plan, err := vmspec.PlanFromConfig(d.Config, in, d.MachineName, images)
 	if err != nil {
 		return plan, nil, nil, fmt.Errorf("plan VM: %w", err)
 	}
@@ -218,7 +233,7 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (VMPla
 			return plan, nil, nil, notFoundOr(err, fmt.Errorf("network %s does not exist; nothing was created", nic.Network))
 		}
 		if ns, name := dhcpapi.PoolOf(labels); name != "" {
-			plan.NICs[i].DHCPPool = &ObjectRef{Namespace: ns, Name: name}
+			plan.NICs[i].DHCPPool = &config.ObjectRef{Namespace: ns, Name: name}
 		}
 	}
 	keys, err := d.prepareSSHKeys(ctx, api, plan.KeyPair)
@@ -233,14 +248,14 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (VMPla
 	if err != nil {
 		return plan, nil, nil, fmt.Errorf("build cloud-init user data: %w", err)
 	}
-	if err := checkSecretSize(len(userData), len(d.NetworkData), secretParts(d.Config)); err != nil {
+	if err := capacity.CheckSecretSize(len(userData), len(d.NetworkData), capacity.SecretParts(d.Config)); err != nil {
 		return plan, nil, nil, err
 	}
-	vm, err := BuildVM(plan)
+	vm, err := vmspec.BuildVM(plan)
 	if err != nil {
 		return plan, nil, nil, fmt.Errorf("build VM: %w", err)
 	}
-	return plan, BuildUserDataSecret(plan, userData, []byte(d.NetworkData)), vm, nil
+	return plan, vmspec.BuildUserDataSecret(plan, userData, []byte(d.NetworkData)), vm, nil
 }
 
 func (d *Driver) createSecret(ctx context.Context, api *harvesterapi.API, secret *corev1.Secret) (*corev1.Secret, error) {
@@ -266,12 +281,33 @@ func (d *Driver) createVM(ctx context.Context, api *harvesterapi.API, vm *kubevi
 // removeOwnSecret deletes the cloud-init Secret if it is the machine's and
 // waits until it is gone.
 func (d *Driver) removeOwnSecret(ctx context.Context, api *harvesterapi.API, name string) error {
-	s, err := d.ownSecret(ctx, api, name)
+	s, err := d.machine().OwnSecret(ctx, api, name)
 	if err != nil || s == nil {
 		return err
 	}
 	if err := api.DeleteSecret(ctx, d.VMNamespace, name, s.UID); err != nil {
 		return err
 	}
-	return d.waitRemoved(ctx, api, harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: name, UID: s.UID})
+	return d.remover().WaitRemoved(ctx, api, harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: name, UID: s.UID})
+}
+
+// managedNIC is the machine's first NIC on a network managed DHCP serves
+// (nil: none).
+func managedNIC(plan vmspec.VMPlan) *vmspec.NICPlan {
+	for i := range plan.NICs {
+		if plan.NICs[i].DHCPPool != nil {
+			return &plan.NICs[i]
+		}
+	}
+	return nil
+}
+
+// staticPlanOf is the static address plan of the machine's static NIC (nil:
+// none).
+func staticPlanOf(s *config.StaticAddressing, plan vmspec.VMPlan) *staticaddr.Plan {
+	if s == nil || s.NIC >= len(plan.NICs) {
+		return nil
+	}
+	nic := plan.NICs[s.NIC]
+	return &staticaddr.Plan{StaticAddressing: *s, Network: nic.Network, MAC: nic.MAC, Pool: nic.DHCPPool}
 }

@@ -12,7 +12,10 @@ import (
 
 	"github.com/rancher/machine/libmachine/drivers"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 )
 
 // DriverName is the name rancher-machine knows the driver by.
@@ -25,11 +28,12 @@ const BinaryName = "docker-machine-driver-" + DriverName
 // Driver implements drivers.Driver for Harvester.
 type Driver struct {
 	*drivers.BaseDriver
-	Config
-	Ownership
+	config.Config
+	machine.Ownership
+	machine.Held
 
 	// parsed are the JSON flags of Config, parsed (see inputs).
-	parsed *Inputs
+	parsed *vmspec.Inputs
 	// api is the Harvester API of the current credentials (lazily built).
 	api *harvesterapi.API
 	// sessionKubeconfig is a credential from this command's arguments or
@@ -46,25 +50,13 @@ type Driver struct {
 	// secretPending: this process created the VM before its cloud-init
 	// Secret (static addresses), and the Secret is not made yet.
 	secretPending bool
-
-	// HeldAddress is the address the machine holds on its NIC
-	// HeldInterface (--harvester-static-address-range), once held, with
-	// the claim (ConfigMap) that holds it.
-	HeldAddress   string
-	HeldInterface string
-	HeldClaim     string
-	HeldClaimUID  string
 }
 
 // New returns a driver with the flag defaults, for plugin.RegisterDriver.
 func New() *Driver {
 	return &Driver{
 		BaseDriver: &drivers.BaseDriver{SSHUser: drivers.DefaultSSHUser, SSHPort: drivers.DefaultSSHPort},
-		Config: Config{
-			VMNamespace: DefaultNamespace, CPUCount: DefaultCPUCount, MemoryGiB: DefaultMemoryGiB,
-			ReservedMemoryMiB:  DefaultReservedMemoryMiB,
-			WaitTimeoutSeconds: DefaultWaitTimeoutSeconds, APITimeoutSeconds: DefaultAPITimeoutSeconds,
-		},
+		Config:     config.Defaults(),
 	}
 }
 
@@ -143,17 +135,17 @@ func updateConfigRequested(args []string) bool {
 // in args (either "--flag=value" or "--flag value"; a value may contain '=')
 // or else in HARVESTER_KUBECONFIG_CONTENT, decoded if it is base64.
 func credentialsFrom(args []string, getenv func(string) string) (string, bool) {
-	long := flagField(FlagKubeconfigContent)
+	long := config.FlagField(config.FlagKubeconfigContent)
 	for i, a := range args {
 		if v, ok := strings.CutPrefix(a, long+"="); ok && v != "" {
-			return decodePlainOrBase64(v, isKubeconfig), true
+			return config.DecodePlainOrBase64(v, config.IsKubeconfig), true
 		}
 		if a == long && i+1 < len(args) && args[i+1] != "" && !strings.HasPrefix(args[i+1], "-") {
-			return decodePlainOrBase64(args[i+1], isKubeconfig), true
+			return config.DecodePlainOrBase64(args[i+1], config.IsKubeconfig), true
 		}
 	}
-	if v := getenv(envVar(FlagKubeconfigContent)); v != "" {
-		return decodePlainOrBase64(v, isKubeconfig), true
+	if v := getenv(config.EnvVar(config.FlagKubeconfigContent)); v != "" {
+		return config.DecodePlainOrBase64(v, config.IsKubeconfig), true
 	}
 	return "", false
 }

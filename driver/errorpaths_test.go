@@ -19,7 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
@@ -69,7 +71,7 @@ func internal(msg string) error { return apierrors.NewInternalError(errors.New(m
 func assertGone(t *testing.T, f fakeHarvester) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := f.kube.CoreV1().Secrets(testNS).Get(ctx, UserDataSecretName(testMachine), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := f.kube.CoreV1().Secrets(testNS).Get(ctx, vmspec.UserDataSecretName(testMachine), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("cloud-init Secret left behind (get: %v)", err)
 	}
 	if _, err := f.virt.KubevirtV1().VirtualMachines(testNS).Get(ctx, testMachine, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -88,13 +90,13 @@ func TestCreateRollsBack(t *testing.T) {
 		{"VM create fails", func(f fakeHarvester) { fail(f.virt, "create", "virtualmachines", internal("boom")) },
 			"create VM " + testNS + "/" + testMachine + ": Internal error occurred: boom"},
 		{"adopting the Secret fails after the VM is made", func(f fakeHarvester) { fail(f.kube, "patch", "secrets", internal("boom")) },
-			"set the owner of Secret " + testNS + "/" + UserDataSecretName(testMachine) + ": Internal error occurred: boom"},
+			"set the owner of Secret " + testNS + "/" + vmspec.UserDataSecretName(testMachine) + ": Internal error occurred: boom"},
 		{"the VM create is applied but its answer lost", func(f fakeHarvester) {
 			f.virt.PrependReactor("create", "virtualmachines", appliedButLost(f.virt.Tracker()))
 		}, "create VM " + testNS + "/" + testMachine + ": " + context.DeadlineExceeded.Error()},
 		{"the Secret create is applied but its answer lost", func(f fakeHarvester) {
 			f.kube.PrependReactor("create", "secrets", appliedButLost(f.kube.Tracker()))
-		}, "create Secret " + testNS + "/" + UserDataSecretName(testMachine) + ": " + context.DeadlineExceeded.Error()},
+		}, "create Secret " + testNS + "/" + vmspec.UserDataSecretName(testMachine) + ": " + context.DeadlineExceeded.Error()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -122,10 +124,10 @@ func TestCreateNameTaken(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := d.Create()
-		if err == nil || !strings.Contains(err.Error(), "a cloud-init Secret named "+UserDataSecretName(testMachine)+" already exists") {
+		if err == nil || !strings.Contains(err.Error(), "a cloud-init Secret named "+vmspec.UserDataSecretName(testMachine)+" already exists") {
 			t.Fatalf("got %v", err)
 		}
-		if _, err := f.kube.CoreV1().Secrets(testNS).Get(context.Background(), UserDataSecretName(testMachine), metav1.GetOptions{}); err != nil {
+		if _, err := f.kube.CoreV1().Secrets(testNS).Get(context.Background(), vmspec.UserDataSecretName(testMachine), metav1.GetOptions{}); err != nil {
 			t.Errorf("the other's Secret: %v", err)
 		}
 		if _, err := f.virt.KubevirtV1().VirtualMachines(testNS).Get(context.Background(), testMachine, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -144,7 +146,7 @@ func TestCreateNameTaken(t *testing.T) {
 		if _, err := f.virt.KubevirtV1().VirtualMachines(testNS).Get(context.Background(), testMachine, metav1.GetOptions{}); err != nil {
 			t.Errorf("the other's VM: %v", err)
 		}
-		if _, err := f.kube.CoreV1().Secrets(testNS).Get(context.Background(), UserDataSecretName(testMachine), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := f.kube.CoreV1().Secrets(testNS).Get(context.Background(), vmspec.UserDataSecretName(testMachine), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("cloud-init Secret left behind (get: %v)", err)
 		}
 	})
@@ -174,7 +176,7 @@ func TestCreateReportsFailedRollback(t *testing.T) {
 	}
 	for _, want := range []string{
 		"create VM " + testNS + "/" + testMachine + ": Internal error occurred: boom",
-		"cleanup after the failed create also failed: delete Secret " + testNS + "/" + UserDataSecretName(testMachine) + ": Internal error occurred: cleanup boom",
+		"cleanup after the failed create also failed: delete Secret " + testNS + "/" + vmspec.UserDataSecretName(testMachine) + ": Internal error occurred: cleanup boom",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
@@ -280,7 +282,7 @@ func TestInputsParsedOnLoad(t *testing.T) {
 	d := New()
 	d.MachineName = "m"
 	disks := `{"disks":[{"imageName":"default/ubuntu-22.04","size":40,"bootOrder":1},{"storageClassName":"sc","size":5}]}`
-	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagDiskInfo: disks}))); err != nil {
+	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{config.FlagDiskInfo: disks}))); err != nil {
 		t.Fatal(err)
 	}
 	if d.parsed == nil || len(d.parsed.Disks) != 2 {
@@ -326,8 +328,8 @@ func TestUserDataMergedOncePerCommand(t *testing.T) {
 	if err := os.WriteFile(cloudConfig, []byte("#cloud-config\nruncmd: [[echo, installed]]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagVMNamespace: testNS, FlagClusterName: "c1",
-		FlagUserData: "#cloud-config\npackages: [htop]\n", FlagCloudConfig: cloudConfig}))); err != nil {
+	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{config.FlagVMNamespace: testNS, config.FlagClusterName: "c1",
+		config.FlagUserData: "#cloud-config\npackages: [htop]\n", config.FlagCloudConfig: cloudConfig}))); err != nil {
 		t.Fatal(err)
 	}
 	if merges != 1 {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/rancher/machine/libmachine/drivers"
 	"github.com/rancher/machine/libmachine/mcnflag"
+
+	"github.com/harvester-kit/harvester-machine/driver/config"
 )
 
 // upstreamFlags is the flag set of the upstream driver v1.0.6: name, type,
@@ -96,19 +98,19 @@ func TestNewFlags(t *testing.T) {
 		kind string
 		def  any
 	}{
-		FlagSkipQemuGuestAgent:  {"bool", false},
-		FlagWaitTimeout:         {"int", DefaultWaitTimeoutSeconds},
-		FlagAPITimeout:          {"int", DefaultAPITimeoutSeconds},
-		FlagVMLabels:            {"string", ""},
-		FlagCloudProvider:       {"string", ""},
-		FlagCloudProviderServer: {"string", ""},
-		FlagStaticAddressRange:  {"string", ""},
-		FlagStaticGateway:       {"string", ""},
-		FlagStaticDNS:           {"[]string", "[]"},
-		FlagStaticInterface:     {"string", ""},
+		config.FlagSkipQemuGuestAgent:  {"bool", false},
+		config.FlagWaitTimeout:         {"int", config.DefaultWaitTimeoutSeconds},
+		config.FlagAPITimeout:          {"int", config.DefaultAPITimeoutSeconds},
+		config.FlagVMLabels:            {"string", ""},
+		config.FlagCloudProvider:       {"string", ""},
+		config.FlagCloudProviderServer: {"string", ""},
+		config.FlagStaticAddressRange:  {"string", ""},
+		config.FlagStaticGateway:       {"string", ""},
+		config.FlagStaticDNS:           {"[]string", "[]"},
+		config.FlagStaticInterface:     {"string", ""},
 	}
 	n := 0
-	for _, f := range createFlags() {
+	for _, f := range config.CreateFlags() {
 		if !strings.HasPrefix(f.String(), "harvester-") {
 			t.Errorf("flag %s lacks the harvester- prefix", f.String())
 		}
@@ -119,13 +121,13 @@ func TestNewFlags(t *testing.T) {
 			}
 		}
 	}
-	if n != len(want) || len(createFlags()) != len(upstreamFlags)+len(want) {
-		t.Errorf("flag count %d, want %d upstream + %d new", len(createFlags()), len(upstreamFlags), len(want))
+	if n != len(want) || len(config.CreateFlags()) != len(upstreamFlags)+len(want) {
+		t.Errorf("flag count %d, want %d upstream + %d new", len(config.CreateFlags()), len(upstreamFlags), len(want))
 	}
 }
 
 func TestCloudConfigIsTheUserdataFlag(t *testing.T) {
-	if got := drivers.DriverUserdataFlag(New()); got != FlagCloudConfig {
-		t.Fatalf("rancher-machine would pass the install script through %q, want %q", got, FlagCloudConfig)
+	if got := drivers.DriverUserdataFlag(New()); got != config.FlagCloudConfig {
+		t.Fatalf("rancher-machine would pass the install script through %q, want %q", got, config.FlagCloudConfig)
 	}
 }

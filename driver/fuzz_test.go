@@ -8,6 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/harvester-kit/harvester-machine/driver/capacity"
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/internal/field"
 )
@@ -58,15 +61,15 @@ func buildAccepted(t *testing.T, d *Driver) {
 	if err != nil {
 		t.Fatalf("accepted image names: %v", err)
 	}
-	images := map[string]ImageFacts{}
+	images := map[string]vmspec.ImageFacts{}
 	for _, r := range refs {
-		images[r.String()] = ImageFacts{StorageClassName: "longhorn-image", VirtualSizeBytes: 1 << 30}
+		images[r.String()] = vmspec.ImageFacts{StorageClassName: "longhorn-image", VirtualSizeBytes: 1 << 30}
 	}
-	plan, err := PlanFromConfig(d.Config, in, d.MachineName, images)
+	plan, err := vmspec.PlanFromConfig(d.Config, in, d.MachineName, images)
 	if err != nil {
 		t.Fatalf("accepted configuration cannot be planned: %v", err)
 	}
-	if _, err := BuildVM(plan); err != nil {
+	if _, err := vmspec.BuildVM(plan); err != nil {
 		t.Fatalf("accepted configuration cannot build a VM: %v", err)
 	}
 	for k, v := range plan.Labels {
@@ -79,7 +82,7 @@ func buildAccepted(t *testing.T, d *Driver) {
 	if err != nil {
 		t.Fatalf("accepted user data does not build: %v", err)
 	}
-	if err := checkSecretSize(len(userData), len(d.NetworkData), secretParts(d.Config)); err != nil {
+	if err := capacity.CheckSecretSize(len(userData), len(d.NetworkData), capacity.SecretParts(d.Config)); err != nil {
 		t.Fatalf("accepted user data is over the Secret limit: %v", err)
 	}
 }
@@ -96,13 +99,13 @@ func FuzzDiskInfo(f *testing.F) {
 		`{"disks":[{"storageClassName":"longhorn","size":99999999999,"bus":"scsi","type":"cd-rom","hotPlugAble":true}]}`,
 		`{"disks":[{"imageName":"a/b/c","bootOrder":-1},{"imageName":"x","bootOrder":1},{"imageName":"y","bootOrder":1}]}`,
 		`{"disks":[]}`, `{"disks":null}`, `{"disks":[{"size":1e400}]}`, `{"unknown":1}`, `[]`)
-	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, FlagDiskInfo, v) })
+	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, config.FlagDiskInfo, v) })
 }
 
 func FuzzNetworkInfo(f *testing.F) {
 	fuzzSeeds(f, `{"interfaces":[{"networkName":"default/vlan1","macAddress":"52:54:00:12:34:56","model":"e1000","type":"masquerade"}]}`,
 		`{"interfaces":[{"networkName":"vlan1"},{"networkName":"Bad/Net","macAddress":"zz"}]}`, `{"interfaces":[]}`, `{"interfaces":[{}]}`)
-	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, FlagNetworkInfo, v) })
+	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, config.FlagNetworkInfo, v) })
 }
 
 // FuzzStaticAddress fuzzes the static-address flags together with the
@@ -123,25 +126,25 @@ func FuzzStaticAddress(f *testing.F) {
 		f.Add(s[0], s[1], s[2], s[3])
 	}
 	f.Fuzz(func(t *testing.T, rng, gateway, iface, networkInfo string) {
-		fuzzFlags(t, map[string]any{FlagStaticAddressRange: rng, FlagStaticGateway: gateway, FlagStaticInterface: iface, FlagNetworkInfo: networkInfo})
+		fuzzFlags(t, map[string]any{config.FlagStaticAddressRange: rng, config.FlagStaticGateway: gateway, config.FlagStaticInterface: iface, config.FlagNetworkInfo: networkInfo})
 	})
 }
 
 func FuzzVGPUInfo(f *testing.F) {
 	fuzzSeeds(f, `{"vGPURequests":[{"name":"gpu1","deviceName":"nvidia.com/GRID_T4-1Q"}]}`, `{"vGPURequests":[{"name":""}]}`, `{"vGPURequests":"x"}`)
-	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, FlagVGPUInfo, v) })
+	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, config.FlagVGPUInfo, v) })
 }
 
 func FuzzVMAffinity(f *testing.F) {
 	fuzzSeeds(f, `{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["a"]}]}]}}}`,
 		`{"podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":100,"podAffinityTerm":{"topologyKey":"kubernetes.io/hostname","labelSelector":{"matchLabels":{"a":"b"}}}}]}}`,
 		`{"podAffinity":{}}`, `{"nodeAffinity":5}`)
-	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, FlagVMAffinity, v) })
+	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, config.FlagVMAffinity, v) })
 }
 
 func FuzzVMLabels(f *testing.F) {
 	fuzzSeeds(f, "app=web,example.com/team=db", "app", "kubevirt.io/x=y", "a=1,a=2", "a=,", " =x", "harvesterhci.io/creator=me")
-	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, FlagVMLabels, v) })
+	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, config.FlagVMLabels, v) })
 }
 
 func FuzzUserData(f *testing.F) {
@@ -151,20 +154,20 @@ func FuzzUserData(f *testing.F) {
 		"#include\nhttps://example.com/a\n", "#cloud-boothook\necho x\n", "packages: [a]\n", "- a\n", "a: [\n",
 		"Content-Type: multipart/mixed; boundary=B\n\n--B\nContent-Type: text/cloud-config\n\nruncmd: [a]\n--B\nContent-Type: text/x-shellscript\n\n#!/bin/sh\n--B--\n",
 		"Content-Type: text/html\n\n<p>", "runcmd: &a [*a]\n", "write_files:\n- path: /x\n  content: \"a\\nb\"\n")
-	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, FlagUserData, v) })
+	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, config.FlagUserData, v) })
 }
 
 func FuzzNetworkData(f *testing.F) {
 	fuzzSeeds(f, "version: 2\nethernets:\n  eth0:\n    dhcp4: true\n", "version: 1\nconfig:\n- type: physical\n  name: eth0\n",
 		"network:\n  version: 2\n  vlans:\n    v: {id: 10, link: eth0}\n", "version: 2\nbonds:\n  b: {interfaces: eth0}\n", "version: 3\n", "[1]\n")
-	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, FlagNetworkData, v) })
+	f.Fuzz(func(t *testing.T, v string) { fuzzFlag(t, config.FlagNetworkData, v) })
 }
 
 func FuzzKubeconfigContent(f *testing.F) {
 	fuzzSeeds(f, testKubeconfig, "clusters: 5\n", "apiVersion: v1\nkind: Config\n",
 		strings.Replace(testKubeconfig, "token: secret-token", "exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/true", 1))
 	f.Fuzz(func(t *testing.T, v string) {
-		fuzzFlag(t, FlagKubeconfigContent, v)
+		fuzzFlag(t, config.FlagKubeconfigContent, v)
 		_, err := parseKubeconfig(v)
 		cfg, lerr := clientcmd.Load([]byte(v))
 		if err == nil || lerr != nil {
@@ -184,10 +187,10 @@ func FuzzKubeconfigContent(f *testing.F) {
 // decoding of it that has the expected form; it never panics.
 func FuzzDecodePlainOrBase64(f *testing.F) {
 	fuzzSeeds(f, `{"a":1}`, "abcd", "version: 2\n", "#cloud-config\n", "", "  \n", "YWJj\nZGVm", "e30", "e30=")
-	forms := []func(string) bool{isJSONObject, isYAMLMapping, isUserData, isKubeconfig}
+	forms := []func(string) bool{config.IsJSONObject, config.IsYAMLMapping, config.IsUserData, config.IsKubeconfig}
 	f.Fuzz(func(t *testing.T, v string) {
 		for _, ok := range forms {
-			got := decodePlainOrBase64(v, ok)
+			got := config.DecodePlainOrBase64(v, ok)
 			if got != v && !ok(got) {
 				t.Fatalf("decoded %q to %q, which does not have the expected form", v, got)
 			}

@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 )
 
 // saysGone is rancher-machine v0.15's test (commands/rm.go, status.go) of
@@ -112,7 +115,7 @@ func TestStatusOfGoneMachine(t *testing.T) {
 		t.Fatalf("GetState of a machine without VM: %v, want an error saying not found", err)
 	}
 	d, _ = newFakeDriver(t, "another-cluster", nil, nil)
-	if _, err := d.GetState(); err == nil || saysGone(err) || !errors.Is(err, ErrWrongCluster) {
+	if _, err := d.GetState(); err == nil || saysGone(err) || !errors.Is(err, machine.ErrWrongCluster) {
 		t.Fatalf("GetState on another cluster: %v, want ErrWrongCluster not saying not found", err)
 	}
 }
@@ -141,8 +144,8 @@ func TestBrokenKubeconfigKeepsMachine(t *testing.T) {
 				} else {
 					_, err = d.GetState()
 				}
-				if err == nil || saysGone(err) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--"+FlagKubeconfigContent) {
-					t.Fatalf("got %v\nwant an error naming --%s and saying %s, not 'not found'", err, FlagKubeconfigContent, tc.want)
+				if err == nil || saysGone(err) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--"+config.FlagKubeconfigContent) {
+					t.Fatalf("got %v\nwant an error naming --%s and saying %s, not 'not found'", err, config.FlagKubeconfigContent, tc.want)
 				}
 				if n := len(f.kube.Actions()) + len(f.virt.Actions()) + len(f.dyn.Actions()); n != 0 {
 					t.Errorf("%d API calls made", n)

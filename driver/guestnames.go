@@ -3,6 +3,8 @@ package driver
 import (
 	"strings"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 )
 
@@ -13,7 +15,7 @@ import (
 // (harvester#4947, #4396). The VM's hostname is already the machine name.
 // An fqdn is fine when its first label is the machine name. Values of jinja
 // templates are not known before boot and are not judged.
-func validateGuestNames(c Config, in Inputs, machineName string) []error {
+func validateGuestNames(c config.Config, in vmspec.Inputs, machineName string) []error {
 	if c.CloudProvider == "" || machineName == "" {
 		return nil
 	}
@@ -21,12 +23,12 @@ func validateGuestNames(c Config, in Inputs, machineName string) []error {
 	for _, p := range []struct {
 		flag string
 		part cloudinit.Part
-	}{{FlagUserData, in.UserData}, {FlagCloudConfig, in.CloudConfig}} {
+	}{{config.FlagUserData, in.UserData}, {config.FlagCloudConfig, in.CloudConfig}} {
 		names := p.part.Names()
 		bad := func(key, value string) {
-			errs = append(errs, flagProblem(p.flag, "sets %s %q, but with --%s the guest's node name must be the machine name %q: "+
+			errs = append(errs, config.FlagProblem(p.flag, "sets %s %q, but with --%s the guest's node name must be the machine name %q: "+
 				"the cloud provider and CSI driver find a node's VM by the node's name; drop %s (the VM's hostname is already the machine name)",
-				key, value, FlagCloudProvider, machineName, key))
+				key, value, config.FlagCloudProvider, machineName, key))
 		}
 		if h := names.Hostname; h != "" && !strings.Contains(h, "{{") && h != machineName {
 			bad("hostname", h)

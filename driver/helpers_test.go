@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	goldenfile "github.com/harvester-kit/harvester-machine/internal/golden"
 )
 
@@ -24,7 +26,7 @@ type fakeOpts map[string]any
 
 func optsWith(values map[string]any) fakeOpts {
 	o := fakeOpts{}
-	for _, f := range createFlags() {
+	for _, f := range config.CreateFlags() {
 		o[f.String()] = f.Default()
 	}
 	for k, v := range values {
@@ -59,11 +61,11 @@ users:
 `
 
 // planOf parses c's JSON flags and plans the machine's VM.
-func planOf(t *testing.T, c Config, machineName string, images map[string]ImageFacts) (VMPlan, error) {
+func planOf(t *testing.T, c config.Config, machineName string, images map[string]vmspec.ImageFacts) (vmspec.VMPlan, error) {
 	t.Helper()
-	in, err := ParseInputs(c)
+	in, err := vmspec.ParseInputs(c)
 	if err != nil {
 		t.Fatalf("parse inputs: %v", err)
 	}
-	return PlanFromConfig(c, in, machineName, images)
+	return vmspec.PlanFromConfig(c, in, machineName, images)
 }

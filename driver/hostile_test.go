@@ -11,6 +11,11 @@ import (
 	"testing"
 
 	cryptossh "golang.org/x/crypto/ssh"
+
+	"github.com/harvester-kit/harvester-machine/driver/capacity"
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/staticaddr"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 )
 
 // validateErr runs SetConfigFromFlags with values added to a valid config.
@@ -29,12 +34,12 @@ func TestOversizedValuesRejected(t *testing.T) {
 		values map[string]any
 		want   []string
 	}{
-		{"memory", map[string]any{FlagMemorySize: 9999999999}, []string{"--harvester-memory-size: 9999999999 GiB is too large", "largest valid value is 8589934591"}},
-		{"disk", map[string]any{FlagDiskSize: 99999999999}, []string{"--harvester-disk-size: 99999999999 GiB is too large", "largest valid value is 8589934591"}},
-		{"reserved memory", map[string]any{FlagMemorySize: 9999999999, FlagReservedMemorySize: 1 << 62}, []string{"--harvester-reserved-memory-size:", "largest valid value is " + strconv.Itoa(MaxReservedMemoryMiB)}},
-		{"disk-info size", map[string]any{FlagDiskInfo: `{"disks":[{"imageName":"default/ubuntu-22.04","size":99999999999}]}`}, []string{"--harvester-disk-info: disks[0]: size 99999999999 GiB is too large", "8589934591"}},
-		{"cpu", map[string]any{FlagCPUCount: 1 << 40}, []string{"--harvester-cpu-count:", "largest valid value is 4294967295"}},
-		{"wait timeout", map[string]any{FlagWaitTimeout: 1 << 62}, []string{"--harvester-wait-timeout:", "largest valid value is 9223372036"}},
+		{"memory", map[string]any{config.FlagMemorySize: 9999999999}, []string{"--harvester-memory-size: 9999999999 GiB is too large", "largest valid value is 8589934591"}},
+		{"disk", map[string]any{config.FlagDiskSize: 99999999999}, []string{"--harvester-disk-size: 99999999999 GiB is too large", "largest valid value is 8589934591"}},
+		{"reserved memory", map[string]any{config.FlagMemorySize: 9999999999, config.FlagReservedMemorySize: 1 << 62}, []string{"--harvester-reserved-memory-size:", "largest valid value is " + strconv.Itoa(capacity.MaxReservedMemoryMiB)}},
+		{"disk-info size", map[string]any{config.FlagDiskInfo: `{"disks":[{"imageName":"default/ubuntu-22.04","size":99999999999}]}`}, []string{"--harvester-disk-info: disks[0]: size 99999999999 GiB is too large", "8589934591"}},
+		{"cpu", map[string]any{config.FlagCPUCount: 1 << 40}, []string{"--harvester-cpu-count:", "largest valid value is 4294967295"}},
+		{"wait timeout", map[string]any{config.FlagWaitTimeout: 1 << 62}, []string{"--harvester-wait-timeout:", "largest valid value is 9223372036"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,18 +55,18 @@ func TestOversizedValuesRejected(t *testing.T) {
 		})
 	}
 	// The largest valid values still build a VM.
-	c := Config{VMNamespace: "default", CPUCount: 1, MemoryGiB: MaxMemoryGiB, ReservedMemoryMiB: -1,
-		ImageName: "default/img", DiskSizeGiB: MaxDiskGiB, NetworkName: "default/vlan1"}
-	p, err := planOf(t, c, "m", map[string]ImageFacts{"default/img": {StorageClassName: "sc"}})
+	c := config.Config{VMNamespace: "default", CPUCount: 1, MemoryGiB: capacity.MaxMemoryGiB, ReservedMemoryMiB: -1,
+		ImageName: "default/img", DiskSizeGiB: capacity.MaxDiskGiB, NetworkName: "default/vlan1"}
+	p, err := planOf(t, c, "m", map[string]vmspec.ImageFacts{"default/img": {StorageClassName: "sc"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm, err := BuildVM(p)
+	vm, err := vmspec.BuildVM(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mem := vm.Spec.Template.Spec.Domain.Resources.Limits.Memory()
-	if got, want := mem.Value(), int64(MaxMemoryGiB)<<30; got != want {
+	if got, want := mem.Value(), int64(capacity.MaxMemoryGiB)<<30; got != want {
 		t.Errorf("memory quantity %d bytes, want %d", got, want)
 	}
 }
@@ -69,19 +74,19 @@ func TestOversizedValuesRejected(t *testing.T) {
 // User data that would make the cloud-init Secret larger than Kubernetes
 // allows is rejected at validation, naming the flag and the limit.
 func TestUserDataOverSecretLimit(t *testing.T) {
-	big := "#cloud-config\nwrite_files:\n- path: /big\n  content: " + strings.Repeat("a", MaxSecretBytes) + "\n"
-	err := validateErr(t, map[string]any{FlagUserData: big})
+	big := "#cloud-config\nwrite_files:\n- path: /big\n  content: " + strings.Repeat("a", capacity.MaxSecretBytes) + "\n"
+	err := validateErr(t, map[string]any{config.FlagUserData: big})
 	if err == nil || !strings.Contains(err.Error(), "--harvester-user-data: the machine's cloud-init Secret would hold") ||
 		!strings.Contains(err.Error(), "1048576 bytes") {
 		t.Fatalf("want the Secret limit error naming --harvester-user-data, got %v", err)
 	}
-	nd := "version: 1\nconfig:\n- type: physical\n  name: " + strings.Repeat("e", MaxSecretBytes) + "\n"
-	if err := validateErr(t, map[string]any{FlagNetworkData: nd}); err == nil || !strings.Contains(err.Error(), "--harvester-network-data: the machine's cloud-init Secret") {
+	nd := "version: 1\nconfig:\n- type: physical\n  name: " + strings.Repeat("e", capacity.MaxSecretBytes) + "\n"
+	if err := validateErr(t, map[string]any{config.FlagNetworkData: nd}); err == nil || !strings.Contains(err.Error(), "--harvester-network-data: the machine's cloud-init Secret") {
 		t.Fatalf("want the Secret limit error naming --harvester-network-data, got %v", err)
 	}
 	// Half the limit is fine.
-	ok := "#cloud-config\nwrite_files:\n- path: /big\n  content: " + strings.Repeat("a", MaxSecretBytes/2) + "\n"
-	if err := validateErr(t, map[string]any{FlagUserData: ok}); err != nil {
+	ok := "#cloud-config\nwrite_files:\n- path: /big\n  content: " + strings.Repeat("a", capacity.MaxSecretBytes/2) + "\n"
+	if err := validateErr(t, map[string]any{config.FlagUserData: ok}); err != nil {
 		t.Fatalf("half a MiB rejected: %v", err)
 	}
 }
@@ -89,13 +94,13 @@ func TestUserDataOverSecretLimit(t *testing.T) {
 // Cluster names that are not label values are rejected, not converted.
 func TestClusterNameMustBeLabelValue(t *testing.T) {
 	for _, bad := range []string{"ünï", "a b", strings.Repeat("c", 64), "-x", "a\nb"} {
-		err := validateErr(t, map[string]any{FlagClusterName: bad})
+		err := validateErr(t, map[string]any{config.FlagClusterName: bad})
 		if err == nil || !strings.Contains(err.Error(), "--harvester-cluster-name:") || !strings.Contains(err.Error(), "not a valid label value") {
 			t.Errorf("cluster name %q: got %v", bad, err)
 		}
 	}
 	for _, ok := range []string{"c1", "Guest_A.1", "c-m-7x2kq"} {
-		if err := validateErr(t, map[string]any{FlagClusterName: ok}); err != nil {
+		if err := validateErr(t, map[string]any{config.FlagClusterName: ok}); err != nil {
 			t.Errorf("cluster name %q rejected: %v", ok, err)
 		}
 	}
@@ -149,10 +154,10 @@ func TestSSHKeyFilesCheckedAtValidation(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{"missing pub", map[string]any{FlagSSHPrivateKeyPath: noPub}, "--harvester-ssh-private-key-path: the public key " + noPub + ".pub is needed"},
-		{"pub of another key", map[string]any{FlagSSHPrivateKeyPath: mismatch}, "is not the public key of the private key"},
-		{"not a private key", map[string]any{FlagSSHPrivateKeyPath: notKey}, "is not an SSH private key"},
-		{"missing private key", map[string]any{FlagSSHPrivateKeyPath: filepath.Join(dir, "none")}, "cannot read the private key"},
+		{"missing pub", map[string]any{config.FlagSSHPrivateKeyPath: noPub}, "--harvester-ssh-private-key-path: the public key " + noPub + ".pub is needed"},
+		{"pub of another key", map[string]any{config.FlagSSHPrivateKeyPath: mismatch}, "is not the public key of the private key"},
+		{"not a private key", map[string]any{config.FlagSSHPrivateKeyPath: notKey}, "is not an SSH private key"},
+		{"missing private key", map[string]any{config.FlagSSHPrivateKeyPath: filepath.Join(dir, "none")}, "cannot read the private key"},
 	}
 	for _, tc := range cases {
 		err := validateErr(t, tc.values)
@@ -163,11 +168,11 @@ func TestSSHKeyFilesCheckedAtValidation(t *testing.T) {
 			t.Errorf("%s: the key file's content is in the error", tc.name)
 		}
 	}
-	if err := validateErr(t, map[string]any{FlagSSHPrivateKeyPath: withPub}); err != nil {
+	if err := validateErr(t, map[string]any{config.FlagSSHPrivateKeyPath: withPub}); err != nil {
 		t.Errorf("matching key and .pub rejected: %v", err)
 	}
 	// With a key pair no .pub is needed (the key pair's public key is used).
-	if err := validateErr(t, map[string]any{FlagSSHPrivateKeyPath: noPub, FlagKeyPairName: "default/k"}); err != nil {
+	if err := validateErr(t, map[string]any{config.FlagSSHPrivateKeyPath: noPub, config.FlagKeyPairName: "default/k"}); err != nil {
 		t.Errorf("key pair with a private key and no .pub rejected: %v", err)
 	}
 }
@@ -197,7 +202,7 @@ func TestNetworkDataV2Structure(t *testing.T) {
 		"version: 2\nrenderer: networkd\nethernets:\n  eth0:\n    addresses:\n    - 10.0.0.5/24: {lifetime: 0}\n",
 	}
 	for _, nd := range valid {
-		if err := validateNetworkData(nd); err != nil {
+		if err := staticaddr.ValidateNetworkData(nd); err != nil {
 			t.Errorf("valid v2 %q rejected: %v", nd, err)
 		}
 	}
@@ -214,7 +219,7 @@ func TestNetworkDataV2Structure(t *testing.T) {
 		{"version: 1\nconfig:\n- physical\n", "config[0]: must be a mapping with a type"},
 	}
 	for _, tc := range invalid {
-		err := validateErr(t, map[string]any{FlagNetworkData: tc.nd})
+		err := validateErr(t, map[string]any{config.FlagNetworkData: tc.nd})
 		if err == nil || !strings.Contains(err.Error(), "--harvester-network-data: "+tc.want) {
 			t.Errorf("%q: want %q, got %v", tc.nd, tc.want, err)
 		}
@@ -230,7 +235,7 @@ func TestKubeconfigContentPluginsRejected(t *testing.T) {
 		"auth-provider:\n      name: oidc\n      config: {idp-issuer-url: https://x}",
 	} {
 		kc := strings.Replace(testKubeconfig, "token: secret-token", user, 1)
-		err := validateErr(t, map[string]any{FlagKubeconfigContent: kc})
+		err := validateErr(t, map[string]any{config.FlagKubeconfigContent: kc})
 		if err == nil || !strings.Contains(err.Error(), `--harvester-kubeconfig-content: user "u" may not use exec or auth-provider plugins or a tokenFile`) {
 			t.Errorf("user %q: got %v", user, err)
 		}
@@ -245,7 +250,7 @@ func TestMIMEUserData(t *testing.T) {
 	for _, v := range []string{mime, b64(mime)} {
 		d := New()
 		d.MachineName = "c1-pool1-abcde"
-		if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{FlagUserData: v}))); err != nil {
+		if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{config.FlagUserData: v}))); err != nil {
 			t.Fatalf("MIME user data rejected: %v", err)
 		}
 		if d.UserData != mime {
@@ -253,7 +258,7 @@ func TestMIMEUserData(t *testing.T) {
 		}
 	}
 	bad := strings.Replace(mime, "text/x-shellscript", "text/html", 1)
-	if err := validateErr(t, map[string]any{FlagUserData: bad}); err == nil ||
+	if err := validateErr(t, map[string]any{config.FlagUserData: bad}); err == nil ||
 		!strings.Contains(err.Error(), "--harvester-user-data: user data: part 2: content type text/html is not supported") {
 		t.Errorf("got %v", err)
 	}

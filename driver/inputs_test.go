@@ -4,16 +4,18 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/harvester-kit/harvester-machine/driver/config"
 )
 
 // TestJSONFlagsRejectTrailingData: a JSON flag holds one object; anything
 // after it is an error naming the flag (whitespace is fine).
 func TestJSONFlagsRejectTrailingData(t *testing.T) {
 	valid := map[string]string{
-		FlagDiskInfo:    `{"disks":[{"imageName":"default/ubuntu-22.04","size":40,"bootOrder":1}]}`,
-		FlagNetworkInfo: `{"interfaces":[{"networkName":"default/vlan1"}]}`,
-		FlagVGPUInfo:    `{"vGPURequests":[{"name":"g","deviceName":"nvidia.com/A2-1Q"}]}`,
-		FlagVMAffinity:  `{}`,
+		config.FlagDiskInfo:    `{"disks":[{"imageName":"default/ubuntu-22.04","size":40,"bootOrder":1}]}`,
+		config.FlagNetworkInfo: `{"interfaces":[{"networkName":"default/vlan1"}]}`,
+		config.FlagVGPUInfo:    `{"vGPURequests":[{"name":"g","deviceName":"nvidia.com/A2-1Q"}]}`,
+		config.FlagVMAffinity:  `{}`,
 	}
 	for flag, v := range valid {
 		if err := validateErr(t, map[string]any{flag: v + "\n "}); err != nil {
@@ -32,13 +34,13 @@ func TestJSONFlagsRejectTrailingData(t *testing.T) {
 // colon or 33 characters is refused naming the flag; common users pass.
 func TestSSHUserIsAUserName(t *testing.T) {
 	for _, ok := range []string{"root", "ubuntu", "ec2-user", "_svc", "a.b", strings.Repeat("u", 32)} {
-		if err := validateErr(t, map[string]any{FlagSSHUser: ok}); err != nil {
+		if err := validateErr(t, map[string]any{config.FlagSSHUser: ok}); err != nil {
 			t.Errorf("%q rejected: %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"ubuntu\nroot", "ubuntu\n", "a b", "a:b", "-x", strings.Repeat("u", 33), "ünï"} {
-		err := validateErr(t, map[string]any{FlagSSHUser: bad})
-		if err == nil || !strings.Contains(err.Error(), "--"+FlagSSHUser+": "+strconv.Quote(bad)+" is not a Linux user name") {
+		err := validateErr(t, map[string]any{config.FlagSSHUser: bad})
+		if err == nil || !strings.Contains(err.Error(), "--"+config.FlagSSHUser+": "+strconv.Quote(bad)+" is not a Linux user name") {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}

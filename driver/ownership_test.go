@@ -22,7 +22,10 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	virtfake "kubevirt.io/client-go/kubevirt/fake"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 )
@@ -72,8 +75,8 @@ func newFakeDriver(t *testing.T, settingUID string, kubeObjs, virtObjs []runtime
 	d := New()
 	d.MachineName, d.VMNamespace = testMachine, testNS
 	d.WaitTimeoutSeconds = 5
-	d.Ownership = Ownership{MachineID: testMachineID, ClusterUID: testCluster, NamespaceUID: testNSUID}
-	d.api = harvesterapi.FromClients(restapifake.Clients{Kube: f.kube, Virt: f.virt}, f.dyn, nil, harvesterapi.Options{CallTimeout: 5 * time.Second, Rejected: credentialsRejected})
+	d.Ownership = machine.Ownership{MachineID: testMachineID, ClusterUID: testCluster, NamespaceUID: testNSUID}
+	d.api = harvesterapi.FromClients(restapifake.Clients{Kube: f.kube, Virt: f.virt}, f.dyn, nil, harvesterapi.Options{CallTimeout: 5 * time.Second, Rejected: config.CredentialsRejected})
 	return d, f
 }
 
@@ -112,7 +115,7 @@ func fakePVC(name string, labels map[string]string) *corev1.PersistentVolumeClai
 }
 
 func fakeSecret(labels map[string]string) *corev1.Secret {
-	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: UserDataSecretName(testMachine), Namespace: testNS, UID: "uid-secret", Labels: labels}}
+	return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: vmspec.UserDataSecretName(testMachine), Namespace: testNS, UID: "uid-secret", Labels: labels}}
 }
 
 // assertUntouched fails unless the VM, the root disk and the Secret exist.
@@ -125,7 +128,7 @@ func assertUntouched(t *testing.T, f fakeHarvester) {
 	if _, err := f.kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, testMachine+"-disk-0", metav1.GetOptions{}); err != nil {
 		t.Errorf("PVC: %v", err)
 	}
-	if _, err := f.kube.CoreV1().Secrets(testNS).Get(ctx, UserDataSecretName(testMachine), metav1.GetOptions{}); err != nil {
+	if _, err := f.kube.CoreV1().Secrets(testNS).Get(ctx, vmspec.UserDataSecretName(testMachine), metav1.GetOptions{}); err != nil {
 		t.Errorf("Secret: %v", err)
 	}
 	for _, a := range append(f.kube.Actions(), f.virt.Actions()...) {
@@ -144,18 +147,18 @@ func TestRemoveLeavesOthersObjects(t *testing.T) {
 		name  string
 		vmID  string
 		vmUID string
-		state Ownership
+		state machine.Ownership
 		want  string
 	}{
-		{"another machine's (lost create race)", "winner", "uid-w", Ownership{MachineID: testMachineID}, "carries " + harvester.LabelMachineID + "=winner"},
-		{"made by hand", "", "uid-h", Ownership{MachineID: testMachineID}, "has no " + harvester.LabelMachineID + " label"},
-		{"replaced", testMachineID, "uid-new", Ownership{MachineID: testMachineID, VMUID: "uid-old"}, "its UID is uid-new but this machine created the VM with UID uid-old"},
-		{"legacy state, VM without creator label", "", "uid-l", Ownership{}, "lacks the labels"},
+		{"another machine's (lost create race)", "winner", "uid-w", machine.Ownership{MachineID: testMachineID}, "carries " + harvester.LabelMachineID + "=winner"},
+		{"made by hand", "", "uid-h", machine.Ownership{MachineID: testMachineID}, "has no " + harvester.LabelMachineID + " label"},
+		{"replaced", testMachineID, "uid-new", machine.Ownership{MachineID: testMachineID, VMUID: "uid-old"}, "its UID is uid-new but this machine created the VM with UID uid-old"},
+		{"legacy state, VM without creator label", "", "uid-l", machine.Ownership{}, "lacks the labels"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			vm := fakeVM(tc.vmID, tc.vmUID)
-			if tc.state.legacy() {
+			if tc.state.Legacy() {
 				delete(vm.Labels, harvester.LabelCreator)
 			}
 			d, f := newFakeDriver(t, testCluster,
@@ -164,7 +167,7 @@ func TestRemoveLeavesOthersObjects(t *testing.T) {
 			tc.state.ClusterUID, tc.state.NamespaceUID = testCluster, testNSUID
 			d.Ownership = tc.state
 			err := d.Remove()
-			if !errors.Is(err, ErrNotOwned) || !strings.Contains(err.Error(), tc.want) {
+			if !errors.Is(err, machine.ErrNotOwned) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want ErrNotOwned saying %q", err, tc.want)
 			}
 			if strings.Contains(strings.ToLower(err.Error()), "not found") {
@@ -191,7 +194,7 @@ func TestEveryCommandRefusesAnotherCluster(t *testing.T) {
 		}
 		for name, run := range commands {
 			err := run()
-			if !errors.Is(err, ErrWrongCluster) {
+			if !errors.Is(err, machine.ErrWrongCluster) {
 				t.Errorf("setting %q: %s: got %v, want ErrWrongCluster", settingUID, name, err)
 				continue
 			}
@@ -225,7 +228,7 @@ func TestConfirmClusterByNamespace(t *testing.T) {
 		substr string
 	}{
 		{"namespace matches", testNSUID, []func(fakeHarvester){forbidSetting}, nil, ""},
-		{"namespace differs", "ns-uid-other", []func(fakeHarvester){forbidSetting}, ErrWrongCluster, "re-created"},
+		{"namespace differs", "ns-uid-other", []func(fakeHarvester){forbidSetting}, machine.ErrWrongCluster, "re-created"},
 		{"nothing readable", testNSUID, []func(fakeHarvester){forbidSetting, forbidNamespace}, nil, "cannot confirm"},
 	}
 	for _, tc := range cases {
@@ -258,15 +261,15 @@ func TestRemoveFindsDisksByLabel(t *testing.T) {
 		fakePVC("someone-elses", ownedBy("other")),
 		fakeSecret(ownedBy(testMachineID)),
 	}, nil)
-	r, err := d.findRemoval(context.Background(), d.api, nil)
+	r, err := d.remover().Find(context.Background(), d.api, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(slices.Sorted(maps.Keys(r.claims)), ","); got != testMachine+"-disk-0" {
+	if got := strings.Join(slices.Sorted(maps.Keys(r.Claims)), ","); got != testMachine+"-disk-0" {
 		t.Errorf("volumes to remove: %s", got)
 	}
-	if r.vm != nil || r.secret == nil {
-		t.Errorf("vm %v secret %v", r.vm, r.secret)
+	if r.VM != nil || r.Secret == nil {
+		t.Errorf("vm %v secret %v", r.VM, r.Secret)
 	}
 }
 
@@ -276,12 +279,12 @@ func TestRemoveKeepsForeignVolumeOfOwnVM(t *testing.T) {
 	vm := fakeVM(testMachineID, "uid-1")
 	vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "users-data"
 	d, _ := newFakeDriver(t, testCluster, []runtime.Object{fakePVC("users-data", nil)}, []runtime.Object{vm})
-	r, err := d.findRemoval(context.Background(), d.api, nil)
+	r, err := d.remover().Find(context.Background(), d.api, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.claims) != 0 || r.vm == nil {
-		t.Errorf("claims %v vm %v", r.claims, r.vm)
+	if len(r.Claims) != 0 || r.VM == nil {
+		t.Errorf("claims %v vm %v", r.Claims, r.VM)
 	}
 }
 
@@ -329,7 +332,7 @@ func TestRestartRestoresRunStrategy(t *testing.T) {
 func TestKillLeavesForeignVMI(t *testing.T) {
 	d, f := newFakeDriver(t, testCluster, nil, []runtime.Object{fakeVM(testMachineID, "uid-1"), fakeVMI("other", "vmi-1")})
 	err := d.Kill()
-	if !errors.Is(err, ErrNotOwned) {
+	if !errors.Is(err, machine.ErrNotOwned) {
 		t.Fatalf("got %v", err)
 	}
 	if _, err := f.virt.KubevirtV1().VirtualMachineInstances(testNS).Get(context.Background(), testMachine, metav1.GetOptions{}); err != nil {
@@ -347,11 +350,11 @@ func TestOwnedByLabelsEverything(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan = plan.OwnedBy("id-1")
-	vm, err := BuildVM(plan)
+	vm, err := vmspec.BuildVM(plan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := BuildUserDataSecret(plan, []byte("x"), nil)
+	secret := vmspec.BuildUserDataSecret(plan, []byte("x"), nil)
 	for what, l := range map[string]map[string]string{"VM": vm.Labels, "template": vm.Spec.Template.ObjectMeta.Labels, "Secret": secret.Labels} {
 		if l[harvester.LabelMachineID] != "id-1" {
 			t.Errorf("%s labels %v", what, l)

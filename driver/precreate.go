@@ -9,7 +9,11 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/harvester-kit/harvester-machine/driver/capacity"
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/removal"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
@@ -39,7 +43,7 @@ func (d *Driver) PreCreateCheck() error {
 	return joinProblems("pre-create check failed", dedupeCredentialErrors(problems))
 }
 
-func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterapi.API, in Inputs) []error {
+func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterapi.API, in vmspec.Inputs) []error {
 	problems := d.recordCluster(ctx, api)
 	if len(problems) == 1 && harvesterapi.IsTerminal(problems[0]) {
 		return problems
@@ -60,7 +64,7 @@ func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterapi.API, i
 	problems = append(problems, d.checkCapacity(ctx, api, in, images, managedDHCP)...)
 	claims := make([]string, len(in.Disks))
 	for i := range in.Disks {
-		claims[i] = DiskClaimName(d.MachineName, i)
+		claims[i] = vmspec.DiskClaimName(d.MachineName, i)
 	}
 	return append(problems, d.checkNameFree(ctx, api, claims)...)
 }
@@ -71,8 +75,8 @@ func (d *Driver) preCreateProblems(ctx context.Context, api *harvesterapi.API, i
 // Harvester made for the image before marking it imported, so reading the
 // image proves it. nsSeen: an image was read in the VM namespace, which
 // proves that the namespace exists.
-func (d *Driver) checkImages(ctx context.Context, api *harvesterapi.API, in Inputs) (images map[string]ImageFacts, storageClasses map[string]string, nsSeen bool, problems []error) {
-	storageClasses, images = map[string]string{}, map[string]ImageFacts{}
+func (d *Driver) checkImages(ctx context.Context, api *harvesterapi.API, in vmspec.Inputs) (images map[string]vmspec.ImageFacts, storageClasses map[string]string, nsSeen bool, problems []error) {
+	storageClasses, images = map[string]string{}, map[string]vmspec.ImageFacts{}
 	refs, err := in.ImageRefs(d.VMNamespace)
 	if err != nil {
 		problems = append(problems, err)
@@ -81,11 +85,11 @@ func (d *Driver) checkImages(ctx context.Context, api *harvesterapi.API, in Inpu
 	for _, ref := range refs {
 		img, err := api.GetImage(ctx, ref.Namespace, ref.Name)
 		if err != nil {
-			problems = append(problems, notFoundOr(err, fmt.Errorf("image %s does not exist (see --%s / --%s)", ref, FlagImageName, FlagDiskInfo)))
+			problems = append(problems, notFoundOr(err, fmt.Errorf("image %s does not exist (see --%s / --%s)", ref, config.FlagImageName, config.FlagDiskInfo)))
 			continue
 		}
 		virtualSizes[ref.String()] = img.Status.VirtualSize
-		images[ref.String()] = ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
+		images[ref.String()] = vmspec.ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
 		nsSeen = nsSeen || ref.Namespace == d.VMNamespace
 		if ok, msg := harvesterapi.ConditionTrue(img.Status.Conditions, "Imported"); !ok {
 			problems = append(problems, fmt.Errorf("image %s is not imported yet (condition Imported is not True%s)", ref, suffix(msg)))
@@ -93,11 +97,11 @@ func (d *Driver) checkImages(ctx context.Context, api *harvesterapi.API, in Inpu
 			problems = append(problems, fmt.Errorf("image %s has no storage class in its status", ref))
 		}
 	}
-	problems = append(problems, disksFitImages(d.Config, in, virtualSizes)...)
+	problems = append(problems, vmspec.DisksFitImages(d.Config, in, virtualSizes)...)
 	if d.DiskInfo != "" {
 		for i, disk := range in.Disks {
 			if disk.ImageName == "" && disk.StorageClassName != "" {
-				storageClasses[disk.StorageClassName] = fmt.Sprintf("--%s disks[%d]", FlagDiskInfo, i)
+				storageClasses[disk.StorageClassName] = fmt.Sprintf("--%s disks[%d]", config.FlagDiskInfo, i)
 			}
 		}
 	}
@@ -121,15 +125,15 @@ func (d *Driver) checkStorageClasses(ctx context.Context, api *harvesterapi.API,
 // checkNetworks checks that every interface's network exists; managedDHCP:
 // Harvester's managed DHCP serves one of them (its controller then makes
 // the VM's VirtualMachineNetworkConfig, which quotas count).
-func (d *Driver) checkNetworks(ctx context.Context, api *harvesterapi.API, in Inputs) (managedDHCP bool, problems []error) {
-	nics, err := PlanNICs(d.Config, in)
+func (d *Driver) checkNetworks(ctx context.Context, api *harvesterapi.API, in vmspec.Inputs) (managedDHCP bool, problems []error) {
+	nics, err := vmspec.PlanNICs(d.Config, in)
 	if err != nil {
 		return false, []error{err}
 	}
 	for _, nic := range nics {
 		labels, err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name)
 		if err != nil {
-			problems = append(problems, notFoundOr(err, fmt.Errorf("network %s does not exist (see --%s / --%s)", nic.Network, FlagNetworkName, FlagNetworkInfo)))
+			problems = append(problems, notFoundOr(err, fmt.Errorf("network %s does not exist (see --%s / --%s)", nic.Network, config.FlagNetworkName, config.FlagNetworkInfo)))
 			continue
 		}
 		if _, pool := dhcpapi.PoolOf(labels); pool != "" {
@@ -141,7 +145,7 @@ func (d *Driver) checkNetworks(ctx context.Context, api *harvesterapi.API, in In
 
 // checkKeyPair checks that the key pair, if any, exists and is validated.
 func (d *Driver) checkKeyPair(ctx context.Context, api *harvesterapi.API) []error {
-	ref, err := KeyPairRef(d.Config)
+	ref, err := vmspec.KeyPairRef(d.Config)
 	if err != nil {
 		return []error{err}
 	}
@@ -150,10 +154,10 @@ func (d *Driver) checkKeyPair(ctx context.Context, api *harvesterapi.API) []erro
 	}
 	kp, err := api.GetKeyPair(ctx, ref.Namespace, ref.Name)
 	if err != nil {
-		return []error{notFoundOr(err, flagProblem(FlagKeyPairName, "key pair %s does not exist", ref))}
+		return []error{notFoundOr(err, config.FlagProblem(config.FlagKeyPairName, "key pair %s does not exist", ref))}
 	}
 	if ok, msg := harvesterapi.ConditionTrue(kp.Status.Conditions, "validated"); !ok {
-		return []error{flagProblem(FlagKeyPairName, "key pair %s is not validated%s", ref, suffix(msg))}
+		return []error{config.FlagProblem(config.FlagKeyPairName, "key pair %s is not validated%s", ref, suffix(msg))}
 	}
 	return nil
 }
@@ -173,7 +177,7 @@ func (d *Driver) checkNameFree(ctx context.Context, api *harvesterapi.API, claim
 	vmi, err := api.GetVMI(ctx, ns, d.MachineName)
 	switch {
 	case err == nil:
-		problems = append(problems, vmiHoldsName(vmi))
+		problems = append(problems, removal.VMIHoldsName(vmi))
 	case !harvesterapi.ObjectNotFound(err, d.MachineName):
 		problems = append(problems, fmt.Errorf("check that no VM instance holds the name %s: %w", d.MachineName, err))
 	}
@@ -215,4 +219,16 @@ func suffix(msg string) string {
 		return ""
 	}
 	return ": " + msg
+}
+
+// checkCapacity checks that the machine fits its namespace's quotas and
+// its vGPUs have room (see capacity.Checker.Check). images: what
+// checkImages read (a machine whose images failed is not planned: that is
+// reported); managedDHCP: what checkNetworks found.
+func (d *Driver) checkCapacity(ctx context.Context, api *harvesterapi.API, in vmspec.Inputs, images map[string]vmspec.ImageFacts, managedDHCP bool) []error {
+	var plan *vmspec.VMPlan
+	if p, err := vmspec.PlanFromConfig(d.Config, in, d.MachineName, images); err == nil {
+		plan = &p
+	}
+	return capacity.Checker{Machine: d.machine()}.Check(ctx, api, plan, in.VGPUs, in.Static != nil, managedDHCP)
 }

@@ -4,36 +4,8 @@ import (
 	"context"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 )
-
-// TestRemovalWithVM: only a VM of the machine, not being deleted by
-// someone else, whose Secret the machine made it own and whose volumes
-// all carry the machine's label, takes everything with it.
-func TestRemovalWithVM(t *testing.T) {
-	vm := fakeVM(testMachineID, "uid-1")
-	deleting := fakeVM(testMachineID, "uid-1")
-	deleting.DeletionTimestamp = &metav1.Time{}
-	disk := testMachine + "-disk-0"
-	cases := []struct {
-		name string
-		r    removal
-		want bool
-	}{
-		{"own VM, owned Secret, labelled disk", removal{vm: vm, secretWithVM: true, claims: map[string]types.UID{disk: "u"}, labelled: map[string]bool{disk: true}}, true},
-		{"no VM", removal{secretWithVM: true}, false},
-		{"VM being deleted by someone else", removal{vm: deleting, secretWithVM: true}, false},
-		{"Secret not known to be the VM's", removal{vm: vm, claims: map[string]types.UID{}}, false},
-		{"a volume found only through the VM", removal{vm: vm, secretWithVM: true, claims: map[string]types.UID{disk: "u"}, labelled: map[string]bool{}}, false},
-	}
-	for _, c := range cases {
-		if got := c.r.withVM(); got != c.want {
-			t.Errorf("%s: withVM = %v, want %v", c.name, got, c.want)
-		}
-	}
-}
 
 // TestRemoveConfirmsClusterByVMUID: the VM of the recorded UID confirms
 // the cluster, so the setting is not read; another UID falls back to the

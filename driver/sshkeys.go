@@ -12,6 +12,7 @@ import (
 	"github.com/rancher/machine/libmachine/ssh"
 	cryptossh "golang.org/x/crypto/ssh"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
@@ -21,16 +22,16 @@ import (
 // beside --harvester-ssh-private-key-path, or a newly generated key. A
 // private key that does not belong to the key pair is refused before
 // anything is stored or created.
-func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterapi.API, keyPair *ObjectRef) ([]string, error) {
+func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterapi.API, keyPair *config.ObjectRef) ([]string, error) {
 	keyPath := d.GetSSHKeyPath()
 	switch {
 	case keyPair != nil:
 		kp, err := api.GetKeyPair(ctx, keyPair.Namespace, keyPair.Name)
 		if err != nil {
-			return nil, notFoundOr(err, flagProblem(FlagKeyPairName, "key pair %s does not exist; nothing was created", keyPair))
+			return nil, notFoundOr(err, config.FlagProblem(config.FlagKeyPairName, "key pair %s does not exist; nothing was created", keyPair))
 		}
 		if ok, msg := harvesterapi.ConditionTrue(kp.Status.Conditions, "validated"); !ok {
-			return nil, flagProblem(FlagKeyPairName, "key pair %s is not validated%s; nothing was created", keyPair, suffix(msg))
+			return nil, config.FlagProblem(config.FlagKeyPairName, "key pair %s is not validated%s; nothing was created", keyPair, suffix(msg))
 		}
 		if err := checkKeyPairMatches(d.SSHPrivateKeyPath, keyPair.String(), kp.Spec.PublicKey); err != nil {
 			return nil, err
@@ -76,7 +77,7 @@ func copyPrivateKey(src, dst string) error {
 // that --harvester-ssh-private-key-path is a readable private key and,
 // without a key pair, that <path>.pub exists, is a public key and belongs
 // to the private key. The key's content never appears in an error.
-func checkSSHKeyFiles(c Config) []error {
+func checkSSHKeyFiles(c config.Config) []error {
 	if c.SSHPrivateKeyPath == "" {
 		return nil
 	}
@@ -94,10 +95,10 @@ func checkSSHKeyFiles(c Config) []error {
 	}
 	pub, _, _, _, err := cryptossh.ParseAuthorizedKey(b)
 	if err != nil {
-		return []error{flagProblem(FlagSSHPrivateKeyPath, "%s is not an SSH public key (authorized_keys line): %v", pubPath, err).Because(err)}
+		return []error{config.FlagProblem(config.FlagSSHPrivateKeyPath, "%s is not an SSH public key (authorized_keys line): %v", pubPath, err).Because(err)}
 	}
 	if priv != nil && !bytes.Equal(priv.Marshal(), pub.Marshal()) {
-		return []error{flagProblem(FlagSSHPrivateKeyPath, "%s (%s) is not the public key of the private key (%s)",
+		return []error{config.FlagProblem(config.FlagSSHPrivateKeyPath, "%s (%s) is not the public key of the private key (%s)",
 			pubPath, cryptossh.FingerprintSHA256(pub), cryptossh.FingerprintSHA256(priv))}
 	}
 	return nil
@@ -119,7 +120,7 @@ func privateKeyPublic(path string) (cryptossh.PublicKey, error) {
 	case errors.As(err, &missing):
 		return missing.PublicKey, nil
 	default:
-		return nil, flagProblem(FlagSSHPrivateKeyPath, "%s is not an SSH private key (PEM or OpenSSH format): %v", path, err).Because(err)
+		return nil, config.FlagProblem(config.FlagSSHPrivateKeyPath, "%s is not an SSH private key (PEM or OpenSSH format): %v", path, err).Because(err)
 	}
 }
 
@@ -128,19 +129,19 @@ func privateKeyPublic(path string) (cryptossh.PublicKey, error) {
 func checkKeyPairMatches(path, keyPair, publicKey string) error {
 	want, _, _, _, err := cryptossh.ParseAuthorizedKey([]byte(publicKey))
 	if err != nil {
-		return flagProblem(FlagKeyPairName, "key pair %s has no valid public key (spec.publicKey): %v", keyPair, err).Because(err)
+		return config.FlagProblem(config.FlagKeyPairName, "key pair %s has no valid public key (spec.publicKey): %v", keyPair, err).Because(err)
 	}
 	got, err := privateKeyPublic(path)
 	if err != nil {
 		return err
 	}
 	if got == nil {
-		log.Warnf("--%s: the private key is encrypted and carries no public key; cannot check it against key pair %s", FlagSSHPrivateKeyPath, keyPair)
+		log.Warnf("--%s: the private key is encrypted and carries no public key; cannot check it against key pair %s", config.FlagSSHPrivateKeyPath, keyPair)
 		return nil
 	}
 	if !bytes.Equal(got.Marshal(), want.Marshal()) {
-		return flagProblem(FlagSSHPrivateKeyPath, "the private key (%s) does not belong to key pair %s (--%s, public key %s); nothing was created",
-			cryptossh.FingerprintSHA256(got), keyPair, FlagKeyPairName, cryptossh.FingerprintSHA256(want))
+		return config.FlagProblem(config.FlagSSHPrivateKeyPath, "the private key (%s) does not belong to key pair %s (--%s, public key %s); nothing was created",
+			cryptossh.FingerprintSHA256(got), keyPair, config.FlagKeyPairName, cryptossh.FingerprintSHA256(want))
 	}
 	return nil
 }
@@ -148,9 +149,9 @@ func checkKeyPairMatches(path, keyPair, publicKey string) error {
 // readPrivateKeyFile reads --harvester-ssh-private-key-path (see
 // readUserFile).
 func readPrivateKeyFile(path string) ([]byte, error) {
-	b, err := readUserFile("the private key", path, MaxKeyFileBytes)
+	b, err := config.ReadUserFile("the private key", path, config.MaxKeyFileBytes)
 	if err != nil {
-		return nil, flagError(FlagSSHPrivateKeyPath, err)
+		return nil, config.FlagError(config.FlagSSHPrivateKeyPath, err)
 	}
 	return b, nil
 }
@@ -158,13 +159,13 @@ func readPrivateKeyFile(path string) ([]byte, error) {
 // readPublicKeyFile reads <--harvester-ssh-private-key-path>.pub, needed
 // when no key pair is given (see readUserFile).
 func readPublicKeyFile(path string) ([]byte, error) {
-	b, err := readUserFile("the public key", path, MaxKeyFileBytes)
+	b, err := config.ReadUserFile("the public key", path, config.MaxKeyFileBytes)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, flagProblem(FlagSSHPrivateKeyPath, "the public key %s is needed when no --%s is given (it is authorized on the VM): %v",
-			path, FlagKeyPairName, err).Because(err)
+		return nil, config.FlagProblem(config.FlagSSHPrivateKeyPath, "the public key %s is needed when no --%s is given (it is authorized on the VM): %v",
+			path, config.FlagKeyPairName, err).Because(err)
 	case err != nil:
-		return nil, flagError(FlagSSHPrivateKeyPath, err)
+		return nil, config.FlagError(config.FlagSSHPrivateKeyPath, err)
 	}
 	return b, nil
 }

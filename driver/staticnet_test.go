@@ -1,76 +1,34 @@
 package driver
 
 import (
-	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 )
 
-func TestMergeStaticNetworkData(t *testing.T) {
-	nic := StaticNIC{
-		ID: "nic-0", MAC: "52:54:00:12:34:56", Address: netip.MustParsePrefix("10.0.0.12/24"),
-		Gateway: netip.MustParseAddr("10.0.0.1"), DNS: []netip.Addr{netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("1.1.1.1")},
-	}
-	bare := StaticNIC{ID: "nic-1", MAC: "52:58:36:0a:7f:79", Address: netip.MustParsePrefix("192.168.7.40/23")}
-	for _, tc := range []struct {
-		name, user string
-		nic        StaticNIC
-	}{
-		{"alone", "", nic},
-		{"no-gateway-no-dns", "", bare},
-		{"user-v2-other-nic", "version: 2\nethernets:\n  mgmt:\n    match: {macaddress: '52:54:00:00:00:01'}\n    dhcp4: true\n", nic},
-		{"user-v2-wrapped-vlan", "network:\n  version: 2\n  ethernets:\n    eth1: {dhcp4: true}\n  vlans:\n    vlan20: {id: 20, link: eth1, dhcp4: true}\n", nic},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := MergeStaticNetworkData(tc.user, tc.nic)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := validateNetworkData(string(got)); err != nil {
-				t.Fatalf("the rendered network data does not validate: %v\n%s", err, got)
-			}
-			golden(t, "networkdata-"+tc.name+".yaml", got)
-		})
-	}
-}
-
-func TestMergeStaticNetworkDataRejects(t *testing.T) {
-	nic := StaticNIC{ID: "nic-0", MAC: "52:58:36:0a:7f:78", Address: netip.MustParsePrefix("10.0.0.12/24")}
-	for _, tc := range []struct{ user, err string }{
-		{"version: 1\nconfig:\n- type: physical\n  name: eth0\n", "must be network config version 2 (netplan) to be combined with --harvester-static-address-range, got version 1"},
-		{"ethernets:\n  eth0: {dhcp4: true}\n", "got version none"},
-		{"version: 2\nethernets:\n  nic-0: {dhcp4: true}\n", "ethernets.nic-0 is the device the static address is written to"},
-		{"version: 2\nethernets:\n  e0:\n    match: {macaddress: 52:58:36:0A:7F:78}\n", "ethernets.e0 matches the static NIC's MAC 52:58:36:0a:7f:78"},
-		{"version: 2\nethernets: [a]\n", "ethernets must be a mapping"},
-		{"- a\n", "must be cloud-init network config YAML"},
-	} {
-		if _, err := MergeStaticNetworkData(tc.user, nic); err == nil || !strings.Contains(err.Error(), tc.err) {
-			t.Errorf("MergeStaticNetworkData(%q) = %v, want an error with %q", tc.user, err, tc.err)
-		}
-	}
-}
-
 func TestValidateStatic(t *testing.T) {
-	base := func() Config {
-		return Config{KubeconfigContent: testKubeconfig, VMNamespace: "default", CPUCount: 2, MemoryGiB: 4, ReservedMemoryMiB: -1,
+	base := func() config.Config {
+		return config.Config{KubeconfigContent: testKubeconfig, VMNamespace: "default", CPUCount: 2, MemoryGiB: 4, ReservedMemoryMiB: -1,
 			ImageName: "default/img", NetworkName: "default/vlan1", WaitTimeoutSeconds: 600, APITimeoutSeconds: 30}
 	}
 	for _, tc := range []struct {
 		name string
-		mod  func(*Config)
+		mod  func(*config.Config)
 		errs []string
 	}{
-		{"ok", func(c *Config) {
+		{"ok", func(c *config.Config) {
 			c.StaticAddressRange, c.StaticGateway, c.StaticDNS = "10.0.0.10-10.0.0.59/24", "10.0.0.1", []string{"10.0.0.2,10.0.0.3"}
 		}, nil},
-		{"companions without range", func(c *Config) {
+		{"companions without range", func(c *config.Config) {
 			c.StaticGateway, c.StaticDNS, c.StaticInterface = "10.0.0.1", []string{"1.1.1.1"}, "nic-0"
 		}, []string{
 			"--harvester-static-gateway: needs --harvester-static-address-range",
 			"--harvester-static-dns: needs --harvester-static-address-range",
 			"--harvester-static-interface: needs --harvester-static-address-range",
 		}},
-		{"every problem at once", func(c *Config) {
+		{"every problem at once", func(c *config.Config) {
 			c.StaticAddressRange, c.StaticGateway, c.StaticDNS, c.StaticInterface = "10.0.0.10-10.0.1.59/24", "10.0.0.300", []string{"dns.example"}, "eth0"
 		}, []string{
 			`--harvester-static-address-range: "10.0.0.10-10.0.1.59/24": 10.0.0.10 and 10.0.1.59 are not in one /24 subnet`,
@@ -78,33 +36,35 @@ func TestValidateStatic(t *testing.T) {
 			`--harvester-static-dns: "dns.example" is not an IP address`,
 			`--harvester-static-interface: "eth0" is not an interface name; write nic-<i>`,
 		}},
-		{"gateway inside the range", func(c *Config) { c.StaticAddressRange, c.StaticGateway = "10.0.0.10-10.0.0.59/24", "10.0.0.10" }, []string{
+		{"gateway inside the range", func(c *config.Config) { c.StaticAddressRange, c.StaticGateway = "10.0.0.10-10.0.0.59/24", "10.0.0.10" }, []string{
 			"--harvester-static-gateway: 10.0.0.10 is inside the range 10.0.0.10-10.0.0.59/24",
 		}},
-		{"no such NIC", func(c *Config) { c.StaticAddressRange, c.StaticInterface = "10.0.0.10-10.0.0.59/24", "nic-1" }, []string{
+		{"no such NIC", func(c *config.Config) { c.StaticAddressRange, c.StaticInterface = "10.0.0.10-10.0.0.59/24", "nic-1" }, []string{
 			"--harvester-static-interface: nic-1 does not exist: the machine has 1 interface(s), nic-0 to nic-0",
 		}},
-		{"negative NIC", func(c *Config) { c.StaticAddressRange, c.StaticInterface = "10.0.0.10-10.0.0.59/24", "nic--1" }, []string{
+		{"negative NIC", func(c *config.Config) { c.StaticAddressRange, c.StaticInterface = "10.0.0.10-10.0.0.59/24", "nic--1" }, []string{
 			`--harvester-static-interface: "nic--1" is not an interface name; write nic-<i> for the i-th interface (nic-0 is the first)`,
 		}},
-		{"negative NIC of several", func(c *Config) {
+		{"negative NIC of several", func(c *config.Config) {
 			c.StaticAddressRange, c.StaticInterface = "10.0.0.10-10.0.0.59/24", "nic--1"
 			c.NetworkInfo = `{"interfaces":[{"networkName":"default/vlan1"},{"networkName":"default/vlan2"}]}`
 		}, []string{`--harvester-static-interface: "nic--1" is not an interface name`}},
-		{"unusable range and gateway at once", func(c *Config) { c.StaticAddressRange, c.StaticGateway = "127.0.0.10-127.0.0.59/24", "224.0.0.1" }, []string{
+		{"unusable range and gateway at once", func(c *config.Config) {
+			c.StaticAddressRange, c.StaticGateway = "127.0.0.10-127.0.0.59/24", "224.0.0.1"
+		}, []string{
 			`--harvester-static-address-range: "127.0.0.10-127.0.0.59/24": the range is loopback (127.0.0.0/8)`,
 			"--harvester-static-gateway: 224.0.0.1 is multicast (224.0.0.0/4); a gateway must be a unicast address",
 		}},
-		{"gateway is the network address", func(c *Config) { c.StaticAddressRange, c.StaticGateway = "10.0.0.10-10.0.0.59/24", "10.0.0.0" }, []string{
+		{"gateway is the network address", func(c *config.Config) { c.StaticAddressRange, c.StaticGateway = "10.0.0.10-10.0.0.59/24", "10.0.0.0" }, []string{
 			"--harvester-static-gateway: 10.0.0.0 is the network address of 10.0.0.0/24, not a host",
 		}},
-		{"gateway is the broadcast address", func(c *Config) { c.StaticAddressRange, c.StaticGateway = "10.0.0.10-10.0.0.59/24", "10.0.0.255" }, []string{
+		{"gateway is the broadcast address", func(c *config.Config) { c.StaticAddressRange, c.StaticGateway = "10.0.0.10-10.0.0.59/24", "10.0.0.255" }, []string{
 			"--harvester-static-gateway: 10.0.0.255 is the broadcast address of 10.0.0.0/24, not a host",
 		}},
-		{"masquerade NIC", func(c *Config) {
+		{"masquerade NIC", func(c *config.Config) {
 			c.StaticAddressRange, c.NetworkInfo = "10.0.0.10-10.0.0.59/24", `{"interfaces":[{"networkName":"default/vlan1","type":"masquerade"}]}`
 		}, []string{"--harvester-static-interface: nic-0 uses masquerade binding"}},
-		{"network data v1", func(c *Config) {
+		{"network data v1", func(c *config.Config) {
 			c.StaticAddressRange, c.NetworkData = "10.0.0.10-10.0.0.59/24", "version: 1\nconfig:\n- type: physical\n  name: eth0\n"
 		}, []string{"--harvester-network-data: must be network config version 2 (netplan) to be combined with --harvester-static-address-range"}},
 	} {
@@ -131,9 +91,9 @@ func TestValidateStatic(t *testing.T) {
 }
 
 func TestPlanDeterministicMACs(t *testing.T) {
-	c := Config{VMNamespace: "default", CPUCount: 2, MemoryGiB: 4, ImageName: "default/img",
+	c := config.Config{VMNamespace: "default", CPUCount: 2, MemoryGiB: 4, ImageName: "default/img",
 		NetworkInfo: `{"interfaces":[{"networkName":"default/vlan1"},{"networkName":"default/vlan2","macAddress":"52:54:00:12:34:56"}]}`}
-	images := map[string]ImageFacts{"default/img": {StorageClassName: "sc"}}
+	images := map[string]vmspec.ImageFacts{"default/img": {StorageClassName: "sc"}}
 	p1, err := planOf(t, c, "pool1-m1", images)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 )
 
 // kubeconfigFor is testKubeconfig pointing at addr.
@@ -66,7 +68,7 @@ func TestPreCreateStopsAtFirstConnectionFailure(t *testing.T) {
 		addr func(*testing.T) string
 		want string
 	}{
-		{"accepts but never answers", silentServer, "no answer within 1s (--" + FlagAPITimeout + ")"},
+		{"accepts but never answers", silentServer, "no answer within 1s (--" + config.FlagAPITimeout + ")"},
 		{"refuses connections", closedPort, "connection refused"},
 	}
 	for _, c := range cases {
@@ -108,7 +110,7 @@ func TestRemoveStopsAtFirstConnectionFailure(t *testing.T) {
 		a := addr(t)
 		d := New()
 		d.MachineName, d.VMNamespace = testMachine, testNS
-		d.Ownership = Ownership{MachineID: testMachineID, VMUID: "uid-1", ClusterUID: testCluster}
+		d.Ownership = machine.Ownership{MachineID: testMachineID, VMUID: "uid-1", ClusterUID: testCluster}
 		d.KubeconfigContent = kubeconfigFor(a)
 		d.APITimeoutSeconds = 1
 		err := d.Remove()
@@ -140,9 +142,9 @@ func TestTLSStallHonoursAPITimeout(t *testing.T) {
 	start := time.Now()
 	err := d.PreCreateCheck()
 	if took := time.Since(start); took < 12*time.Second {
-		t.Errorf("failed after %s, before --%s (12s)", took, FlagAPITimeout)
+		t.Errorf("failed after %s, before --%s (12s)", took, config.FlagAPITimeout)
 	}
-	if !errors.Is(err, harvesterapi.ErrUnreachable) || !strings.Contains(err.Error(), "TLS: the server accepted connections but completed no TLS handshake within 12s (--"+FlagAPITimeout+")") {
+	if !errors.Is(err, harvesterapi.ErrUnreachable) || !strings.Contains(err.Error(), "TLS: the server accepted connections but completed no TLS handshake within 12s (--"+config.FlagAPITimeout+")") {
 		t.Errorf("got %v", err)
 	}
 }

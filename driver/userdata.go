@@ -1,6 +1,9 @@
 package driver
 
 import (
+	"github.com/harvester-kit/harvester-machine/driver/capacity"
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 )
 
@@ -20,7 +23,7 @@ var mergeUserData = cloudinit.MergeDocument
 // with the driver's parts for login (login, password, qemu-guest-agent,
 // and stand-ins for the SSH key and, with --harvester-cloud-provider, the
 // cloud-provider files).
-func userDataDocument(c Config, in Inputs, login string) (*cloudinit.Document, error) {
+func userDataDocument(c config.Config, in vmspec.Inputs, login string) (*cloudinit.Document, error) {
 	part := cloudinit.Input{User: login, SSHAuthorizedKeys: []string{standInKey}, Password: c.SSHPassword,
 		InstallQemuGuestAgent: !c.SkipQemuGuestAgent}
 	if c.CloudProvider != "" {
@@ -33,7 +36,7 @@ func userDataDocument(c Config, in Inputs, login string) (*cloudinit.Document, e
 // renders it, and checks that it merges and that the cloud-init Secret
 // stays within MaxSecretBytes with secretReserveBytes to spare for the
 // real SSH key and cloud-provider files (merging overhead counted).
-func validateUserData(c Config, in Inputs, sshUser string) (*cloudinit.Document, error) {
+func validateUserData(c config.Config, in vmspec.Inputs, sshUser string) (*cloudinit.Document, error) {
 	login := sshUser
 	if login == "" {
 		login = "root" // --harvester-ssh-user reports the empty user
@@ -44,19 +47,19 @@ func validateUserData(c Config, in Inputs, sshUser string) (*cloudinit.Document,
 		userData, err = doc.Marshal()
 	}
 	if err != nil {
-		flag := FlagUserData
+		flag := config.FlagUserData
 		if c.UserData == "" {
-			flag = FlagCloudConfig
+			flag = config.FlagCloudConfig
 		}
-		return nil, flagError(flag, err)
+		return nil, config.FlagError(flag, err)
 	}
-	return doc, checkSecretSize(len(userData)+secretReserveBytes, len(c.NetworkData), secretParts(c))
+	return doc, capacity.CheckSecretSize(len(userData)+capacity.SecretReserveBytes, len(c.NetworkData), capacity.SecretParts(c))
 }
 
 // renderUserData is the machine's user data with its SSH keys and
 // cloud-provider files: the document validation merged, or, for a machine
 // loaded from its stored config, merged now.
-func (d *Driver) renderUserData(in Inputs, keys []string, files []cloudinit.WriteFile) ([]byte, error) {
+func (d *Driver) renderUserData(in vmspec.Inputs, keys []string, files []cloudinit.WriteFile) ([]byte, error) {
 	doc := in.Cloudinit
 	if doc == nil {
 		var err error

@@ -7,6 +7,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/harvester-kit/harvester-machine/driver/capacity"
+	"github.com/harvester-kit/harvester-machine/driver/config"
 )
 
 // TestSpecialFilesRefused: a FIFO (which would block until written to), a
@@ -20,11 +23,11 @@ func TestSpecialFilesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	big := filepath.Join(dir, "big")
-	if err := os.WriteFile(big, make([]byte, MaxKeyFileBytes+1), 0o600); err != nil {
+	if err := os.WriteFile(big, make([]byte, config.MaxKeyFileBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	hugeConfig := filepath.Join(dir, "huge-cloud-config")
-	if err := os.WriteFile(hugeConfig, make([]byte, MaxSecretBytes+1), 0o600); err != nil {
+	if err := os.WriteFile(hugeConfig, make([]byte, capacity.MaxSecretBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	noPub, _ := writeKey(t, dir, "nopub", false)
@@ -36,14 +39,14 @@ func TestSpecialFilesRefused(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{"key path is a FIFO", map[string]any{FlagSSHPrivateKeyPath: fifo}, "--harvester-ssh-private-key-path: " + fifo + " (the private key) is a named pipe (FIFO), not a regular file"},
-		{"key path is /dev/zero", map[string]any{FlagSSHPrivateKeyPath: "/dev/zero"}, "--harvester-ssh-private-key-path: /dev/zero (the private key) is a character device, not a regular file"},
-		{"key path is a directory", map[string]any{FlagSSHPrivateKeyPath: dir}, "--harvester-ssh-private-key-path: " + dir + " (the private key) is a directory"},
-		{"key file too large", map[string]any{FlagSSHPrivateKeyPath: big}, "--harvester-ssh-private-key-path: " + big + " is 65537 bytes; the private key may be at most 65536 bytes"},
-		{".pub is a FIFO", map[string]any{FlagSSHPrivateKeyPath: noPub}, "--harvester-ssh-private-key-path: " + noPub + ".pub (the public key) is a named pipe (FIFO)"},
-		{"cloud-config is a FIFO", map[string]any{FlagCloudConfig: fifo}, "--harvester-cloud-config: " + fifo + " (the cloud-config file) is a named pipe (FIFO)"},
-		{"cloud-config is /dev/zero", map[string]any{FlagCloudConfig: "/dev/zero"}, "--harvester-cloud-config: /dev/zero (the cloud-config file) is a character device"},
-		{"cloud-config too large", map[string]any{FlagCloudConfig: hugeConfig}, "the cloud-config file may be at most 1048576 bytes"},
+		{"key path is a FIFO", map[string]any{config.FlagSSHPrivateKeyPath: fifo}, "--harvester-ssh-private-key-path: " + fifo + " (the private key) is a named pipe (FIFO), not a regular file"},
+		{"key path is /dev/zero", map[string]any{config.FlagSSHPrivateKeyPath: "/dev/zero"}, "--harvester-ssh-private-key-path: /dev/zero (the private key) is a character device, not a regular file"},
+		{"key path is a directory", map[string]any{config.FlagSSHPrivateKeyPath: dir}, "--harvester-ssh-private-key-path: " + dir + " (the private key) is a directory"},
+		{"key file too large", map[string]any{config.FlagSSHPrivateKeyPath: big}, "--harvester-ssh-private-key-path: " + big + " is 65537 bytes; the private key may be at most 65536 bytes"},
+		{".pub is a FIFO", map[string]any{config.FlagSSHPrivateKeyPath: noPub}, "--harvester-ssh-private-key-path: " + noPub + ".pub (the public key) is a named pipe (FIFO)"},
+		{"cloud-config is a FIFO", map[string]any{config.FlagCloudConfig: fifo}, "--harvester-cloud-config: " + fifo + " (the cloud-config file) is a named pipe (FIFO)"},
+		{"cloud-config is /dev/zero", map[string]any{config.FlagCloudConfig: "/dev/zero"}, "--harvester-cloud-config: /dev/zero (the cloud-config file) is a character device"},
+		{"cloud-config too large", map[string]any{config.FlagCloudConfig: hugeConfig}, "the cloud-config file may be at most 1048576 bytes"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,10 +71,10 @@ func TestReadUserFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte("12345"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if b, err := readUserFile("the file", path, 5); err != nil || string(b) != "12345" {
+	if b, err := config.ReadUserFile("the file", path, 5); err != nil || string(b) != "12345" {
 		t.Errorf("limit 5: %q, %v", b, err)
 	}
-	if _, err := readUserFile("the file", path, 4); err == nil || !strings.Contains(err.Error(), "is 5 bytes; the file may be at most 4 bytes") {
+	if _, err := config.ReadUserFile("the file", path, 4); err == nil || !strings.Contains(err.Error(), "is 5 bytes; the file may be at most 4 bytes") {
 		t.Errorf("limit 4: %v", err)
 	}
 }

@@ -1,11 +1,8 @@
 package driver
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"regexp"
 	"slices"
@@ -13,33 +10,37 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/harvester-kit/harvester-machine/driver/capacity"
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/staticaddr"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 var (
 	validDiskBuses     = []string{"virtio", "sata", "scsi"}
-	validDiskTypes     = []string{DiskTypeDisk, DiskTypeCDRom}
+	validDiskTypes     = []string{config.DiskTypeDisk, config.DiskTypeCDRom}
 	validNICModels     = []string{"virtio", "e1000", "e1000e", "ne2k_pci", "pcnet", "rtl8139"}
-	validInterfaceType = []string{InterfaceTypeBridge, InterfaceTypeMasquerade}
+	validInterfaceType = []string{config.InterfaceTypeBridge, config.InterfaceTypeMasquerade}
 )
 
 // Validate checks a Config and returns every problem found, joined. Each
 // message names the flag and says what would be valid. It does no I/O.
-func Validate(c Config, machineName, sshUser string, sshPort int) error {
+func Validate(c config.Config, machineName, sshUser string, sshPort int) error {
 	_, err := validate(c, machineName, sshUser, sshPort)
 	return err
 }
 
 // validate is Validate that also returns the parsed JSON flags, and the
 // user data merged with the driver's parts when it is valid.
-func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error) {
-	in, parseErrs := parseInputs(c)
+func validate(c config.Config, machineName, sshUser string, sshPort int) (vmspec.Inputs, error) {
+	in, parseErrs := vmspec.ParseInputsByFlag(c)
 	var (
 		errs []error
 		err  error
 	)
 	add := func(flag, format string, args ...any) {
-		errs = append(errs, flagProblem(flag, format, args...))
+		errs = append(errs, config.FlagProblem(flag, format, args...))
 	}
 
 	if machineName != "" {
@@ -48,98 +49,98 @@ func validate(c Config, machineName, sshUser string, sshPort int) (Inputs, error
 		}
 	}
 	if strings.TrimSpace(c.KubeconfigContent) == "" {
-		add(FlagKubeconfigContent, "is required (or %s): the kubeconfig of the Harvester cluster, plain or base64", envVar(FlagKubeconfigContent))
+		add(config.FlagKubeconfigContent, "is required (or %s): the kubeconfig of the Harvester cluster, plain or base64", config.EnvVar(config.FlagKubeconfigContent))
 	} else if in.Harvester, err = parseKubeconfig(c.KubeconfigContent); err != nil {
-		add(FlagKubeconfigContent, "%v", err)
+		add(config.FlagKubeconfigContent, "%v", err)
 	}
 	if _, err := harvester.GuestClusterValue(c.ClusterName); err != nil {
-		add(FlagClusterName, "%v", err)
+		add(config.FlagClusterName, "%v", err)
 	}
 	for _, m := range validation.IsDNS1123Label(c.VMNamespace) {
-		add(FlagVMNamespace, "%q is not a namespace name: %s", c.VMNamespace, m)
+		add(config.FlagVMNamespace, "%q is not a namespace name: %s", c.VMNamespace, m)
 	}
 	if c.CPUCount < 1 {
-		add(FlagCPUCount, "must be at least 1, got %d", c.CPUCount)
+		add(config.FlagCPUCount, "must be at least 1, got %d", c.CPUCount)
 	}
 	if c.MemoryGiB < 1 {
-		add(FlagMemorySize, "must be at least 1 (GiB), got %d", c.MemoryGiB)
+		add(config.FlagMemorySize, "must be at least 1 (GiB), got %d", c.MemoryGiB)
 	}
 	if c.ReservedMemoryMiB < -1 {
-		add(FlagReservedMemorySize, "must be -1 (unset) or a number of MiB >= 0, got %d", c.ReservedMemoryMiB)
-	} else if c.MemoryGiB >= 1 && c.MemoryGiB <= MaxMemoryGiB && c.ReservedMemoryMiB >= c.MemoryGiB*1024 {
-		add(FlagReservedMemorySize, "%d MiB must be less than --%s (%d GiB)", c.ReservedMemoryMiB, FlagMemorySize, c.MemoryGiB)
+		add(config.FlagReservedMemorySize, "must be -1 (unset) or a number of MiB >= 0, got %d", c.ReservedMemoryMiB)
+	} else if c.MemoryGiB >= 1 && c.MemoryGiB <= capacity.MaxMemoryGiB && c.ReservedMemoryMiB >= c.MemoryGiB*1024 {
+		add(config.FlagReservedMemorySize, "%d MiB must be less than --%s (%d GiB)", c.ReservedMemoryMiB, config.FlagMemorySize, c.MemoryGiB)
 	}
 	if c.DiskSizeGiB < 0 {
-		add(FlagDiskSize, "must be 0 (image size) or a positive number of GiB, got %d", c.DiskSizeGiB)
+		add(config.FlagDiskSize, "must be 0 (image size) or a positive number of GiB, got %d", c.DiskSizeGiB)
 	}
 	if c.DiskBus != "" && !slices.Contains(validDiskBuses, c.DiskBus) {
-		add(FlagDiskBus, "%q is not a disk bus; valid: %s", c.DiskBus, strings.Join(validDiskBuses, ", "))
+		add(config.FlagDiskBus, "%q is not a disk bus; valid: %s", c.DiskBus, strings.Join(validDiskBuses, ", "))
 	}
 	if c.NetworkModel != "" && !slices.Contains(validNICModels, c.NetworkModel) {
-		add(FlagNetworkModel, "%q is not a NIC model; valid: %s", c.NetworkModel, strings.Join(validNICModels, ", "))
+		add(config.FlagNetworkModel, "%q is not a NIC model; valid: %s", c.NetworkModel, strings.Join(validNICModels, ", "))
 	}
 	if sshUser == "" {
-		add(FlagSSHUser, "must not be empty")
+		add(config.FlagSSHUser, "must not be empty")
 	} else if !linuxUserName.MatchString(sshUser) {
-		add(FlagSSHUser, "%q is not a Linux user name: a letter or '_', then letters, digits, '.', '_' or '-', at most 32 characters", sshUser)
+		add(config.FlagSSHUser, "%q is not a Linux user name: a letter or '_', then letters, digits, '.', '_' or '-', at most 32 characters", sshUser)
 	}
 	if sshPort < 1 || sshPort > 65535 {
-		add(FlagSSHPort, "must be a port between 1 and 65535, got %d", sshPort)
+		add(config.FlagSSHPort, "must be a port between 1 and 65535, got %d", sshPort)
 	}
 	if c.WaitTimeoutSeconds < 1 {
-		add(FlagWaitTimeout, "must be at least 1 (seconds), got %d", c.WaitTimeoutSeconds)
+		add(config.FlagWaitTimeout, "must be at least 1 (seconds), got %d", c.WaitTimeoutSeconds)
 	}
 	if c.APITimeoutSeconds < 1 {
-		add(FlagAPITimeout, "must be at least 1 (seconds), got %d", c.APITimeoutSeconds)
+		add(config.FlagAPITimeout, "must be at least 1 (seconds), got %d", c.APITimeoutSeconds)
 	}
 
-	errs = append(errs, validateSizes(c)...)
-	errs = append(errs, validateDisks(c, in.Disks, parseErrs.disks)...)
-	errs = append(errs, validateNetworks(c, in.NICs, parseErrs.nics)...)
+	errs = append(errs, capacity.ValidateSizes(c)...)
+	errs = append(errs, validateDisks(c, in.Disks, parseErrs.Disks)...)
+	errs = append(errs, validateNetworks(c, in.NICs, parseErrs.NICs)...)
 	errs = append(errs, validateCloudProvider(c, in.Harvester)...)
-	errs = append(errs, parseErrs.static)
-	errs = append(errs, validateStatic(c, in.Static, in.NICs)...)
+	errs = append(errs, parseErrs.Static)
+	errs = append(errs, staticaddr.ValidateStatic(c, in.Static, in.NICs)...)
 
-	errs = append(errs, parseErrs.vgpus)
-	errs = append(errs, validateVGPUs(in.VGPUs)...)
-	errs = append(errs, parseErrs.affinity, parseErrs.labels)
+	errs = append(errs, parseErrs.VGPUs)
+	errs = append(errs, capacity.ValidateVGPUs(in.VGPUs)...)
+	errs = append(errs, parseErrs.Affinity, parseErrs.Labels)
 	if c.NetworkData != "" && c.StaticAddressRange == "" {
-		if err := validateNetworkData(c.NetworkData); err != nil {
-			add(FlagNetworkData, "%v", err)
+		if err := staticaddr.ValidateNetworkData(c.NetworkData); err != nil {
+			add(config.FlagNetworkData, "%v", err)
 		}
 	}
-	errs = append(errs, parseErrs.userData, parseErrs.cloudConfig)
-	if parseErrs.userData == nil && parseErrs.cloudConfig == nil {
+	errs = append(errs, parseErrs.UserData, parseErrs.CloudConfig)
+	if parseErrs.UserData == nil && parseErrs.CloudConfig == nil {
 		in.Cloudinit, err = validateUserData(c, in, sshUser)
 		errs = append(errs, err)
 		errs = append(errs, validateGuestNames(c, in, machineName)...)
 	}
 	if c.EnableSecureBoot && !c.EnableEFI {
-		add(FlagEnableSecureBoot, "needs --%s", FlagEnableEFI)
+		add(config.FlagEnableSecureBoot, "needs --%s", config.FlagEnableEFI)
 	}
 	if c.IsolateEmulatorThread && !c.CPUPinning {
-		add(FlagIsolateEmulatorThread, "needs --%s (KubeVirt isolates the emulator thread only with dedicated CPUs)", FlagCPUPinning)
+		add(config.FlagIsolateEmulatorThread, "needs --%s (KubeVirt isolates the emulator thread only with dedicated CPUs)", config.FlagCPUPinning)
 	}
 	if c.KeyPairName != "" {
 		if _, _, err := harvester.SplitNamespacedName(c.KeyPairName, c.VMNamespace); err != nil {
-			add(FlagKeyPairName, "%v", err)
+			add(config.FlagKeyPairName, "%v", err)
 		}
 		if c.SSHPrivateKeyPath == "" {
-			add(FlagKeyPairName, "needs --%s: the private key of key pair %q", FlagSSHPrivateKeyPath, c.KeyPairName)
+			add(config.FlagKeyPairName, "needs --%s: the private key of key pair %q", config.FlagSSHPrivateKeyPath, c.KeyPairName)
 		}
 	}
 	return in, errors.Join(errs...)
 }
 
 // validateDisks checks the disks; parseErr is --harvester-disk-info's.
-func validateDisks(c Config, disks []Disk, parseErr error) []error {
+func validateDisks(c config.Config, disks []config.Disk, parseErr error) []error {
 	var errs []error
 	if c.DiskInfo == "" {
 		if c.ImageName == "" {
-			return []error{flagProblem(FlagImageName, "no disk: set --%s (or --%s)", FlagImageName, FlagDiskInfo)}
+			return []error{config.FlagProblem(config.FlagImageName, "no disk: set --%s (or --%s)", config.FlagImageName, config.FlagDiskInfo)}
 		}
 		if _, _, err := harvester.SplitNamespacedName(c.ImageName, c.VMNamespace); err != nil {
-			errs = append(errs, flagError(FlagImageName, err))
+			errs = append(errs, config.FlagError(config.FlagImageName, err))
 		}
 		return errs
 	}
@@ -147,12 +148,12 @@ func validateDisks(c Config, disks []Disk, parseErr error) []error {
 		return []error{parseErr}
 	}
 	if len(disks) == 0 {
-		return []error{flagProblem(FlagDiskInfo, `"disks" is empty; give at least one disk`)}
+		return []error{config.FlagProblem(config.FlagDiskInfo, `"disks" is empty; give at least one disk`)}
 	}
 	boot := map[int]int{}
 	for i, d := range disks {
 		at := func(format string, args ...any) {
-			errs = append(errs, flagProblem(FlagDiskInfo, "disks[%d]: "+format, append([]any{i}, args...)...))
+			errs = append(errs, config.FlagProblem(config.FlagDiskInfo, "disks[%d]: "+format, append([]any{i}, args...)...))
 		}
 		switch {
 		case d.ImageName == "" && d.StorageClassName == "":
@@ -164,8 +165,8 @@ func validateDisks(c Config, disks []Disk, parseErr error) []error {
 		}
 		if d.Size < 0 || (d.ImageName == "" && d.Size == 0) {
 			at("size must be a positive number of GiB (0 is allowed only for image disks), got %d", d.Size)
-		} else if d.Size > MaxDiskGiB {
-			at("size %d GiB is too large; the largest valid value is %d", d.Size, MaxDiskGiB)
+		} else if d.Size > capacity.MaxDiskGiB {
+			at("size %d GiB is too large; the largest valid value is %d", d.Size, capacity.MaxDiskGiB)
 		}
 		if d.Bus != "" && !slices.Contains(validDiskBuses, d.Bus) {
 			at("bus %q is not valid; valid: %s", d.Bus, strings.Join(validDiskBuses, ", "))
@@ -186,14 +187,14 @@ func validateDisks(c Config, disks []Disk, parseErr error) []error {
 }
 
 // validateNetworks checks the interfaces; parseErr is --harvester-network-info's.
-func validateNetworks(c Config, nics []NetworkInterface, parseErr error) []error {
+func validateNetworks(c config.Config, nics []config.NetworkInterface, parseErr error) []error {
 	var errs []error
 	if c.NetworkInfo == "" {
 		if c.NetworkName == "" {
-			return []error{flagProblem(FlagNetworkName, "no network: set --%s (<namespace>/<name>) or --%s", FlagNetworkName, FlagNetworkInfo)}
+			return []error{config.FlagProblem(config.FlagNetworkName, "no network: set --%s (<namespace>/<name>) or --%s", config.FlagNetworkName, config.FlagNetworkInfo)}
 		}
 		if _, _, err := harvester.SplitNamespacedName(c.NetworkName, c.VMNamespace); err != nil {
-			errs = append(errs, flagError(FlagNetworkName, err))
+			errs = append(errs, config.FlagError(config.FlagNetworkName, err))
 		}
 		return errs
 	}
@@ -201,11 +202,11 @@ func validateNetworks(c Config, nics []NetworkInterface, parseErr error) []error
 		return []error{parseErr}
 	}
 	if len(nics) == 0 {
-		return []error{flagProblem(FlagNetworkInfo, `"interfaces" is empty; give at least one interface`)}
+		return []error{config.FlagProblem(config.FlagNetworkInfo, `"interfaces" is empty; give at least one interface`)}
 	}
 	for i, n := range nics {
 		at := func(format string, args ...any) {
-			errs = append(errs, flagProblem(FlagNetworkInfo, "interfaces[%d]: "+format, append([]any{i}, args...)...))
+			errs = append(errs, config.FlagProblem(config.FlagNetworkInfo, "interfaces[%d]: "+format, append([]any{i}, args...)...))
 		}
 		if n.NetworkName == "" {
 			at("needs networkName (<namespace>/<name>)")
@@ -232,19 +233,6 @@ func validateNetworks(c Config, nics []NetworkInterface, parseErr error) []error
 // linuxUserName is a user name useradd and cloud-init accept everywhere
 // (no whitespace, control characters or passwd separators).
 var linuxUserName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9._-]{0,30}[A-Za-z0-9._$-]?$`)
-
-func strictJSON(s string, v any) error {
-	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("invalid JSON: %w", err)
-	}
-	end := dec.InputOffset()
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return fmt.Errorf("invalid JSON: unexpected data after the JSON object (which ends at byte %d)", end)
-	}
-	return nil
-}
 
 // joinProblems joins non-nil errors under a heading, or returns nil.
 func joinProblems(heading string, problems []error) error {

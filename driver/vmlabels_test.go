@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
@@ -32,7 +33,7 @@ func TestParseVMLabels(t *testing.T) {
 		{"x,kubevirt.io/y=z,ok=1", nil, []string{"is not key=value", "reserved"}},
 	}
 	for _, tc := range cases {
-		got, errs := ParseVMLabels(tc.in)
+		got, errs := vmspec.ParseVMLabels(tc.in)
 		if !checkProblems(t, tc.in, errs, tc.errs) {
 			continue
 		}
@@ -45,15 +46,15 @@ func TestParseVMLabels(t *testing.T) {
 func TestVMLabelsOnVMAndTemplateOnly(t *testing.T) {
 	c := baseConfig()
 	c.VMLabels = "app=web"
-	in, err := ParseInputs(c)
+	in, err := vmspec.ParseInputs(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := PlanFromConfig(c, in, "c1-pool1-x7k2p", testImages)
+	p, err := vmspec.PlanFromConfig(c, in, "c1-pool1-x7k2p", testImages)
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm, err := BuildVM(p)
+	vm, err := vmspec.BuildVM(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestVMLabelsOnVMAndTemplateOnly(t *testing.T) {
 	if vm.Labels[harvester.LabelCreator] != harvester.CreatorValue {
 		t.Errorf("driver's labels lost: %v", vm.Labels)
 	}
-	if s := BuildUserDataSecret(p, nil, nil); s.Labels["app"] != "" {
+	if s := vmspec.BuildUserDataSecret(p, nil, nil); s.Labels["app"] != "" {
 		t.Errorf("user labels on the cloud-init Secret: %v", s.Labels)
 	}
 	if strings.Contains(vm.Annotations[harvester.AnnotationVolumeClaimTemplates], `"app"`) {

@@ -7,15 +7,18 @@ import (
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/removal"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
-var testImages = map[string]ImageFacts{
+var testImages = map[string]vmspec.ImageFacts{
 	"default/ubuntu-22.04": {StorageClassName: "longhorn-ubuntu-22.04", VirtualSizeBytes: 2361393152},
 	"images/rocky":         {StorageClassName: "longhorn-rocky"},
 }
 
-func baseConfig() Config {
+func baseConfig() config.Config {
 	c := New().Config
 	c.KubeconfigContent = testKubeconfig
 	c.ImageName = "default/ubuntu-22.04"
@@ -27,31 +30,31 @@ func baseConfig() Config {
 func TestBuildVMGolden(t *testing.T) {
 	cases := []struct {
 		name   string
-		mutate func(c *Config)
+		mutate func(c *config.Config)
 	}{
-		{"image-disk", func(c *Config) { c.DiskSizeGiB = 30 }},
-		{"image-disk-default-size", func(c *Config) {}},
-		{"storage-class-multi-disk", func(c *Config) {
+		{"image-disk", func(c *config.Config) { c.DiskSizeGiB = 30 }},
+		{"image-disk-default-size", func(c *config.Config) {}},
+		{"storage-class-multi-disk", func(c *config.Config) {
 			c.DiskInfo = `{"disks":[{"imageName":"default/ubuntu-22.04","size":40,"bootOrder":1},{"storageClassName":"harvester-longhorn","size":100,"bus":"scsi"},{"imageName":"images/rocky","type":"cd-rom","bus":"sata","bootOrder":2},{"storageClassName":"harvester-longhorn","size":5,"hotPlugAble":true}]}`
 		}},
-		{"multi-nic", func(c *Config) {
+		{"multi-nic", func(c *config.Config) {
 			c.NetworkInfo = `{"interfaces":[{"networkName":"default/vlan1","macAddress":"52:54:00:aa:bb:cc"},{"networkName":"vlan2","model":"e1000","type":"masquerade"}]}`
 		}},
-		{"efi-secureboot-tpm-vgpu-pinning", func(c *Config) {
+		{"efi-secureboot-tpm-vgpu-pinning", func(c *config.Config) {
 			c.EnableEFI, c.EnableSecureBoot, c.EnableTPM = true, true, true
 			c.CPUPinning, c.IsolateEmulatorThread = true, true
 			c.CPUModel = "host-passthrough"
 			c.CPUCount, c.MemoryGiB, c.ReservedMemoryMiB = 8, 16, 512
 			c.VGPUInfo = `{"vGPURequests":[{"name":"gpu1","deviceName":"nvidia.com/GRID_A100-1B"}]}`
 		}},
-		{"efi-no-secureboot", func(c *Config) { c.EnableEFI = true }},
-		{"user-labels", func(c *Config) { c.VMLabels = "app=web, billing.example.com/team=db,tier=" }},
-		{"key-pair-network-data", func(c *Config) {
+		{"efi-no-secureboot", func(c *config.Config) { c.EnableEFI = true }},
+		{"user-labels", func(c *config.Config) { c.VMLabels = "app=web, billing.example.com/team=db,tier=" }},
+		{"key-pair-network-data", func(c *config.Config) {
 			c.KeyPairName = "sim-key"
 			c.SSHPrivateKeyPath = "/tmp/k"
 			c.NetworkData = "version: 2\n"
 		}},
-		{"user-affinity", func(c *Config) {
+		{"user-affinity", func(c *config.Config) {
 			c.VMAffinity = `{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"topology.kubernetes.io/zone","operator":"In","values":["sim-zone-a"]}]}]}},"podAntiAffinity":{"preferredDuringSchedulingIgnoredDuringExecution":[{"weight":10,"podAffinityTerm":{"topologyKey":"topology.kubernetes.io/zone","labelSelector":{"matchLabels":{"app":"x"}}}}]}}`
 		}},
 	}
@@ -66,7 +69,7 @@ func TestBuildVMGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			vm, err := BuildVM(plan)
+			vm, err := vmspec.BuildVM(plan)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +97,7 @@ func assertVMInvariants(t *testing.T, vm *kubevirtv1.VirtualMachine) {
 	found := false
 	for _, v := range vm.Spec.Template.Spec.Volumes {
 		if nc := v.CloudInitNoCloud; nc != nil {
-			found = nc.UserDataSecretRef != nil && nc.UserDataSecretRef.Name == UserDataSecretName(vm.Name) && nc.UserData == "" && nc.UserDataBase64 == ""
+			found = nc.UserDataSecretRef != nil && nc.UserDataSecretRef.Name == vmspec.UserDataSecretName(vm.Name) && nc.UserData == "" && nc.UserDataBase64 == ""
 		}
 	}
 	if !found {
@@ -111,21 +114,21 @@ func TestBuildUserDataSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := BuildUserDataSecret(plan, []byte("#cloud-config\n"), []byte("version: 2\n"))
+	s := vmspec.BuildUserDataSecret(plan, []byte("#cloud-config\n"), []byte("version: 2\n"))
 	if s.Name != "c1-pool1-x7k2p-cloudinit" || string(s.Data["userdata"]) != "#cloud-config\n" || string(s.Data["networkdata"]) != "version: 2\n" {
 		t.Errorf("secret: %+v", s)
 	}
 	if s.Labels[harvester.LabelCreator] != harvester.CreatorValue || s.Labels[harvester.LabelGuestCluster] != "c1" {
 		t.Errorf("secret labels: %v", s.Labels)
 	}
-	s2 := BuildUserDataSecret(plan, []byte("x"), nil)
+	s2 := vmspec.BuildUserDataSecret(plan, []byte("x"), nil)
 	if _, ok := s2.Data["networkdata"]; ok {
 		t.Errorf("networkdata key without network data")
 	}
 }
 
 func TestPlanUnknownImage(t *testing.T) {
-	_, err := planOf(t, baseConfig(), "m", map[string]ImageFacts{})
+	_, err := planOf(t, baseConfig(), "m", map[string]vmspec.ImageFacts{})
 	if err == nil || !strings.Contains(err.Error(), "default/ubuntu-22.04") {
 		t.Fatalf("got %v", err)
 	}
@@ -138,11 +141,11 @@ func TestClaimsToRemoveSkipsHotplug(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vm, err := BuildVM(plan)
+	vm, err := vmspec.BuildVM(plan)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := strings.Join(ClaimsToRemove(vm), ",")
+	got := strings.Join(removal.ClaimsToRemove(vm), ",")
 	if got != "m-1-disk-0,m-1-disk-2" {
 		t.Errorf("claims to remove: %s", got)
 	}

@@ -62,3 +62,11 @@ func (s *Seen) noteAbsent(kind, ns, name string, err error) error {
 	}
 	return err
 }
+
+// SawDeleted records that a watch saw kind ns/name, an object this process
+// created, deleted (or replaced) by someone else: it counts for Gone, so a
+// later wait for its deletion does not wait for an event it cannot see.
+func (s *Seen) SawDeleted(kind, ns, name string) {
+	s.deleting(kind, ns, name)
+	s.sawAbsent(kind, ns, name)
+}

@@ -143,6 +143,18 @@ func (s *sim) scheduleVMI(ctx context.Context, c *vmiContext) (time.Duration, er
 		node = res.Node
 		s.state.assume(c.key, node)
 	}
+	if why := s.missingCloudInitSecret(c); why != "" {
+		// The launcher pod is placed (no PodScheduled condition) but cannot
+		// start: the VMI stays in Scheduling, with nothing on it saying why
+		// (kubelet reports FailedMount on the pod only), until the Secret
+		// exists.
+		if s.state.once(c.key, "mount", why) {
+			s.log.Info("vmi held in Scheduling: its launcher pod cannot mount a cloud-init Secret", "vmi", c.key, "node", node, "why", why)
+		}
+		removeVMICondition(c.st, condPodScheduled)
+		_, err := s.writeStatus(ctx, gvrVMI, c.u, c.old, c.st)
+		return mountRetry, err
+	}
 	return 0, s.bindVMI(ctx, c, node)
 }
 

@@ -1,6 +1,7 @@
 // Package layout checks that the module's import arrows point down only:
 // cmd/ -> the front ends (driver/, bootstrap/) -> guest/ -> internal/;
-// sim/ and test/ may import the others.
+// sim/ and test/ may import the others. Inside driver/ the packages are
+// layered too (see driverLayers).
 package layout
 
 import (
@@ -9,6 +10,7 @@ import (
 	"errors"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -22,6 +24,25 @@ var forbidden = map[string][]string{
 	"bootstrap": {"driver", "cmd", "sim", "test"},
 	"guest":     {"driver", "bootstrap", "cmd", "sim", "test"},
 	"internal":  {"driver", "bootstrap", "guest", "cmd", "sim", "test"},
+}
+
+// driverLayers lists, for each package of driver/, the packages of driver/
+// it may import, directly or through another package (its tests too): the
+// libmachine adapter (driver) on top; the concerns (static addresses,
+// capacity, removal, power) under it, none importing another; the machine
+// (identity, ownership, waits) under those; the pure VM spec and the
+// flags (config) and the Harvester API layer at the bottom. A new package
+// of driver/ must be placed here.
+var driverLayers = map[string][]string{
+	"driver":              {"driver/capacity", "driver/config", "driver/harvesterapi", "driver/machine", "driver/power", "driver/removal", "driver/staticaddr", "driver/vmspec"},
+	"driver/capacity":     {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
+	"driver/removal":      {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
+	"driver/power":        {"driver/config", "driver/harvesterapi", "driver/machine"},
+	"driver/staticaddr":   {"driver/config", "driver/harvesterapi", "driver/machine"},
+	"driver/machine":      {"driver/config", "driver/harvesterapi"},
+	"driver/vmspec":       {"driver/config"},
+	"driver/config":       {},
+	"driver/harvesterapi": {},
 }
 
 // pkg is what `go list -json` says of one package.
@@ -80,6 +101,24 @@ func upward(p pkg) []string {
 	return bad
 }
 
+// driverUpward lists the imports of p, a package of driver/, that
+// driverLayers does not allow; ok is false for a package it does not
+// place.
+func driverUpward(p pkg) (bad []string, ok bool) {
+	self := strings.TrimPrefix(p.ImportPath, module)
+	allowed, ok := driverLayers[self]
+	if !ok {
+		return nil, false
+	}
+	for _, imp := range append(append(append([]string{}, p.Deps...), p.TestImports...), p.XTestImports...) {
+		name := strings.TrimPrefix(imp, module)
+		if tier(imp) == "driver" && name != self && !slices.Contains(allowed, name) {
+			bad = append(bad, imp)
+		}
+	}
+	return bad, true
+}
+
 func TestArrowsPointDown(t *testing.T) {
 	pkgs := listModule(t)
 	tiers := map[string]bool{}
@@ -87,6 +126,16 @@ func TestArrowsPointDown(t *testing.T) {
 		tiers[tier(p.ImportPath)] = true
 		for _, imp := range upward(p) {
 			t.Errorf("%s imports %s: %s may not import %s/", strings.TrimPrefix(p.ImportPath, module), strings.TrimPrefix(imp, module), tier(p.ImportPath), tier(imp))
+		}
+		if tier(p.ImportPath) != "driver" {
+			continue
+		}
+		bad, placed := driverUpward(p)
+		if !placed {
+			t.Errorf("%s is not placed in driverLayers", strings.TrimPrefix(p.ImportPath, module))
+		}
+		for _, imp := range bad {
+			t.Errorf("%s imports %s: driverLayers does not allow it", strings.TrimPrefix(p.ImportPath, module), strings.TrimPrefix(imp, module))
 		}
 	}
 	// The check sees the module's tiers (a wrong pattern would pass
@@ -114,6 +163,31 @@ func TestUpwardImportIsCaught(t *testing.T) {
 	}
 	ok := pkg{ImportPath: module + "driver", Deps: []string{module + "guest/cloudinit", module + "internal/kubeapi", "k8s.io/client-go/rest"}}
 	if bad := upward(ok); len(bad) != 0 {
+		t.Errorf("downward imports flagged: %v", bad)
+	}
+}
+
+// TestDriverUpwardImportIsCaught: inside driver/, an arrow pointing up or
+// sideways, and a package driverLayers does not place, are caught.
+func TestDriverUpwardImportIsCaught(t *testing.T) {
+	cases := []pkg{
+		{ImportPath: module + "driver/vmspec", Deps: []string{module + "driver/machine"}},
+		{ImportPath: module + "driver/config", Deps: []string{module + "driver"}},
+		{ImportPath: module + "driver/machine", TestImports: []string{module + "driver/staticaddr"}},
+		{ImportPath: module + "driver/removal", XTestImports: []string{module + "driver/power"}},
+		{ImportPath: module + "driver/staticaddr", Deps: []string{module + "driver/capacity"}},
+		{ImportPath: module + "driver/harvesterapi", Deps: []string{module + "driver/config"}},
+	}
+	for _, p := range cases {
+		if bad, _ := driverUpward(p); len(bad) != 1 {
+			t.Errorf("%s: upward imports %v, want one", p.ImportPath, bad)
+		}
+	}
+	if _, placed := driverUpward(pkg{ImportPath: module + "driver/newroom"}); placed {
+		t.Error("a package missing from driverLayers counts as placed")
+	}
+	ok := pkg{ImportPath: module + "driver/capacity", Deps: []string{module + "driver/machine", module + "driver/vmspec", module + "driver/config", module + "internal/harvester"}}
+	if bad, _ := driverUpward(ok); len(bad) != 0 {
 		t.Errorf("downward imports flagged: %v", bad)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/harvester-kit/harvester-machine/driver"
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
@@ -120,8 +121,8 @@ func TestChangedBetweenPreCreateAndCreate(t *testing.T) {
 			copyFixture(t, dyn, networkGVR, "vlan1", "e2e-window-net", func(u *unstructured.Unstructured) bool { return u != nil })
 			copyFixture(t, dyn, keyPairGVR, "sim-key", "e2e-window-key", validated)
 			d := newInProcessDriver(t, "e2e-window-pool1-w0000", flagValues{
-				driver.FlagImageName: "default/e2e-window-img", driver.FlagNetworkName: "default/e2e-window-net",
-				driver.FlagKeyPairName: "default/e2e-window-key", driver.FlagSSHPrivateKeyPath: filepath.Join(sim.Dir, "sim-key"),
+				config.FlagImageName: "default/e2e-window-img", config.FlagNetworkName: "default/e2e-window-net",
+				config.FlagKeyPairName: "default/e2e-window-key", config.FlagSSHPrivateKeyPath: filepath.Join(sim.Dir, "sim-key"),
 			})
 			if err := d.PreCreateCheck(); err != nil {
 				t.Fatalf("pre-create check: %v", err)
@@ -149,8 +150,8 @@ func newInProcessDriver(t *testing.T, name string, values flagValues) *driver.Dr
 	for _, f := range d.GetCreateFlags() {
 		opts[f.String()] = f.Default()
 	}
-	opts[driver.FlagKubeconfigContent] = kubeconfig
-	opts[driver.FlagClusterName] = "e2e-window"
+	opts[config.FlagKubeconfigContent] = kubeconfig
+	opts[config.FlagClusterName] = "e2e-window"
 	for k, v := range values {
 		opts[k] = v
 	}

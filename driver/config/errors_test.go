@@ -1,0 +1,19 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+func TestAPIErrorUnauthorized(t *testing.T) {
+	err := APIError("get VM", errUnauthorized())
+	if !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "5827") || !strings.Contains(err.Error(), "expired") {
+		t.Errorf("unclear 401 error: %v", err)
+	}
+}
+
+func errUnauthorized() error {
+	return apierrors.NewUnauthorized("token expired")
+}

@@ -1,0 +1,299 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
+)
+
+// Goal decides, from the current VMI (nil when there is none), whether
+// the wait is over.
+type Goal func(vmi *kubevirtv1.VirtualMachineInstance) bool
+
+func (d *Machine) WaitTimeout() time.Duration {
+	if d.WaitTimeoutSeconds <= 0 {
+		return config.DefaultWaitTimeoutSeconds * time.Second
+	}
+	return time.Duration(d.WaitTimeoutSeconds) * time.Second
+}
+
+// WaitVMI watches the machine's VMI until goal is met, logging progress,
+// and returns the VMI that met it (the process remembers it: GetIP and
+// GetState answer from it). With fromRV (the resource version of the
+// VM's creation) it watches only the changes since, in one request;
+// otherwise (or when that watch cannot go on) it lists and watches. On
+// timeout it reports what was last seen. The wait ends at once, with
+// ErrVMDeleted, when the machine's VM is deleted.
+func (d *Machine) WaitVMI(parent context.Context, api *harvesterapi.API, fromRV, what string, goal Goal) (*kubevirtv1.VirtualMachineInstance, error) {
+	timed, cancelTimeout := context.WithTimeout(parent, d.WaitTimeout())
+	defer cancelTimeout()
+	ctx, stop := d.whileVMExists(timed, api, fromRV)
+	defer stop()
+	ns, name := d.VMNamespace, d.MachineName
+	vmis := api.VMIs(ns)
+	p := &progress{machine: name}
+	check := func(vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
+		p.observe(vmi)
+		return goal(vmi), nil
+	}
+	var met *kubevirtv1.VirtualMachineInstance
+	err := kubeapi.ErrWatchEnded
+	if fromRV != "" {
+		met, err = kubeapi.WaitFrom(ctx, vmis, name, fromRV, check)
+	}
+	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
+		met, err = d.listAndWatchVMI(ctx, api, vmis, p, goal)
+	}
+	if err == nil {
+		api.Seen().RememberVMI(met)
+		return met, nil
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, ErrVMDeleted) || errors.Is(cause, ErrSecretDeleted) {
+		return nil, fmt.Errorf("VM %s/%s: %w while waiting for it %s; last seen: %s", ns, name, cause, what, DescribeVMI(p.last))
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
+		return nil, d.timeoutError(parent, api, what, p.last)
+	}
+	return nil, config.APIError("watch VMI "+ns+"/"+name, err)
+}
+
+// listAndWatchVMI waits for goal from the VMI's current state on.
+func (d *Machine) listAndWatchVMI(ctx context.Context, api *harvesterapi.API, vmis kubeapi.Kind, p *progress, goal Goal) (*kubevirtv1.VirtualMachineInstance, error) {
+	ns, name := d.VMNamespace, d.MachineName
+	var met *kubevirtv1.VirtualMachineInstance
+	// The precondition sees the informer's store, which may be newer than
+	// the events still queued: it checks the goal without logging, so the
+	// progress lines follow the events in order.
+	precondition := func(store cache.Store) (bool, error) {
+		obj, exists, err := store.GetByKey(ns + "/" + name)
+		if err != nil {
+			return false, err
+		}
+		var vmi *kubevirtv1.VirtualMachineInstance
+		if exists {
+			vmi = obj.(*kubevirtv1.VirtualMachineInstance)
+		}
+		p.last, met = vmi, vmi
+		return goal(vmi), nil
+	}
+	_, err := watchtools.UntilWithSync(ctx, kubeapi.NamedListWatch(vmis, name, api.Timeout()), &kubevirtv1.VirtualMachineInstance{}, precondition, func(ev watch.Event) (bool, error) {
+		vmi, ok := ev.Object.(*kubevirtv1.VirtualMachineInstance)
+		if !ok {
+			return false, nil
+		}
+		if ev.Type == watch.Deleted {
+			vmi = nil
+		}
+		p.observe(vmi)
+		met = vmi
+		return goal(vmi), nil
+	})
+	return met, err
+}
+
+// ErrVMDeleted is the cause of a wait that ended because the machine's VM
+// was deleted (or replaced by another VM of its name) by someone else.
+var ErrVMDeleted = errors.New("the VM was deleted by someone else")
+
+// whileVMExists returns a context that is cancelled with cause ErrVMDeleted
+// as soon as a watch sees the machine's VM (of the recorded UID, if any)
+// deleted, being deleted or replaced. With fromRV it watches the changes
+// after that resource version only (one request); the VMs it sees are
+// remembered for GetState.
+func (d *Machine) whileVMExists(parent context.Context, api *harvesterapi.API, fromRV string) (context.Context, context.CancelFunc) {
+	return whileExists(parent, api, api.VMs(d.VMNamespace), d.VMNamespace, d.MachineName, fromRV, ErrVMDeleted, func(vm *kubevirtv1.VirtualMachine) bool {
+		if vm != nil && vm.DeletionTimestamp == nil && (d.VMUID == "" || string(vm.UID) == d.VMUID) {
+			api.Seen().RememberVM(vm)
+			return true
+		}
+		return false
+	})
+}
+
+// ErrSecretDeleted is the cause of a create's wait that ended because the
+// machine's cloud-init Secret was deleted: KubeVirt mounts that Secret into
+// the VM's launcher pod (virt-controller's volume renderer), and the pod
+// cannot start without it, so the VM instance would stay in Scheduling.
+var ErrSecretDeleted = errors.New("KubeVirt cannot start the VM without it")
+
+// WhileSecretExists returns a context that is cancelled, with a cause
+// wrapping ErrSecretDeleted and naming the Secret, as soon as a watch sees
+// the machine's cloud-init Secret name (of uid) deleted, being deleted or
+// replaced. fromRV is the Secret's resource version as created: the watch
+// starts there, so a deletion before the call is seen too.
+func (d *Machine) WhileSecretExists(parent context.Context, api *harvesterapi.API, name string, uid types.UID, fromRV string) (context.Context, context.CancelFunc) {
+	return whileExists(parent, api, api.Secrets(d.VMNamespace), d.VMNamespace, name, fromRV, d.SecretDeleted(name), func(s *corev1.Secret) bool {
+		if s != nil && s.DeletionTimestamp == nil && s.UID == uid {
+			return true
+		}
+		// The rollback's wait for the Secret's deletion could not see it.
+		api.Seen().SawDeleted(harvesterapi.KindSecret, d.VMNamespace, name)
+		return false
+	})
+}
+
+// SecretDeleted is the error of a create whose cloud-init Secret name was
+// deleted by someone else.
+func (d *Machine) SecretDeleted(name string) error {
+	return fmt.Errorf("its cloud-init Secret %s/%s was deleted by someone else (%w)", d.VMNamespace, name, ErrSecretDeleted)
+}
+
+// whileExists returns a context that is cancelled with cause as soon as a
+// watch of kind k sees the object ns/name no longer there (exists is
+// false; it gets nil for an object that does not exist). With fromRV it
+// watches the changes after that resource version (one request), else (or
+// when that watch cannot go on) it lists and watches.
+func whileExists[T runtime.Object](parent context.Context, api *harvesterapi.API, k kubeapi.Kind, ns, name, fromRV string, cause error, exists func(T) bool) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	gone := func(obj T) (bool, error) { return !exists(obj), nil }
+	go func() {
+		err := kubeapi.ErrWatchEnded
+		if fromRV != "" {
+			_, err = kubeapi.WaitFrom(ctx, k, name, fromRV, gone)
+		}
+		if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
+			_, err = kubeapi.Wait(ctx, k, ns, name, api.Timeout(), gone)
+		}
+		if err == nil {
+			cancel(cause)
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
+}
+
+// progress logs one line for each change worth telling.
+type progress struct {
+	machine  string
+	last     *kubevirtv1.VirtualMachineInstance
+	lastLine string
+}
+
+func (p *progress) observe(vmi *kubevirtv1.VirtualMachineInstance) {
+	p.last = vmi
+	line := DescribeVMI(vmi)
+	if line != p.lastLine {
+		log.Infof("%s: %s", p.machine, line)
+		p.lastLine = line
+	}
+}
+
+// DescribeVMI is a one-line summary of a VMI for progress lines.
+func DescribeVMI(vmi *kubevirtv1.VirtualMachineInstance) string {
+	if vmi == nil {
+		return "no VM instance"
+	}
+	if vmi.DeletionTimestamp != nil {
+		return "VM instance stopping"
+	}
+	parts := []string{"phase " + phaseName(vmi.Status.Phase)}
+	if vmi.Status.NodeName != "" {
+		host := "on host " + vmi.Status.NodeName
+		if z := vmi.Annotations[corev1.LabelTopologyZone]; z != "" {
+			host += " (zone " + z + ")"
+		}
+		parts = append(parts, host)
+	}
+	if addr, ok := SelectAddress(vmi.Status.Interfaces); ok {
+		parts = append(parts, "address "+addr)
+	} else if vmi.Status.Phase == kubevirtv1.Running {
+		parts = append(parts, "waiting for the guest to report an address")
+	}
+	return strings.Join(parts, ", ")
+}
+
+func phaseName(p kubevirtv1.VirtualMachineInstancePhase) string {
+	if p == "" {
+		return "Pending"
+	}
+	return string(p)
+}
+
+// timeoutError says what was last seen: phase, conditions, recent events and
+// a hint about the guest agent when the VMI runs without an address.
+func (d *Machine) timeoutError(parent context.Context, api *harvesterapi.API, what string, last *kubevirtv1.VirtualMachineInstance) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "timed out after %s waiting for VM %s/%s %s; last seen: %s", d.WaitTimeout(), d.VMNamespace, d.MachineName, what, DescribeVMI(last))
+	if last != nil {
+		var conds []string
+		for _, c := range last.Status.Conditions {
+			s := fmt.Sprintf("%s=%s", c.Type, c.Status)
+			if c.Reason != "" || c.Message != "" {
+				s += " (" + strings.TrimSpace(c.Reason+" "+c.Message) + ")"
+			}
+			conds = append(conds, s)
+		}
+		if len(conds) > 0 {
+			fmt.Fprintf(&b, "; conditions: %s", strings.Join(conds, ", "))
+		}
+		if last.Status.Phase == kubevirtv1.Running {
+			if _, ok := SelectAddress(last.Status.Interfaces); !ok {
+				b.WriteString("; no IP: the guest reports none - does the image run qemu-guest-agent? " +
+					"(cloud-init installs it unless --" + config.FlagSkipQemuGuestAgent + " is set; air-gapped images must ship it)")
+			}
+		}
+	}
+	if ev := d.recentEvents(parent, api, 5); len(ev) > 0 {
+		fmt.Fprintf(&b, "; recent events: %s", strings.Join(ev, " | "))
+	}
+	return errors.New(b.String())
+}
+
+// recentEvents returns the last n events about the machine's VM and VMI.
+func (d *Machine) recentEvents(parent context.Context, api *harvesterapi.API, n int) []string {
+	items, err := api.ListEvents(parent, d.VMNamespace, d.MachineName)
+	if err != nil {
+		return nil
+	}
+	sort.SliceStable(items, func(i, j int) bool { return eventTime(items[i]).Before(eventTime(items[j])) })
+	if len(items) > n {
+		items = items[len(items)-n:]
+	}
+	var out []string
+	for _, e := range items {
+		out = append(out, fmt.Sprintf("%s %s %s: %s", e.Type, e.InvolvedObject.Kind, e.Reason, e.Message))
+	}
+	return out
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// Goals.
+func RunningWithAddress(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	if vmi == nil || vmi.DeletionTimestamp != nil || vmi.Status.Phase != kubevirtv1.Running {
+		return false
+	}
+	_, ok := SelectAddress(vmi.Status.Interfaces)
+	return ok
+}
+
+func NoVMI(vmi *kubevirtv1.VirtualMachineInstance) bool { return vmi == nil }
+
+func NewRunningVMI(oldUID string) Goal {
+	return func(vmi *kubevirtv1.VirtualMachineInstance) bool {
+		return vmi != nil && string(vmi.UID) != oldUID && RunningWithAddress(vmi)
+	}
+}

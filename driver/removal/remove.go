@@ -1,0 +1,356 @@
+package removal
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
+)
+
+// Removal is what Find found to delete.
+type Removal struct {
+	VM *kubevirtv1.VirtualMachine
+	// vmi is the machine's VM instance left running without its VM (see
+	// orphanedVMI); only looked for when the VM is gone.
+	vmi    *kubevirtv1.VirtualMachineInstance
+	Claims map[string]types.UID
+	Secret *corev1.Secret
+	// labelled are the claims found by the machine's label, as listed.
+	labelled map[string]bool
+	listed   pvcListing
+	// secretWithVM: the cloud-init Secret is the one this machine created
+	// and made the VM its owner (the VM has the recorded UID): the garbage
+	// collector deletes it with the VM, so it is not read.
+	secretWithVM bool
+}
+
+// withVM reports whether the VM's deletion takes everything else with it: the Secret (owned by the VM) and the volumes (Harvester
+// deletes those the VM annotation names); the volumes carry the machine's
+// label, so one watch sees them go.
+//
+// A VM someone else is already deleting does not: Harvester may have
+// handled its annotation already.
+func (r Removal) withVM() bool {
+	if r.VM == nil || r.VM.DeletionTimestamp != nil || !r.secretWithVM {
+		return false
+	}
+	for c := range r.Claims {
+		if !r.labelled[c] {
+			return false
+		}
+	}
+	return true
+}
+
+func (d Remover) RemoveMachine(parent context.Context, api *harvesterapi.API) error {
+	return d.RemoveMachineOf(parent, api, nil)
+}
+
+// RemoveMachineOf removes the machine; vm, when not nil, is its VM as
+// just read.
+func (d Remover) RemoveMachineOf(parent context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) error {
+	ctx, cancel := context.WithTimeout(parent, d.WaitTimeout())
+	defer cancel()
+	r, err := d.Find(ctx, api, vm)
+	if err != nil {
+		return fmt.Errorf("remove machine %s: %w", d.MachineName, err)
+	}
+	defer r.listed.stream.Stop()
+	if r.withVM() {
+		return d.removeWithVM(ctx, api, r)
+	}
+	claims := slices.Sorted(maps.Keys(r.Claims))
+	var targets []harvesterapi.Target
+	if r.VM != nil {
+		if err := d.markClaimsForRemoval(ctx, api, r.VM.UID, claims); err != nil {
+			return err
+		}
+		log.Infof("%s: deleting VM %s/%s (UID %s)", d.MachineName, d.VMNamespace, r.VM.Name, r.VM.UID)
+		if err := api.DeleteVM(ctx, d.VMNamespace, r.VM.Name, r.VM.UID); err != nil {
+			return err
+		}
+		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindVM, Name: r.VM.Name, UID: r.VM.UID}, harvesterapi.Target{Kind: harvesterapi.KindVMI, Name: r.VM.Name})
+		targets = append(targets, d.heldClaimTargets()...)
+	}
+	if r.vmi != nil {
+		log.Infof("%s: deleting VM instance %s/%s (UID %s), left running without its VM", d.MachineName, d.VMNamespace, r.vmi.Name, r.vmi.UID)
+		if err := api.DeleteVMI(ctx, d.VMNamespace, r.vmi.Name, r.vmi.UID, nil); err != nil {
+			return err
+		}
+		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindVMI, Name: r.vmi.Name, UID: r.vmi.UID})
+	}
+	var errs []error
+	for _, c := range claims {
+		log.Infof("%s: deleting volume %s/%s", d.MachineName, d.VMNamespace, c)
+		errs = append(errs, api.DeletePVC(ctx, d.VMNamespace, c, r.Claims[c]))
+		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindPVC, Name: c, UID: r.Claims[c]})
+	}
+	if s := r.Secret; s != nil {
+		errs = append(errs, api.DeleteSecret(ctx, d.VMNamespace, s.Name, s.UID))
+		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: s.Name, UID: s.UID})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := d.WaitRemoved(ctx, api, targets...); err != nil {
+		return err
+	}
+	log.Infof("%s: removed %s", d.MachineName, r.describe())
+	return nil
+}
+
+// WaitRemoved waits, with watches, until every target in the VM namespace
+// is gone.
+func (d Remover) WaitRemoved(ctx context.Context, api *harvesterapi.API, targets ...harvesterapi.Target) error {
+	return api.WaitRemoved(ctx, d.VMNamespace, d.WaitTimeout(), targets)
+}
+
+// heldClaimTargets is the machine's address claim, if it holds one: the
+// garbage collector deletes it once the VM is gone, which frees the
+// address for the next machine.
+func (d Remover) heldClaimTargets() []harvesterapi.Target {
+	if d.HeldClaim == "" {
+		return nil
+	}
+	return []harvesterapi.Target{{Kind: harvesterapi.KindClaim, Name: d.HeldClaim, UID: types.UID(d.HeldClaimUID)}}
+}
+
+func (r Removal) describe() string {
+	var parts []string
+	if r.VM != nil {
+		parts = append(parts, "VM "+r.VM.Name)
+	}
+	if r.vmi != nil {
+		parts = append(parts, "VM instance "+r.vmi.Name)
+	}
+	if len(r.Claims) > 0 {
+		parts = append(parts, "volumes "+strings.Join(slices.Sorted(maps.Keys(r.Claims)), ", "))
+	}
+	switch {
+	case r.Secret != nil:
+		parts = append(parts, "Secret "+r.Secret.Name)
+	case r.secretWithVM:
+		parts = append(parts, "Secret "+userDataSecretOf(r.VM))
+	}
+	if len(parts) == 0 {
+		return "nothing: none of the machine's objects exist any more"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Find finds the machine's objects and checks, before anything is
+// deleted, that each one of the machine's names is the machine's own.
+// vm, when not nil, is the VM as just read.
+func (d Remover) Find(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) (Removal, error) {
+	var err error
+	if vm != nil {
+		vm, err = d.CheckOwnVM(vm)
+	} else {
+		vm, err = d.OwnVM(ctx, api)
+	}
+	if err != nil {
+		return Removal{}, err
+	}
+	r := Removal{VM: vm}
+	if vm == nil {
+		if r.vmi, err = d.orphanedVMI(ctx, api); err != nil {
+			return Removal{}, err
+		}
+	}
+	if r.Claims, r.labelled, r.listed, err = d.claimsToRemove(ctx, api, vm); err != nil {
+		return Removal{}, err
+	}
+	secretName := vmspec.UserDataSecretName(d.MachineName)
+	if vm != nil {
+		if s := userDataSecretOf(vm); s != "" {
+			secretName = s
+		}
+		r.secretWithVM = d.VMUID != "" && string(vm.UID) == d.VMUID && secretName == vmspec.UserDataSecretName(d.MachineName)
+	}
+	if !r.secretWithVM {
+		if r.Secret, err = d.OwnSecret(ctx, api, secretName); err != nil {
+			r.listed.stream.Stop()
+			return Removal{}, err
+		}
+	}
+	return r, nil
+}
+
+// pvcListing is how the machine's volumes were listed: by a stream that
+// goes on watching them (one request for the list and the wait), or by a
+// list as of resource version rv (the wait watches from there).
+type pvcListing struct {
+	stream *kubeapi.Stream
+	rv     string
+}
+
+// ownedPVCs lists the volumes carrying the machine's labels: streamed,
+// or where the server does not stream, listed.
+func (d Remover) ownedPVCs(ctx context.Context, api *harvesterapi.API) ([]corev1.PersistentVolumeClaim, pvcListing, error) {
+	selector := d.OwnerSelector(d.MachineName)
+	stream, items, err := api.StreamPVCs(ctx, d.VMNamespace, selector)
+	if err == nil {
+		return items, pvcListing{stream: stream}, nil
+	}
+	if !errors.Is(err, kubeapi.ErrWatchEnded) || ctx.Err() != nil {
+		return nil, pvcListing{}, err
+	}
+	list, err := api.ListPVCs(ctx, d.VMNamespace, selector)
+	if err != nil {
+		return nil, pvcListing{}, err
+	}
+	return list.Items, pvcListing{rv: list.ResourceVersion}, nil
+}
+
+// claimsToRemove returns the PVCs to delete (name -> UID): the machine's
+// own non-hot-plug volumes, found by label and from the VM; a volume the
+// VM uses that the machine did not create is kept; with
+// removeAllPersistentVolumeClaims every volume of the guest cluster.
+// labelled are those found by label, as listed.
+func (d Remover) claimsToRemove(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) (out map[string]types.UID, labelled map[string]bool, listed pvcListing, err error) {
+	out, labelled = map[string]types.UID{}, map[string]bool{}
+	owned, listed, err := d.ownedPVCs(ctx, api)
+	if err != nil {
+		return nil, nil, listed, err
+	}
+	for _, p := range owned {
+		if p.Labels[harvester.LabelHotplug] != "true" {
+			out[p.Name], labelled[p.Name] = p.UID, true
+		}
+	}
+	if vm == nil {
+		return out, labelled, listed, nil
+	}
+	more, err := d.vmClaimsToRemove(ctx, api, vm, out)
+	if err != nil {
+		listed.stream.Stop()
+		return nil, nil, pvcListing{}, err
+	}
+	for name, uid := range more {
+		out[name] = uid
+	}
+	return out, labelled, listed, nil
+}
+
+// vmClaimsToRemove adds to the label-found claims those the VM uses that
+// are the machine's, and with removeAllPersistentVolumeClaims every
+// volume of the guest cluster.
+func (d Remover) vmClaimsToRemove(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine, found map[string]types.UID) (map[string]types.UID, error) {
+	out := map[string]types.UID{}
+	templated := templateClaimNames(vm)
+	for _, name := range ClaimsToRemove(vm) {
+		if _, ok := found[name]; ok {
+			continue
+		}
+		p, err := api.GetPVC(ctx, d.VMNamespace, name)
+		p, err = harvesterapi.Absent(name, p, err)
+		if err != nil || p == nil {
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if ok, why := d.OwnsLabels(d.MachineName, p.Labels); ok || (d.Legacy() && templated[name]) {
+			out[name] = p.UID
+		} else {
+			log.Infof("%s: keeping volume %s/%s that the VM uses: %s", d.MachineName, d.VMNamespace, name, why)
+		}
+	}
+	if cluster := vm.Labels[harvester.LabelGuestCluster]; vm.Annotations[harvester.AnnotationRemoveAllPVCs] == "true" && cluster != "" {
+		all, err := api.ListPVCs(ctx, d.VMNamespace, labels.SelectorFromSet(labels.Set{harvester.LabelGuestCluster: cluster}).String())
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range all.Items {
+			out[p.Name] = p.UID
+		}
+	}
+	return out, nil
+}
+
+// ClaimsToRemove lists the PVCs of a VM's non-hotplug volumes: hot-plugged
+// (CSI) volumes belong to the guest cluster and survive a node delete.
+func ClaimsToRemove(vm *kubevirtv1.VirtualMachine) []string {
+	if vm.Spec.Template == nil {
+		return nil
+	}
+	var out []string
+	hot := map[string]bool{}
+	for _, v := range vm.Spec.Template.Spec.Volumes {
+		pvc := v.PersistentVolumeClaim
+		switch {
+		case pvc == nil || pvc.ClaimName == "":
+		case pvc.Hotpluggable:
+			hot[pvc.ClaimName] = true
+		default:
+			out = append(out, pvc.ClaimName)
+		}
+	}
+	for name := range templateClaimNames(vm) {
+		if !hot[name] && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// templateClaimNames are the PVCs of the VM's volumeClaimTemplates annotation.
+func templateClaimNames(vm *kubevirtv1.VirtualMachine) map[string]bool {
+	out := map[string]bool{}
+	var claims []corev1.PersistentVolumeClaim
+	if json.Unmarshal([]byte(vm.Annotations[harvester.AnnotationVolumeClaimTemplates]), &claims) == nil {
+		for _, c := range claims {
+			out[c.Name] = true
+		}
+	}
+	return out
+}
+
+func userDataSecretOf(vm *kubevirtv1.VirtualMachine) string {
+	if vm.Spec.Template == nil {
+		return ""
+	}
+	for _, v := range vm.Spec.Template.Spec.Volumes {
+		if nc := v.CloudInitNoCloud; nc != nil && nc.UserDataSecretRef != nil {
+			return nc.UserDataSecretRef.Name
+		}
+	}
+	return ""
+}
+
+// markClaimsForRemoval sets harvesterhci.io/removedPersistentVolumeClaims on
+// the VM of that UID, retrying on conflicts.
+func (d Remover) markClaimsForRemoval(ctx context.Context, api *harvesterapi.API, uid types.UID, claims []string) error {
+	err := api.UpdateVM(ctx, d.VMNamespace, d.MachineName, "record the volumes to remove", func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+		if vm.UID != uid {
+			return false, fmt.Errorf("VM %s was replaced (UID %s, expected %s) while it was being removed: %w", d.MachineName, vm.UID, uid, machine.ErrNotOwned)
+		}
+		if vm.Annotations == nil {
+			vm.Annotations = map[string]string{}
+		}
+		vm.Annotations[harvester.AnnotationRemovedPVCs] = strings.Join(claims, ",")
+		return true, nil
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
