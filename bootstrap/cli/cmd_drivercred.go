@@ -156,9 +156,12 @@ func driverCredentialCommand() *ucli.Command {
 					if err != nil {
 						return err
 					}
-					deleted, err := dc.Revoke(ctx, s)
+					r, err := dc.Revoke(ctx, s)
 					if err != nil {
 						return explainAuth(err)
+					}
+					for _, x := range r.NotMadeByTool {
+						logger(c).Warn("not made by harvester-bootstrap, left in place: a token or a guest role that a driver credential serving the namespace could read or that binds a guest role; check it", "object", x)
 					}
 					// A machine namespace's grant goes with the last credential bound there.
 					for _, ns := range s.MachineNamespaces {
@@ -166,7 +169,7 @@ func driverCredentialCommand() *ucli.Command {
 							return explainAuth(err)
 						}
 					}
-					if len(deleted) == 0 {
+					if len(r.Deleted) == 0 {
 						logger(c).Info("nothing to revoke", "selector", s.Selector())
 					}
 					return nil
