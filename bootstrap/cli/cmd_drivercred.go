@@ -73,9 +73,10 @@ func issueDriverKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([
 	if err != nil {
 		return nil, err
 	}
-	if rotate {
+	err = refuseReachingTokens(ctx, h, s)
+	if err == nil && rotate {
 		err = dc.Rotate(ctx, s)
-	} else {
+	} else if err == nil {
 		err = dc.Ensure(ctx, s)
 	}
 	if err == nil && s.CloudProvider {
@@ -87,6 +88,32 @@ func issueDriverKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([
 	a := credentials.Access{ClusterName: s.ServiceAccount, Namespace: s.Namespace, ServiceAccount: s.ServiceAccount}
 	kc, err := h.Kubeconfig(ctx, a, c.String(FlagServer), c.Duration(FlagTTL))
 	return kc, explainAuth(err)
+}
+
+// refuseReachingTokens refuses machine namespaces holding a token Secret
+// whose ServiceAccount reaches outside the namespace: the driver credential
+// may read every Secret there. With --cloud-provider this tool's guest
+// credentials bound cluster-wide are moved into their namespace
+// (grantGuests), so they do not count.
+func refuseReachingTokens(ctx context.Context, h *credentials.Harvester, s drivercred.Spec) error {
+	var errs []error
+	for _, ns := range s.MachineNamespaces {
+		reach, err := h.ReachingOutside(ctx, ns)
+		if err != nil {
+			return explainAuth(err)
+		}
+		for _, r := range reach {
+			if r.Migratable && s.CloudProvider {
+				continue
+			}
+			fix := "delete that token Secret or that binding, or serve another namespace"
+			if r.Migratable {
+				fix = "bind it in " + ns + " only with `harvester-bootstrap kubeconfig rotate` (without --" + FlagCSIClusterWide + "), add --" + FlagCloudProviderRights + " (which does that), or serve another namespace"
+			}
+			errs = append(errs, field.Invalid(drivercred.FieldMachineNamespaces, ns, "holds the %s; the driver credential may read every Secret of its machine namespaces, so that token would be its too: %s", r, fix))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // grantGuests gives each machine namespace the guests' grant (the driver

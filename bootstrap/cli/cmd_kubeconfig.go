@@ -76,9 +76,11 @@ func issueKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	if rotate {
+	// A token reaching every namespace never goes where a driver credential reads.
+	err = h.CheckClusterWide(ctx, a)
+	if err == nil && rotate {
 		err = h.Rotate(ctx, a)
-	} else {
+	} else if err == nil {
 		err = h.EnsureAccess(ctx, a)
 	}
 	if err == nil && !a.CSIClusterWide {

@@ -97,6 +97,7 @@ var fieldFlags = map[string]string{
 	credentials.FieldServiceAccount:   FlagServiceAccount,
 	credentials.FieldServer:           FlagServer,
 	credentials.FieldFormat:           FlagFormat,
+	credentials.FieldCSIClusterWide:   FlagCSIClusterWide,
 	guest.FieldKubeconfig:             FlagCloudConfig,
 	addons.FieldCCM:                   FlagCCM,
 	drivercred.FieldServiceAccount:    FlagServiceAccount,

@@ -173,8 +173,10 @@ func (h *Harvester) Ensure(ctx context.Context, s Spec) error {
 	if err != nil {
 		return err
 	}
-	_, err = h.deleteAll(ctx, s, stale)
-	return err
+	if _, err = h.deleteAll(ctx, s, stale); err != nil {
+		return err
+	}
+	return h.waitPolicyInEffect(ctx, s)
 }
 
 func (h *Harvester) apply(ctx context.Context, x handle) error {

@@ -31,7 +31,7 @@ const DefaultServiceAccount = "docker-machine-driver-harvester"
 
 // LabelCredential marks every object of one driver credential; its value
 // is the ServiceAccount's <namespace>.<name> as a label value.
-const LabelCredential = "harvester-bootstrap.harvesterhci.io/driver-credential"
+const LabelCredential = credentials.LabelDriverCredential
 
 // Spec names one driver credential.
 type Spec struct {

@@ -22,6 +22,7 @@ const (
 	FieldServiceAccount = "service account"
 	FieldServer         = "server"
 	FieldFormat         = "format"
+	FieldCSIClusterWide = "cluster-wide CSI binding"
 )
 
 // Access names the Harvester-side identity of one guest cluster.

@@ -93,6 +93,8 @@ func driverPolicyValidations(d DriverIdentity) []admissionv1.Validation {
 	guestParam := labels("params")
 	tokenSecret := fmt.Sprintf("request.resource.group == '' && request.resource.resource == 'secrets' && has(object.type) && object.type == %s", cel(string(corev1.SecretTypeServiceAccountToken)))
 	target := fmt.Sprintf("(has(object.metadata.annotations) && %[1]s in object.metadata.annotations ? object.metadata.annotations[%[1]s] : '')", cel(corev1.ServiceAccountNameKey))
+	// An empty subresource is absent from the request, not "".
+	subResource := "(has(request.subResource) ? request.subResource : '')"
 	binding := "request.resource.group == 'rbac.authorization.k8s.io' && request.resource.resource == 'rolebindings'"
 	oneSA := "has(object.subjects) && size(object.subjects) == 1 && object.subjects[0].kind == 'ServiceAccount'"
 	guestLabels := fmt.Sprintf("the harvester-bootstrap labels %s=%s and %s", addons.LabelManagedBy, addons.ManagedBy, LabelCluster)
@@ -109,12 +111,12 @@ func driverPolicyValidations(d DriverIdentity) []admissionv1.Validation {
 			Reason:            ptrReason(metav1.StatusReasonForbidden),
 		},
 		{
-			Expression:        "request.resource.resource != 'serviceaccounts' || request.subResource != 'token' || params.metadata.name != request.name || (" + guestParam + ")",
+			Expression:        "request.resource.resource != 'serviceaccounts' || " + subResource + " != 'token' || params.metadata.name != request.name || (" + guestParam + ")",
 			MessageExpression: "'ServiceAccount ' + params.metadata.name + ' is not a guest credential of harvester-bootstrap: the driver credential may not request a token for it'",
 			Reason:            ptrReason(metav1.StatusReasonForbidden),
 		},
 		{
-			Expression: "request.resource.resource != 'serviceaccounts' || request.subResource != '' || ((" + labels("object") + ") && (request.operation != 'UPDATE' || (" + labels("oldObject") + ")))",
+			Expression: "request.resource.resource != 'serviceaccounts' || " + subResource + " != '' || ((" + labels("object") + ") && (request.operation != 'UPDATE' || (" + labels("oldObject") + ")))",
 			Message:    "the driver credential may make or change only the ServiceAccounts of harvester-bootstrap's guest credentials (" + guestLabels + ")",
 			Reason:     ptrReason(metav1.StatusReasonForbidden),
 		},
