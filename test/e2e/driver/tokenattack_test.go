@@ -90,7 +90,9 @@ func TestDriverCredentialCannotTakeTokens(t *testing.T) {
 	if _, err := kube.CoreV1().ServiceAccounts(attackNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: victimSA}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = kube.CoreV1().ServiceAccounts(attackNS).Delete(context.Background(), victimSA, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = kube.CoreV1().ServiceAccounts(attackNS).Delete(context.Background(), victimSA, metav1.DeleteOptions{})
+	})
 
 	// 1. A plain token Secret for the victim.
 	tokenSecret := func(name string, labels map[string]string) *corev1.Secret {
@@ -132,7 +134,9 @@ func TestDriverCredentialCannotTakeTokens(t *testing.T) {
 			"volumes": []any{map[string]any{"name": "sa", "serviceAccount": map[string]any{"serviceAccountName": victimSA}}},
 		}}},
 	}}
-	t.Cleanup(func() { _ = dynAdmin.Resource(vmGVR).Namespace(attackNS).Delete(context.Background(), "e2e-token-thief", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = dynAdmin.Resource(vmGVR).Namespace(attackNS).Delete(context.Background(), "e2e-token-thief", metav1.DeleteOptions{})
+	})
 	_, err = drvDyn.Resource(vmGVR).Namespace(attackNS).Create(ctx, vm, metav1.CreateOptions{})
 	refused(t, "create a VM with a serviceAccount volume of "+victimSA, err)
 
@@ -147,7 +151,9 @@ func TestDriverCredentialCannotTakeTokens(t *testing.T) {
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: victimSA, Namespace: attackNS}}},
 	}
 	for _, rb := range bindings {
-		t.Cleanup(func() { _ = kube.RbacV1().RoleBindings(attackNS).Delete(context.Background(), rb.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = kube.RbacV1().RoleBindings(attackNS).Delete(context.Background(), rb.Name, metav1.DeleteOptions{})
+		})
 		_, err := drv.RbacV1().RoleBindings(attackNS).Create(ctx, rb, metav1.CreateOptions{})
 		refused(t, "create RoleBinding "+rb.Name+" of "+rb.RoleRef.Name, err)
 	}
@@ -187,7 +193,9 @@ const attackGuest = "e2e-attack-guest"
 // the same call), and checks its token works.
 func checkDriverMakesGuestCredential(t *testing.T, ctx context.Context, kc string) {
 	t.Helper()
-	t.Cleanup(func() { _, _ = bootstrapErr("kubeconfig", "revoke", "--cluster-name", attackGuest, "--namespace", attackNS) })
+	t.Cleanup(func() {
+		_, _ = bootstrapErr("kubeconfig", "revoke", "--cluster-name", attackGuest, "--namespace", attackNS)
+	})
 	h, a := issueGuestAsDriver(t, ctx, kc, attackGuest, attackNS)
 	sec, err := h.TokenSecret(ctx, a)
 	if err != nil {
