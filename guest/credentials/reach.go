@@ -43,14 +43,15 @@ func (r Reach) String() string {
 }
 
 // bindsSAOf reports whether subjects include ServiceAccount sa of ns (or
-// all ServiceAccounts of ns, or of the cluster).
+// all ServiceAccounts of ns). What every ServiceAccount of the cluster
+// holds (system:serviceaccounts) the driver's own has.
 func bindsSAOf(subjects []rbacv1.Subject, ns, sa string) bool {
 	return slices.ContainsFunc(subjects, func(s rbacv1.Subject) bool {
 		switch s.Kind {
 		case rbacv1.ServiceAccountKind:
 			return s.Namespace == ns && s.Name == sa
 		case rbacv1.GroupKind:
-			return s.Name == serviceaccount.AllServiceAccountsGroup || s.Name == serviceaccount.MakeNamespaceGroupName(ns)
+			return s.Name == serviceaccount.MakeNamespaceGroupName(ns)
 		}
 		return false
 	})
