@@ -82,7 +82,7 @@ func (h *Harvester) waitPolicyInEffect(ctx context.Context, s Spec) error {
 			return apierrors.IsForbidden(last) && strings.Contains(last.Error(), name), nil
 		})
 		if err != nil {
-			return fmt.Errorf("wait for admission policy %s to take effect in %s (last answer: %v): %w", name, ns, last, err)
+			return fmt.Errorf("wait for admission policy %s to take effect in %s (last answer: %w): %w", name, ns, last, err)
 		}
 	}
 	h.Log.Info("admission policy in effect", "policy", name, "namespaces", s.MachineNamespaces)
