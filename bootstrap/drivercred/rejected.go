@@ -2,6 +2,7 @@ package drivercred
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -82,6 +83,9 @@ func (h *Harvester) waitPolicyInEffect(ctx context.Context, s Spec) error {
 			return apierrors.IsForbidden(last) && strings.Contains(last.Error(), name), nil
 		})
 		if err != nil {
+			if last == nil {
+				last = errors.New("the dry run was allowed")
+			}
 			return fmt.Errorf("wait for admission policy %s to take effect in %s (last answer: %w): %w", name, ns, last, err)
 		}
 	}
