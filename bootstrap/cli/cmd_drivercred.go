@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	ucli "github.com/urfave/cli/v2"
@@ -22,6 +23,7 @@ func driverCredentialFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: FlagServiceAccount, Value: drivercred.DefaultServiceAccount, Usage: "the driver's ServiceAccount `NAME`", EnvVars: env(FlagServiceAccount)},
 		&ucli.StringSliceFlag{Name: FlagMachineNamespace, Usage: "`NAMESPACE` machines go into (--harvester-vm-namespace); repeat for several (default: --namespace)", EnvVars: env(FlagMachineNamespace)},
 		&ucli.BoolFlag{Name: FlagCloudProviderRights, Usage: "also grant what --harvester-cloud-provider needs (making the guest clusters' credentials, binding the two Harvester cloud-provider ClusterRoles)", EnvVars: env(FlagCloudProviderRights)},
+		&ucli.BoolFlag{Name: FlagNoRWX, Usage: "with --" + FlagCloudProviderRights + ": " + noRWXUsage, EnvVars: env(FlagNoRWX)},
 		&ucli.BoolFlag{Name: FlagStaticAddressRights, Usage: "also grant what --harvester-static-address-range needs (its address claims, ConfigMaps: get, list, watch, create)", EnvVars: env(FlagStaticAddressRights)},
 		timeoutFlag(),
 	}
@@ -66,6 +68,9 @@ func issueDriverKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([
 	if server := c.String(FlagServer); server != "" {
 		err = errors.Join(err, credentials.CheckServer(server))
 	}
+	if c.Bool(FlagNoRWX) && !s.CloudProvider {
+		err = errors.Join(err, fmt.Errorf("--%s shapes the namespace grant, which only --%s makes; add --%s or leave --%s out", FlagNoRWX, FlagCloudProviderRights, FlagCloudProviderRights, FlagNoRWX))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +85,7 @@ func issueDriverKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([
 		err = dc.Ensure(ctx, s)
 	}
 	if err == nil && s.CloudProvider {
-		err = grantGuests(ctx, h, s)
+		err = grantGuests(ctx, h, s, credentials.GrantOptions{NoRWX: c.Bool(FlagNoRWX)})
 	}
 	if err != nil {
 		return nil, explainAuth(err)
@@ -119,9 +124,9 @@ func refuseReachingTokens(ctx context.Context, h *credentials.Harvester, s drive
 // grantGuests gives each machine namespace the guests' grant (the driver
 // makes only namespaced RoleBindings and cannot) and moves guest
 // credentials made with the cluster-wide binding to RoleBindings.
-func grantGuests(ctx context.Context, h *credentials.Harvester, s drivercred.Spec) error {
+func grantGuests(ctx context.Context, h *credentials.Harvester, s drivercred.Spec, o credentials.GrantOptions) error {
 	for _, ns := range s.MachineNamespaces {
-		if err := h.EnsureGrant(ctx, ns); err != nil {
+		if err := h.EnsureGrant(ctx, ns, o); err != nil {
 			return err
 		}
 		migrated, err := h.MigrateNamespace(ctx, ns)

@@ -169,7 +169,7 @@ func healthy() *clusterstate.Snapshot {
 			StorageClasses:  []storagev1.StorageClass{storageClass("harvester-longhorn", "driver.longhorn.io", true, nil)},
 			ServiceAccounts: []corev1.ServiceAccount{*objs.ServiceAccount},
 			RoleBindings:    []rbacv1.RoleBinding{*objs.RoleBinding, *objs.CSIRoleBinding},
-			GrantBindings:   []rbacv1.ClusterRoleBinding{*credentials.BuildGrant(ns).ReadsBinding},
+			GrantBindings:   []rbacv1.ClusterRoleBinding{*credentials.BuildGrant(ns, credentials.GrantOptions{}).ReadsBinding},
 			TokenSecrets: []clusterstate.TokenSecret{{Namespace: ns, Name: a.TokenSecretName(), ServiceAccount: a.ServiceAccount,
 				Labels: objs.TokenSecret.Labels, Filled: true, Auth: &clusterstate.Auth{User: "system:serviceaccount:default:guest-a", Kind: clusterstate.CredJWT}}},
 			LoadBalancers: []lbapi.LoadBalancer{lb},

@@ -5,10 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
 )
 
 // TestWideTokenNeverWhereADriverReads (issue 33, item 2): a driver
@@ -101,5 +106,79 @@ func TestWideTokenNeverWhereADriverReads(t *testing.T) {
 	r = runBin(t, append([]string{"driver-credential"}, drv...)...)
 	if r.code == 0 || !strings.Contains(r.stderr, vmNS+"/"+sec.Name) || !strings.Contains(r.stderr, crb.Name) {
 		t.Errorf("driver-credential with %s bound cluster-wide in its namespace: exit %d, want a refusal naming it and %s:\n%s", sec.Name, r.code, crb.Name, r.stderr)
+	}
+}
+
+// TestNoRWXKeepsOthersOffTheNFS (issue 33, item 3): with the namespace
+// grant as Harvester grants the CSI driver's rights, a ServiceAccount the
+// tool never made in a granted namespace may delete another tenant's
+// networkfilesystem (the documented reach); `kubeconfig --no-rwx` leaves
+// those rights out: the same requests, by that account and by the guest's
+// own token, are refused, while the grant's other reads stay.
+func TestNoRWXKeepsOthersOffTheNFS(t *testing.T) {
+	ctx := ctxT(t)
+	const vmNS, cluster, app = "e2e-norwx", "e2e-norwx-a", "e2e-norwx-app"
+	ensureNamespace(t, ctx, vmNS)
+	t.Cleanup(func() { runBin(t, "kubeconfig", "revoke", "--cluster-name", cluster, "--namespace", vmNS) })
+	if _, err := admin.CoreV1().ServiceAccounts(vmNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: app}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.CoreV1().ServiceAccounts(vmNS).Delete(context.Background(), app, metav1.DeleteOptions{}) })
+	tr, err := admin.CoreV1().ServiceAccounts(vmNS).CreateToken(ctx, app, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appCfg := rest.AnonymousClientConfig(adminCfg)
+	appCfg.BearerToken = tr.Status.Token
+	appDyn, err := dynamic.NewForConfig(appCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adminDyn, err := dynamic.NewForConfig(adminCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nfs := schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "networkfilesystems"}
+	victim := func() string {
+		obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "harvesterhci.io/v1beta1", "kind": "NetworkFilesystem",
+			"metadata": map[string]any{"generateName": "pvc-other-tenant-"}, "spec": map[string]any{"desiredState": "Enabled"}}}
+		got, err := adminDyn.Resource(nfs).Namespace("harvester-system").Create(ctx, obj, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = adminDyn.Resource(nfs).Namespace("harvester-system").Delete(context.Background(), got.GetName(), metav1.DeleteOptions{})
+		})
+		return got.GetName()
+	}
+
+	kc := tempFile(t, "rwx")
+	mustRun(t, "kubeconfig", "--cluster-name", cluster, "--namespace", vmNS, "-o", kc)
+	name := victim()
+	if err := appDyn.Resource(nfs).Namespace("harvester-system").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("with the full grant, %s (not the tool's) could not delete another tenant's networkfilesystem (the reach the docs state): %v", app, err)
+	}
+
+	mustRun(t, "kubeconfig", "--cluster-name", cluster, "--namespace", vmNS, "--no-rwx", "-o", kc)
+	name = victim()
+	guestCfg, _ := guestClient(t, kc)
+	guestDyn, err := dynamic.NewForConfig(guestCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for who, c := range map[string]dynamic.Interface{app: appDyn, "the guest's token": guestDyn} {
+		if err := c.Resource(nfs).Namespace("harvester-system").Delete(ctx, name, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("--no-rwx: %s deletes another tenant's networkfilesystem: want Forbidden, got %v", who, err)
+		}
+		if _, err := c.Resource(nfs).Namespace("harvester-system").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("--no-rwx: %s lists networkfilesystems (the CSI driver's RWX switch): want Forbidden, got %v", who, err)
+		}
+	}
+	if _, err := adminDyn.Resource(nfs).Namespace("harvester-system").Get(ctx, name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the other tenant's networkfilesystem after the refused delete: %v", err)
+	}
+	lh := schema.GroupVersionResource{Group: "longhorn.io", Version: "v1beta2", Resource: "volumes"}
+	if _, err := guestDyn.Resource(lh).Namespace("longhorn-system").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("--no-rwx: the guest may no longer list Longhorn volumes (the grant's other part): %v", err)
 	}
 }
