@@ -90,7 +90,9 @@ type GrantOptions struct {
 }
 
 // IsRWXCall reports whether c serves only shared (RWX) volumes.
-func IsRWXCall(c apicalls.Call) bool { return c.Group == "harvesterhci.io" && c.Resource == "networkfilesystems" }
+func IsRWXCall(c apicalls.Call) bool {
+	return c.Group == "harvesterhci.io" && c.Resource == "networkfilesystems"
+}
 
 // rwxOnly reports whether every call into namespace ns serves RWX volumes.
 func rwxOnly(ns string) bool {

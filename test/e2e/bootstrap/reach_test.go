@@ -123,7 +123,9 @@ func TestNoRWXKeepsOthersOffTheNFS(t *testing.T) {
 	if _, err := admin.CoreV1().ServiceAccounts(vmNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: app}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = admin.CoreV1().ServiceAccounts(vmNS).Delete(context.Background(), app, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = admin.CoreV1().ServiceAccounts(vmNS).Delete(context.Background(), app, metav1.DeleteOptions{})
+	})
 	tr, err := admin.CoreV1().ServiceAccounts(vmNS).CreateToken(ctx, app, &authnv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +149,7 @@ func TestNoRWXKeepsOthersOffTheNFS(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			_ = adminDyn.Resource(nfs).Namespace("harvester-system").Delete(context.Background(), got.GetName(), metav1.DeleteOptions{})
+			_ = adminDyn.Resource(nfs).Namespace("harvester-system").Delete(context.WithoutCancel(ctx), got.GetName(), metav1.DeleteOptions{})
 		})
 		return got.GetName()
 	}
