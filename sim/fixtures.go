@@ -20,7 +20,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/sim/subresources"
 )
 
-// Names of the fixtures, documented in the README.
+// Names of the fixtures, documented in docs/sim.md.
 const (
 	simLabel           = "sim.harvesterhci.io/fixture"
 	FixtureNamespace   = "default"

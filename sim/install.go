@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,8 +55,12 @@ func installCore(ctx context.Context, kube kubernetes.Interface, hosts, zones in
 			return fmt.Errorf("create host %s: %w", node.Name, err)
 		}
 		created.Status = status
-		if _, err := kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		updated, err := kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		if err != nil {
 			return fmt.Errorf("set status of host %s: %w", node.Name, err)
+		}
+		if err := untaintReady(ctx, kube, updated); err != nil {
+			return err
 		}
 	}
 	if err := installPoolInUsePolicy(ctx, kube); err != nil {
@@ -122,4 +127,26 @@ func conditionTrue(u *unstructured.Unstructured, condType string) bool {
 		}
 	}
 	return false
+}
+
+// untaintReady plays kube-controller-manager's node lifecycle controller
+// for a host created Ready: the API server's NodeTaint admission gives
+// every new Node node.kubernetes.io/not-ready:NoSchedule, and the
+// controller takes it off once the node reports Ready (the simulator does
+// not run that controller).
+func untaintReady(ctx context.Context, kube kubernetes.Interface, node *corev1.Node) error {
+	kept := node.Spec.Taints[:0]
+	for _, t := range node.Spec.Taints {
+		if t.Key != corev1.TaintNodeNotReady {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == len(node.Spec.Taints) {
+		return nil
+	}
+	node.Spec.Taints = kept
+	if _, err := kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("remove the not-ready taint of Ready host %s: %w", node.Name, err)
+	}
+	return nil
 }

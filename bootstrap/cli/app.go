@@ -36,7 +36,7 @@ func App(stdout, stderr io.Writer) *ucli.App {
 		Commands: []*ucli.Command{
 			kubeconfigCommand(), driverCredentialCommand(), addonCommand(), manifestsCommand(), applyCommand(),
 			userdataCommand(), affinityCommand(), lbCommand(), nodedriverCommand(),
-			doctorCommand(), gcCommand(),
+			doctorCommand(), gcCommand(), maintenanceCheckCommand(),
 		},
 		HideHelpCommand: true,
 		ExitErrHandler:  func(*ucli.Context, error) {},

@@ -194,8 +194,8 @@ func healthy() *clusterstate.Snapshot {
 
 func TestHealthySnapshotIsAllOK(t *testing.T) {
 	r := Run(healthy())
-	if len(r) != 24 {
-		t.Errorf("got %d rows, want 24 (every check once): %+v", len(r), r)
+	if len(r) != 25 {
+		t.Errorf("got %d rows, want 25 (every check once): %+v", len(r), r)
 	}
 	for _, row := range r {
 		if row.Status != OK {

@@ -25,6 +25,33 @@ var Tolerations = []corev1.Toleration{
 // nodeSelector, required node affinity, or a NoSchedule/NoExecute taint
 // neither it nor the DaemonSet controller tolerates); "" when it can.
 func WhyNotOn(spec corev1.PodSpec, node *corev1.Node) string {
+	return WhyPodNotOn(spec, node, Tolerations)
+}
+
+// WhyPodNotOn says why the scheduler keeps a pod of spec off node: its
+// nodeSelector, its required node affinity, or a NoSchedule/NoExecute taint
+// that neither its tolerations nor added (the ones its controller or an
+// admission plugin gives it) tolerate; "" when it may go there. A cordon
+// is judged by its taint node.kubernetes.io/unschedulable only.
+func WhyPodNotOn(spec corev1.PodSpec, node *corev1.Node, added []corev1.Toleration) string {
+	if why := WhyNotSelected(spec, node); why != "" {
+		return why
+	}
+	tolerations := append(slices.Clone(spec.Tolerations), added...)
+	for _, t := range node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		if !slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(&t) }) {
+			return "taint " + t.Key + ":" + string(t.Effect) + " not tolerated"
+		}
+	}
+	return ""
+}
+
+// WhyNotSelected says which of spec's nodeSelector or required node
+// affinity node's labels fail; "" when both hold.
+func WhyNotSelected(spec corev1.PodSpec, node *corev1.Node) string {
 	for k, v := range spec.NodeSelector {
 		if node.Labels[k] != v {
 			return "nodeSelector " + k + "=" + v
@@ -34,15 +61,6 @@ func WhyNotOn(spec corev1.PodSpec, node *corev1.Node) string {
 		terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
 		if !slices.ContainsFunc(terms, func(t corev1.NodeSelectorTerm) bool { return termMatches(t, node.Labels) }) {
 			return "no label its required node affinity asks for"
-		}
-	}
-	tolerations := append(slices.Clone(spec.Tolerations), Tolerations...)
-	for _, t := range node.Spec.Taints {
-		if t.Effect == corev1.TaintEffectPreferNoSchedule {
-			continue
-		}
-		if !slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tol.ToleratesTaint(&t) }) {
-			return "taint " + t.Key + ":" + string(t.Effect) + " not tolerated"
 		}
 	}
 	return ""

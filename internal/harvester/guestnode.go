@@ -16,3 +16,15 @@ const (
 	// Node; only then does the cloud provider set the node's addresses.
 	AnnProvidedNodeIP = "alpha.kubernetes.io/provided-node-ip"
 )
+
+// Role labels of a guest node: RKE2 and K3s set control-plane and etcd
+// ("true"), RKE1 controlplane and etcd.
+const (
+	LabelRoleControlPlane     = "node-role.kubernetes.io/control-plane"
+	LabelRoleControlPlaneRKE1 = "node-role.kubernetes.io/controlplane"
+	LabelRoleEtcd             = "node-role.kubernetes.io/etcd"
+)
+
+// LabelWitnessHost marks a Harvester witness host (etcd only; it runs no
+// VM and Harvester's upgrade does not count it as a host for VMs).
+const LabelWitnessHost = "node-role.harvesterhci.io/witness"

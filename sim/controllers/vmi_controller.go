@@ -213,7 +213,7 @@ func (s *sim) bindVMI(ctx context.Context, c *vmiContext, node string) error {
 func (s *sim) bootVMI(ctx context.Context, c *vmiContext) (time.Duration, error) {
 	s.enter(c, kubevirtv1.Running)
 	setVMICondition(c.st, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionTrue}, c.now)
-	setVMICondition(c.st, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceIsMigratable, Status: corev1.ConditionTrue}, c.now)
+	setVMICondition(c.st, liveMigratable(&c.vmi, s.claimsOf(c)), c.now)
 	c.st.Interfaces = interfaceStatuses(&c.vmi.Spec, c.key, nil)
 	if _, err := s.writeStatus(ctx, gvrVMI, c.u, c.old, c.st); err != nil {
 		return 0, err
@@ -263,6 +263,7 @@ func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) 
 		s.guestOffNetwork(c.key)
 	}
 	c.st.VolumeStatus = s.volumeStatusOf(c)
+	setVMICondition(c.st, liveMigratable(&c.vmi, s.claimsOf(c)), c.now)
 	u := c.u
 	if len(ips) > 0 && !hasAddress(c.old.Interfaces) {
 		u = u.DeepCopy()
@@ -279,6 +280,11 @@ func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) 
 
 // volumeStatusOf reports the VMI's hot-plugged volumes.
 func (s *sim) volumeStatusOf(c *vmiContext) []kubevirtv1.VolumeStatus {
+	return hotplugVolumeStatus(c.u.GetUID(), &c.vmi.Spec, c.old.VolumeStatus, s.claimsOf(c))
+}
+
+// claimsOf are the VMI's PVCs that exist, by name.
+func (s *sim) claimsOf(c *vmiContext) map[string]*corev1.PersistentVolumeClaim {
 	lister := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(c.u.GetNamespace())
 	claims := map[string]*corev1.PersistentVolumeClaim{}
 	for _, name := range vmiClaimNames(&c.vmi.Spec) {
@@ -286,7 +292,7 @@ func (s *sim) volumeStatusOf(c *vmiContext) []kubevirtv1.VolumeStatus {
 			claims[name] = pvc
 		}
 	}
-	return hotplugVolumeStatus(c.u.GetUID(), &c.vmi.Spec, c.old.VolumeStatus, claims)
+	return claims
 }
 
 func hasAddress(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface) bool {

@@ -22,7 +22,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
-// Fault names (the `harvester-sim fault` subcommands); see the README's
+// Fault names (the `harvester-sim fault` subcommands); see docs/sim.md's
 // "Faults" section.
 const (
 	RejectCreate     = "reject-create"
