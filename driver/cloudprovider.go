@@ -126,6 +126,11 @@ func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API, 
 	}
 	h := &credentials.Harvester{Client: api.Kube(), Config: api.Config(), Log: slog.New(slog.DiscardHandler)}
 	access := credentials.Access{ClusterName: d.ClusterName, Namespace: d.VMNamespace}.WithDefaults()
+	// A driver credential's admission policy wants the objects it makes
+	// labelled with its identity (so its revoke finds the tokens).
+	if id, ok := credentials.DriverIdentityOfToken(api.Config().BearerToken); ok {
+		access.IssuedBy = id.LabelValue()
+	}
 	log.Infof("%s: making or reusing the cloud-provider credential of cluster %s (ServiceAccount %s/%s)", d.MachineName, d.ClusterName, access.Namespace, access.ServiceAccount)
 	ctx, cancel := context.WithTimeout(ctx, d.machine().WaitTimeout())
 	defer cancel()

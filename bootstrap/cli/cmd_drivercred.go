@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	ucli "github.com/urfave/cli/v2"
@@ -22,6 +23,7 @@ func driverCredentialFlags() []ucli.Flag {
 		&ucli.StringFlag{Name: FlagServiceAccount, Value: drivercred.DefaultServiceAccount, Usage: "the driver's ServiceAccount `NAME`", EnvVars: env(FlagServiceAccount)},
 		&ucli.StringSliceFlag{Name: FlagMachineNamespace, Usage: "`NAMESPACE` machines go into (--harvester-vm-namespace); repeat for several (default: --namespace)", EnvVars: env(FlagMachineNamespace)},
 		&ucli.BoolFlag{Name: FlagCloudProviderRights, Usage: "also grant what --harvester-cloud-provider needs (making the guest clusters' credentials, binding the two Harvester cloud-provider ClusterRoles)", EnvVars: env(FlagCloudProviderRights)},
+		&ucli.BoolFlag{Name: FlagNoRWX, Usage: "with --" + FlagCloudProviderRights + ": " + noRWXUsage, EnvVars: env(FlagNoRWX)},
 		&ucli.BoolFlag{Name: FlagStaticAddressRights, Usage: "also grant what --harvester-static-address-range needs (its address claims, ConfigMaps: get, list, watch, create)", EnvVars: env(FlagStaticAddressRights)},
 		timeoutFlag(),
 	}
@@ -66,6 +68,9 @@ func issueDriverKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([
 	if server := c.String(FlagServer); server != "" {
 		err = errors.Join(err, credentials.CheckServer(server))
 	}
+	if c.Bool(FlagNoRWX) && !s.CloudProvider {
+		err = errors.Join(err, fmt.Errorf("--%s shapes the namespace grant, which only --%s makes; add --%s or leave --%s out", FlagNoRWX, FlagCloudProviderRights, FlagCloudProviderRights, FlagNoRWX))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -73,13 +78,14 @@ func issueDriverKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([
 	if err != nil {
 		return nil, err
 	}
-	if rotate {
+	err = refuseReachingTokens(ctx, h, s)
+	if err == nil && rotate {
 		err = dc.Rotate(ctx, s)
-	} else {
+	} else if err == nil {
 		err = dc.Ensure(ctx, s)
 	}
 	if err == nil && s.CloudProvider {
-		err = grantGuests(ctx, h, s)
+		err = grantGuests(ctx, h, s, credentials.GrantOptions{NoRWX: c.Bool(FlagNoRWX)})
 	}
 	if err != nil {
 		return nil, explainAuth(err)
@@ -89,12 +95,38 @@ func issueDriverKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([
 	return kc, explainAuth(err)
 }
 
+// refuseReachingTokens refuses machine namespaces holding a token Secret
+// whose ServiceAccount reaches outside the namespace: the driver credential
+// may read every Secret there. With --cloud-provider this tool's guest
+// credentials bound cluster-wide are moved into their namespace
+// (grantGuests), so they do not count.
+func refuseReachingTokens(ctx context.Context, h *credentials.Harvester, s drivercred.Spec) error {
+	var errs []error
+	for _, ns := range s.MachineNamespaces {
+		reach, err := h.ReachingOutside(ctx, ns)
+		if err != nil {
+			return explainAuth(err)
+		}
+		for _, r := range reach {
+			if r.Migratable && s.CloudProvider {
+				continue
+			}
+			fix := "delete that token Secret or that binding, or serve another namespace"
+			if r.Migratable {
+				fix = "bind it in " + ns + " only with `harvester-bootstrap kubeconfig rotate` (without --" + FlagCSIClusterWide + "), add --" + FlagCloudProviderRights + " (which does that), or serve another namespace"
+			}
+			errs = append(errs, field.Invalid(drivercred.FieldMachineNamespaces, ns, "holds the %s; the driver credential may read every Secret of its machine namespaces, so that token would be its too: %s", r, fix))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // grantGuests gives each machine namespace the guests' grant (the driver
 // makes only namespaced RoleBindings and cannot) and moves guest
 // credentials made with the cluster-wide binding to RoleBindings.
-func grantGuests(ctx context.Context, h *credentials.Harvester, s drivercred.Spec) error {
+func grantGuests(ctx context.Context, h *credentials.Harvester, s drivercred.Spec, o credentials.GrantOptions) error {
 	for _, ns := range s.MachineNamespaces {
-		if err := h.EnsureGrant(ctx, ns); err != nil {
+		if err := h.EnsureGrant(ctx, ns, o); err != nil {
 			return err
 		}
 		migrated, err := h.MigrateNamespace(ctx, ns)
@@ -156,9 +188,12 @@ func driverCredentialCommand() *ucli.Command {
 					if err != nil {
 						return err
 					}
-					deleted, err := dc.Revoke(ctx, s)
+					r, err := dc.Revoke(ctx, s)
 					if err != nil {
 						return explainAuth(err)
+					}
+					for _, x := range r.NotMadeByTool {
+						logger(c).Warn("not made by harvester-bootstrap, left in place: a token or a guest role that a driver credential serving the namespace could read or that binds a guest role; check it", "object", x)
 					}
 					// A machine namespace's grant goes with the last credential bound there.
 					for _, ns := range s.MachineNamespaces {
@@ -166,7 +201,7 @@ func driverCredentialCommand() *ucli.Command {
 							return explainAuth(err)
 						}
 					}
-					if len(deleted) == 0 {
+					if len(r.Deleted) == 0 {
 						logger(c).Info("nothing to revoke", "selector", s.Selector())
 					}
 					return nil

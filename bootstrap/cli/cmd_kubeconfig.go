@@ -33,6 +33,7 @@ func credentialFlags() []ucli.Flag {
 		&ucli.BoolFlag{Name: FlagCSIClusterWide, Usage: "bind " + credentials.CSIRoleName + " with a ClusterRoleBinding, as Harvester's own kubeconfig endpoint does. " +
 			"WARNING: the guest's token may then patch every VM (disks, cloud-init, run strategy) and touch every snapshot and backup in EVERY namespace; " +
 			"by default it is bound in --namespace only", EnvVars: env(FlagCSIClusterWide)},
+		&ucli.BoolFlag{Name: FlagNoRWX, Usage: noRWXUsage, EnvVars: env(FlagNoRWX)},
 	)
 }
 
@@ -76,13 +77,15 @@ func issueKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([]byte,
 	if err != nil {
 		return nil, err
 	}
-	if rotate {
+	// A token reaching every namespace never goes where a driver credential reads.
+	err = h.CheckClusterWide(ctx, a)
+	if err == nil && rotate {
 		err = h.Rotate(ctx, a)
-	} else {
+	} else if err == nil {
 		err = h.EnsureAccess(ctx, a)
 	}
 	if err == nil && !a.CSIClusterWide {
-		err = confine(ctx, h, a)
+		err = confine(ctx, h, a, credentials.GrantOptions{NoRWX: c.Bool(FlagNoRWX)})
 	}
 	if err != nil {
 		return nil, explainAuth(err)
@@ -93,8 +96,8 @@ func issueKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([]byte,
 
 // confine gives a's namespace its grant (the reads outside it), then drops
 // the cluster-wide binding a credential made before may still have.
-func confine(ctx context.Context, h *credentials.Harvester, a credentials.Access) error {
-	if err := h.EnsureGrant(ctx, a.Namespace); err != nil {
+func confine(ctx context.Context, h *credentials.Harvester, a credentials.Access, o credentials.GrantOptions) error {
+	if err := h.EnsureGrant(ctx, a.Namespace, o); err != nil {
 		return err
 	}
 	_, err := h.DropClusterWide(ctx, a)

@@ -77,7 +77,14 @@ const (
 	// FlagCSIClusterWide binds the guest's CSI role cluster-wide, as
 	// Harvester's own kubeconfig endpoint does.
 	FlagCSIClusterWide = "csi-cluster-wide"
+	// FlagNoRWX leaves shared (RWX) volumes out of the namespace grant.
+	FlagNoRWX = "no-rwx"
 )
+
+// noRWXUsage says what --no-rwx leaves out and why one would.
+const noRWXUsage = "leave shared (ReadWriteMany) volumes out of the VM namespace's grant: no right on Harvester's networkfilesystems in harvester-system. " +
+	"Harvester grants the CSI driver those rights on EVERY networkfilesystem, so with them any ServiceAccount of a granted namespace may disable, delete or create " +
+	"another tenant's; without them the CSI driver v0.2.9 offers ReadWriteOnce volumes only. The grant is the namespace's: the last command that grants it decides"
 
 // Values of doctor's and gc's --output.
 const (
@@ -97,6 +104,7 @@ var fieldFlags = map[string]string{
 	credentials.FieldServiceAccount:   FlagServiceAccount,
 	credentials.FieldServer:           FlagServer,
 	credentials.FieldFormat:           FlagFormat,
+	credentials.FieldCSIClusterWide:   FlagCSIClusterWide,
 	guest.FieldKubeconfig:             FlagCloudConfig,
 	addons.FieldCCM:                   FlagCCM,
 	drivercred.FieldServiceAccount:    FlagServiceAccount,

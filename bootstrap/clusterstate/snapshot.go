@@ -134,6 +134,9 @@ type Snapshot struct {
 	CloudConfig *Auth
 	// Driver is the node driver's credential, when given.
 	Driver *DriverCredential
+	// DriverGate is what the driver credentials serving the VM namespace
+	// can take there (nil when Harvester could not be listed).
+	DriverGate *DriverGate
 	// Guest is nil without --guest-kubeconfig.
 	Guest *Guest
 	// HostStorageClass is the CSI add-on's host StorageClass as the user

@@ -43,6 +43,8 @@ func (c *Clients) Take(ctx context.Context, t Target, src Sources, now time.Time
 		return s
 	}
 	s.Harvester = c.FetchHarvester(ctx, t, true)
+	gate := c.FetchDriverGate(ctx, t.Namespace)
+	s.DriverGate = &gate
 	if src.Guest != nil {
 		g := FetchGuest(ctx, src.Guest)
 		s.Guest = &g

@@ -37,6 +37,6 @@ func Run(s *clusterstate.Snapshot) Report {
 		return r // nothing else could be listed
 	}
 	r = append(r, VMs(s), CreatorLabel(s), Topology(s), GuestAgent(s),
-		Addresses(s), Credential(s), Token(s), CredentialScope(s), NamespaceShared(s), LoadBalancers(s), IPPools(s), CSIStorageClass(s), Volumes(s), Leftovers(s), Maintenance(s))
+		Addresses(s), Credential(s), Token(s), CredentialScope(s), NamespaceShared(s), DriverGate(s), LoadBalancers(s), IPPools(s), CSIStorageClass(s), Volumes(s), Leftovers(s), Maintenance(s))
 	return append(r, Guest(s)...)
 }

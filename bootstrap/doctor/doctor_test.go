@@ -158,8 +158,9 @@ func healthy() *clusterstate.Snapshot {
 	lb.Status.AllocatedAddress.IP = "192.168.100.2"
 	kv := rendered(addons.KubeVIPObjects(addons.DefaultOptions(cluster)))
 	return &clusterstate.Snapshot{
-		Now:   now,
-		Admin: clusterstate.Auth{Source: "--kubeconfig", Kind: clusterstate.CredCertificate, User: "admin", Expires: &exp},
+		Now:        now,
+		Admin:      clusterstate.Auth{Source: "--kubeconfig", Kind: clusterstate.CredCertificate, User: "admin", Expires: &exp},
+		DriverGate: &clusterstate.DriverGate{Serving: []string{"drivers/docker-machine-driver-harvester"}},
 		Harvester: clusterstate.Harvester{
 			Target:          clusterstate.Target{Cluster: cluster, Namespace: ns},
 			VMs:             []kubevirtv1.VirtualMachine{vm("guest-a-pool1-x1"), vm("guest-a-pool1-x2")},
@@ -168,7 +169,7 @@ func healthy() *clusterstate.Snapshot {
 			StorageClasses:  []storagev1.StorageClass{storageClass("harvester-longhorn", "driver.longhorn.io", true, nil)},
 			ServiceAccounts: []corev1.ServiceAccount{*objs.ServiceAccount},
 			RoleBindings:    []rbacv1.RoleBinding{*objs.RoleBinding, *objs.CSIRoleBinding},
-			GrantBindings:   []rbacv1.ClusterRoleBinding{*credentials.BuildGrant(ns).ReadsBinding},
+			GrantBindings:   []rbacv1.ClusterRoleBinding{*credentials.BuildGrant(ns, credentials.GrantOptions{}).ReadsBinding},
 			TokenSecrets: []clusterstate.TokenSecret{{Namespace: ns, Name: a.TokenSecretName(), ServiceAccount: a.ServiceAccount,
 				Labels: objs.TokenSecret.Labels, Filled: true, Auth: &clusterstate.Auth{User: "system:serviceaccount:default:guest-a", Kind: clusterstate.CredJWT}}},
 			LoadBalancers: []lbapi.LoadBalancer{lb},
@@ -193,8 +194,8 @@ func healthy() *clusterstate.Snapshot {
 
 func TestHealthySnapshotIsAllOK(t *testing.T) {
 	r := Run(healthy())
-	if len(r) != 24 {
-		t.Errorf("got %d rows, want 24 (every check once): %+v", len(r), r)
+	if len(r) != 25 {
+		t.Errorf("got %d rows, want 25 (every check once): %+v", len(r), r)
 	}
 	for _, row := range r {
 		if row.Status != OK {

@@ -25,7 +25,7 @@ var testSpec = Spec{Namespace: "default", MachineNamespaces: []string{"team-b", 
 
 func TestBuildGolden(t *testing.T) {
 	o := Build(testSpec)
-	objs := []runtime.Object{o.ServiceAccount, o.ClusterRole, o.ClusterRoleBinding}
+	objs := []runtime.Object{o.Policy, o.PolicyBinding, o.ServiceAccount, o.ClusterRole, o.ClusterRoleBinding}
 	for i := range o.Roles {
 		objs = append(objs, o.Roles[i], o.RoleBindings[i])
 	}
@@ -113,12 +113,12 @@ func TestRevokeDeletesEverything(t *testing.T) {
 	}
 	// Revoke with the namespaces forgotten still finds the Roles by label.
 	forgot := Spec{Namespace: "default"}.WithDefaults()
-	deleted, err := h.Revoke(ctx, forgot)
+	r, err := h.Revoke(ctx, forgot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(deleted) != 8 {
-		t.Errorf("deleted %d objects, want 8: %v", len(deleted), deleted)
+	if deleted := r.Deleted; len(deleted) != 10 {
+		t.Errorf("deleted %d objects, want 10: %v", len(deleted), deleted)
 	}
 	sel := metav1.ListOptions{LabelSelector: testSpec.Selector()}
 	roles, _ := cs.RbacV1().Roles("").List(ctx, sel)
@@ -127,8 +127,8 @@ func TestRevokeDeletesEverything(t *testing.T) {
 	if len(roles.Items)+len(sas.Items)+len(crs.Items) != 0 {
 		t.Errorf("left: %d roles, %d service accounts, %d cluster roles", len(roles.Items), len(sas.Items), len(crs.Items))
 	}
-	if deleted, err := h.Revoke(ctx, forgot); err != nil || len(deleted) != 0 {
-		t.Errorf("second revoke: %v %v", deleted, err)
+	if r, err := h.Revoke(ctx, forgot); err != nil || len(r.Deleted) != 0 {
+		t.Errorf("second revoke: %v %v", r.Deleted, err)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -87,6 +88,14 @@ func (h *Harvester) clusterRoleBinding(name string, obj runtime.Object) handle {
 	return newHandle("ClusterRoleBinding", "", name, obj, &rbacv1.ClusterRoleBinding{}, h.Kube.RbacV1().ClusterRoleBindings())
 }
 
+func (h *Harvester) policy(name string, obj runtime.Object) handle {
+	return newHandle("ValidatingAdmissionPolicy", "", name, obj, &admissionv1.ValidatingAdmissionPolicy{}, h.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies())
+}
+
+func (h *Harvester) policyBinding(name string, obj runtime.Object) handle {
+	return newHandle("ValidatingAdmissionPolicyBinding", "", name, obj, &admissionv1.ValidatingAdmissionPolicyBinding{}, h.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings())
+}
+
 func (h *Harvester) role(ns, name string, obj runtime.Object) handle {
 	return newHandle("Role", ns, name, obj, &rbacv1.Role{}, h.Kube.RbacV1().Roles(ns))
 }
@@ -99,6 +108,8 @@ func (h *Harvester) roleBinding(ns, name string, obj runtime.Object) handle {
 func (h *Harvester) handles(s Spec) []handle {
 	o := Build(s)
 	out := []handle{
+		h.policy(s.Identity().PolicyName(), o.Policy),
+		h.policyBinding(s.Identity().PolicyName(), o.PolicyBinding),
 		h.serviceAccount(s.Namespace, s.ServiceAccount, o.ServiceAccount),
 		h.clusterRole(s.RBACName(), o.ClusterRole),
 		h.clusterRoleBinding(s.RBACName(), o.ClusterRoleBinding),
@@ -162,8 +173,10 @@ func (h *Harvester) Ensure(ctx context.Context, s Spec) error {
 	if err != nil {
 		return err
 	}
-	_, err = h.deleteAll(ctx, s, stale)
-	return err
+	if _, err = h.deleteAll(ctx, s, stale); err != nil {
+		return err
+	}
+	return h.waitPolicyInEffect(ctx, s)
 }
 
 func (h *Harvester) apply(ctx context.Context, x handle) error {
@@ -310,26 +323,50 @@ func (h *Harvester) Rotate(ctx context.Context, s Spec) error {
 	return h.Ensure(ctx, s)
 }
 
-// Revoke deletes every object of the credential: those of its names and
-// its Roles and RoleBindings in any namespace, each only if it carries the
-// credential's labels. It returns what it deleted.
-func (h *Harvester) Revoke(ctx context.Context, s Spec) ([]string, error) {
+// Revoked is what Revoke did and found.
+type Revoked struct {
+	Deleted []string
+	// NotMadeByTool are token Secrets and guest-role RoleBindings in the
+	// credential's namespaces this tool did not make (NotMadeByTool).
+	NotMadeByTool []string
+}
+
+// Revoke deletes every token Secret the driver's ServiceAccount made
+// (guest credentials it issued: their tokens were readable through it),
+// then every object of the credential: those of its names and its Roles
+// and RoleBindings in any namespace, each only if it carries the
+// credential's labels, the admission policy last. It reports what in its
+// namespaces gives a token or a guest role and that this tool did not make.
+func (h *Harvester) Revoke(ctx context.Context, s Spec) (Revoked, error) {
+	var r Revoked
 	if err := s.Validate(); err != nil {
-		return nil, err
+		return r, err
 	}
 	found, err := h.namespaced(ctx, s, func(ns string) bool { return !slices.Contains(s.MachineNamespaces, ns) })
 	if err != nil {
-		return nil, err
+		return r, err
+	}
+	namespaces := slices.Clone(s.MachineNamespaces)
+	for _, x := range found {
+		namespaces = append(namespaces, x.ns)
 	}
 	token := h.tokenOf(ctx, s)
-	hs := h.handles(s)
-	slices.Reverse(hs) // the token first, the ServiceAccount last
-	deleted, err := h.deleteAll(ctx, s, append(found, hs...))
-	if err == nil && len(deleted) > 0 {
+	r.Deleted, err = h.deleteIssuedTokens(ctx, s)
+	if err == nil {
+		hs := h.handles(s)
+		slices.Reverse(hs) // the token first, the policy last
+		var deleted []string
+		deleted, err = h.deleteAll(ctx, s, append(found, hs...))
+		r.Deleted = append(r.Deleted, deleted...)
+	}
+	if err == nil && len(r.Deleted) > 0 {
 		err = h.waitRejected(ctx, token)
 	}
-	if err != nil {
-		return deleted, fmt.Errorf("revoke driver credential %s/%s: %w", s.Namespace, s.ServiceAccount, err)
+	if err == nil {
+		r.NotMadeByTool, err = h.NotMadeByTool(ctx, slices.Compact(slices.Sorted(slices.Values(namespaces))))
 	}
-	return deleted, nil
+	if err != nil {
+		return r, fmt.Errorf("revoke driver credential %s/%s: %w", s.Namespace, s.ServiceAccount, err)
+	}
+	return r, nil
 }

@@ -1,15 +1,23 @@
 package drivercred
 
 import (
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/driverrights"
 )
 
 // Objects are the credential's objects on Harvester, in creation order.
 type Objects struct {
+	// The admission policy refusing the driver's writes that would give it
+	// a token or a binding beyond the guest credentials, and its binding to
+	// the machine namespaces: made first, so the token never exists
+	// without them.
+	Policy             *admissionv1.ValidatingAdmissionPolicy
+	PolicyBinding      *admissionv1.ValidatingAdmissionPolicyBinding
 	ServiceAccount     *corev1.ServiceAccount
 	ClusterRole        *rbacv1.ClusterRole
 	ClusterRoleBinding *rbacv1.ClusterRoleBinding
@@ -27,7 +35,10 @@ func Build(s Spec) Objects {
 	roleRules, clusterRules := driverrights.PolicyRules(s.Permissions())
 	secretMeta := meta(s.TokenSecretName(), s.Namespace)
 	secretMeta.Annotations = map[string]string{corev1.ServiceAccountNameKey: s.ServiceAccount}
+	policy, binding := credentials.BuildDriverPolicy(s.Identity(), s.MachineNamespaces, s.Labels())
 	o := Objects{
+		Policy:         policy,
+		PolicyBinding:  binding,
 		ServiceAccount: &corev1.ServiceAccount{TypeMeta: typeMeta("v1", "ServiceAccount"), ObjectMeta: meta(s.ServiceAccount, s.Namespace)},
 		ClusterRole:    &rbacv1.ClusterRole{TypeMeta: typeMeta(rbacv1.SchemeGroupVersion.String(), "ClusterRole"), ObjectMeta: meta(s.RBACName(), ""), Rules: clusterRules},
 		ClusterRoleBinding: &rbacv1.ClusterRoleBinding{

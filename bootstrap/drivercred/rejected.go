@@ -2,11 +2,14 @@ package drivercred
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -49,5 +52,52 @@ func (h *Harvester) waitRejected(ctx context.Context, token string) error {
 	if err != nil {
 		return fmt.Errorf("the revoked token is still accepted: %w", err)
 	}
+	return nil
+}
+
+var errCannotImpersonate = errors.New("may not impersonate")
+
+// waitPolicyInEffect returns once the credential's admission policy
+// refuses, in every machine namespace, what it must: kube-apiserver loads
+// a new policy and binding from its informers a moment after they are
+// stored, and no object shows when. It asks as the driver (impersonated,
+// a dry run): a token Secret for the namespace's "default" ServiceAccount
+// must be refused by the policy.
+func (h *Harvester) waitPolicyInEffect(ctx context.Context, s Spec) error {
+	if h.Config == nil {
+		return nil
+	}
+	cfg := rest.CopyConfig(h.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: s.Identity().Username()}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("client as the driver: %w", err)
+	}
+	name := s.Identity().PolicyName()
+	for _, ns := range s.MachineNamespaces {
+		probe := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "harvester-bootstrap-policy-probe", Namespace: ns, Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}},
+			Type:       corev1.SecretTypeServiceAccountToken,
+		}
+		var last error
+		err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			_, last = cs.CoreV1().Secrets(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if apierrors.IsForbidden(last) && strings.Contains(last.Error(), "impersonate") {
+				return false, errCannotImpersonate
+			}
+			return apierrors.IsForbidden(last) && strings.Contains(last.Error(), name), nil
+		})
+		if errors.Is(err, errCannotImpersonate) {
+			h.Log.Warn("cannot ask as the driver whether its admission policy is in effect (--kubeconfig may not impersonate); kube-apiserver loads it within seconds", "policy", name)
+			return nil
+		}
+		if err != nil {
+			if last == nil {
+				last = errors.New("the dry run was allowed")
+			}
+			return fmt.Errorf("wait for admission policy %s to take effect in %s (last answer: %w): %w", name, ns, last, err)
+		}
+	}
+	h.Log.Info("admission policy in effect", "policy", name, "namespaces", s.MachineNamespaces)
 	return nil
 }

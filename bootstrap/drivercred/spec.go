@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/driverrights"
 	"github.com/harvester-kit/harvester-machine/internal/field"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // Input fields, as problems name them (the CLI renames them to its flags).
@@ -31,7 +31,7 @@ const DefaultServiceAccount = "docker-machine-driver-harvester"
 
 // LabelCredential marks every object of one driver credential; its value
 // is the ServiceAccount's <namespace>.<name> as a label value.
-const LabelCredential = "harvester-bootstrap.harvesterhci.io/driver-credential"
+const LabelCredential = credentials.LabelDriverCredential
 
 // Spec names one driver credential.
 type Spec struct {
@@ -83,7 +83,12 @@ func (s Spec) RBACName() string {
 }
 
 // LabelValue is the LabelCredential value of the credential.
-func (s Spec) LabelValue() string { return harvester.LabelValue(s.Namespace + "." + s.ServiceAccount) }
+func (s Spec) LabelValue() string { return s.Identity().LabelValue() }
+
+// Identity is the credential's ServiceAccount.
+func (s Spec) Identity() credentials.DriverIdentity {
+	return credentials.DriverIdentity{Namespace: s.Namespace, ServiceAccount: s.ServiceAccount}
+}
 
 // Labels are on every object of the credential.
 func (s Spec) Labels() map[string]string {

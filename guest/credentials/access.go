@@ -22,6 +22,7 @@ const (
 	FieldServiceAccount = "service account"
 	FieldServer         = "server"
 	FieldFormat         = "format"
+	FieldCSIClusterWide = "cluster-wide CSI binding"
 )
 
 // Access names the Harvester-side identity of one guest cluster.
@@ -35,6 +36,10 @@ type Access struct {
 	// namespace. By default it is bound by a RoleBinding in Namespace, and
 	// the few reads outside it come from the namespace's grant (grant.go).
 	CSIClusterWide bool
+	// IssuedBy is the LabelIssuedBy value of the node driver's credential
+	// making the objects ("" for an admin): the driver's admission policy
+	// refuses its token Secret and RoleBindings without it.
+	IssuedBy string
 }
 
 // WithDefaults fills ServiceAccount from ClusterName.
@@ -108,10 +113,15 @@ const tokenSecretSuffix = "-token"
 func (a Access) TokenSecretName() string { return a.ServiceAccount + tokenSecretSuffix }
 
 // RoleBindingName binds the cloud-provider role in the VM namespace.
-func (a Access) RoleBindingName() string { return a.ServiceAccount + "-cloudprovider" }
+func (a Access) RoleBindingName() string { return a.ServiceAccount + cloudProviderBindingSuffix }
 
 // CSIRoleBindingName binds the CSI driver's role in the VM namespace.
-func (a Access) CSIRoleBindingName() string { return a.ServiceAccount + "-csi-driver" }
+func (a Access) CSIRoleBindingName() string { return a.ServiceAccount + csiBindingSuffix }
+
+const (
+	cloudProviderBindingSuffix = "-cloudprovider"
+	csiBindingSuffix           = "-csi-driver"
+)
 
 // ClusterRoleBindingName binds the CSI driver's role cluster-wide (only
 // with CSIClusterWide, and in credentials made before the RoleBinding);
@@ -146,6 +156,9 @@ func (o AccessObjects) List() []runtime.Object {
 // BuildAccess builds the ServiceAccount, its bindings and token Secret.
 func BuildAccess(a Access) AccessObjects {
 	labels := ownLabels(a.ClusterName)
+	if a.IssuedBy != "" {
+		labels[LabelIssuedBy] = a.IssuedBy
+	}
 	meta := func(name, ns string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}
 	}

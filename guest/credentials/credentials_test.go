@@ -23,7 +23,7 @@ func TestAccessObjectsGolden(t *testing.T) {
 // TestGrantGolden: the namespace grant's rules are exactly the pinned
 // releases' calls outside the VM namespace (guest/apicalls).
 func TestGrantGolden(t *testing.T) {
-	golden.Assert(t, "grant.yaml", golden.Must(addons.EncodeYAML(BuildGrant("guests").List())))
+	golden.Assert(t, "grant.yaml", golden.Must(addons.EncodeYAML(BuildGrant("guests", GrantOptions{}).List())))
 }
 
 // TestAccessBindsNothingClusterWide: by default no object of a guest

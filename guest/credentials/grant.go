@@ -75,8 +75,37 @@ func (g GrantObjects) List() []runtime.Object {
 	return out
 }
 
+// GrantOptions choose what a namespace's grant leaves out.
+type GrantOptions struct {
+	// NoRWX leaves out the shared (ReadWriteMany) volumes' calls: no
+	// binding in the namespaces that only those calls go to (Harvester's
+	// networkfilesystems in harvester-system). Those rights are the CSI
+	// driver's as Harvester grants them: on every networkfilesystem, so
+	// every ServiceAccount of every granted namespace may disable or
+	// delete another tenant's. Without them the CSI driver v0.2.9 turns
+	// RWX off: it offers MULTI_NODE_MULTI_WRITER only when its start-up
+	// list of networkfilesystems succeeds (controller_server.go), and a
+	// 403 fails it as a 404 does.
+	NoRWX bool
+}
+
+// IsRWXCall reports whether c serves only shared (RWX) volumes.
+func IsRWXCall(c apicalls.Call) bool {
+	return c.Group == "harvesterhci.io" && c.Resource == "networkfilesystems"
+}
+
+// rwxOnly reports whether every call into namespace ns serves RWX volumes.
+func rwxOnly(ns string) bool {
+	for _, c := range apicalls.Calls {
+		if c.Namespace == ns && !IsRWXCall(c) {
+			return false
+		}
+	}
+	return true
+}
+
 // BuildGrant builds the grant of VM namespace ns.
-func BuildGrant(ns string) GrantObjects {
+func BuildGrant(ns string, o GrantOptions) GrantObjects {
 	shared := map[string]string{addons.LabelManagedBy: addons.ManagedBy, LabelGuestGrant: "true"}
 	own := map[string]string{addons.LabelManagedBy: addons.ManagedBy, LabelGuestNamespace: ns}
 	subjects := []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: serviceaccount.MakeNamespaceGroupName(ns)}}
@@ -95,6 +124,9 @@ func BuildGrant(ns string) GrantObjects {
 		},
 	}
 	for _, sharedNS := range SharedNamespaces() {
+		if o.NoRWX && rwxOnly(sharedNS) {
+			continue
+		}
 		rules, _ := driverrights.PolicyRules(guestPermissions(func(c apicalls.Call) bool { return c.Namespace == sharedNS }))
 		g.SharedRoles = append(g.SharedRoles, &rbacv1.Role{
 			TypeMeta:   metav1.TypeMeta{APIVersion: rbacv1.SchemeGroupVersion.String(), Kind: "Role"},

@@ -20,7 +20,7 @@ import (
 // with the last grant; an object of a grant's name that is not this tool's
 // is never deleted.
 func TestDropGrantIfUnused(t *testing.T) {
-	a, b := BuildGrant("ns-a"), BuildGrant("ns-b")
+	a, b := BuildGrant("ns-a", GrantOptions{}), BuildGrant("ns-b", GrantOptions{})
 	objs := append(a.List(), b.ReadsBinding)
 	for _, rb := range b.SharedGrants {
 		objs = append(objs, rb)
@@ -54,5 +54,39 @@ func TestDropGrantIfUnused(t *testing.T) {
 	}
 	if _, err := kube.RbacV1().RoleBindings("harvester-system").Get(ctx, foreign.Name, metav1.GetOptions{}); err != nil {
 		t.Errorf("an unlabelled RoleBinding of a grant's name: %v", err)
+	}
+}
+
+// TestGrantWithoutRWX: --no-rwx leaves the namespace no binding in
+// harvester-system (networkfilesystems only) and keeps the others; on a
+// namespace granted before, it deletes that binding.
+func TestGrantWithoutRWX(t *testing.T) {
+	g := BuildGrant("ns-a", GrantOptions{NoRWX: true})
+	for _, b := range g.SharedGrants {
+		if b.Namespace == "harvester-system" {
+			t.Errorf("--no-rwx grant binds %s/%s", b.Namespace, b.Name)
+		}
+	}
+	if len(g.SharedGrants) != 1 || g.SharedGrants[0].Namespace != "longhorn-system" {
+		t.Errorf("--no-rwx grant bindings: %v", g.SharedGrants)
+	}
+	kube := fake.NewClientset()
+	h := &Harvester{Client: restapifake.Clients{Kube: kube}, Log: slog.New(slog.DiscardHandler)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.EnsureGrant(ctx, "ns-a", GrantOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().RoleBindings("harvester-system").Get(ctx, GrantBindingName("ns-a"), metav1.GetOptions{}); err != nil {
+		t.Fatalf("the full grant's harvester-system binding: %v", err)
+	}
+	if err := h.EnsureGrant(ctx, "ns-a", GrantOptions{NoRWX: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kube.RbacV1().RoleBindings("harvester-system").Get(ctx, GrantBindingName("ns-a"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("harvester-system binding after --no-rwx: %v", err)
+	}
+	if _, err := kube.RbacV1().RoleBindings("longhorn-system").Get(ctx, GrantBindingName("ns-a"), metav1.GetOptions{}); err != nil {
+		t.Errorf("longhorn-system binding after --no-rwx: %v", err)
 	}
 }

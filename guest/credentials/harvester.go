@@ -118,9 +118,10 @@ const CSIRoleName = harvester.CSIDriverRole
 
 // EnsureGrant creates or updates, idempotently, the grant of VM namespace
 // ns (grant.go); an object of one of its names that this tool did not
-// create is refused before any change.
-func (h *Harvester) EnsureGrant(ctx context.Context, ns string) error {
-	objs := BuildGrant(ns).List()
+// create is refused before any change. With o.NoRWX it deletes the
+// namespace's bindings the full grant has and this one leaves out.
+func (h *Harvester) EnsureGrant(ctx context.Context, ns string, o GrantOptions) error {
+	objs := BuildGrant(ns, o).List()
 	var errs []error
 	for _, obj := range objs {
 		o, err := h.objectFor(obj)
@@ -143,6 +144,28 @@ func (h *Harvester) EnsureGrant(ctx context.Context, ns string) error {
 		if err := h.apply(ctx, obj); err != nil {
 			return fmt.Errorf("grant namespace %s: %w", ns, err)
 		}
+	}
+	if !o.NoRWX {
+		return nil
+	}
+	for _, b := range BuildGrant(ns, GrantOptions{}).SharedGrants {
+		if !rwxOnly(b.Namespace) {
+			continue
+		}
+		x, _ := h.objectOf("RoleBinding", b.Namespace, b.Name)
+		current, err := x.get(ctx)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return fmt.Errorf("grant namespace %s: get %s: %w", ns, x, err)
+		case !IsGrantObject(current.GetLabels()):
+			continue // not this tool's: left alone
+		}
+		if err := h.deleteAndWait(ctx, x, current.GetUID()); err != nil {
+			return fmt.Errorf("grant namespace %s without RWX: %w", ns, err)
+		}
+		h.Log.Info("deleted (--no-rwx)", "object", x.String())
 	}
 	return nil
 }
@@ -387,7 +410,7 @@ func (h *Harvester) EnsureGrantWhenMissing(ctx context.Context, ns string) (bool
 	case err != nil && !apierrors.IsNotFound(err):
 		return false, fmt.Errorf("get ClusterRoleBinding %s: %w", name, err)
 	}
-	return true, h.EnsureGrant(ctx, ns)
+	return true, h.EnsureGrant(ctx, ns, GrantOptions{})
 }
 
 // DropGrantIfUnused deletes namespace ns's grant once nothing of this tool
@@ -404,7 +427,7 @@ func (h *Harvester) DropGrantIfUnused(ctx context.Context, ns string) ([]string,
 	if len(rbs.Items) > 0 {
 		return nil, nil
 	}
-	g := BuildGrant(ns)
+	g := BuildGrant(ns, GrantOptions{})
 	victims := []runtime.Object{g.ReadsBinding}
 	for _, b := range g.SharedGrants {
 		victims = append(victims, b)

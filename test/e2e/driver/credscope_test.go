@@ -2,7 +2,6 @@ package driver_test
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
-	"github.com/harvester-kit/harvester-machine/internal/restapi"
 )
 
 // TestDriverCredentialCannotTouchClusterRBAC (issue 28, point 5): the
@@ -104,19 +100,8 @@ func TestGuestTokenReadByDriverReachesOnlyItsNamespace(t *testing.T) {
 
 	// The guest credential, made with the driver's credential exactly as
 	// --harvester-cloud-provider makes it.
-	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kc))
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := restapi.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &credentials.Harvester{Client: client, Config: cfg, Log: slog.New(slog.DiscardHandler)}
-	a := credentials.Access{ClusterName: cluster, Namespace: namespace}.WithDefaults()
-	if err := h.EnsureAccess(ctx, a); err != nil {
-		t.Fatalf("the driver credential makes the guest credential: %v", err)
-	}
+	h, a := issueGuestAsDriver(t, ctx, kc, cluster, namespace)
+	cfg := h.Config
 	secret, err := h.TokenSecret(ctx, a) // read with the driver's credential
 	if err != nil {
 		t.Fatal(err)

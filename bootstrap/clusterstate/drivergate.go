@@ -1,0 +1,106 @@
+package clusterstate
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/drivercred"
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
+)
+
+// DriverGate is what decides what the driver credentials serving the VM
+// namespace (their Role is there: they may read every Secret) can take:
+// their admission policies, the tokens there that reach outside the
+// namespace, and what gives a token or a guest role there that this tool
+// did not make.
+type DriverGate struct {
+	Serving []string // the driver credentials' ServiceAccounts, ns/name
+	// NoPolicy: a serving credential whose admission policy or binding is
+	// missing, not this tool's, or does not cover the namespace.
+	NoPolicy []string
+	Reach    []credentials.Reach
+	// NotMadeByTool: token Secrets and guest-role RoleBindings of the
+	// namespace this tool did not make (drivercred.NotMadeByTool).
+	NotMadeByTool []string
+	Err           string // why it could not be looked at
+}
+
+// FetchDriverGate looks at the driver credentials serving ns.
+func (c *Clients) FetchDriverGate(ctx context.Context, ns string) DriverGate {
+	g, err := c.fetchDriverGate(ctx, ns)
+	if err != nil {
+		g.Err = err.Error()
+	}
+	return g
+}
+
+func (c *Clients) fetchDriverGate(ctx context.Context, ns string) (DriverGate, error) {
+	var g DriverGate
+	h, err := credentials.NewHarvester(c.Config, nil)
+	if err != nil {
+		return g, err
+	}
+	if g.Serving, err = h.DriverCredentialsServing(ctx, ns); err != nil || len(g.Serving) == 0 {
+		return g, err
+	}
+	adm := c.Kube.AdmissionregistrationV1()
+	for _, who := range g.Serving {
+		saNS, sa, _ := strings.Cut(who, "/")
+		s := drivercred.Spec{Namespace: saNS, ServiceAccount: sa}.WithDefaults()
+		want := drivercred.Build(s).Policy
+		name := s.Identity().PolicyName()
+		p, err := adm.ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return g, fmt.Errorf("get ValidatingAdmissionPolicy %s: %w", name, err)
+		}
+		b, berr := adm.ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})
+		if berr != nil && !apierrors.IsNotFound(berr) {
+			return g, fmt.Errorf("get ValidatingAdmissionPolicyBinding %s: %w", name, berr)
+		}
+		switch {
+		case err != nil || !s.Owns(p.Labels) || !apiequality.Semantic.DeepEqual(p.Spec.Validations, want.Spec.Validations) ||
+			!apiequality.Semantic.DeepEqual(p.Spec.MatchConditions, want.Spec.MatchConditions):
+			g.NoPolicy = append(g.NoPolicy, who+" (ValidatingAdmissionPolicy "+name+" missing or not as driver-credential makes it)")
+		case berr != nil || !s.Owns(b.Labels) || b.Spec.PolicyName != name || !bindingCovers(b.Spec.MatchResources, ns):
+			g.NoPolicy = append(g.NoPolicy, who+" (ValidatingAdmissionPolicyBinding "+name+" missing or not covering "+ns+")")
+		}
+	}
+	tokens, err := c.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("type", string(corev1.SecretTypeServiceAccountToken)).String()})
+	if err != nil {
+		return g, fmt.Errorf("list token Secrets in %s: %w", ns, err)
+	}
+	crbs, err := c.Kube.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return g, fmt.Errorf("list ClusterRoleBindings: %w", err)
+	}
+	rbs, err := c.Kube.RbacV1().RoleBindings(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return g, fmt.Errorf("list RoleBindings: %w", err)
+	}
+	g.Reach = credentials.ReachingOutside(ns, tokens.Items, crbs.Items, rbs.Items)
+	g.NotMadeByTool, err = (&drivercred.Harvester{Kube: c.Kube}).NotMadeByTool(ctx, []string{ns})
+	return g, err
+}
+
+// bindingCovers reports whether a policy binding's namespace selector
+// names ns (as drivercred builds it: kubernetes.io/metadata.name In ...).
+func bindingCovers(m *admissionv1.MatchResources, ns string) bool {
+	if m == nil || m.NamespaceSelector == nil {
+		return false
+	}
+	for _, e := range m.NamespaceSelector.MatchExpressions {
+		if e.Key == corev1.LabelMetadataName && e.Operator == metav1.LabelSelectorOpIn && slices.Contains(e.Values, ns) {
+			return true
+		}
+	}
+	return false
+}
