@@ -188,22 +188,29 @@ func TestDeleteCountsNotFoundAsDoneAndReportsFailures(t *testing.T) {
 // once it is old (issue 33, item 5).
 func TestSelectKeepsTheSecretOfAMachineBeingCreated(t *testing.T) {
 	cases := []struct {
-		name  string
-		age   time.Duration
-		owned bool
-		want  []string // candidates besides the unused volume
-		kept  int
+		name    string
+		age     time.Duration
+		owned   bool
+		volumes time.Duration // a volume labelled for the machine exists, made this long after the Secret (0: none)
+		want    []string      // candidates besides the unused volume
+		kept    int
 	}{
-		{"just created, no VM yet", 2 * time.Second, false, nil, 1},
-		{"created 59 minutes ago, no VM yet", MinCloudInitAge - time.Minute, false, nil, 1},
-		{"an hour old and never owned: a create that stopped", MinCloudInitAge, false, []string{"Secret default/a-p-a2-cloudinit"}, 0},
-		{"owned by a VM that is gone", 2 * time.Second, true, []string{"Secret default/a-p-a2-cloudinit"}, 0},
+		{"just created, no VM yet", 2 * time.Second, false, 0, nil, 1},
+		{"created 59 minutes ago, no VM yet", MinCloudInitAge - time.Minute, false, 0, nil, 1},
+		{"an hour old and never owned: a create that stopped", MinCloudInitAge, false, 0, []string{"Secret default/a-p-a2-cloudinit"}, 0},
+		{"owned by a VM that is gone", 2 * time.Second, true, 0, []string{"Secret default/a-p-a2-cloudinit"}, 0},
+		{"not owned, but the machine's volume shows its VM was made", 10 * time.Second, false, time.Second, []string{"Secret default/a-p-a2-cloudinit"}, 0},
+		{"not owned; a volume of an earlier machine of the name is no proof", 10 * time.Second, false, -time.Hour, nil, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h := state()
 			s := &h.CloudInit[1]
 			s.CreationTimestamp = metav1.NewTime(testNow.Add(-c.age))
+			if c.volumes != 0 {
+				h.PVCs[1].Labels[harvester.LabelVMName] = "a-p-a2"
+				h.PVCs[1].CreationTimestamp = metav1.NewTime(s.CreationTimestamp.Add(c.volumes))
+			}
 			if c.owned {
 				s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "a-p-a2", UID: "vm-uid"}}
 			}

@@ -115,16 +115,26 @@ func loadBalancers(h *clusterstate.Harvester) []Candidate {
 }
 
 // cloudInitSecrets are the driver's Secrets no VM refers to and whose VM
-// (harvesterhci.io/vmName) does not exist: those a VM owned (it existed and
-// is gone), and those without an owner older than MinCloudInitAge (a
-// create that stopped between Secret and VM). Younger ones without an
-// owner are kept: their VM may still be being created.
+// (harvesterhci.io/vmName) does not exist, when the VM provably existed and
+// is gone: a VM owned the Secret (the driver sets that owner once the VM
+// exists; the upstream driver never does), or a volume of the machine made
+// no earlier than the Secret exists (Harvester makes those from the VM's
+// volume claim templates only once the VM exists; an older one may be left
+// from an earlier machine of the same name). Also those without either proof once older than
+// MinCloudInitAge (a create that stopped between Secret and VM). The
+// others are kept: their VM may still be being created.
 func cloudInitSecrets(h *clusterstate.Harvester, now time.Time) (candidates, kept []Candidate) {
 	refs, vmNames := map[string]bool{}, map[string]bool{}
+	volumeMade := map[string]time.Time{} // machine -> when its newest volume was made
 	for _, vm := range h.VMs {
 		vmNames[harvester.LabelValue(vm.Name)] = true
 		for _, n := range secretRefs(vm) {
 			refs[n] = true
+		}
+	}
+	for _, p := range h.PVCs {
+		if m := p.Labels[harvester.LabelVMName]; driverOwned(h, p.ObjectMeta) && m != "" && p.CreationTimestamp.After(volumeMade[m]) {
+			volumeMade[m] = p.CreationTimestamp.Time
 		}
 	}
 	for _, s := range h.CloudInit {
@@ -134,14 +144,14 @@ func cloudInitSecrets(h *clusterstate.Harvester, now time.Time) (candidates, kep
 		vm := s.Labels[harvester.LabelVMName]
 		age := now.Sub(s.CreationTimestamp.Time)
 		switch {
-		case ownedByVM(s.OwnerReferences):
+		case ownedByVM(s.OwnerReferences) || (volumeMade[vm] != time.Time{} && !volumeMade[vm].Before(s.CreationTimestamp.Time)):
 			candidates = append(candidates, candidate(clusterstate.KindSecret, s.ObjectMeta, "cloud-init of VM "+vm+", which no longer exists"))
 		case age >= MinCloudInitAge:
 			candidates = append(candidates, candidate(clusterstate.KindSecret, s.ObjectMeta,
 				"cloud-init of VM "+vm+", which does not exist; made "+age.Round(time.Minute).String()+" ago and never owned by a VM (a create that stopped)"))
 		default:
 			kept = append(kept, candidate(clusterstate.KindSecret, s.ObjectMeta,
-				"cloud-init of VM "+vm+", which does not exist yet: made "+age.Round(time.Second).String()+" ago and not yet owned by a VM, so the node driver may still be creating it; gc takes it only once it is "+MinCloudInitAge.String()+" old"))
+				"cloud-init of VM "+vm+", which does not exist yet: made "+age.Round(time.Second).String()+" ago, not owned by a VM and no volume of the machine exists, so the node driver may still be creating it; gc takes it only once it is "+MinCloudInitAge.String()+" old"))
 		}
 	}
 	return candidates, kept
