@@ -29,8 +29,12 @@ func gcCommand() *ucli.Command {
 			"carrying the labels the node driver, the cloud provider or harvester-bootstrap put on them are candidates.\n" +
 			"With --guest-kubeconfig (a live cluster): also the cloud provider's LoadBalancers of the cluster whose guest\n" +
 			"Service is gone, no longer of type LoadBalancer, or re-created with another UID (the cloud provider leaves\n" +
-			"them, holding their pool addresses, when it never set their status.address: harvester#1460, #11345); it\n" +
-			"refuses when the guest's Services cannot be listed. Running it again after --delete changes nothing.\n\n" +
+			"them, holding their pool addresses, when it never set their status.address: harvester#1460, #11345). A\n" +
+			"LoadBalancer of a Service the guest lists is deleted only when its name is provably another UID's; the guest\n" +
+			"must be shown to be the cluster (a node's providerID names a VM of the cluster, or a Service's UID named one of\n" +
+			"its LoadBalancers), and it refuses when not, or when the guest's Services cannot be listed completely. A\n" +
+			"cloud-init Secret no VM owned is kept for an hour (its machine may still be being created). Running it again\n" +
+			"after --delete changes nothing.\n\n" +
 			"Example:\n  harvester-bootstrap gc --cluster-name guest-a --namespace default            # dry run\n" +
 			"  harvester-bootstrap gc --cluster-name guest-a --namespace default --delete\n" +
 			"  harvester-bootstrap gc --cluster-name guest-a --namespace default --guest-kubeconfig guest.yaml --delete",

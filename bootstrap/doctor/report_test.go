@@ -15,7 +15,7 @@ import (
 func controls(s string, lines bool) []rune {
 	var out []rune
 	for _, r := range s {
-		if (unicode.IsControl(r) || unicode.Is(unicode.Cf, r)) && !(lines && r == '\n') {
+		if (unicode.IsControl(r) || unicode.Is(unicode.Cf, r)) && (!lines || r != '\n') {
 			out = append(out, r)
 		}
 	}
