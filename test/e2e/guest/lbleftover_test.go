@@ -290,6 +290,18 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 	if exists, _ := s.lb(ctx, api2); !exists {
 		t.Error("gc refusing deleted the current Service's LoadBalancer")
 	}
+
+	// This guest given as another cluster's (issue 33, item 8): its nodes
+	// run on VMs of cluster lbleft, so gc refuses and other's LoadBalancer
+	// (whose Service default/web this guest does not list) stays.
+	out, err = gcWithGuestKubeconfig(t, other, kubeconfig)
+	if !errors.As(err, &ee) || !strings.Contains(out, "cannot be shown to be the named cluster "+other) ||
+		!strings.Contains(out, "not labelled for cluster "+other) {
+		t.Errorf("gc --cluster-name %s with %s's guest: %v\n%s", other, cluster, err, out)
+	}
+	if _, err := env.dyn.Resource(simtestLBGVR).Namespace(vmNamespace).Get(ctx, otherLB.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("gc with another cluster's guest touched LoadBalancer %s: %v", otherLB.Name, err)
+	}
 }
 
 // longService is a Service name that makes the cloud provider's name
