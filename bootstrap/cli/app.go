@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/termsafe"
 	"github.com/harvester-kit/harvester-machine/internal/version"
 )
 
@@ -49,7 +50,8 @@ func Run(args []string, stdout, stderr io.Writer) int {
 	// is cancelled; every failure that matters is returned to us instead.
 	klog.SetLogger(logr.Discard())
 	if err := App(stdout, stderr).Run(args); err != nil {
-		fmt.Fprintf(stderr, "error: %v\n", field.Rename(err, flagOf))
+		// An error may quote a cluster (an API server's message).
+		fmt.Fprintf(stderr, "error: %s\n", termsafe.Lines(field.Rename(err, flagOf).Error()))
 		return 1
 	}
 	return 0

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -8,6 +10,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode"
+
+	"github.com/harvester-kit/harvester-machine/bootstrap/gc"
 )
 
 const testGuestKubeconfig = `apiVersion: v1
@@ -157,5 +162,35 @@ func TestUserdataMIME(t *testing.T) {
 	_, stderr, code = run(t, "userdata", "--user-data", writeTemp(t, "bad", bad))
 	if code == 0 || !strings.Contains(stderr, "--user-data: part 2: content type text/html is not supported") {
 		t.Errorf("exit %d, stderr %s", code, stderr)
+	}
+}
+
+// Issue 33, item 7: gc's table and JSON escape what came from a cluster
+// (an API server's error message, a name) instead of printing it raw.
+func TestGCReportEscapesClusterStrings(t *testing.T) {
+	results := []gc.Result{{Candidate: gc.Candidate{Kind: "LoadBalancer", Namespace: "default", Name: "lb\x1b[2J", Reason: "Service x\ry"},
+		Error: "delete: \x1b]0;owned\x07 \u202egnp.exe"}}
+	var table, js bytes.Buffer
+	if err := writeGCTable(&table, results); err != nil {
+		t.Fatal(err)
+	}
+	if err := gcJSON(results)(&js); err != nil {
+		t.Fatal(err)
+	}
+	var decoded []gc.Result
+	if err := json.Unmarshal(js.Bytes(), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	all := table.String()
+	for _, r := range decoded {
+		all += r.Name + r.Reason + r.Error
+	}
+	for _, r := range all {
+		if r != '\n' && (unicode.IsControl(r) || unicode.Is(unicode.Cf, r)) {
+			t.Errorf("gc output keeps %U:\n%s", r, all)
+		}
+	}
+	if !strings.Contains(table.String(), `lb\x1b[2J`) {
+		t.Errorf("table does not show the escaped name:\n%s", table.String())
 	}
 }

@@ -2,11 +2,14 @@ package clusterstate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 )
@@ -24,13 +27,8 @@ const (
 // rights), the PVCs, StorageClasses and VolumeAttachments (the CSI
 // driver's work). Each kind is listed once.
 func FetchGuest(ctx context.Context, guest kubernetes.Interface) Guest {
-	g := FetchGuestServices(ctx, guest)
+	g := FetchGuestForGC(ctx, guest)
 	fail := g.failer()
-	if l, err := guest.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil {
-		g.Nodes = l.Items
-	} else {
-		fail(KindNode, "", err)
-	}
 	if l, err := guest.DiscoveryV1().EndpointSlices("").List(ctx, metav1.ListOptions{}); err == nil {
 		g.EndpointSlices = l.Items
 	} else {
@@ -42,16 +40,77 @@ func FetchGuest(ctx context.Context, guest kubernetes.Interface) Guest {
 	return g
 }
 
-// FetchGuestServices lists only the guest's Services (what gc needs).
-func FetchGuestServices(ctx context.Context, guest kubernetes.Interface) Guest {
+// FetchGuestForGC lists only what gc needs: the guest's Services and its
+// nodes (whose providerIDs show which cluster it is). Each list is read to
+// its last page and must be complete (ListAll).
+func FetchGuestForGC(ctx context.Context, guest kubernetes.Interface) Guest {
 	g := Guest{Errors: map[string]string{}}
-	if l, err := guest.CoreV1().Services("").List(ctx, metav1.ListOptions{}); err == nil {
-		g.Services = l.Items
-	} else {
+	rc := guest.CoreV1().RESTClient()
+	var err error
+	if g.Services, err = ListAll[corev1.Service](ctx, rc, "services", "ServiceList"); err != nil {
 		g.failer()(KindService, "", err)
+	}
+	if g.Nodes, err = ListAll[corev1.Node](ctx, rc, "nodes", "NodeList"); err != nil {
+		g.failer()(KindNode, "", err)
 	}
 	return g
 }
+
+// listPageSize is how many objects ListAll asks for per request.
+const listPageSize = 500
+
+// listPage is one page of a list as the API server sends it; Items is nil
+// when the answer has no items field or items: null.
+type listPage[T any] struct {
+	Kind     string          `json:"kind"`
+	Metadata metav1.ListMeta `json:"metadata"`
+	Items    *[]T            `json:"items"`
+}
+
+// ListAll lists resource (core/v1, every namespace) page by page until the
+// API server sends no continue token. It refuses an answer that is not a
+// list of kind listKind with an items field (`{}`, items: null, another
+// kind), a continue token seen before, and more than a million objects: a
+// list taken for complete decides what gc deletes.
+func ListAll[T any](ctx context.Context, rc rest.Interface, resource, listKind string) ([]T, error) {
+	var out []T
+	seen := map[string]bool{}
+	token := ""
+	for {
+		req := rc.Get().Resource(resource).Param("limit", strconv.Itoa(listPageSize))
+		if token != "" {
+			req = req.Param("continue", token)
+		}
+		raw, err := req.Do(ctx).Raw()
+		if err != nil {
+			return nil, err
+		}
+		var page listPage[T]
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, fmt.Errorf("decode the %s answer: %w", listKind, err)
+		}
+		switch {
+		case page.Kind != listKind:
+			return nil, fmt.Errorf("the answer is not a %s (kind %q): refusing to take it for the list", listKind, page.Kind)
+		case page.Items == nil:
+			return nil, fmt.Errorf("the %s answer has no items field (or items: null): refusing to take it for the list", listKind)
+		}
+		out = append(out, *page.Items...)
+		token = page.Metadata.Continue
+		switch {
+		case token == "":
+			return out, nil
+		case seen[token]:
+			return nil, fmt.Errorf("the %s answer repeats the continue token of an earlier page: the list would never end", listKind)
+		case len(out) > maxListed:
+			return nil, fmt.Errorf("the %s has more than %d objects: refusing to read on", listKind, maxListed)
+		}
+		seen[token] = true
+	}
+}
+
+// maxListed bounds ListAll against a server that pages forever.
+const maxListed = 1_000_000
 
 func (g *Guest) failer() func(kind, ns string, err error) {
 	return func(kind, ns string, err error) {

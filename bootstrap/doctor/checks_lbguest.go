@@ -42,18 +42,26 @@ func guestKubeconfigArg(s *clusterstate.Snapshot) string {
 // longer of type LoadBalancer or re-created (gc.SelectLive).
 func LBLeftovers(s *clusterstate.Snapshot) Row {
 	h := &s.Harvester
-	c, err := gc.SelectLive(h, s.Guest)
+	c, kept, err := gc.SelectLive(h, s.Guest)
 	if err != nil {
-		return fail(CheckLBLeftovers, err.Error(), "check that --guest-kubeconfig may list Services in every namespace and --kubeconfig LoadBalancers in "+h.Namespace)
+		return fail(CheckLBLeftovers, err.Error(), "check that --guest-kubeconfig is the cluster's and may list Services and nodes, and --kubeconfig may list LoadBalancers and VMs in "+h.Namespace)
+	}
+	keptNote := ""
+	if len(kept) > 0 {
+		var list []string
+		for _, x := range kept {
+			list = append(list, x.Name+" ("+x.Reason+")")
+		}
+		keptNote = fmt.Sprintf("; kept in doubt, gc leaves them: %s", names(list))
 	}
 	if len(c) == 0 {
-		return ok(CheckLBLeftovers, "none: each LoadBalancer of the cluster has its Service")
+		return ok(CheckLBLeftovers, "none: each LoadBalancer of the cluster has its Service"+keptNote)
 	}
 	var list []string
 	for _, x := range c {
 		list = append(list, x.Name+" ("+x.Reason+")")
 	}
-	return warn(CheckLBLeftovers, fmt.Sprintf("%d holding pool addresses: %s", len(c), names(list)),
+	return warn(CheckLBLeftovers, fmt.Sprintf("%d holding pool addresses: %s%s", len(c), names(list), keptNote),
 		"`harvester-bootstrap gc --cluster-name "+h.Cluster+" --namespace "+h.Namespace+" --guest-kubeconfig "+guestKubeconfigArg(s)+
 			" --delete` deletes them and their addresses go back to the pool (without --delete it only lists them)")
 }
@@ -103,7 +111,7 @@ func LBAnnounced(s *clusterstate.Snapshot) Row {
 
 // currentService is l's Service when it still is the one l was made for.
 func currentService(g *clusterstate.Guest, cluster string, l *lbapi.LoadBalancer) *corev1.Service {
-	if gc.LeftBehind(cluster, l, g) != "" {
+	if why, _ := gc.LeftBehind(cluster, l, g); why != "" {
 		return nil
 	}
 	svc := g.Service(l.Labels[harvester.LabelLBServiceNamespace], l.Labels[harvester.LabelLBServiceName])

@@ -13,10 +13,11 @@ const CheckLeftovers = "leftovers"
 // Leftovers: what `gc` would remove.
 func Leftovers(s *clusterstate.Snapshot) Row {
 	h := &s.Harvester
-	c, err := gc.Select(h)
+	sel, err := gc.Select(h, s.Guest, s.Now)
 	if err != nil {
-		return fail(CheckLeftovers, err.Error(), "check that --kubeconfig may list these kinds")
+		return fail(CheckLeftovers, err.Error(), "check that --kubeconfig may list these kinds (and, with --guest-kubeconfig, that it is the cluster's)")
 	}
+	c := sel.Candidates
 	if len(c) == 0 {
 		return ok(CheckLeftovers, "none")
 	}
@@ -24,8 +25,11 @@ func Leftovers(s *clusterstate.Snapshot) Row {
 	for _, x := range c {
 		list = append(list, x.Kind+" "+x.Ref())
 	}
-	return warn(CheckLeftovers, fmt.Sprintf("%d: %s", len(c), names(list)),
-		"`harvester-bootstrap gc --cluster-name "+h.Cluster+" --namespace "+h.Namespace+"` lists them, --delete removes them")
+	cmd := "`harvester-bootstrap gc --cluster-name " + h.Cluster + " --namespace " + h.Namespace
+	if s.Guest != nil {
+		cmd += " --guest-kubeconfig " + guestKubeconfigArg(s)
+	}
+	return warn(CheckLeftovers, fmt.Sprintf("%d: %s", len(c), names(list)), cmd+"` lists them, --delete removes them")
 }
 
 // Run runs every check over s, in the order of the report.

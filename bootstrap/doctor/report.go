@@ -10,6 +10,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/harvester-kit/harvester-machine/internal/termsafe"
 )
 
 // Status of one check.
@@ -55,9 +57,9 @@ func (r Report) Row(check string) *Row {
 
 // WriteJSON writes {"failed": bool, "checks": [rows]}.
 func (r Report) WriteJSON(w io.Writer) error {
-	rows := r
-	if rows == nil {
-		rows = Report{}
+	rows := Report{}
+	for _, row := range r {
+		rows = append(rows, row.safe())
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -73,12 +75,21 @@ func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tSTATUS\tSEEN")
 	for _, row := range r {
+		row = row.safe()
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", row.Check, row.Status, oneLine(row.Seen))
 		if row.Status != OK && row.Fix != "" {
 			fmt.Fprintf(tw, "\t\t  fix: %s\n", oneLine(row.Fix))
 		}
 	}
 	return tw.Flush()
+}
+
+// safe is the row with its control characters escaped: what a row says
+// comes from the clusters (names, annotations, API servers' messages).
+func (row Row) safe() Row {
+	row.Check, row.Seen, row.Fix = termsafe.Text(row.Check), termsafe.Text(row.Seen), termsafe.Text(row.Fix)
+	row.Status = Status(termsafe.Text(string(row.Status)))
+	return row
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -26,6 +27,9 @@ import (
 )
 
 const ns = "default"
+
+// testNow is the time the tests select at.
+var testNow = time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 
 func meta(name, cluster string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name), Labels: harvester.MachineLabels(ns, name, cluster)}
@@ -130,12 +134,12 @@ func TestSelect(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := state()
 			c.change(h)
-			got, err := Select(h)
+			got, err := Select(h, nil, testNow)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(refs(got), c.want) {
-				t.Errorf("Select =\n%q\nwant\n%q", refs(got), c.want)
+			if !slices.Equal(refs(got.Candidates), c.want) {
+				t.Errorf("Select =\n%q\nwant\n%q", refs(got.Candidates), c.want)
 			}
 		})
 	}
@@ -144,7 +148,7 @@ func TestSelect(t *testing.T) {
 func TestSelectRefusesWhenAKindCouldNotBeListed(t *testing.T) {
 	h := state()
 	h.Errors[clusterstate.KindVM] = "list VirtualMachines: forbidden"
-	if c, err := Select(h); err == nil || c != nil {
+	if c, err := Select(h, nil, testNow); err == nil || c.Candidates != nil {
 		t.Errorf("Select = %v, %v; want an error and nothing", c, err)
 	}
 }
@@ -175,5 +179,49 @@ func TestDeleteCountsNotFoundAsDoneAndReportsFailures(t *testing.T) {
 	}
 	if _, err := kube.CoreV1().ServiceAccounts(ns).Get(context.Background(), "a", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("ServiceAccount still there: %v", err)
+	}
+}
+
+// A cloud-init Secret whose VM does not exist yet is kept while it may be
+// the Secret of a machine still being created (no VM owner, younger than
+// MinCloudInitAge); one a VM owned is a leftover at once, one never owned
+// once it is old (issue 33, item 5).
+func TestSelectKeepsTheSecretOfAMachineBeingCreated(t *testing.T) {
+	cases := []struct {
+		name    string
+		age     time.Duration
+		owned   bool
+		volumes time.Duration // a volume labelled for the machine exists, made this long after the Secret (0: none)
+		want    []string      // candidates besides the unused volume
+		kept    int
+	}{
+		{"just created, no VM yet", 2 * time.Second, false, 0, nil, 1},
+		{"created 59 minutes ago, no VM yet", MinCloudInitAge - time.Minute, false, 0, nil, 1},
+		{"an hour old and never owned: a create that stopped", MinCloudInitAge, false, 0, []string{"Secret default/a-p-a2-cloudinit"}, 0},
+		{"owned by a VM that is gone", 2 * time.Second, true, 0, []string{"Secret default/a-p-a2-cloudinit"}, 0},
+		{"not owned, but the machine's volume shows its VM was made", 10 * time.Second, false, time.Second, []string{"Secret default/a-p-a2-cloudinit"}, 0},
+		{"not owned; a volume of an earlier machine of the name is no proof", 10 * time.Second, false, -time.Hour, nil, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := state()
+			s := &h.CloudInit[1]
+			s.CreationTimestamp = metav1.NewTime(testNow.Add(-c.age))
+			if c.volumes != 0 {
+				h.PVCs[1].Labels[harvester.LabelVMName] = "a-p-a2"
+				h.PVCs[1].CreationTimestamp = metav1.NewTime(s.CreationTimestamp.Add(c.volumes))
+			}
+			if c.owned {
+				s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine", Name: "a-p-a2", UID: "vm-uid"}}
+			}
+			got, err := Select(h, nil, testNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := append(c.want, "PersistentVolumeClaim default/a-p-a2-disk-0")
+			if !slices.Equal(refs(got.Candidates), want) || len(got.Kept) != c.kept {
+				t.Errorf("Select = %q, kept %q; want %q and %d kept", refs(got.Candidates), refs(got.Kept), want, c.kept)
+			}
+		})
 	}
 }

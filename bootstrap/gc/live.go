@@ -3,6 +3,7 @@ package gc
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -16,51 +17,131 @@ import (
 // no LoadBalancer can be judged left behind.
 var ErrGuestUnlisted = errors.New("the guest cluster's Services could not be listed, so no LoadBalancer can be judged left behind")
 
+// ErrNotTheCluster is why gc refuses a --guest-kubeconfig that cannot be
+// shown to be the named cluster: another cluster's Services would make the
+// named cluster's LoadBalancers look left behind.
+var ErrNotTheCluster = errors.New("the guest cluster cannot be shown to be the named cluster")
+
+// VerifyGuest checks that the live guest g is h's cluster. Evidence: a
+// node whose providerID harvester://<UID> is the UID of a VM of the
+// cluster in the namespace, or a Service whose UID is the one a
+// LoadBalancer of the cluster was named after (the cloud provider hashes
+// the UID into the name; UIDs are random). A node running on a VM of
+// another cluster, or no evidence at all, is refused.
+func VerifyGuest(h *clusterstate.Harvester, g *clusterstate.Guest) error {
+	vms := map[string]string{} // UID -> the VM's guest-cluster label value, "" for another cluster's
+	for _, vm := range h.VMs {
+		vms[string(vm.UID)] = vm.Namespace + "/" + vm.Name
+		if !h.OfCluster(vm.Labels) {
+			vms[string(vm.UID)] = ""
+		}
+	}
+	var evidence, against []string
+	for _, n := range g.Nodes {
+		uid, ok := strings.CutPrefix(n.Spec.ProviderID, harvester.ProviderIDPrefix)
+		if !ok {
+			continue
+		}
+		switch vm, found := vms[uid]; {
+		case found && vm != "":
+			evidence = append(evidence, "node "+n.Name+" runs on VM "+vm)
+		case found:
+			against = append(against, "node "+n.Name+" runs on a VM in "+h.Namespace+" that is not labelled for cluster "+h.Cluster)
+		}
+	}
+	for _, l := range h.LoadBalancers {
+		ns, name := l.Labels[harvester.LabelLBServiceNamespace], l.Labels[harvester.LabelLBServiceName]
+		if l.Labels[harvester.LabelLBCluster] != h.Cluster || ns == "" || name == "" {
+			continue
+		}
+		if svc := g.Service(ns, name); svc != nil && lbapi.NameOwner(l.Name, h.Cluster, ns, name, string(svc.UID)) == lbapi.OwnerThisUID {
+			evidence = append(evidence, "LoadBalancer "+l.Name+" is named after Service "+ns+"/"+name+"'s UID")
+		}
+	}
+	switch {
+	case len(against) > 0:
+		return fmt.Errorf("%w %s: %s", ErrNotTheCluster, h.Cluster, names(against))
+	case len(evidence) > 0:
+		return nil
+	}
+	why := fmt.Sprintf("none of its %d nodes has a providerID %s<UID> of a VM of the cluster in %s (%d there), and none of its %d Services has the UID a LoadBalancer of the cluster was named after",
+		len(g.Nodes), harvester.ProviderIDPrefix, h.Namespace, len(h.ClusterVMs()), len(g.Services))
+	if e := g.Errors[clusterstate.KindNode]; e != "" {
+		why += " (" + e + ")"
+	}
+	if e := h.Failed(clusterstate.KindVM); e != "" {
+		why += " (" + e + ")"
+	}
+	return fmt.Errorf("%w %s: %s; check --guest-kubeconfig, --cluster-name and --namespace, or leave out --guest-kubeconfig", ErrNotTheCluster, h.Cluster, why)
+}
+
+// names joins up to 3 items.
+func names(list []string) string {
+	if len(list) > 3 {
+		return strings.Join(list[:3], "; ") + fmt.Sprintf(" and %d more", len(list)-3)
+	}
+	return strings.Join(list, "; ")
+}
+
 // SelectLive lists the cloud provider's LoadBalancers of h's cluster (its
 // cloudprovider.harvesterhci.io/cluster, serviceNamespace and serviceName
 // labels) that a live guest cluster g no longer needs: their Service is
-// gone, no longer of type LoadBalancer, or a re-created one with another
-// UID than the LoadBalancer's name was derived from. LoadBalancers of other
-// clusters, without those labels or already being deleted are never
+// gone, no longer of type LoadBalancer, or a re-created one whose UID is
+// provably not the one the LoadBalancer's name was derived from. It also
+// returns the LoadBalancers it keeps in doubt, with why. LoadBalancers of
+// other clusters, without those labels or already being deleted are never
 // candidates. It refuses when the guest's Services or the LoadBalancers
-// could not be listed.
-func SelectLive(h *clusterstate.Harvester, g *clusterstate.Guest) ([]Candidate, error) {
+// could not be listed, or the guest is not shown to be the cluster.
+func SelectLive(h *clusterstate.Harvester, g *clusterstate.Guest) (candidates, kept []Candidate, err error) {
 	if e := g.Errors[clusterstate.KindService]; e != "" {
-		return nil, fmt.Errorf("find leftover LoadBalancers: %w: %s", ErrGuestUnlisted, e)
+		return nil, nil, fmt.Errorf("find leftover LoadBalancers: %w: %s", ErrGuestUnlisted, e)
 	}
 	if e := h.Failed(clusterstate.KindLoadBalancer); e != "" {
-		return nil, fmt.Errorf("find leftover LoadBalancers: %s", e)
+		return nil, nil, fmt.Errorf("find leftover LoadBalancers: %s", e)
 	}
-	var out []Candidate
+	if err := VerifyGuest(h, g); err != nil {
+		return nil, nil, fmt.Errorf("find leftover LoadBalancers: %w", err)
+	}
 	for _, l := range h.LoadBalancers {
-		if why := LeftBehind(h.Cluster, &l, g); why != "" {
-			out = append(out, candidate(clusterstate.KindLoadBalancer, l.ObjectMeta, why))
+		why, keep := LeftBehind(h.Cluster, &l, g)
+		switch {
+		case why != "":
+			candidates = append(candidates, candidate(clusterstate.KindLoadBalancer, l.ObjectMeta, why))
+		case keep != "":
+			kept = append(kept, candidate(clusterstate.KindLoadBalancer, l.ObjectMeta, keep))
 		}
 	}
-	return out, nil
+	return candidates, kept, nil
 }
 
 // LeftBehind says why the LoadBalancer l of cluster is no longer needed by
 // the guest g, or "" when it is (or is not the cloud provider's for
-// cluster).
-func LeftBehind(cluster string, l *lbapi.LoadBalancer, g *clusterstate.Guest) string {
+// cluster); keep says why a LoadBalancer that might be left behind is kept
+// in doubt.
+func LeftBehind(cluster string, l *lbapi.LoadBalancer, g *clusterstate.Guest) (why, keep string) {
 	ns, name := l.Labels[harvester.LabelLBServiceNamespace], l.Labels[harvester.LabelLBServiceName]
 	if l.DeletionTimestamp != nil || l.Labels[harvester.LabelLBCluster] != cluster || ns == "" || name == "" {
-		return ""
+		return "", ""
 	}
 	ref := ns + "/" + name
 	svc := g.Service(ns, name)
 	switch {
 	case (svc == nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer) && sharedBy(g, ref) != "":
-		return "" // another Service still uses its address
+		return "", "" // another Service still uses its address
 	case svc == nil:
-		return "Service " + ref + " no longer exists in the guest cluster"
+		return "Service " + ref + " no longer exists in the guest cluster", ""
 	case svc.Spec.Type != corev1.ServiceTypeLoadBalancer:
-		return "Service " + ref + " is of type " + string(svc.Spec.Type) + ", no longer LoadBalancer"
-	case lbapi.CloudProviderName(cluster, ns, name, string(svc.UID)) != l.Name:
-		return "Service " + ref + " was re-created (UID " + string(svc.UID) + "); this LoadBalancer belongs to an earlier one"
+		return "Service " + ref + " is of type " + string(svc.Spec.Type) + ", no longer LoadBalancer", ""
 	}
-	return ""
+	switch lbapi.NameOwner(l.Name, cluster, ns, name, string(svc.UID)) {
+	case lbapi.OwnerOtherUID:
+		return "Service " + ref + " was re-created (UID " + string(svc.UID) + "); this LoadBalancer belongs to an earlier one", ""
+	case lbapi.OwnerUnknown:
+		return "", "Service " + ref + " is of type LoadBalancer and this LoadBalancer carries its labels, but its name is not what any cloud provider release " +
+			"derives from that Service (for its UID " + string(svc.UID) + ": " + lbapi.CloudProviderName(cluster, ns, name, string(svc.UID)) +
+			"), so it cannot be shown to belong to another UID; kept"
+	}
+	return "", ""
 }
 
 // sharedBy is a Service of type LoadBalancer that shares ref's
@@ -73,18 +154,4 @@ func sharedBy(g *clusterstate.Guest, ref string) string {
 		}
 	}
 	return ""
-}
-
-// Merge appends to a the candidates of b that a does not hold.
-func Merge(a, b []Candidate) []Candidate {
-	seen := map[string]bool{}
-	for _, c := range a {
-		seen[c.Kind+" "+c.Ref()] = true
-	}
-	for _, c := range b {
-		if !seen[c.Kind+" "+c.Ref()] {
-			a = append(a, c)
-		}
-	}
-	return a
 }

@@ -3,11 +3,13 @@ package gc
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	"github.com/harvester-kit/harvester-machine/bootstrap/loadbalancer"
@@ -48,9 +50,9 @@ func TestSelectLive(t *testing.T) {
 		service("web", "u1", corev1.ServiceTypeLoadBalancer), service("np", "u3", corev1.ServiceTypeNodePort),
 		service("api", "u4", corev1.ServiceTypeLoadBalancer), secondary,
 	}}
-	got, err := SelectLive(h, g)
-	if err != nil {
-		t.Fatal(err)
+	got, kept, err := SelectLive(h, g)
+	if err != nil || len(kept) != 0 {
+		t.Fatal(err, kept)
 	}
 	var reasons []string
 	for _, c := range got {
@@ -73,21 +75,138 @@ func TestSelectLiveRefusesWithoutTheGuestsServices(t *testing.T) {
 	h := &clusterstate.Harvester{Target: clusterstate.Target{Cluster: "a", Namespace: ns}, Errors: map[string]string{},
 		LoadBalancers: []lbapi.LoadBalancer{ccmLB("a", "web", "u1")}}
 	g := &clusterstate.Guest{Errors: map[string]string{clusterstate.KindService: "list Services in the guest cluster: Unauthorized"}}
-	c, err := SelectLive(h, g)
+	c, _, err := SelectLive(h, g)
 	if c != nil || !errors.Is(err, ErrGuestUnlisted) {
 		t.Errorf("SelectLive = %v, %v; want nothing and %v", c, err, ErrGuestUnlisted)
 	}
 	g.Errors = map[string]string{}
 	h.Errors[clusterstate.KindLoadBalancer] = "list LoadBalancers: forbidden"
-	if c, err := SelectLive(h, g); c != nil || err == nil {
+	if c, _, err := SelectLive(h, g); c != nil || err == nil {
 		t.Errorf("SelectLive without the LoadBalancers = %v, %v; want an error", c, err)
 	}
 }
 
-func TestMerge(t *testing.T) {
-	a := []Candidate{{Kind: "LoadBalancer", Namespace: ns, Name: "x"}}
-	b := []Candidate{{Kind: "LoadBalancer", Namespace: ns, Name: "x"}, {Kind: "LoadBalancer", Namespace: ns, Name: "y"}}
-	if got := Merge(a, b); len(got) != 2 || got[1].Name != "y" {
-		t.Errorf("Merge = %v", got)
+// labelledLB is a LoadBalancer of cluster for Service svcNS/svc, named
+// name (a literal: what the cloud provider named it).
+func labelledLB(name, cluster, svcNS, svc string) lbapi.LoadBalancer {
+	return lbapi.LoadBalancer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("lb-" + name),
+		Labels: map[string]string{harvester.LabelLBCluster: cluster, harvester.LabelLBServiceNamespace: svcNS, harvester.LabelLBServiceName: svc}}}
+}
+
+func lbService(namespace, name, uid string) corev1.Service {
+	s := service(name, uid, corev1.ServiceTypeLoadBalancer)
+	s.Namespace = namespace
+	return s
+}
+
+// Issue 33, item 1: Services whose prefix is longer than 55 characters
+// keep their LoadBalancers. The names are the cloud provider v0.2.7's for
+// these UIDs, worked out with an independent crc32 (Python zlib) from its
+// loadBalancerName; the old rule (hash of the cut prefix) took them for
+// re-created Services' and deleted them.
+func TestSelectLiveKeepsLongNames(t *testing.T) {
+	const cluster = "rke2-prod-cluster-01"
+	nginx := labelledLB("rke2-prod-cluster-01-ingress-nginx-ingress-nginx-controf4071685", cluster, "ingress-nginx", "ingress-nginx-controller")
+	gapps := labelledLB("guest-a-gapps-frontend-web-application-public-https-apib92d34f0", "guest-a", "gapps", "frontend-web-application-public-https-api")
+	// The same Service re-created: the name of the earlier UID.
+	earlier := labelledLB("rke2-prod-cluster-01-ingress-nginx-ingress-nginx-contro63087170", cluster, "ingress-nginx", "ingress-nginx-controller")
+	// Labelled for the Service but named by no rule: kept in doubt.
+	odd := labelledLB("hand-made-lb", cluster, "ingress-nginx", "ingress-nginx-controller")
+	g := &clusterstate.Guest{Errors: map[string]string{}, Services: []corev1.Service{
+		lbService("ingress-nginx", "ingress-nginx-controller", "0f3d1a52-8b7e-4c33-a2d1-5e9f4b6c7d80"),
+		lbService("gapps", "frontend-web-application-public-https-api", "4b1c9e2a-6d3f-4e8a-b7c5-2a1d0f9e8c76"),
+	}}
+	h := &clusterstate.Harvester{Target: clusterstate.Target{Cluster: cluster, Namespace: ns}, Errors: map[string]string{},
+		LoadBalancers: []lbapi.LoadBalancer{nginx, earlier, odd}}
+	got, kept, err := SelectLive(h, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Name != earlier.Name {
+		t.Errorf("candidates %+v, want only %s", got, earlier.Name)
+	}
+	if len(kept) != 1 || kept[0].Name != odd.Name || !strings.Contains(kept[0].Reason, "cannot be shown to belong to another UID") {
+		t.Errorf("kept %+v, want %s kept in doubt", kept, odd.Name)
+	}
+	h = &clusterstate.Harvester{Target: clusterstate.Target{Cluster: "guest-a", Namespace: ns}, Errors: map[string]string{},
+		LoadBalancers: []lbapi.LoadBalancer{gapps}}
+	if got, _, err := SelectLive(h, g); err != nil || len(got) != 0 {
+		t.Errorf("gapps: SelectLive = %+v, %v; want nothing", got, err)
+	}
+}
+
+func node(name, providerID string) corev1.Node {
+	return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+}
+
+// Issue 33, item 8: gc takes the guest for the named cluster only on
+// evidence, and refuses otherwise.
+func TestVerifyGuest(t *testing.T) {
+	vmA := vmOf("a-p-a1", "a")
+	vmA.UID = "vm-a1"
+	vmB := vmOf("b-p-b1", "b")
+	vmB.UID = "vm-b1"
+	lb := ccmLB("a", "web", "u1")
+	cases := []struct {
+		name  string
+		nodes []corev1.Node
+		svcs  []corev1.Service
+		err   string
+	}{
+		{"a node runs on a VM of the cluster", []corev1.Node{node("n1", "harvester://vm-a1")}, nil, ""},
+		{"a Service's UID named a LoadBalancer of the cluster", nil, []corev1.Service{service("web", "u1", corev1.ServiceTypeLoadBalancer)}, ""},
+		{"a node runs on another cluster's VM", []corev1.Node{node("n1", "harvester://vm-a1"), node("n2", "harvester://vm-b1")}, nil,
+			"node n2 runs on a VM in default that is not labelled for cluster a"},
+		{"no evidence", []corev1.Node{node("n1", "harvester://elsewhere"), node("n2", "")}, []corev1.Service{service("web", "u9", corev1.ServiceTypeLoadBalancer)},
+			"none of its 2 nodes has a providerID harvester://<UID> of a VM of the cluster in default (1 there), and none of its 1 Services"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := &clusterstate.Harvester{Target: clusterstate.Target{Cluster: "a", Namespace: ns}, Errors: map[string]string{},
+				VMs: []kubevirtv1.VirtualMachine{vmA, vmB}, LoadBalancers: []lbapi.LoadBalancer{lb}}
+			g := &clusterstate.Guest{Errors: map[string]string{}, Nodes: c.nodes, Services: c.svcs}
+			err := VerifyGuest(h, g)
+			if c.err == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrNotTheCluster) || !strings.Contains(err.Error(), c.err) {
+				t.Fatalf("VerifyGuest = %v, want %q", err, c.err)
+			}
+			if _, _, err := SelectLive(h, g); !errors.Is(err, ErrNotTheCluster) {
+				t.Errorf("SelectLive = %v, want a refusal", err)
+			}
+			if _, err := Select(h, g, testNow); !errors.Is(err, ErrNotTheCluster) {
+				t.Errorf("Select = %v, want a refusal", err)
+			}
+		})
+	}
+}
+
+// Issue 33, item 8: with no VM of the cluster left, a Service the live
+// guest (shown to be the cluster) lists still keeps its LoadBalancer, and
+// the credential its cloud provider uses stays.
+func TestSelectWithGuestAndNoVMLeft(t *testing.T) {
+	h := state()
+	h.VMs = h.VMs[1:] // only cluster b's
+	web := ccmLB("a", "web", "u1")
+	gone := ccmLB("a", "old", "u2")
+	h.LoadBalancers = []lbapi.LoadBalancer{web, gone}
+	g := &clusterstate.Guest{Errors: map[string]string{}, Services: []corev1.Service{service("web", "u1", corev1.ServiceTypeLoadBalancer)}}
+	sel, err := Select(h, g, testNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"LoadBalancer default/" + gone.Name,
+		"Secret default/a-p-a1-cloudinit", "Secret default/a-p-a2-cloudinit",
+		"PersistentVolumeClaim default/a-p-a1-disk-0", "PersistentVolumeClaim default/a-p-a2-disk-0"}
+	if !slices.Equal(refs(sel.Candidates), want) {
+		t.Errorf("Select =\n%q\nwant\n%q", refs(sel.Candidates), want)
+	}
+	without, err := Select(h, nil, testNow)
+	if err != nil || !slices.Contains(refs(without.Candidates), "LoadBalancer default/"+web.Name) {
+		t.Errorf("without the guest: %q, %v; want every LoadBalancer", refs(without.Candidates), err)
 	}
 }

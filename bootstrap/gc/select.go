@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,10 +37,29 @@ func (c Candidate) Ref() string {
 	return c.Namespace + "/" + c.Name
 }
 
+// MinCloudInitAge is how old a cloud-init Secret without an owner must
+// be before gc takes it for a leftover. The node driver creates the Secret
+// first and its VM right after (two API calls, each within the driver's
+// --harvester-api-timeout, default 30s), and makes the VM the Secret's
+// owner only then: a younger Secret without an owner may belong to a
+// machine still being created. An hour is far above that window and
+// above ordinary clock skew between gc's host and the API server.
+const MinCloudInitAge = time.Hour
+
+// Selection is what gc would delete, and what it keeps in doubt (with why).
+type Selection struct {
+	Candidates []Candidate
+	Kept       []Candidate
+}
+
 // Select lists the leftovers of h's cluster, in deletion order
-// (LoadBalancers, cloud-init Secrets, volumes, then the credential). It
+// (LoadBalancers, cloud-init Secrets, volumes, then the credential), as of
+// now. With the live guest g (nil without one) it first checks that g is
+// the cluster (VerifyGuest) and then treats the cluster as live whatever
+// VMs the namespace holds: only the LoadBalancers g no longer needs
+// (SelectLive), never the credential the guest's cloud provider uses. It
 // refuses when a kind it decides by could not be listed.
-func Select(h *clusterstate.Harvester) ([]Candidate, error) {
+func Select(h *clusterstate.Harvester, g *clusterstate.Guest, now time.Time) (Selection, error) {
 	var errs []error
 	for _, k := range []string{clusterstate.KindVM, clusterstate.KindPVC, clusterstate.KindSecret, clusterstate.KindLoadBalancer,
 		clusterstate.KindServiceAccount, clusterstate.KindRoleBinding, clusterstate.KindClusterRoleBinding} {
@@ -48,19 +68,29 @@ func Select(h *clusterstate.Harvester) ([]Candidate, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("find leftovers: %w", err)
+		return Selection{}, fmt.Errorf("find leftovers: %w", err)
 	}
-	vmsLeft := len(h.ClusterVMs()) > 0
-	var out []Candidate
-	if !vmsLeft {
-		out = append(out, loadBalancers(h)...)
+	var sel Selection
+	live := len(h.ClusterVMs()) > 0
+	var lbs []Candidate
+	if g != nil {
+		var err error
+		if lbs, sel.Kept, err = SelectLive(h, g); err != nil {
+			return Selection{}, err
+		}
+		live = true
+	} else if !live {
+		lbs = loadBalancers(h)
 	}
-	out = append(out, cloudInitSecrets(h)...)
-	out = append(out, volumes(h)...)
-	if !vmsLeft {
-		out = append(out, credentialObjects(h)...)
+	sel.Candidates = append(sel.Candidates, lbs...)
+	secrets, young := cloudInitSecrets(h, now)
+	sel.Candidates = append(sel.Candidates, secrets...)
+	sel.Kept = append(sel.Kept, young...)
+	sel.Candidates = append(sel.Candidates, volumes(h)...)
+	if !live {
+		sel.Candidates = append(sel.Candidates, credentialObjects(h)...)
 	}
-	return out, nil
+	return sel, nil
 }
 
 // driverOwned reports whether the node driver labelled the object for the
@@ -85,23 +115,57 @@ func loadBalancers(h *clusterstate.Harvester) []Candidate {
 }
 
 // cloudInitSecrets are the driver's Secrets no VM refers to and whose VM
-// (harvesterhci.io/vmName) does not exist.
-func cloudInitSecrets(h *clusterstate.Harvester) []Candidate {
+// (harvesterhci.io/vmName) does not exist, when the VM provably existed and
+// is gone: a VM owned the Secret (the driver sets that owner once the VM
+// exists; the upstream driver never does), or a volume of the machine made
+// no earlier than the Secret exists (Harvester makes those from the VM's
+// volume claim templates only once the VM exists; an older one may be left
+// from an earlier machine of the same name). Also those without either proof once older than
+// MinCloudInitAge (a create that stopped between Secret and VM). The
+// others are kept: their VM may still be being created.
+func cloudInitSecrets(h *clusterstate.Harvester, now time.Time) (candidates, kept []Candidate) {
 	refs, vmNames := map[string]bool{}, map[string]bool{}
+	volumeMade := map[string]time.Time{} // machine -> when its newest volume was made
 	for _, vm := range h.VMs {
 		vmNames[harvester.LabelValue(vm.Name)] = true
 		for _, n := range secretRefs(vm) {
 			refs[n] = true
 		}
 	}
-	var out []Candidate
+	for _, p := range h.PVCs {
+		if m := p.Labels[harvester.LabelVMName]; driverOwned(h, p.ObjectMeta) && m != "" && p.CreationTimestamp.After(volumeMade[m]) {
+			volumeMade[m] = p.CreationTimestamp.Time
+		}
+	}
 	for _, s := range h.CloudInit {
 		if !driverOwned(h, s.ObjectMeta) || refs[s.Name] || vmNames[s.Labels[harvester.LabelVMName]] {
 			continue
 		}
-		out = append(out, candidate(clusterstate.KindSecret, s.ObjectMeta, "cloud-init of VM "+s.Labels[harvester.LabelVMName]+", which no longer exists"))
+		vm := s.Labels[harvester.LabelVMName]
+		age := now.Sub(s.CreationTimestamp.Time)
+		switch {
+		case ownedByVM(s.OwnerReferences) || (volumeMade[vm] != time.Time{} && !volumeMade[vm].Before(s.CreationTimestamp.Time)):
+			candidates = append(candidates, candidate(clusterstate.KindSecret, s.ObjectMeta, "cloud-init of VM "+vm+", which no longer exists"))
+		case age >= MinCloudInitAge:
+			candidates = append(candidates, candidate(clusterstate.KindSecret, s.ObjectMeta,
+				"cloud-init of VM "+vm+", which does not exist; made "+age.Round(time.Minute).String()+" ago and never owned by a VM (a create that stopped)"))
+		default:
+			kept = append(kept, candidate(clusterstate.KindSecret, s.ObjectMeta,
+				"cloud-init of VM "+vm+", which does not exist yet: made "+age.Round(time.Second).String()+" ago, not owned by a VM and no volume of the machine exists, so the node driver may still be creating it; gc takes it only once it is "+MinCloudInitAge.String()+" old"))
+		}
 	}
-	return out
+	return candidates, kept
+}
+
+// ownedByVM reports whether a VM owns the Secret: the driver sets that
+// owner once the VM exists.
+func ownedByVM(refs []metav1.OwnerReference) bool {
+	for _, r := range refs {
+		if r.Kind == "VirtualMachine" && r.APIVersion == kubevirtv1.SchemeGroupVersion.String() {
+			return true
+		}
+	}
+	return false
 }
 
 // secretRefs are the cloud-init Secrets a VM refers to.

@@ -3,6 +3,7 @@ package simtest
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -26,7 +28,7 @@ func CCMLoadBalancer(cluster, namespace, svcNamespace, svcName, svcUID string) *
 	return &lbapi.LoadBalancer{
 		TypeMeta: metav1.TypeMeta{APIVersion: lbapi.Group + "/" + lbapi.Version, Kind: "LoadBalancer"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: lbapi.CloudProviderName(cluster, svcNamespace, svcName, svcUID), Namespace: namespace,
+			Name: ccmLoadBalancerName(cluster, svcNamespace, svcName, svcUID), Namespace: namespace,
 			Labels: map[string]string{
 				harvester.LabelLBCluster: cluster, harvester.LabelLBServiceNamespace: svcNamespace, harvester.LabelLBServiceName: svcName,
 			},
@@ -61,7 +63,28 @@ func (c *CCM) lbs() dynamic.ResourceInterface {
 
 // Name is the LoadBalancer name of svc.
 func (c *CCM) Name(svc *corev1.Service) string {
-	return lbapi.CloudProviderName(c.Cluster, svc.Namespace, svc.Name, string(svc.UID))
+	return ccmLoadBalancerName(c.Cluster, svc.Namespace, svc.Name, string(svc.UID))
+}
+
+// ccmLoadBalancerName is loadBalancerName of harvester-cloud-provider
+// v0.2.7 (pkg/cloud-controller-manager/loadbalancer.go), written here from
+// that source and not taken from the bootstrap's lbapi, so that tests
+// compare the bootstrap's rule with the cloud provider's: a cluster name
+// that is not a DNS-1035 label gets an "a" in front; the checksum is crc32
+// (IEEE) of the whole "<cluster>-<namespace>-<name>-" plus the UID; the
+// name part is cut to 63-8 characters only after that.
+func ccmLoadBalancerName(clusterName, serviceNamespace, serviceName, serviceUID string) string {
+	if errs := validation.IsDNS1035Label(clusterName); len(errs) != 0 {
+		clusterName = "a" + clusterName
+	}
+	whole := clusterName + "-" + serviceNamespace + "-" + serviceName + "-"
+	digest := crc32.Checksum([]byte(whole+serviceUID), crc32.IEEETable)
+	const maxName, suffix = 63, 8
+	kept := whole
+	if len(kept) > maxName-suffix {
+		kept = kept[:maxName-suffix]
+	}
+	return fmt.Sprintf("%s%08x", kept, digest)
 }
 
 // get reads the LoadBalancer of svc; nil when there is none.

@@ -186,6 +186,16 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 		return !strings.Contains(row.Seen, "default/ok") && strings.Contains(row.Seen, "default/web"), row.Seen
 	})
 
+	// long: a live Service whose prefix "lbleft-default-<name>-" has 57
+	// characters; the cloud provider hashes the whole prefix and cuts it
+	// after (issue 33: gc took its LoadBalancer for a re-created Service's
+	// and deleted it).
+	long := s.createService(longService)
+	s.announce(longService)
+	if n := len(cluster + "-default-" + longService + "-"); n <= 55 {
+		t.Fatalf("the prefix has %d characters; the test needs more than 55", n)
+	}
+
 	// api is re-created (new UID); np turns NodePort.
 	api := s.createService("api")
 	s.announce("api")
@@ -244,14 +254,17 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 			t.Errorf("LoadBalancer %s after gc --delete: %v", s.ccm.Name(svc), err)
 		}
 	}
-	// Left allocated: api2's and the unlabelled LoadBalancer's addresses.
+	// Left allocated: api2's, long's and the unlabelled LoadBalancer's addresses.
 	poll(t, "the leftovers' addresses back in the pool", func(ctx context.Context) (bool, string) {
 		p := getPool(t, ctx, cluster+"-lb")
 		_, held := p.Status.Allocated[webIP]
-		return !held && len(p.Status.Allocated) == 2, "allocated " + strings.Join(mapKeys(p.Status.Allocated), ",")
+		return !held && len(p.Status.Allocated) == 3, "allocated " + strings.Join(mapKeys(p.Status.Allocated), ",")
 	})
 	if exists, _ := s.lb(ctx, api2); !exists {
 		t.Error("gc deleted the current Service's LoadBalancer")
+	}
+	if exists, _ := s.lb(ctx, long); !exists {
+		t.Errorf("gc --delete deleted LoadBalancer %s of the live Service default/%s", s.ccm.Name(long), longService)
 	}
 	for _, n := range []string{otherLB.Name, bare.Name} {
 		if _, err := env.dyn.Resource(simtestLBGVR).Namespace(vmNamespace).Get(ctx, n, metav1.GetOptions{}); err != nil {
@@ -262,7 +275,11 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 		t.Errorf("gc after --delete lists %q, want nothing", resultRefs(got))
 	}
 	waitRow(t, cluster, doctor.CheckLBLeftovers, doctor.OK, guestKC)
-	t.Cleanup(func() { _ = simtest.DeleteLoadBalancer(context.Background(), env.dyn, vmNamespace, s.ccm.Name(api2)) })
+	t.Cleanup(func() {
+		for _, svc := range []*corev1.Service{api2, long} {
+			_ = simtest.DeleteLoadBalancer(context.Background(), env.dyn, vmNamespace, s.ccm.Name(svc))
+		}
+	})
 
 	// Without the guest's Services gc refuses, naming why, and deletes nothing.
 	out, err := gcWithGuestKubeconfig(t, cluster, badGuestKubeconfig(t, kubeconfig))
@@ -273,7 +290,23 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 	if exists, _ := s.lb(ctx, api2); !exists {
 		t.Error("gc refusing deleted the current Service's LoadBalancer")
 	}
+
+	// This guest given as another cluster's (issue 33, item 8): its nodes
+	// run on VMs of cluster lbleft, so gc refuses and other's LoadBalancer
+	// (whose Service default/web this guest does not list) stays.
+	out, err = gcWithGuestKubeconfig(t, other, kubeconfig)
+	if !errors.As(err, &ee) || !strings.Contains(out, "cannot be shown to be the named cluster "+other) ||
+		!strings.Contains(out, "not labelled for cluster "+other) {
+		t.Errorf("gc --cluster-name %s with %s's guest: %v\n%s", other, cluster, err, out)
+	}
+	if _, err := env.dyn.Resource(simtestLBGVR).Namespace(vmNamespace).Get(ctx, otherLB.Name, metav1.GetOptions{}); err != nil {
+		t.Errorf("gc with another cluster's guest touched LoadBalancer %s: %v", otherLB.Name, err)
+	}
 }
+
+// longService is a Service name that makes the cloud provider's name
+// prefix longer than 55 characters (issue 33's report).
+const longService = "frontend-web-application-public-https-api"
 
 // readyEndpoint creates the EndpointSlice of Service default/name with one
 // ready endpoint.
