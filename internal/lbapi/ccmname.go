@@ -12,10 +12,9 @@ import (
 // Lengths in the cloud provider's loadBalancerName (v0.1.5 and later): a
 // name of at most 63 characters ending in 8 hex digits of a checksum.
 const (
-	ccmNameMax    = 63
-	ccmSuffixLen  = 8
-	ccmPrefixMax  = ccmNameMax - ccmSuffixLen
-	legacyNameMax = 253
+	ccmNameMax   = 63
+	ccmSuffixLen = 8
+	ccmPrefixMax = ccmNameMax - ccmSuffixLen
 )
 
 // ccmNameRuleSince is the first harvester-cloud-provider release whose
@@ -48,22 +47,51 @@ func CloudProviderName(cluster, svcNamespace, svcName, svcUID string) string {
 	return cut(base, ccmPrefixMax) + fmt.Sprintf("%08x", sum)
 }
 
-// LegacyCloudProviderName is loadBalancerName of harvester-cloud-provider
-// v0.1.0 to v0.1.4: no "a" for a cluster name that is not a DNS-1035 label,
-// the checksum printed with %8x (padded with spaces, not zeros) and the
-// whole name cut to 253 characters.
-func LegacyCloudProviderName(cluster, svcNamespace, svcName, svcUID string) string {
+// legacyRule is loadBalancerName of a release before v0.1.5 (read in each
+// tag's pkg/cloud-controller-manager/loadBalancer.go): no "a" for a cluster
+// name that is not a DNS-1035 label, the checksum appended first and then
+// the WHOLE name cut (so a long prefix can cut into or off the checksum).
+type legacyRule struct {
+	since  string // first release with this rule
+	format string // how the checksum is printed
+	max    int    // the whole name's cut
+}
+
+// legacyRules, newest first: v0.1.3-v0.1.4 print %08x and cut to 63;
+// v0.1.2 prints %8x (padded with spaces) and cuts to 63; v0.1.0-v0.1.1
+// print %8x and cut to 253.
+var legacyRules = []legacyRule{
+	{since: "v0.1.3", format: "%08x", max: 63},
+	{since: "v0.1.2", format: "%8x", max: 63},
+	{since: "v0.1.0", format: "%8x", max: 253},
+}
+
+func (r legacyRule) name(cluster, svcNamespace, svcName, svcUID string) string {
 	name := cluster + "-" + svcNamespace + "-" + svcName + "-"
-	name += fmt.Sprintf("%8x", crc32.ChecksumIEEE([]byte(name+svcUID)))
-	return cut(name, legacyNameMax)
+	return cut(name+fmt.Sprintf(r.format, crc32.ChecksumIEEE([]byte(name+svcUID))), r.max)
+}
+
+// legacyRuleOf is the rule of a release tag before v0.1.5, false for a
+// later release or a tag that is not a version (a branch build follows the
+// newest rule).
+func legacyRuleOf(tag string) (legacyRule, bool) {
+	v, err := version.ParseGeneric(tag)
+	if err != nil || v.AtLeast(version.MustParseGeneric(ccmNameRuleSince)) {
+		return legacyRule{}, false
+	}
+	for _, r := range legacyRules {
+		if v.AtLeast(version.MustParseGeneric(r.since)) {
+			return r, true
+		}
+	}
+	return legacyRules[len(legacyRules)-1], true
 }
 
 // CloudProviderNameFor is the LoadBalancer name harvester-cloud-provider
-// release tag gives; a tag that is not a version (a branch build) follows
-// the newest rule.
+// release tag gives.
 func CloudProviderNameFor(tag, cluster, svcNamespace, svcName, svcUID string) string {
-	if v, err := version.ParseGeneric(tag); err == nil && !v.AtLeast(version.MustParseGeneric(ccmNameRuleSince)) {
-		return LegacyCloudProviderName(cluster, svcNamespace, svcName, svcUID)
+	if r, ok := legacyRuleOf(tag); ok {
+		return r.name(cluster, svcNamespace, svcName, svcUID)
 	}
 	return CloudProviderName(cluster, svcNamespace, svcName, svcUID)
 }
@@ -96,17 +124,24 @@ const (
 // svcNamespace/svcName with UID svcUID of cluster, under every release's
 // rule.
 func NameOwner(name, cluster, svcNamespace, svcName, svcUID string) Owner {
-	if name == CloudProviderName(cluster, svcNamespace, svcName, svcUID) ||
-		name == LegacyCloudProviderName(cluster, svcNamespace, svcName, svcUID) {
+	if name == CloudProviderName(cluster, svcNamespace, svcName, svcUID) {
 		return OwnerThisUID
+	}
+	for _, r := range legacyRules {
+		if name == r.name(cluster, svcNamespace, svcName, svcUID) {
+			return OwnerThisUID
+		}
 	}
 	prefix := cut(ccmBase(cluster, svcNamespace, svcName), ccmPrefixMax)
 	if rest, ok := strings.CutPrefix(name, prefix); ok && isHex(rest, "0123456789abcdef") {
 		return OwnerOtherUID
 	}
+	// A legacy name proves another UID only while its whole checksum fits.
 	legacy := cluster + "-" + svcNamespace + "-" + svcName + "-"
-	if rest, ok := strings.CutPrefix(name, legacy); ok && len(legacy)+ccmSuffixLen <= legacyNameMax && isHex(rest, " 0123456789abcdef") {
-		return OwnerOtherUID
+	for _, r := range legacyRules {
+		if rest, ok := strings.CutPrefix(name, legacy); ok && len(legacy)+ccmSuffixLen <= r.max && isHex(rest, " 0123456789abcdef") {
+			return OwnerOtherUID
+		}
 	}
 	return OwnerUnknown
 }

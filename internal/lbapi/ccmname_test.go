@@ -47,16 +47,28 @@ func TestCloudProviderName(t *testing.T) {
 	}
 }
 
-// v0.1.0 to v0.1.4: no "a", %8x (spaces, not zeros), cut to 253 after the
-// checksum. Literals from zlib.crc32 as above.
+// Releases before v0.1.5: no "a", the checksum appended, then the whole
+// name cut: v0.1.0-v0.1.1 %8x (spaces) and 253; v0.1.2 %8x and 63;
+// v0.1.3-v0.1.4 %08x and 63 (read in each tag's loadBalancer.go). Literals
+// from Python's zlib.crc32 with those formats, not from this package.
 func TestLegacyCloudProviderName(t *testing.T) {
-	for _, tag := range []string{"v0.1.0", "v0.1.4"} {
-		if got := CloudProviderNameFor(tag, "1st-cluster", "default", "web", "uid-53"); got != "1st-cluster-default-web- cd21e5b" {
-			t.Errorf("%s: %q", tag, got)
+	const longNS, longSvc = "ingress-nginx", "ingress-nginx-controller"
+	for _, tc := range []struct {
+		tag, cluster, ns, svc, uid, want string
+	}{
+		{"v0.1.0", "1st-cluster", "default", "web", "uid-53", "1st-cluster-default-web- cd21e5b"},
+		{"v0.1.1", "rke2-prod-cluster-01", longNS, longSvc, "uid-1", "rke2-prod-cluster-01-ingress-nginx-ingress-nginx-controller- 9ee06e9"},
+		{"v0.1.2", "1st-cluster", "default", "web", "uid-53", "1st-cluster-default-web- cd21e5b"},
+		{"v0.1.2", "rke2-prod-cluster-01", longNS, longSvc, "uid-1", "rke2-prod-cluster-01-ingress-nginx-ingress-nginx-controller- 9e"},
+		{"v0.1.3", "1st-cluster", "default", "web", "uid-53", "1st-cluster-default-web-0cd21e5b"},
+		{"v0.1.4", "rke2-prod-cluster-01", longNS, longSvc, "uid-1", "rke2-prod-cluster-01-ingress-nginx-ingress-nginx-controller-09e"},
+	} {
+		if got := CloudProviderNameFor(tc.tag, tc.cluster, tc.ns, tc.svc, tc.uid); got != tc.want {
+			t.Errorf("CloudProviderNameFor(%s, %s/%s) = %q, want %q", tc.tag, tc.ns, tc.svc, got, tc.want)
 		}
-	}
-	if got := NameOwner("1st-cluster-default-web- cd21e5b", "1st-cluster", "default", "web", "uid-53"); got != OwnerThisUID {
-		t.Errorf("NameOwner(legacy name) = %v", got)
+		if got := NameOwner(tc.want, tc.cluster, tc.ns, tc.svc, tc.uid); got != OwnerThisUID {
+			t.Errorf("NameOwner(%q) = %v, want OwnerThisUID", tc.want, got)
+		}
 	}
 }
 
