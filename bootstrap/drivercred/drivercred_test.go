@@ -200,3 +200,17 @@ func TestPruneAndRevokeKeepOthersObjects(t *testing.T) {
 		t.Errorf("their Role: %v", err)
 	}
 }
+
+// TestHandlesHaveClients: every kind of the credential maps to a client
+// (restapi.NamedOf), and each handle names its object.
+func TestHandlesHaveClients(t *testing.T) {
+	h, _, _ := newTest(t)
+	for _, x := range h.handles(testSpec) {
+		if x.Get == nil || x.Patch == nil || x.Delete == nil || x.Watch.List == nil {
+			t.Errorf("%s %s: no client", x.Kind, x.Name)
+		}
+		if x.Name == "" || x.Kind == "" {
+			t.Errorf("handle without kind or name: %+v", x.Named)
+		}
+	}
+}

@@ -22,7 +22,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/field"
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	"github.com/harvester-kit/harvester-machine/internal/restapi"
 )
 
 // Harvester makes, rotates and revokes driver credentials.
@@ -34,97 +34,84 @@ type Harvester struct {
 	Log    *slog.Logger
 }
 
-// handle is one object of a credential and its API calls.
+// handle is one object of a credential, its API calls, and the object
+// wanted (nil: only deleted).
 type handle struct {
-	kind, ns, name string
-	obj            runtime.Object // the desired object (nil: only deleted)
-	get            func(context.Context) (metav1.Object, error)
-	apply          func(context.Context, []byte) error
-	del            func(context.Context, metav1.DeleteOptions) error
-	watch          kubeapi.Kind
-}
-
-func (h handle) String() string {
-	if h.ns == "" {
-		return h.kind + " " + h.name
-	}
-	return h.kind + " " + h.ns + "/" + h.name
+	restapi.Named
+	obj runtime.Object
 }
 
 var applyOpts = metav1.PatchOptions{FieldManager: addons.FieldManager, Force: ptr.To(true)}
 
-// typedClient is what a client-go typed client of one kind offers.
-type typedClient[T metav1.Object, L runtime.Object] interface {
-	Get(ctx context.Context, name string, o metav1.GetOptions) (T, error)
-	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, o metav1.PatchOptions, subresources ...string) (T, error)
-	Delete(ctx context.Context, name string, o metav1.DeleteOptions) error
-	kubeapi.ListWatcher[L]
+// kinds is the credential's kinds over a client-go clientset: its typed
+// clients are restapi Resources, so restapi.NamedOf maps kinds to clients
+// for this package as for guest/credentials.
+type kinds struct{ kube kubernetes.Interface }
+
+func (k kinds) ServiceAccounts(ns string) restapi.ServiceAccounts {
+	return k.kube.CoreV1().ServiceAccounts(ns)
 }
 
-func newHandle[T metav1.Object, L runtime.Object](kind, ns, name string, obj, example runtime.Object, c typedClient[T, L]) handle {
-	return handle{kind, ns, name, obj,
-		func(ctx context.Context) (metav1.Object, error) { return c.Get(ctx, name, metav1.GetOptions{}) },
-		func(ctx context.Context, b []byte) error {
-			_, err := c.Patch(ctx, name, types.ApplyPatchType, b, applyOpts)
-			return err
-		},
-		func(ctx context.Context, o metav1.DeleteOptions) error { return c.Delete(ctx, name, o) },
-		kubeapi.KindOf[L](kind, example, c)}
+func (k kinds) Secrets(ns string) restapi.Resource[*corev1.Secret, *corev1.SecretList] {
+	return k.kube.CoreV1().Secrets(ns)
 }
 
-func (h *Harvester) serviceAccount(ns, name string, obj runtime.Object) handle {
-	return newHandle("ServiceAccount", ns, name, obj, &corev1.ServiceAccount{}, h.Kube.CoreV1().ServiceAccounts(ns))
+func (k kinds) Roles(ns string) restapi.Resource[*rbacv1.Role, *rbacv1.RoleList] {
+	return k.kube.RbacV1().Roles(ns)
 }
 
-func (h *Harvester) secret(ns, name string, obj runtime.Object) handle {
-	return newHandle("Secret", ns, name, obj, &corev1.Secret{}, h.Kube.CoreV1().Secrets(ns))
+func (k kinds) RoleBindings(ns string) restapi.Resource[*rbacv1.RoleBinding, *rbacv1.RoleBindingList] {
+	return k.kube.RbacV1().RoleBindings(ns)
 }
 
-func (h *Harvester) clusterRole(name string, obj runtime.Object) handle {
-	return newHandle("ClusterRole", "", name, obj, &rbacv1.ClusterRole{}, h.Kube.RbacV1().ClusterRoles())
+func (k kinds) ClusterRoles() restapi.Resource[*rbacv1.ClusterRole, *rbacv1.ClusterRoleList] {
+	return k.kube.RbacV1().ClusterRoles()
 }
 
-func (h *Harvester) clusterRoleBinding(name string, obj runtime.Object) handle {
-	return newHandle("ClusterRoleBinding", "", name, obj, &rbacv1.ClusterRoleBinding{}, h.Kube.RbacV1().ClusterRoleBindings())
+func (k kinds) ClusterRoleBindings() restapi.Resource[*rbacv1.ClusterRoleBinding, *rbacv1.ClusterRoleBindingList] {
+	return k.kube.RbacV1().ClusterRoleBindings()
 }
 
-func (h *Harvester) policy(name string, obj runtime.Object) handle {
-	return newHandle("ValidatingAdmissionPolicy", "", name, obj, &admissionv1.ValidatingAdmissionPolicy{}, h.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicies())
+func (k kinds) ValidatingAdmissionPolicies() restapi.Resource[*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyList] {
+	return k.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies()
 }
 
-func (h *Harvester) policyBinding(name string, obj runtime.Object) handle {
-	return newHandle("ValidatingAdmissionPolicyBinding", "", name, obj, &admissionv1.ValidatingAdmissionPolicyBinding{}, h.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings())
+func (k kinds) ValidatingAdmissionPolicyBindings() restapi.Resource[*admissionv1.ValidatingAdmissionPolicyBinding, *admissionv1.ValidatingAdmissionPolicyBindingList] {
+	return k.kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings()
 }
 
-func (h *Harvester) role(ns, name string, obj runtime.Object) handle {
-	return newHandle("Role", ns, name, obj, &rbacv1.Role{}, h.Kube.RbacV1().Roles(ns))
+// handle of kind ns/name (ns "" for cluster-scoped kinds) wanting obj.
+func (h *Harvester) handle(kind, ns, name string, obj runtime.Object) handle {
+	n, _ := restapi.NamedOf(kinds{h.Kube}, kind, ns, name) // every kind here has a client (TestHandlesHaveClients)
+	return handle{n, obj}
 }
 
-func (h *Harvester) roleBinding(ns, name string, obj runtime.Object) handle {
-	return newHandle("RoleBinding", ns, name, obj, &rbacv1.RoleBinding{}, h.Kube.RbacV1().RoleBindings(ns))
+// apply server-side applies the wanted object.
+func (x handle) apply(ctx context.Context, b []byte) error {
+	return x.Patch(ctx, types.ApplyPatchType, b, applyOpts)
 }
 
 // handles are the credential's objects, in creation order.
 func (h *Harvester) handles(s Spec) []handle {
 	o := Build(s)
 	out := []handle{
-		h.policy(s.Identity().PolicyName(), o.Policy),
-		h.policyBinding(s.Identity().PolicyName(), o.PolicyBinding),
-		h.serviceAccount(s.Namespace, s.ServiceAccount, o.ServiceAccount),
-		h.clusterRole(s.RBACName(), o.ClusterRole),
-		h.clusterRoleBinding(s.RBACName(), o.ClusterRoleBinding),
+		h.handle("ValidatingAdmissionPolicy", "", s.Identity().PolicyName(), o.Policy),
+		h.handle("ValidatingAdmissionPolicyBinding", "", s.Identity().PolicyName(), o.PolicyBinding),
+		h.handle("ServiceAccount", s.Namespace, s.ServiceAccount, o.ServiceAccount),
+		h.handle("ClusterRole", "", s.RBACName(), o.ClusterRole),
+		h.handle("ClusterRoleBinding", "", s.RBACName(), o.ClusterRoleBinding),
 	}
 	for i, ns := range s.MachineNamespaces {
-		out = append(out, h.role(ns, s.RBACName(), o.Roles[i]), h.roleBinding(ns, s.RBACName(), o.RoleBindings[i]))
+		out = append(out, h.handle("Role", ns, s.RBACName(), o.Roles[i]), h.handle("RoleBinding", ns, s.RBACName(), o.RoleBindings[i]))
 	}
-	return append(out, h.secret(s.Namespace, s.TokenSecretName(), o.TokenSecret))
+	return append(out, h.handle("Secret", s.Namespace, s.TokenSecretName(), o.TokenSecret))
 }
 
 // notOwned refuses to change an existing object the credential did not
 // create; nil when it does not exist or is the credential's. It also
 // reports whether the object exists.
 func notOwned(ctx context.Context, s Spec, x handle) (bool, error) {
-	obj, err := x.get(ctx)
+	obj, err := x.Get(ctx)
 	switch {
 	case apierrors.IsNotFound(err):
 		return false, nil
@@ -248,12 +235,12 @@ func (h *Harvester) namespaced(ctx context.Context, s Spec, keep func(ns string)
 	var out []handle
 	for _, r := range bindings.Items {
 		if keep(r.Namespace) && s.OwnsBinding(r) {
-			out = append(out, h.roleBinding(r.Namespace, r.Name, nil))
+			out = append(out, h.handle("RoleBinding", r.Namespace, r.Name, nil))
 		}
 	}
 	for _, r := range roles.Items {
 		if keep(r.Namespace) && r.Name == s.RBACName() {
-			out = append(out, h.role(r.Namespace, r.Name, nil))
+			out = append(out, h.handle("Role", r.Namespace, r.Name, nil))
 		}
 	}
 	return out, nil
@@ -265,7 +252,7 @@ func (h *Harvester) deleteAll(ctx context.Context, s Spec, hs []handle) ([]strin
 	var deleted []string
 	var errs []error
 	for _, x := range hs {
-		obj, err := x.get(ctx)
+		obj, err := x.Get(ctx)
 		switch {
 		case apierrors.IsNotFound(err):
 			continue
@@ -276,7 +263,7 @@ func (h *Harvester) deleteAll(ctx context.Context, s Spec, hs []handle) ([]strin
 			errs = append(errs, fmt.Errorf("%s exists but was not created by harvester-bootstrap driver-credential for service account %s/%s; left untouched", x, s.Namespace, s.ServiceAccount))
 			continue
 		}
-		if err := deleteAndWait(ctx, x, obj.GetUID()); err != nil {
+		if err := x.DeleteAndWait(ctx, obj.GetUID()); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -284,21 +271,6 @@ func (h *Harvester) deleteAll(ctx context.Context, s Spec, hs []handle) ([]strin
 		deleted = append(deleted, x.String())
 	}
 	return deleted, errors.Join(errs...)
-}
-
-func deleteAndWait(ctx context.Context, x handle, uid types.UID) error {
-	err := x.del(ctx, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete %s: %w", x, err)
-	}
-	_, err = kubeapi.Wait(ctx, x.watch, x.ns, x.name, 0, func(obj runtime.Object) (bool, error) {
-		m, ok := obj.(metav1.Object)
-		return obj == nil || !ok || m.GetUID() != uid, nil
-	})
-	if err != nil {
-		return fmt.Errorf("wait for %s to be deleted: %w", x, err)
-	}
-	return nil
 }
 
 // Rotate replaces the token: it deletes the token Secret and the
@@ -309,12 +281,12 @@ func (h *Harvester) Rotate(ctx context.Context, s Spec) error {
 	if err := s.Validate(); err != nil {
 		return err
 	}
-	sa := h.serviceAccount(s.Namespace, s.ServiceAccount, nil)
-	if _, err := sa.get(ctx); apierrors.IsNotFound(err) {
+	sa := h.handle("ServiceAccount", s.Namespace, s.ServiceAccount, nil)
+	if _, err := sa.Get(ctx); apierrors.IsNotFound(err) {
 		return fmt.Errorf("rotate: %s does not exist; run `driver-credential` first", sa)
 	}
 	old := h.tokenOf(ctx, s)
-	if _, err := h.deleteAll(ctx, s, []handle{h.secret(s.Namespace, s.TokenSecretName(), nil), sa}); err != nil {
+	if _, err := h.deleteAll(ctx, s, []handle{h.handle("Secret", s.Namespace, s.TokenSecretName(), nil), sa}); err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
 	if err := h.waitRejected(ctx, old); err != nil {
@@ -348,7 +320,7 @@ func (h *Harvester) Revoke(ctx context.Context, s Spec) (Revoked, error) {
 	}
 	namespaces := slices.Clone(s.MachineNamespaces)
 	for _, x := range found {
-		namespaces = append(namespaces, x.ns)
+		namespaces = append(namespaces, x.Namespace)
 	}
 	token := h.tokenOf(ctx, s)
 	r.Deleted, err = h.deleteIssuedTokens(ctx, s)

@@ -29,8 +29,8 @@ func (h *Harvester) deleteIssuedTokens(ctx context.Context, s Spec) ([]string, e
 	}
 	var deleted []string
 	for _, sec := range list.Items {
-		x := h.secret(sec.Namespace, sec.Name, nil)
-		if err := deleteAndWait(ctx, x, sec.UID); err != nil {
+		x := h.handle("Secret", sec.Namespace, sec.Name, nil)
+		if err := x.DeleteAndWait(ctx, sec.UID); err != nil {
 			return deleted, err
 		}
 		h.Log.Info("deleted a token the driver credential made", "object", x.String())

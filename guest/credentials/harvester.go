@@ -71,12 +71,12 @@ func (h *Harvester) EnsureAccess(ctx context.Context, a Access) error {
 		if err != nil {
 			return err
 		}
-		current, err := o.get(ctx)
+		current, err := o.Get(ctx)
 		var labels map[string]string
 		if err == nil {
 			labels = current.GetLabels()
 		}
-		if err := checkOwned(o.kind, o.qualified(), labels, a.ClusterName, err); err != nil {
+		if err := checkOwned(o.Kind, o.Qualified(), labels, a.ClusterName, err); err != nil {
 			return err
 		}
 	}
@@ -106,7 +106,7 @@ func (h *Harvester) DropClusterWide(ctx context.Context, a Access) (bool, error)
 			name, a.Namespace, a.ServiceAccount, a.ClusterName)
 	}
 	o, _ := h.objectOf("ClusterRoleBinding", "", name)
-	if err := h.deleteAndWait(ctx, o, crb.UID); err != nil {
+	if err := o.DeleteAndWait(ctx, crb.UID); err != nil {
 		return false, err
 	}
 	h.Log.Info("deleted the cluster-wide binding of "+CSIRoleName+"; the RoleBinding in the VM namespace replaces it", "clusterRoleBinding", name)
@@ -128,7 +128,7 @@ func (h *Harvester) EnsureGrant(ctx context.Context, ns string, o GrantOptions) 
 		if err != nil {
 			return err
 		}
-		current, err := o.get(ctx)
+		current, err := o.Get(ctx)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -153,7 +153,7 @@ func (h *Harvester) EnsureGrant(ctx context.Context, ns string, o GrantOptions) 
 			continue
 		}
 		x, _ := h.objectOf("RoleBinding", b.Namespace, b.Name)
-		current, err := x.get(ctx)
+		current, err := x.Get(ctx)
 		switch {
 		case apierrors.IsNotFound(err):
 			continue
@@ -162,7 +162,7 @@ func (h *Harvester) EnsureGrant(ctx context.Context, ns string, o GrantOptions) 
 		case !IsGrantObject(current.GetLabels()):
 			continue // not this tool's: left alone
 		}
-		if err := h.deleteAndWait(ctx, x, current.GetUID()); err != nil {
+		if err := x.DeleteAndWait(ctx, current.GetUID()); err != nil {
 			return fmt.Errorf("grant namespace %s without RWX: %w", ns, err)
 		}
 		h.Log.Info("deleted (--no-rwx)", "object", x.String())
@@ -180,7 +180,7 @@ func (h *Harvester) apply(ctx context.Context, obj runtime.Object) error {
 	}
 	b, err := json.Marshal(obj)
 	if err == nil {
-		err = o.patch(ctx, types.ApplyPatchType, b, metav1.PatchOptions{FieldManager: addons.FieldManager, Force: ptr.To(true)})
+		err = o.Patch(ctx, types.ApplyPatchType, b, metav1.PatchOptions{FieldManager: addons.FieldManager, Force: ptr.To(true)})
 	}
 	if err != nil {
 		return fmt.Errorf("apply %s: %w", o, err)
@@ -247,11 +247,11 @@ func (h *Harvester) Rotate(ctx context.Context, a Access) error {
 		return fmt.Errorf("rotate: %w", err)
 	}
 	secret, _ := h.objectOf("Secret", a.Namespace, name)
-	if err := h.deleteAndWait(ctx, secret, sec.UID); err != nil {
+	if err := secret.DeleteAndWait(ctx, sec.UID); err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
 	account, _ := h.objectOf("ServiceAccount", a.Namespace, a.ServiceAccount)
-	if err := h.deleteAndWait(ctx, account, sa.UID); err != nil {
+	if err := account.DeleteAndWait(ctx, sa.UID); err != nil {
 		return fmt.Errorf("rotate: %w", err)
 	}
 	h.Log.Info("deleted old service account and token secret", "namespace", a.Namespace, "serviceAccount", a.ServiceAccount)
@@ -270,12 +270,12 @@ func (h *Harvester) Revoke(ctx context.Context, a Access) ([]string, error) {
 	victims, errs := h.revokeVictims(ctx, a)
 	var deleted []string
 	for _, v := range victims {
-		if err := h.deleteAndWait(ctx, v.object, v.uid); err != nil {
+		if err := v.DeleteAndWait(ctx, v.uid); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		h.Log.Info("deleted", "object", v.ref())
-		deleted = append(deleted, v.ref())
+		h.Log.Info("deleted", "object", v.Ref())
+		deleted = append(deleted, v.Ref())
 	}
 	if err := errors.Join(errs...); err != nil {
 		return deleted, fmt.Errorf("revoke service account %s/%s: %w", a.Namespace, a.ServiceAccount, err)
@@ -285,7 +285,7 @@ func (h *Harvester) Revoke(ctx context.Context, a Access) ([]string, error) {
 
 // revokeVictim is one object Revoke deletes, of that UID.
 type revokeVictim struct {
-	object
+	restapi.Named
 	uid types.UID
 }
 
@@ -315,14 +315,14 @@ func (h *Harvester) revokeVictims(ctx context.Context, a Access) ([]revokeVictim
 		{"ServiceAccount", ns, a.ServiceAccount},
 	} {
 		o, _ := h.objectOf(want.kind, want.ns, want.name)
-		cur, err := o.get(ctx)
+		cur, err := o.Get(ctx)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
-			errs = append(errs, fmt.Errorf("get %s %s: %w", o.kind, o.name, err))
+			errs = append(errs, fmt.Errorf("get %s %s: %w", o.Kind, o.Name, err))
 		case !IsOwned(cur.GetLabels(), a.ClusterName) || !refersToSA(cur):
 			errs = append(errs, fmt.Errorf("%s %s exists but was not created by harvester-bootstrap for service account %s/%s of cluster %q; left untouched",
-				o.kind, o.name, ns, a.ServiceAccount, a.ClusterName))
+				o.Kind, o.Name, ns, a.ServiceAccount, a.ClusterName))
 		default:
 			victims = append(victims, revokeVictim{o, cur.GetUID()})
 		}
@@ -448,7 +448,7 @@ func (h *Harvester) DropGrantIfUnused(ctx context.Context, ns string) ([]string,
 		if err != nil {
 			return deleted, err
 		}
-		current, err := o.get(ctx)
+		current, err := o.Get(ctx)
 		switch {
 		case apierrors.IsNotFound(err):
 			continue
@@ -457,7 +457,7 @@ func (h *Harvester) DropGrantIfUnused(ctx context.Context, ns string) ([]string,
 		case !IsGrantObject(current.GetLabels()):
 			continue // not this tool's: left alone
 		}
-		if err := h.deleteAndWait(ctx, o, current.GetUID()); err != nil {
+		if err := o.DeleteAndWait(ctx, current.GetUID()); err != nil {
 			return deleted, err
 		}
 		deleted = append(deleted, o.String())

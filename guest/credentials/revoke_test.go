@@ -34,7 +34,7 @@ func TestRevokeVictimsOnlyTheServiceAccount(t *testing.T) {
 	}
 	var got []string
 	for _, v := range victims {
-		got = append(got, v.resource+"/"+v.name)
+		got = append(got, v.Resource+"/"+v.Name)
 	}
 	sort.Strings(got)
 	want := "clusterrolebindings/harvester-bootstrap:default:guest-ccm:csi-driver,rolebindings/guest-ccm-cloudprovider,rolebindings/guest-ccm-csi-driver,secrets/guest-ccm-token,serviceaccounts/guest-ccm"
