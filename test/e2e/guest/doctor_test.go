@@ -176,7 +176,7 @@ func TestDoctor(t *testing.T) {
 			t.Errorf("healthy cluster: %s %s %q (fix %q)", row.Check, row.Status, row.Seen, row.Fix)
 		}
 	}
-	if r.code != 0 || len(r.Checks) != 23 {
+	if r.code != 0 || len(r.Checks) != 25 {
 		t.Fatalf("healthy cluster: exit %d, %d rows", r.code, len(r.Checks))
 	}
 
