@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
@@ -230,8 +229,9 @@ func TestGrantNamesOnlyTheGuests(t *testing.T) {
 	if _, err := app.Resource(nfs).Namespace("harvester-system").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("ServiceAccount %s/%s (not the tool's) lists networkfilesystems in harvester-system: want Forbidden, got %v", vmNS, stranger, err)
 	}
-	disable := []byte(`{"spec":{"desiredState":"Disabled"}}`)
-	if _, err := app.Resource(nfs).Namespace("harvester-system").Patch(ctx, victim.GetName(), types.MergePatchType, disable, metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
+	disabled := victim.DeepCopy()
+	disabled.Object["spec"] = map[string]any{"desiredState": "Disabled"}
+	if _, err := app.Resource(nfs).Namespace("harvester-system").Update(ctx, disabled, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("ServiceAccount %s/%s disables another tenant's networkfilesystem: want Forbidden, got %v", vmNS, stranger, err)
 	}
 	if err := app.Resource(nfs).Namespace("harvester-system").Delete(ctx, victim.GetName(), metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
