@@ -8,6 +8,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/guest/apicalls"
@@ -41,8 +42,27 @@ const (
 	LabelGuestGrant = "harvester-bootstrap.harvesterhci.io/guest-grant"
 )
 
+const grantBindingPrefix = "harvester-bootstrap:guest-namespace:"
+
 // GrantBindingName names the bindings of namespace ns's grant.
-func GrantBindingName(ns string) string { return "harvester-bootstrap:guest-namespace:" + ns }
+func GrantBindingName(ns string) string { return grantBindingPrefix + ns }
+
+// GrantNamespaceOf is the namespace whose grant's bindings name is name;
+// false for a name GrantBindingName does not make.
+func GrantNamespaceOf(name string) (string, bool) {
+	ns, ok := strings.CutPrefix(name, grantBindingPrefix)
+	return ns, ok && len(validation.IsDNS1123Label(ns)) == 0
+}
+
+// GrantEdit are the node driver's rights (driverrights.GrantEdit) to add
+// its guest ServiceAccounts to the grants of namespaces.
+func GrantEdit(namespaces []string) []driverrights.Permission {
+	names := make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		names[i] = GrantBindingName(ns)
+	}
+	return driverrights.GrantEdit(names, GuestReadsRole, GuestSharedRole)
+}
 
 // SharedNamespaces are the namespaces, other than the VM namespace, that
 // guests call into, in a fixed order.

@@ -397,28 +397,9 @@ func (h *Harvester) MigrateNamespace(ctx context.Context, ns string) ([]string, 
 	return migrated, nil
 }
 
-// ErrGrantUnseen: the credential may not read ClusterRoleBindings, so it
-// cannot tell whether the namespace has its grant (the node driver's own
-// credential, which holds no right on them, never can).
+// ErrGrantUnseen: the credential may not read the grant's ClusterRoleBinding
+// (a node driver credential made before it could add to the grant).
 var ErrGrantUnseen = errors.New("cannot see the namespace's grant")
-
-// EnsureGrantWhenMissing makes namespace ns's grant only when its
-// ClusterRoleBinding is missing: one request when it exists. With a
-// credential that may not read ClusterRoleBindings it returns
-// ErrGrantUnseen and changes nothing. It reports whether it made the grant.
-func (h *Harvester) EnsureGrantWhenMissing(ctx context.Context, ns string) (bool, error) {
-	name := GrantBindingName(ns)
-	crb, err := h.Client.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case err == nil && IsGrantObject(crb.Labels):
-		return false, nil
-	case apierrors.IsForbidden(err):
-		return false, fmt.Errorf("%w %s: %w", ErrGrantUnseen, name, err)
-	case err != nil && !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("get ClusterRoleBinding %s: %w", name, err)
-	}
-	return true, h.EnsureGrant(ctx, ns, GrantOptions{})
-}
 
 // DropGrantIfUnused deletes namespace ns's grant once nothing of this tool
 // is bound in ns any more (no RoleBinding of a guest credential or of a
