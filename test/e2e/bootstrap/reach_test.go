@@ -181,7 +181,7 @@ func strangerClient(t *testing.T, ctx context.Context, ns, name string) dynamic.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = admin.CoreV1().ServiceAccounts(ns).Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = admin.CoreV1().ServiceAccounts(ns).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
 	})
 	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
