@@ -206,3 +206,27 @@ func TestGrantSubjectsInStep(t *testing.T) {
 		t.Errorf("AddToGrant without a grant: %v, want ErrGrantMissing", err)
 	}
 }
+
+// TestGrantPolicyBindsEachMachineNamespace: the grant policy applies to the
+// driver's requests only, and each machine namespace's binding matches that
+// namespace's grant bindings by name (everywhere) and reads that
+// namespace's ServiceAccounts, refusing when there is none.
+func TestGrantPolicyBindsEachMachineNamespace(t *testing.T) {
+	d := DriverIdentity{Namespace: "drv", ServiceAccount: "sa"}
+	policy, bindings := BuildGrantPolicy(d, []string{"vms-a", "vms-b"}, nil)
+	if c := policy.Spec.MatchConditions; len(c) != 1 || c[0].Expression != `request.userInfo.username == "system:serviceaccount:drv:sa"` {
+		t.Errorf("match conditions %v", c)
+	}
+	if len(bindings) != 2 {
+		t.Fatalf("%d bindings, want one per machine namespace", len(bindings))
+	}
+	for i, ns := range []string{"vms-a", "vms-b"} {
+		b := bindings[i].Spec
+		rules := b.MatchResources.ResourceRules
+		if b.PolicyName != policy.Name || b.ParamRef.Namespace != ns || *b.ParamRef.ParameterNotFoundAction != "Deny" ||
+			b.MatchResources.NamespaceSelector != nil || len(rules) != 1 || !slices.Equal(rules[0].ResourceNames, []string{"harvester-bootstrap:guest-namespace:" + ns}) ||
+			!slices.Equal(rules[0].Resources, []string{"rolebindings", "clusterrolebindings"}) {
+			t.Errorf("binding for %s: %+v", ns, b)
+		}
+	}
+}
