@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/harvester-kit/harvester-machine/bootstrap/doctor"
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
 )
 
@@ -129,10 +131,21 @@ func TestDriverAddsItsGuestToTheGrant(t *testing.T) {
 		t.Errorf("the grant's ClusterRoleBinding after the refused changes: %v %+v", err, crb)
 	}
 
+	id := credentials.DriverIdentity{Namespace: vmNS, ServiceAccount: "e2e-dgrant-drv"}
+	if r := doctorRow(t, cluster, vmNS, doctor.CheckDriverGate); !strings.HasPrefix(r, "OK ") {
+		t.Errorf("doctor %s with the grant policy: %q, want OK", doctor.CheckDriverGate, r)
+	}
+	if err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, id.GrantPolicyBindingName(vmNS), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if r := doctorRow(t, cluster, vmNS, doctor.CheckDriverGate); !strings.HasPrefix(r, "FAIL ") || !strings.Contains(r, id.GrantPolicyBindingName(vmNS)) {
+		t.Errorf("doctor %s without the grant policy's binding: %q, want FAIL naming it", doctor.CheckDriverGate, r)
+	}
+	issueDriverCredential(t, args...) // puts it back
+
 	bootstrap(t, "kubeconfig", "revoke", "--cluster-name", cluster, "--namespace", vmNS)
 	checkGrantNames(t, ctx, vmNS, "after the guest credential's revoke")
 	bootstrap(t, append([]string{"driver-credential", "revoke"}, args...)...)
-	id := credentials.DriverIdentity{Namespace: vmNS, ServiceAccount: "e2e-dgrant-drv"}
 	if _, err := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, id.GrantPolicyName(), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the grant policy after driver-credential revoke: %v", err)
 	}
