@@ -87,6 +87,9 @@ func issueDriverKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([
 	if err == nil && s.CloudProvider {
 		err = grantGuests(ctx, h, s, credentials.GrantOptions{NoRWX: c.Bool(FlagNoRWX)})
 	}
+	if err == nil {
+		err = dc.WaitGrantPolicyInEffect(ctx, s)
+	}
 	if err != nil {
 		return nil, explainAuth(err)
 	}
