@@ -138,7 +138,7 @@ func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API, 
 	if err != nil {
 		return nil, config.APIError("make the cloud-provider credential of cluster "+d.ClusterName, err)
 	}
-	d.ensureGuestGrant(ctx, h)
+	d.ensureGuestGrant(ctx, h, access.ServiceAccount)
 	files, err := nodefiles.NodeWriteFiles(dist, d.ClusterName, kubeconfig, guestAddons(d.ClusterName, nics))
 	if err != nil {
 		return nil, config.FlagProblem(config.FlagCloudProvider, "%s: %v", dist, err).Because(err)
@@ -146,23 +146,39 @@ func (d *Driver) cloudProviderFiles(ctx context.Context, api *harvesterapi.API, 
 	return files, nil
 }
 
-// ensureGuestGrant makes the VM namespace's grant (the guests' reads
-// outside it, guest/credentials) when it is missing and the driver's
-// credential may make it, as an admin's may. The least-privilege credential
-// of `driver-credential` may not even see it: `driver-credential
-// --cloud-provider` made it for its machine namespaces, and doctor's
-// credential-scope row reports a namespace without one. Never fatal: the
-// machine works without it; the guest's CSI driver does not.
-func (d *Driver) ensureGuestGrant(ctx context.Context, h *credentials.Harvester) {
-	made, err := h.EnsureGrantWhenMissing(ctx, d.VMNamespace)
+// ensureGuestGrant names the guest ServiceAccount in the VM namespace's
+// grant (the guests' reads outside it, guest/credentials), which names
+// only the guest ServiceAccounts: a --cloud-provider driver credential may
+// add it (get and patch on the grant's bindings by name, checked by its
+// grant policy); an admin's credential also makes a missing grant. An older
+// least-privilege credential may do neither: the driver says what to run.
+// Never fatal, as for a missing grant before: the machine works without it;
+// the guest's CSI driver does not (doctor's credential-scope row fails).
+func (d *Driver) ensureGuestGrant(ctx context.Context, h *credentials.Harvester, sa string) {
+	ns := d.VMNamespace
+	grant := credentials.GrantBindingName(ns)
+	fix := fmt.Sprintf("an admin runs `harvester-bootstrap driver-credential --cloud-provider --machine-namespace %s` (a driver credential that may add it) "+
+		"or `harvester-bootstrap kubeconfig --cluster-name %s --namespace %s`", ns, d.ClusterName, ns)
+	err := h.AddToGrant(ctx, ns, sa)
+	if errors.Is(err, credentials.ErrGrantMissing) {
+		err = h.EnsureGrant(ctx, ns, credentials.GrantOptions{})
+		if err == nil {
+			log.Infof("%s: granted the guests of namespace %s their reads outside it (%s)", d.MachineName, ns, grant)
+			return
+		}
+		if apierrors.IsForbidden(err) {
+			log.Warnf("%s: namespace %s has no grant %s (the guests' reads outside it: storage classes, volume attachments) and this credential may not make it; %s", d.MachineName, ns, grant, fix)
+			return
+		}
+	}
 	switch {
-	case errors.Is(err, credentials.ErrGrantUnseen):
-		log.Debugf("%s: %v (made by `harvester-bootstrap driver-credential --cloud-provider`)", d.MachineName, err)
+	case errors.Is(err, credentials.ErrGrantUnseen) || apierrors.IsForbidden(err):
+		log.Warnf("%s: could not name ServiceAccount %s/%s in the grant %s of namespace %s (its guests' reads outside it): this driver credential may not (made before it could): %v; %s",
+			d.MachineName, ns, sa, grant, ns, err, fix)
 	case err != nil:
-		log.Warnf("%s: the guests' reads outside namespace %s (storage classes, volume attachments) are not granted: %v; "+
-			"an admin grants them with `harvester-bootstrap kubeconfig --cluster-name %s --namespace %s`", d.MachineName, d.VMNamespace, err, d.ClusterName, d.VMNamespace)
-	case made:
-		log.Infof("%s: granted the guests of namespace %s their reads outside it (%s)", d.MachineName, d.VMNamespace, credentials.GrantBindingName(d.VMNamespace))
+		log.Warnf("%s: could not name ServiceAccount %s/%s in the grant %s of namespace %s: %v; %s", d.MachineName, ns, sa, grant, ns, err, fix)
+	default:
+		log.Infof("%s: the grant %s names ServiceAccount %s/%s", d.MachineName, grant, ns, sa)
 	}
 }
 

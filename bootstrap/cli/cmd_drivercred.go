@@ -87,6 +87,9 @@ func issueDriverKubeconfig(ctx context.Context, c *ucli.Context, rotate bool) ([
 	if err == nil && s.CloudProvider {
 		err = grantGuests(ctx, h, s, credentials.GrantOptions{NoRWX: c.Bool(FlagNoRWX)})
 	}
+	if err == nil {
+		err = dc.WaitGrantPolicyInEffect(ctx, s)
+	}
 	if err != nil {
 		return nil, explainAuth(err)
 	}
@@ -154,10 +157,12 @@ func driverCredentialCommand() *ucli.Command {
 			"harvester-bootstrap:driver:<namespace>:<service-account> in each --machine-namespace with exactly the verbs the\n" +
 			"driver uses there (with --cloud-provider: RoleBindings, and bind on the two Harvester cloud-provider roles by\n" +
 			"name), a ClusterRole and ClusterRoleBinding of that name for the few cluster-scoped reads (access reviews,\n" +
-			"storage classes, nodes, three settings; no right on any ClusterRole or ClusterRoleBinding), and the token Secret\n" +
+			"storage classes, nodes, three settings; on ClusterRoles and ClusterRoleBindings only, with --cloud-provider, get and\n" +
+			"patch of the machine namespaces' grant bindings and bind of the grant's roles, by name), and the token Secret\n" +
 			"<service-account>-token, whose token does not expire (Rancher issue 5827). With --cloud-provider it also grants\n" +
 			"each machine namespace the guests' reads outside it (harvester-bootstrap:guest-namespace:<namespace>) and moves\n" +
-			"guest credentials made with the old cluster-wide CSI binding to RoleBindings. Every flag and namespace is checked\n" +
+			"guest credentials made with the old cluster-wide CSI binding to RoleBindings; a second admission policy lets the\n" +
+			"driver change only the grant's subjects, to guest ServiceAccounts. Every flag and namespace is checked\n" +
 			"before the first change; a failed run removes what it made. Objects of those names it did not create are\n" +
 			"refused, never changed. The kubeconfig goes into\n" +
 			"Rancher's Harvester cloud credential (Import Harvester Cluster: paste it) or --harvester-kubeconfig-content.\n\n" +

@@ -8,6 +8,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,6 +74,13 @@ func (c *Clients) fetchDriverGate(ctx context.Context, ns string) (DriverGate, e
 		case berr != nil || !s.Owns(b.Labels) || b.Spec.PolicyName != name || !bindingCovers(b.Spec.MatchResources, ns):
 			g.NoPolicy = append(g.NoPolicy, who+" (ValidatingAdmissionPolicyBinding "+name+" missing or not covering "+ns+")")
 		}
+		missing, err := c.grantGateMissing(ctx, s, ns)
+		if err != nil {
+			return g, err
+		}
+		if missing != "" {
+			g.NoPolicy = append(g.NoPolicy, who+" ("+missing+")")
+		}
 	}
 	tokens, err := c.Kube.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("type", string(corev1.SecretTypeServiceAccountToken)).String()})
 	if err != nil {
@@ -89,6 +97,44 @@ func (c *Clients) fetchDriverGate(ctx context.Context, ns string) (DriverGate, e
 	g.Reach = credentials.ReachingOutside(ns, tokens.Items, crbs.Items, rbs.Items)
 	g.NotMadeByTool, err = (&drivercred.Harvester{Kube: c.Kube}).NotMadeByTool(ctx, []string{ns})
 	return g, err
+}
+
+// grantGateMissing names what is missing of the grant policy of s for ns
+// when s's ClusterRole lets it patch ns's grant bindings ("" when that is
+// in place or the credential may not patch them).
+func (c *Clients) grantGateMissing(ctx context.Context, s drivercred.Spec, ns string) (string, error) {
+	cr, err := c.Kube.RbacV1().ClusterRoles().Get(ctx, s.RBACName(), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("get ClusterRole %s: %w", s.RBACName(), err)
+	}
+	grant := credentials.GrantBindingName(ns)
+	if !slices.ContainsFunc(cr.Rules, func(r rbacv1.PolicyRule) bool {
+		return (slices.Contains(r.Verbs, "patch") || slices.Contains(r.Verbs, "*")) && (len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, grant)) &&
+			slices.ContainsFunc(r.Resources, func(res string) bool { return res == "*" || res == "clusterrolebindings" || res == "rolebindings" })
+	}) {
+		return "", nil
+	}
+	id := s.Identity()
+	want := credentials.BuildGrantPolicyValidations()
+	adm := c.Kube.AdmissionregistrationV1()
+	p, err := adm.ValidatingAdmissionPolicies().Get(ctx, id.GrantPolicyName(), metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("get ValidatingAdmissionPolicy %s: %w", id.GrantPolicyName(), err)
+	}
+	if err != nil || !s.Owns(p.Labels) || !apiequality.Semantic.DeepEqual(p.Spec.Validations, want) {
+		return "ValidatingAdmissionPolicy " + id.GrantPolicyName() + " missing or not as driver-credential makes it, while it may patch the grant of " + ns, nil
+	}
+	b, err := adm.ValidatingAdmissionPolicyBindings().Get(ctx, id.GrantPolicyBindingName(ns), metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("get ValidatingAdmissionPolicyBinding %s: %w", id.GrantPolicyBindingName(ns), err)
+	}
+	if err != nil || !s.Owns(b.Labels) || b.Spec.PolicyName != id.GrantPolicyName() || b.Spec.ParamRef == nil || b.Spec.ParamRef.Namespace != ns {
+		return "ValidatingAdmissionPolicyBinding " + id.GrantPolicyBindingName(ns) + " missing or not for " + ns + ", while it may patch the grant of " + ns, nil
+	}
+	return "", nil
 }
 
 // bindingCovers reports whether a policy binding's namespace selector

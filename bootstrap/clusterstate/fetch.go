@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -80,8 +81,8 @@ func items[T any](errs map[string]string, kind, ns string, err error, get func()
 	return get()
 }
 
-// FetchHarvester lists, once each, the kinds the checks look at (11 list
-// calls); with authTokens it also authenticates with each filled token
+// FetchHarvester lists, once each, the kinds the checks look at (12 list
+// calls, and a get of each of the grant's RoleBindings); with authTokens it also authenticates with each filled token
 // Secret's token (one SelfSubjectReview each). A kind that cannot be listed
 // is recorded in Errors; the others are still listed.
 func (c *Clients) FetchHarvester(ctx context.Context, t Target, authTokens bool) Harvester {
@@ -124,6 +125,21 @@ func (c *Clients) FetchHarvester(ctx context.Context, t Target, authTokens bool)
 			h.ClusterRoleBindings = append(h.ClusterRoleBindings, b)
 		case b.Labels[credentials.LabelGuestNamespace] == ns:
 			h.GrantBindings = append(h.GrantBindings, b)
+		}
+	}
+	guests, err := core.ServiceAccounts(ns).List(ctx, metav1.ListOptions{LabelSelector: credentials.GuestServiceAccountSelector})
+	for _, sa := range items(h.Errors, KindServiceAccount, ns, err, func() []corev1.ServiceAccount { return guests.Items }) {
+		if credentials.IsGuestServiceAccount(sa.Labels) {
+			h.GuestServiceAccounts = append(h.GuestServiceAccounts, sa.Name)
+		}
+	}
+	for _, shared := range credentials.SharedNamespaces() {
+		rb, err := rbac.RoleBindings(shared).Get(ctx, credentials.GrantBindingName(ns), metav1.GetOptions{})
+		switch {
+		case err == nil && credentials.IsGrantObject(rb.Labels):
+			h.GrantRoleBindings = append(h.GrantRoleBindings, *rb)
+		case err != nil && !apierrors.IsNotFound(err):
+			record(h.Errors, KindRoleBinding, shared, err)
 		}
 	}
 	tokens, err := core.Secrets(ns).List(ctx, creds)

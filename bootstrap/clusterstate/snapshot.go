@@ -70,6 +70,13 @@ type Harvester struct {
 	// GrantBindings are the ClusterRoleBindings of the VM namespace's grant
 	// (guest/credentials: the guests' reads outside their namespace).
 	GrantBindings []rbacv1.ClusterRoleBinding
+	// GrantRoleBindings are the grant's RoleBindings in the namespaces
+	// guests call into (credentials.SharedNamespaces), those that exist.
+	GrantRoleBindings []rbacv1.RoleBinding
+	// GuestServiceAccounts names every guest credential's ServiceAccount
+	// of the VM namespace, of any cluster (credentials.IsGuestServiceAccount):
+	// the grant's rightful subjects.
+	GuestServiceAccounts []string
 	// Every LoadBalancer of the namespace and every IPPool.
 	LoadBalancers []lbapi.LoadBalancer
 	IPPools       []lbapi.IPPool

@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
@@ -41,7 +42,7 @@ func driverRights(d *clusterstate.DriverCredential, fix string) Row {
 	if d.RulesErr != "" {
 		return warn(CheckDriverRights, d.RulesErr, "allow the credential to create selfsubjectrulesreviews (every authenticated user may)")
 	}
-	if rbac := driverrights.ClusterRBACRights(d.Rules); len(rbac) > 0 {
+	if rbac := driverrights.ClusterRBACRights(d.Rules, func(name string) bool { _, ok := credentials.GrantNamespaceOf(name); return ok }); len(rbac) > 0 {
 		return fail(CheckDriverRights, fmt.Sprintf("%s may %s: with that it can delete any ClusterRoleBinding (cluster-admin's too: a patch of its ownerReferences is enough) or bind a role to everyone",
 			d.Source, listSome(rbac)), "the driver needs no such right: "+fix)
 	}
@@ -58,11 +59,27 @@ func driverRights(d *clusterstate.DriverCredential, fix string) Row {
 	if allAllowed(d, driverrights.Of(driverrights.CloudProvider)) {
 		cloudProvider = "with"
 	}
-	if excess := driverrights.Excess(d.Rules, append(driverrights.All(), credentials.GrantPermissions()...)); len(excess) > 0 {
+	needed := append(driverrights.All(), credentials.GrantPermissions()...)
+	needed = append(needed, credentials.GrantEdit(grantsNamed(d))...)
+	if excess := driverrights.Excess(d.Rules, needed); len(excess) > 0 {
 		return warn(CheckDriverRights, fmt.Sprintf("%s may do more than the driver needs in namespace %s (%d beyond it): %s",
 			d.Source, d.Namespace, len(excess), listSome(excess)), "a credential with exactly the driver's rights: "+fix)
 	}
 	return ok(CheckDriverRights, fmt.Sprintf("%s has exactly the driver's rights in namespace %s (%s those of --harvester-cloud-provider)", d.Source, d.Namespace, cloudProvider))
+}
+
+// grantsNamed are the namespaces whose grant bindings d's rules name:
+// GrantEdit's rights on them are the driver's, for any machine namespace.
+func grantsNamed(d *clusterstate.DriverCredential) []string {
+	var out []string
+	for _, r := range d.Rules {
+		for _, n := range r.ResourceNames {
+			if ns, ok := credentials.GrantNamespaceOf(n); ok && !slices.Contains(out, ns) {
+				out = append(out, ns)
+			}
+		}
+	}
+	return out
 }
 
 func allAllowed(d *clusterstate.DriverCredential, perms []driverrights.Permission) bool {

@@ -28,7 +28,7 @@ func DriverGate(s *clusterstate.Snapshot) Row {
 	}
 	rerun := "re-run `harvester-bootstrap driver-credential` with that credential's flags (it installs the policy and binding)"
 	if len(g.NoPolicy) > 0 {
-		return fail(CheckDriverGate, fmt.Sprintf("driver credential(s) %s serve %s without their admission policy: they may mint a token for any ServiceAccount there and bind the guest roles to anyone", names(g.NoPolicy), ns), rerun)
+		return fail(CheckDriverGate, fmt.Sprintf("driver credential(s) %s serve %s without their admission policies: they may mint a token for any ServiceAccount there, bind the guest roles to anyone or name anyone in the namespace grant", names(g.NoPolicy), ns), rerun)
 	}
 	if len(g.Reach) > 0 {
 		var list []string

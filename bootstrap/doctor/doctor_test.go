@@ -149,6 +149,7 @@ func endpointSlice(ns, svc string, ready bool) discoveryv1.EndpointSlice {
 func healthy() *clusterstate.Snapshot {
 	a := credentials.Access{ClusterName: cluster, Namespace: ns}.WithDefaults()
 	objs := credentials.BuildAccess(a)
+	grant := credentials.BuildGrant(ns, credentials.GrantOptions{}, credentials.GrantSubjects(ns, []corev1.ServiceAccount{*objs.ServiceAccount}))
 	exp := now.Add(30 * 24 * time.Hour)
 	vmis := []kubevirtv1.VirtualMachineInstance{vmi("guest-a-pool1-x1", "zone-a"), vmi("guest-a-pool1-x2", "zone-b")}
 	hotplugged(&vmis[0], "pvc-1111", "pvc-1111", kubevirtv1.VolumeReady, "VolumeReady")
@@ -163,14 +164,16 @@ func healthy() *clusterstate.Snapshot {
 		Admin:      clusterstate.Auth{Source: "--kubeconfig", Kind: clusterstate.CredCertificate, User: "admin", Expires: &exp},
 		DriverGate: &clusterstate.DriverGate{Serving: []string{"drivers/docker-machine-driver-harvester"}},
 		Harvester: clusterstate.Harvester{
-			Target:          clusterstate.Target{Cluster: cluster, Namespace: ns},
-			VMs:             []kubevirtv1.VirtualMachine{vm("guest-a-pool1-x1"), vm("guest-a-pool1-x2")},
-			VMIs:            vmis,
-			Claims:          []corev1.PersistentVolumeClaim{claim(ns, "pvc-1111", "harvester-longhorn", corev1.ClaimBound)},
-			StorageClasses:  []storagev1.StorageClass{storageClass("harvester-longhorn", "driver.longhorn.io", true, nil)},
-			ServiceAccounts: []corev1.ServiceAccount{*objs.ServiceAccount},
-			RoleBindings:    []rbacv1.RoleBinding{*objs.RoleBinding, *objs.CSIRoleBinding},
-			GrantBindings:   []rbacv1.ClusterRoleBinding{*credentials.BuildGrant(ns, credentials.GrantOptions{}).ReadsBinding},
+			Target:               clusterstate.Target{Cluster: cluster, Namespace: ns},
+			VMs:                  []kubevirtv1.VirtualMachine{vm("guest-a-pool1-x1"), vm("guest-a-pool1-x2")},
+			VMIs:                 vmis,
+			Claims:               []corev1.PersistentVolumeClaim{claim(ns, "pvc-1111", "harvester-longhorn", corev1.ClaimBound)},
+			StorageClasses:       []storagev1.StorageClass{storageClass("harvester-longhorn", "driver.longhorn.io", true, nil)},
+			ServiceAccounts:      []corev1.ServiceAccount{*objs.ServiceAccount},
+			RoleBindings:         []rbacv1.RoleBinding{*objs.RoleBinding, *objs.CSIRoleBinding},
+			GrantBindings:        []rbacv1.ClusterRoleBinding{*grant.ReadsBinding},
+			GrantRoleBindings:    []rbacv1.RoleBinding{*grant.SharedGrants[0], *grant.SharedGrants[1]},
+			GuestServiceAccounts: []string{objs.ServiceAccount.Name},
 			TokenSecrets: []clusterstate.TokenSecret{{Namespace: ns, Name: a.TokenSecretName(), ServiceAccount: a.ServiceAccount,
 				Labels: objs.TokenSecret.Labels, Filled: true, Auth: &clusterstate.Auth{User: "system:serviceaccount:default:guest-a", Kind: clusterstate.CredJWT}}},
 			LoadBalancers: []lbapi.LoadBalancer{lb},
@@ -256,6 +259,15 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 		}},
 		{CheckCredentialScope, Fail, "namespace default has no grant harvester-bootstrap:guest-namespace:default", func(s *clusterstate.Snapshot) {
 			s.Harvester.GrantBindings = nil
+		}},
+		{CheckCredentialScope, Fail, "ClusterRoleBinding harvester-bootstrap:guest-namespace:default names group system:serviceaccounts:default", func(s *clusterstate.Snapshot) {
+			s.Harvester.GrantBindings[0].Subjects = []rbacv1.Subject{{Kind: rbacv1.GroupKind, Name: "system:serviceaccounts:default"}} // made before
+		}},
+		{CheckCredentialScope, Fail, "RoleBinding harvester-system/harvester-bootstrap:guest-namespace:default names ServiceAccount default/app that is no guest credential", func(s *clusterstate.Snapshot) {
+			s.Harvester.GrantRoleBindings[0].Subjects = append(s.Harvester.GrantRoleBindings[0].Subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: "app", Namespace: ns})
+		}},
+		{CheckCredentialScope, Fail, "does not name the cluster's ServiceAccount guest-a in ClusterRoleBinding", func(s *clusterstate.Snapshot) {
+			s.Harvester.GrantBindings[0].Subjects = nil
 		}},
 		{CheckNamespaceShared, Warn, "also holds VMs of guest cluster(s) guest-b", func(s *clusterstate.Snapshot) {
 			other := vm("guest-b-pool1-y1")

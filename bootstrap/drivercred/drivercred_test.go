@@ -111,14 +111,15 @@ func TestRevokeDeletesEverything(t *testing.T) {
 	if err := h.Ensure(ctx, testSpec); err != nil {
 		t.Fatal(err)
 	}
-	// Revoke with the namespaces forgotten still finds the Roles by label.
+	// Revoke with the namespaces forgotten (and without --cloud-provider)
+	// still finds the Roles and the grant policy's bindings by label.
 	forgot := Spec{Namespace: "default"}.WithDefaults()
 	r, err := h.Revoke(ctx, forgot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if deleted := r.Deleted; len(deleted) != 10 {
-		t.Errorf("deleted %d objects, want 10: %v", len(deleted), deleted)
+	if deleted := r.Deleted; len(deleted) != 13 {
+		t.Errorf("deleted %d objects, want 13 (10, and the grant policy with its binding for each of the two machine namespaces): %v", len(deleted), deleted)
 	}
 	sel := metav1.ListOptions{LabelSelector: testSpec.Selector()}
 	roles, _ := cs.RbacV1().Roles("").List(ctx, sel)

@@ -97,10 +97,18 @@ func (h *Harvester) handles(s Spec) []handle {
 	out := []handle{
 		h.handle("ValidatingAdmissionPolicy", "", s.Identity().PolicyName(), o.Policy),
 		h.handle("ValidatingAdmissionPolicyBinding", "", s.Identity().PolicyName(), o.PolicyBinding),
+	}
+	if o.GrantPolicy != nil {
+		out = append(out, h.handle("ValidatingAdmissionPolicy", "", o.GrantPolicy.Name, o.GrantPolicy))
+		for _, b := range o.GrantPolicyBindings {
+			out = append(out, h.handle("ValidatingAdmissionPolicyBinding", "", b.Name, b))
+		}
+	}
+	out = append(out,
 		h.handle("ServiceAccount", s.Namespace, s.ServiceAccount, o.ServiceAccount),
 		h.handle("ClusterRole", "", s.RBACName(), o.ClusterRole),
 		h.handle("ClusterRoleBinding", "", s.RBACName(), o.ClusterRoleBinding),
-	}
+	)
 	for i, ns := range s.MachineNamespaces {
 		out = append(out, h.handle("Role", ns, s.RBACName(), o.Roles[i]), h.handle("RoleBinding", ns, s.RBACName(), o.RoleBindings[i]))
 	}
@@ -160,7 +168,13 @@ func (h *Harvester) Ensure(ctx context.Context, s Spec) error {
 	if err != nil {
 		return err
 	}
-	if _, err = h.deleteAll(ctx, s, stale); err != nil {
+	gate, err := h.grantGate(ctx, s, func(ns string) bool {
+		return !s.CloudProvider || (ns != "" && !slices.Contains(s.MachineNamespaces, ns))
+	})
+	if err != nil {
+		return err
+	}
+	if _, err = h.deleteAll(ctx, s, append(stale, gate...)); err != nil {
 		return err
 	}
 	return h.waitPolicyInEffect(ctx, s)
@@ -246,6 +260,27 @@ func (h *Harvester) namespaced(ctx context.Context, s Spec, keep func(ns string)
 	return out, nil
 }
 
+// grantGate are the credential's grant policy bindings, found by its labels,
+// of the machine namespaces drop selects, and its grant policy when
+// drop("") (deleteAll skips what does not exist).
+func (h *Harvester) grantGate(ctx context.Context, s Spec, drop func(ns string) bool) ([]handle, error) {
+	id := s.Identity()
+	bindings, err := h.Kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().List(ctx, metav1.ListOptions{LabelSelector: s.Selector()})
+	if err != nil {
+		return nil, fmt.Errorf("list ValidatingAdmissionPolicyBindings %s: %w", s.Selector(), err)
+	}
+	var out []handle
+	for _, b := range bindings.Items {
+		if p := b.Spec.ParamRef; b.Spec.PolicyName == id.GrantPolicyName() && p != nil && b.Name == id.GrantPolicyBindingName(p.Namespace) && drop(p.Namespace) {
+			out = append(out, h.handle("ValidatingAdmissionPolicyBinding", "", b.Name, nil))
+		}
+	}
+	if drop("") {
+		out = append(out, h.handle("ValidatingAdmissionPolicy", "", id.GrantPolicyName(), nil))
+	}
+	return out, nil
+}
+
 // deleteAll deletes each object that exists and is the credential's (by
 // UID, then watching until it is gone); others are reported, untouched.
 func (h *Harvester) deleteAll(ctx context.Context, s Spec, hs []handle) ([]string, error) {
@@ -326,9 +361,13 @@ func (h *Harvester) Revoke(ctx context.Context, s Spec) (Revoked, error) {
 	r.Deleted, err = h.deleteIssuedTokens(ctx, s)
 	if err == nil {
 		hs := h.handles(s)
-		slices.Reverse(hs) // the token first, the policy last
+		slices.Reverse(hs) // the token first, the policies last
+		var gate []handle
+		gate, err = h.grantGate(ctx, s, func(string) bool { return true })
 		var deleted []string
-		deleted, err = h.deleteAll(ctx, s, append(found, hs...))
+		if err == nil {
+			deleted, err = h.deleteAll(ctx, s, append(append(found, hs...), gate...))
+		}
 		r.Deleted = append(r.Deleted, deleted...)
 	}
 	if err == nil && len(r.Deleted) > 0 {

@@ -16,14 +16,20 @@ type Objects struct {
 	// a token or a binding beyond the guest credentials, and its binding to
 	// the machine namespaces: made first, so the token never exists
 	// without them.
-	Policy             *admissionv1.ValidatingAdmissionPolicy
-	PolicyBinding      *admissionv1.ValidatingAdmissionPolicyBinding
-	ServiceAccount     *corev1.ServiceAccount
-	ClusterRole        *rbacv1.ClusterRole
-	ClusterRoleBinding *rbacv1.ClusterRoleBinding
-	Roles              []*rbacv1.Role        // one per machine namespace
-	RoleBindings       []*rbacv1.RoleBinding // one per machine namespace
-	TokenSecret        *corev1.Secret
+	Policy        *admissionv1.ValidatingAdmissionPolicy
+	PolicyBinding *admissionv1.ValidatingAdmissionPolicyBinding
+	// With CloudProvider: the grant policy, refusing the driver's writes of
+	// the machine namespaces' grant bindings but adding guest
+	// ServiceAccounts, and its binding for each machine namespace (nil
+	// without).
+	GrantPolicy         *admissionv1.ValidatingAdmissionPolicy
+	GrantPolicyBindings []*admissionv1.ValidatingAdmissionPolicyBinding
+	ServiceAccount      *corev1.ServiceAccount
+	ClusterRole         *rbacv1.ClusterRole
+	ClusterRoleBinding  *rbacv1.ClusterRoleBinding
+	Roles               []*rbacv1.Role        // one per machine namespace
+	RoleBindings        []*rbacv1.RoleBinding // one per machine namespace
+	TokenSecret         *corev1.Secret
 }
 
 // Build builds the objects of a defaulted, valid Spec.
@@ -46,6 +52,9 @@ func Build(s Spec) Objects {
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: s.RBACName()}, Subjects: subjects,
 		},
 		TokenSecret: &corev1.Secret{TypeMeta: typeMeta("v1", "Secret"), ObjectMeta: secretMeta, Type: corev1.SecretTypeServiceAccountToken},
+	}
+	if s.CloudProvider {
+		o.GrantPolicy, o.GrantPolicyBindings = credentials.BuildGrantPolicy(s.Identity(), s.MachineNamespaces, s.Labels())
 	}
 	for _, ns := range s.MachineNamespaces {
 		o.Roles = append(o.Roles, &rbacv1.Role{TypeMeta: typeMeta(rbacv1.SchemeGroupVersion.String(), "Role"), ObjectMeta: meta(s.RBACName(), ns), Rules: roleRules})

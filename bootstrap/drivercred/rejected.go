@@ -2,6 +2,7 @@ package drivercred
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,12 +10,15 @@ import (
 
 	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
@@ -64,6 +68,35 @@ var errCannotImpersonate = errors.New("may not impersonate")
 // a dry run): a token Secret for the namespace's "default" ServiceAccount
 // must be refused by the policy.
 func (h *Harvester) waitPolicyInEffect(ctx context.Context, s Spec) error {
+	return h.waitRefused(ctx, s, s.Identity().PolicyName(), func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+		probe := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "harvester-bootstrap-policy-probe", Namespace: ns, Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}},
+			Type:       corev1.SecretTypeServiceAccountToken,
+		}
+		_, err := cs.CoreV1().Secrets(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	})
+}
+
+// WaitGrantPolicyInEffect returns once the credential's grant policy
+// refuses, for the grant of every machine namespace, what it must: as the
+// driver (a dry run), naming the group system:authenticated in the grant's
+// ClusterRoleBinding. Run it once the grants exist; nothing without
+// CloudProvider.
+func (h *Harvester) WaitGrantPolicyInEffect(ctx context.Context, s Spec) error {
+	if !s.CloudProvider {
+		return nil
+	}
+	everyone, _ := json.Marshal(map[string]any{"subjects": []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:authenticated"}}})
+	return h.waitRefused(ctx, s, s.Identity().GrantPolicyName(), func(ctx context.Context, cs kubernetes.Interface, ns string) error {
+		_, err := cs.RbacV1().ClusterRoleBindings().Patch(ctx, credentials.GrantBindingName(ns), types.MergePatchType, everyone, metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	})
+}
+
+// waitRefused polls try, as the driver (impersonated), in every machine
+// namespace until admission policy name refuses it.
+func (h *Harvester) waitRefused(ctx context.Context, s Spec, name string, try func(context.Context, kubernetes.Interface, string) error) error {
 	if h.Config == nil {
 		return nil
 	}
@@ -73,15 +106,10 @@ func (h *Harvester) waitPolicyInEffect(ctx context.Context, s Spec) error {
 	if err != nil {
 		return fmt.Errorf("client as the driver: %w", err)
 	}
-	name := s.Identity().PolicyName()
 	for _, ns := range s.MachineNamespaces {
-		probe := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Name: "harvester-bootstrap-policy-probe", Namespace: ns, Annotations: map[string]string{corev1.ServiceAccountNameKey: "default"}},
-			Type:       corev1.SecretTypeServiceAccountToken,
-		}
 		var last error
 		err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			_, last = cs.CoreV1().Secrets(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			last = try(ctx, cs, ns)
 			if apierrors.IsForbidden(last) && strings.Contains(last.Error(), "impersonate") {
 				return false, errCannotImpersonate
 			}

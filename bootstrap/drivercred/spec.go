@@ -115,7 +115,8 @@ func (s Spec) OwnsBinding(rb rbacv1.RoleBinding) bool {
 }
 
 // Permissions are the rights granted: every machine's and the checks',
-// and the cloud provider's when the machines use it.
+// and the cloud provider's when the machines use it, with the right to add
+// guest ServiceAccounts to the machine namespaces' grants.
 func (s Spec) Permissions() []driverrights.Permission {
 	needs := []driverrights.Need{driverrights.Always, driverrights.Checks}
 	if s.CloudProvider {
@@ -124,5 +125,9 @@ func (s Spec) Permissions() []driverrights.Permission {
 	if s.StaticAddresses {
 		needs = append(needs, driverrights.StaticAddresses)
 	}
-	return driverrights.Of(needs...)
+	out := driverrights.Of(needs...)
+	if s.CloudProvider {
+		out = append(out, credentials.GrantEdit(s.MachineNamespaces)...)
+	}
+	return out
 }

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
@@ -21,9 +22,11 @@ func TestAccessObjectsGolden(t *testing.T) {
 }
 
 // TestGrantGolden: the namespace grant's rules are exactly the pinned
-// releases' calls outside the VM namespace (guest/apicalls).
+// releases' calls outside the VM namespace (guest/apicalls), bound to the
+// guest ServiceAccount by name.
 func TestGrantGolden(t *testing.T) {
-	golden.Assert(t, "grant.yaml", golden.Must(addons.EncodeYAML(BuildGrant("guests", GrantOptions{}).List())))
+	guest := BuildAccess(Access{ClusterName: "guest-a", Namespace: "guests"}.WithDefaults()).ServiceAccount
+	golden.Assert(t, "grant.yaml", golden.Must(addons.EncodeYAML(BuildGrant("guests", GrantOptions{}, GrantSubjects("guests", []corev1.ServiceAccount{*guest})).List())))
 }
 
 // TestAccessBindsNothingClusterWide: by default no object of a guest

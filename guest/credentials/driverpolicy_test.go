@@ -78,7 +78,7 @@ func TestReachingOutside(t *testing.T) {
 	crbs := []rbacv1.ClusterRoleBinding{
 		*wide.ClusterRoleBinding,
 		crb("op-view", nil, sa("op", "vms")),
-		crb(GrantBindingName("vms"), BuildGrant("vms", GrantOptions{}).ReadsBinding.Labels, group("system:serviceaccounts:vms")),
+		crb(GrantBindingName("vms"), BuildGrant("vms", GrantOptions{}, nil).ReadsBinding.Labels, group("system:serviceaccounts:vms")),
 		crb("issuer-discovery", nil, group("system:serviceaccounts")),
 		crb("harvester-bootstrap:driver:vms:drv", map[string]string{"app.kubernetes.io/managed-by": "harvester-bootstrap", LabelDriverCredential: drv.LabelValue()}, sa("drv", "vms")),
 	}

@@ -2,11 +2,13 @@ package credentials
 
 import (
 	"slices"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/guest/apicalls"
@@ -18,10 +20,14 @@ import (
 // scoped reads: storage classes, volume attachments, two CSI settings; the
 // CSI driver's shared-volume objects in harvester-system and Longhorn's
 // volumes in longhorn-system) is granted once per VM namespace, by an admin
-// (`kubeconfig`, `driver-credential --cloud-provider`), to the group of that
-// namespace's ServiceAccounts: the namespace grant. Its rules derive from
-// guest/apicalls, so they are exactly those calls. The node driver, which
-// holds no right on ClusterRoleBindings, never makes one.
+// (`kubeconfig`, `driver-credential --cloud-provider`): the namespace grant.
+// Its bindings name the tool's guest ServiceAccounts of that namespace
+// (IsGuestServiceAccount), one subject each, never the namespace's group:
+// a ServiceAccount someone else makes there gets nothing from it. Its rules
+// derive from guest/apicalls, so they are exactly those calls. The node
+// driver never makes a grant; with --cloud-provider its credential may add
+// its guest ServiceAccount to one (get and patch on the three bindings by
+// name, checked by its admission policy, grantpolicy.go).
 
 // Names of the grant's objects.
 const (
@@ -36,8 +42,27 @@ const (
 	LabelGuestGrant = "harvester-bootstrap.harvesterhci.io/guest-grant"
 )
 
+const grantBindingPrefix = "harvester-bootstrap:guest-namespace:"
+
 // GrantBindingName names the bindings of namespace ns's grant.
-func GrantBindingName(ns string) string { return "harvester-bootstrap:guest-namespace:" + ns }
+func GrantBindingName(ns string) string { return grantBindingPrefix + ns }
+
+// GrantNamespaceOf is the namespace whose grant's bindings name is name;
+// false for a name GrantBindingName does not make.
+func GrantNamespaceOf(name string) (string, bool) {
+	ns, ok := strings.CutPrefix(name, grantBindingPrefix)
+	return ns, ok && len(validation.IsDNS1123Label(ns)) == 0
+}
+
+// GrantEdit are the node driver's rights (driverrights.GrantEdit) to add
+// its guest ServiceAccounts to the grants of namespaces.
+func GrantEdit(namespaces []string) []driverrights.Permission {
+	names := make([]string, len(namespaces))
+	for i, ns := range namespaces {
+		names[i] = GrantBindingName(ns)
+	}
+	return driverrights.GrantEdit(names, GuestReadsRole, GuestSharedRole)
+}
 
 // SharedNamespaces are the namespaces, other than the VM namespace, that
 // guests call into, in a fixed order.
@@ -104,11 +129,64 @@ func rwxOnly(ns string) bool {
 	return true
 }
 
-// BuildGrant builds the grant of VM namespace ns.
-func BuildGrant(ns string, o GrantOptions) GrantObjects {
+// IsGuestServiceAccount reports whether labels mark a ServiceAccount as a
+// guest credential's that this tool (or the node driver) made: BuildAccess
+// labels it so. The one rule by which the grant names its subjects, doctor
+// checks them and the driver's admission policies (CEL guestLabels) accept
+// a ServiceAccount.
+func IsGuestServiceAccount(labels map[string]string) bool {
+	_, ok := labels[LabelCluster]
+	return ok && labels[addons.LabelManagedBy] == addons.ManagedBy
+}
+
+// GuestServiceAccountSelector selects the candidates of
+// IsGuestServiceAccount in a list.
+const GuestServiceAccountSelector = addons.LabelManagedBy + "=" + addons.ManagedBy + "," + LabelCluster
+
+// GrantSubjects are the subjects of namespace ns's grant: each guest
+// ServiceAccount of ns among sas, by name, sorted; never a group.
+func GrantSubjects(ns string, sas []corev1.ServiceAccount) []rbacv1.Subject {
+	var names []string
+	for _, sa := range sas {
+		if sa.Namespace == ns && IsGuestServiceAccount(sa.Labels) {
+			names = append(names, sa.Name)
+		}
+	}
+	slices.Sort(names)
+	out := []rbacv1.Subject{}
+	for _, n := range slices.Compact(names) {
+		out = append(out, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: n, Namespace: ns})
+	}
+	return out
+}
+
+// ForeignGrantSubjects names the subjects of a binding of ns's grant that
+// GrantSubjects would not name, given the names of ns's guest
+// ServiceAccounts: a group, a user, a ServiceAccount of another namespace,
+// or one of ns that is not a guest credential's.
+func ForeignGrantSubjects(ns string, subjects []rbacv1.Subject, guests []string) []string {
+	var out []string
+	for _, s := range subjects {
+		switch {
+		case s.Kind != rbacv1.ServiceAccountKind:
+			out = append(out, strings.ToLower(s.Kind)+" "+s.Name)
+		case s.Namespace != ns:
+			out = append(out, "ServiceAccount "+s.Namespace+"/"+s.Name+" of another namespace")
+		case !slices.Contains(guests, s.Name):
+			out = append(out, "ServiceAccount "+s.Namespace+"/"+s.Name+" that is no guest credential of harvester-bootstrap")
+		}
+	}
+	return out
+}
+
+// BuildGrant builds the grant of VM namespace ns, bound to subjects
+// (GrantSubjects).
+func BuildGrant(ns string, o GrantOptions, subjects []rbacv1.Subject) GrantObjects {
 	shared := map[string]string{addons.LabelManagedBy: addons.ManagedBy, LabelGuestGrant: "true"}
 	own := map[string]string{addons.LabelManagedBy: addons.ManagedBy, LabelGuestNamespace: ns}
-	subjects := []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: serviceaccount.MakeNamespaceGroupName(ns)}}
+	if subjects == nil {
+		subjects = []rbacv1.Subject{}
+	}
 	_, clusterRules := driverrights.PolicyRules(guestPermissions(func(c apicalls.Call) bool { return c.ClusterScoped }))
 	g := GrantObjects{
 		ReadsRole: &rbacv1.ClusterRole{
@@ -144,9 +222,8 @@ func BuildGrant(ns string, o GrantOptions) GrantObjects {
 }
 
 // GrantPermissions are the cluster-scoped rights of every namespace grant.
-// A ServiceAccount in a VM namespace (the driver's own, when it lives in
-// one) holds them through its namespace's group: they are the namespace's,
-// never a credential's excess.
+// A credential that is also a guest ServiceAccount holds them through the
+// grant: they are never its excess.
 func GrantPermissions() []driverrights.Permission {
 	return guestPermissions(func(c apicalls.Call) bool { return c.ClusterScoped })
 }

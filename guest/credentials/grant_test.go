@@ -2,11 +2,13 @@ package credentials
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,7 +22,7 @@ import (
 // with the last grant; an object of a grant's name that is not this tool's
 // is never deleted.
 func TestDropGrantIfUnused(t *testing.T) {
-	a, b := BuildGrant("ns-a", GrantOptions{}), BuildGrant("ns-b", GrantOptions{})
+	a, b := BuildGrant("ns-a", GrantOptions{}, nil), BuildGrant("ns-b", GrantOptions{}, nil)
 	objs := append(a.List(), b.ReadsBinding)
 	for _, rb := range b.SharedGrants {
 		objs = append(objs, rb)
@@ -61,7 +63,7 @@ func TestDropGrantIfUnused(t *testing.T) {
 // harvester-system (networkfilesystems only) and keeps the others; on a
 // namespace granted before, it deletes that binding.
 func TestGrantWithoutRWX(t *testing.T) {
-	g := BuildGrant("ns-a", GrantOptions{NoRWX: true})
+	g := BuildGrant("ns-a", GrantOptions{NoRWX: true}, nil)
 	for _, b := range g.SharedGrants {
 		if b.Namespace == "harvester-system" {
 			t.Errorf("--no-rwx grant binds %s/%s", b.Namespace, b.Name)
@@ -88,5 +90,143 @@ func TestGrantWithoutRWX(t *testing.T) {
 	}
 	if _, err := kube.RbacV1().RoleBindings("longhorn-system").Get(ctx, GrantBindingName("ns-a"), metav1.GetOptions{}); err != nil {
 		t.Errorf("longhorn-system binding after --no-rwx: %v", err)
+	}
+}
+
+// saOf is a ServiceAccount of ns with labels.
+func saOf(ns, name string, labels map[string]string) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels}}
+}
+
+// TestGrantSubjects: the grant names each guest ServiceAccount of its
+// namespace, sorted, and nothing else: not one someone made there
+// (`kubectl create sa app`), not one with only the managed-by label, not a
+// guest of another namespace, never the namespace's group.
+func TestGrantSubjects(t *testing.T) {
+	guest := func(cluster string) map[string]string {
+		return map[string]string{"app.kubernetes.io/managed-by": "harvester-bootstrap", "harvester-bootstrap.harvesterhci.io/guest-cluster": cluster}
+	}
+	sas := []corev1.ServiceAccount{
+		*saOf("vms", "zeta", guest("zeta")),
+		*saOf("vms", "app", nil),
+		*saOf("vms", "half", map[string]string{"app.kubernetes.io/managed-by": "harvester-bootstrap"}),
+		*saOf("other", "alpha", guest("alpha")),
+		*saOf("vms", "beta", guest("beta")),
+	}
+	want := []rbacv1.Subject{
+		{Kind: "ServiceAccount", Name: "beta", Namespace: "vms"},
+		{Kind: "ServiceAccount", Name: "zeta", Namespace: "vms"},
+	}
+	if got := GrantSubjects("vms", sas); !slices.Equal(got, want) {
+		t.Errorf("GrantSubjects = %v, want %v", got, want)
+	}
+	if got := GrantSubjects("vms", nil); got == nil || len(got) != 0 {
+		t.Errorf("no guest: %#v, want an empty list", got)
+	}
+	foreign := ForeignGrantSubjects("vms", []rbacv1.Subject{
+		{Kind: "Group", Name: "system:serviceaccounts:vms"},
+		{Kind: "ServiceAccount", Name: "beta", Namespace: "vms"},
+		{Kind: "ServiceAccount", Name: "app", Namespace: "vms"},
+		{Kind: "ServiceAccount", Name: "beta", Namespace: "other"},
+		{Kind: "User", Name: "mallory"},
+	}, []string{"beta", "zeta"})
+	wantForeign := []string{"group system:serviceaccounts:vms", "ServiceAccount vms/app that is no guest credential of harvester-bootstrap",
+		"ServiceAccount other/beta of another namespace", "user mallory"}
+	if !slices.Equal(foreign, wantForeign) {
+		t.Errorf("ForeignGrantSubjects = %q, want %q", foreign, wantForeign)
+	}
+}
+
+// TestGrantSubjectsInStep: make, add (the driver's call), migrate from the
+// group subject and revoke keep the three bindings naming exactly the guest
+// ServiceAccounts present.
+func TestGrantSubjectsInStep(t *testing.T) {
+	a := BuildAccess(Access{ClusterName: "a", Namespace: "vms"}.WithDefaults())
+	old := BuildGrant("vms", GrantOptions{}, []rbacv1.Subject{{Kind: "Group", APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:vms"}})
+	objs := append(old.List(), a.ServiceAccount, a.RoleBinding, saOf("vms", "app", nil))
+	kube := fake.NewClientset(objs...)
+	h := &Harvester{Client: restapifake.Clients{Kube: kube}, Log: slog.New(slog.DiscardHandler)}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	subjectsOf := func(names ...string) []rbacv1.Subject {
+		out := []rbacv1.Subject{}
+		for _, n := range names {
+			out = append(out, rbacv1.Subject{Kind: "ServiceAccount", Name: n, Namespace: "vms"})
+		}
+		return out
+	}
+	check := func(step string, want []rbacv1.Subject) {
+		t.Helper()
+		crb, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, GrantBindingName("vms"), metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		if !slices.Equal(crb.Subjects, want) {
+			t.Errorf("%s: ClusterRoleBinding subjects %v, want %v", step, crb.Subjects, want)
+		}
+		for _, ns := range SharedNamespaces() {
+			rb, err := kube.RbacV1().RoleBindings(ns).Get(ctx, GrantBindingName("vms"), metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("%s: %v", step, err)
+			}
+			if !slices.Equal(rb.Subjects, want) {
+				t.Errorf("%s: RoleBinding %s subjects %v, want %v", step, ns, rb.Subjects, want)
+			}
+		}
+	}
+	if err := h.EnsureGrant(ctx, "vms", GrantOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	check("migrated from the group", subjectsOf("a"))
+
+	b := BuildAccess(Access{ClusterName: "b", Namespace: "vms"}.WithDefaults())
+	for _, o := range []*corev1.ServiceAccount{b.ServiceAccount} {
+		if _, err := kube.CoreV1().ServiceAccounts("vms").Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.AddToGrant(ctx, "vms", "b"); err != nil {
+		t.Fatal(err)
+	}
+	check("added by the driver", subjectsOf("a", "b"))
+	if err := h.AddToGrant(ctx, "vms", "b"); err != nil {
+		t.Fatal(err)
+	}
+	check("added twice", subjectsOf("a", "b"))
+
+	if err := kube.CoreV1().ServiceAccounts("vms").Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.DropGrantIfUnused(ctx, "vms"); err != nil || len(got) != 0 {
+		t.Fatalf("with a's RoleBinding left: deleted %v, %v", got, err)
+	}
+	check("a revoked", subjectsOf("b"))
+
+	if err := h.AddToGrant(ctx, "none", "x"); !errors.Is(err, ErrGrantMissing) {
+		t.Errorf("AddToGrant without a grant: %v, want ErrGrantMissing", err)
+	}
+}
+
+// TestGrantPolicyBindsEachMachineNamespace: the grant policy applies to the
+// driver's requests only, and each machine namespace's binding matches that
+// namespace's grant bindings by name (everywhere) and reads that
+// namespace's ServiceAccounts, refusing when there is none.
+func TestGrantPolicyBindsEachMachineNamespace(t *testing.T) {
+	d := DriverIdentity{Namespace: "drv", ServiceAccount: "sa"}
+	policy, bindings := BuildGrantPolicy(d, []string{"vms-a", "vms-b"}, nil)
+	if c := policy.Spec.MatchConditions; len(c) != 1 || c[0].Expression != `request.userInfo.username == "system:serviceaccount:drv:sa"` {
+		t.Errorf("match conditions %v", c)
+	}
+	if len(bindings) != 2 {
+		t.Fatalf("%d bindings, want one per machine namespace", len(bindings))
+	}
+	for i, ns := range []string{"vms-a", "vms-b"} {
+		b := bindings[i].Spec
+		rules := b.MatchResources.ResourceRules
+		if b.PolicyName != policy.Name || b.ParamRef.Namespace != ns || *b.ParamRef.ParameterNotFoundAction != "Deny" ||
+			b.MatchResources.NamespaceSelector != nil || len(rules) != 1 || !slices.Equal(rules[0].ResourceNames, []string{"harvester-bootstrap:guest-namespace:" + ns}) ||
+			!slices.Equal(rules[0].Resources, []string{"rolebindings", "clusterrolebindings"}) {
+			t.Errorf("binding for %s: %+v", ns, b)
+		}
 	}
 }

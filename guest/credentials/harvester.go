@@ -118,10 +118,17 @@ const CSIRoleName = harvester.CSIDriverRole
 
 // EnsureGrant creates or updates, idempotently, the grant of VM namespace
 // ns (grant.go); an object of one of its names that this tool did not
-// create is refused before any change. With o.NoRWX it deletes the
-// namespace's bindings the full grant has and this one leaves out.
+// create is refused before any change. Its bindings name the guest
+// ServiceAccounts present in ns (GrantSubjects): this makes a new grant,
+// adds a new credential's and rewrites the group subject of a grant made
+// before. With o.NoRWX it deletes the namespace's bindings the full grant
+// has and this one leaves out.
 func (h *Harvester) EnsureGrant(ctx context.Context, ns string, o GrantOptions) error {
-	objs := BuildGrant(ns, o).List()
+	subjects, err := h.grantSubjects(ctx, ns)
+	if err != nil {
+		return fmt.Errorf("grant namespace %s: %w", ns, err)
+	}
+	objs := BuildGrant(ns, o, subjects).List()
 	var errs []error
 	for _, obj := range objs {
 		o, err := h.objectFor(obj)
@@ -148,7 +155,7 @@ func (h *Harvester) EnsureGrant(ctx context.Context, ns string, o GrantOptions) 
 	if !o.NoRWX {
 		return nil
 	}
-	for _, b := range BuildGrant(ns, GrantOptions{}).SharedGrants {
+	for _, b := range BuildGrant(ns, GrantOptions{}, nil).SharedGrants {
 		if !rwxOnly(b.Namespace) {
 			continue
 		}
@@ -390,34 +397,17 @@ func (h *Harvester) MigrateNamespace(ctx context.Context, ns string) ([]string, 
 	return migrated, nil
 }
 
-// ErrGrantUnseen: the credential may not read ClusterRoleBindings, so it
-// cannot tell whether the namespace has its grant (the node driver's own
-// credential, which holds no right on them, never can).
+// ErrGrantUnseen: the credential may not read the grant's ClusterRoleBinding
+// (a node driver credential made before it could add to the grant).
 var ErrGrantUnseen = errors.New("cannot see the namespace's grant")
-
-// EnsureGrantWhenMissing makes namespace ns's grant only when its
-// ClusterRoleBinding is missing: one request when it exists. With a
-// credential that may not read ClusterRoleBindings it returns
-// ErrGrantUnseen and changes nothing. It reports whether it made the grant.
-func (h *Harvester) EnsureGrantWhenMissing(ctx context.Context, ns string) (bool, error) {
-	name := GrantBindingName(ns)
-	crb, err := h.Client.ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
-	switch {
-	case err == nil && IsGrantObject(crb.Labels):
-		return false, nil
-	case apierrors.IsForbidden(err):
-		return false, fmt.Errorf("%w %s: %w", ErrGrantUnseen, name, err)
-	case err != nil && !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("get ClusterRoleBinding %s: %w", name, err)
-	}
-	return true, h.EnsureGrant(ctx, ns, GrantOptions{})
-}
 
 // DropGrantIfUnused deletes namespace ns's grant once nothing of this tool
 // is bound in ns any more (no RoleBinding of a guest credential or of a
 // driver credential carries its label there), and the grant's shared roles
 // once no namespace has a grant: what a guest cluster's credential needed
-// leaves with the last of them. It returns what it deleted.
+// leaves with the last of them. While it stays, its bindings name exactly
+// the guest ServiceAccounts left in ns (a revoked one leaves them). It
+// returns what it deleted.
 func (h *Harvester) DropGrantIfUnused(ctx context.Context, ns string) ([]string, error) {
 	managed := metav1.ListOptions{LabelSelector: addons.LabelManagedBy + "=" + addons.ManagedBy}
 	rbs, err := h.Client.RoleBindings(ns).List(ctx, managed)
@@ -425,9 +415,16 @@ func (h *Harvester) DropGrantIfUnused(ctx context.Context, ns string) ([]string,
 		return nil, fmt.Errorf("list RoleBindings in %s: %w", ns, err)
 	}
 	if len(rbs.Items) > 0 {
+		subjects, err := h.grantSubjects(ctx, ns)
+		if err == nil {
+			err = h.setGrantSubjects(ctx, ns, func([]rbacv1.Subject) []rbacv1.Subject { return subjects })
+		}
+		if err != nil {
+			return nil, fmt.Errorf("grant of namespace %s: %w", ns, err)
+		}
 		return nil, nil
 	}
-	g := BuildGrant(ns, GrantOptions{})
+	g := BuildGrant(ns, GrantOptions{}, nil)
 	victims := []runtime.Object{g.ReadsBinding}
 	for _, b := range g.SharedGrants {
 		victims = append(victims, b)

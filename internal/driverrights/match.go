@@ -141,11 +141,12 @@ func describe(verb, group, resource, name string) string {
 }
 
 // ClusterRBACRights lists what rules allow on ClusterRoleBindings (any
-// verb) and ClusterRoles (any verb but bind by name): rights the driver
+// verb but GrantEdit's get and patch of bindings that grantBinding accepts
+// by name) and ClusterRoles (any verb but bind by name): rights the driver
 // never holds. With them a credential can delete any ClusterRoleBinding
 // (a patch of its ownerReferences alone passes RBAC's escalation check;
 // the garbage collector does the rest) or grant a role to everyone.
-func ClusterRBACRights(rules []authv1.ResourceRule) []string {
+func ClusterRBACRights(rules []authv1.ResourceRule, grantBinding func(name string) bool) []string {
 	seen := map[string]bool{}
 	for _, r := range rules {
 		if !matchesAll(r.APIGroups, groupRBAC) {
@@ -157,6 +158,10 @@ func ClusterRBACRights(rules []authv1.ResourceRule) []string {
 					continue
 				}
 				if res == "clusterroles" && v == "bind" && len(r.ResourceNames) > 0 {
+					continue
+				}
+				if res == "clusterrolebindings" && (v == "get" || v == "patch") && len(r.ResourceNames) > 0 && !slices.Contains(r.Resources, "*") &&
+					!slices.ContainsFunc(r.ResourceNames, func(n string) bool { return !grantBinding(n) }) {
 					continue
 				}
 				seen[describe(v, groupRBAC, res, "")] = true

@@ -1,6 +1,7 @@
 package driverrights
 
 import (
+	"strings"
 	"testing"
 
 	authv1 "k8s.io/api/authorization/v1"
@@ -74,9 +75,20 @@ func TestClusterRBACRights(t *testing.T) {
 		{"bind by name", []authv1.ResourceRule{{Verbs: []string{"bind"}, APIGroups: []string{groupRBAC}, Resources: []string{"clusterroles"}, ResourceNames: []string{"x"}}}, 0},
 		{"bind any", []authv1.ResourceRule{{Verbs: []string{"bind"}, APIGroups: []string{groupRBAC}, Resources: []string{"clusterroles"}}}, 1},
 		{"admin", []authv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}, 2},
+		{"get and patch of grant bindings by name", []authv1.ResourceRule{
+			{Verbs: []string{"get", "patch"}, APIGroups: []string{groupRBAC}, Resources: []string{"clusterrolebindings"}, ResourceNames: []string{"grant:a", "grant:b"}},
+		}, 0},
+		{"patch of any binding", []authv1.ResourceRule{{Verbs: []string{"patch"}, APIGroups: []string{groupRBAC}, Resources: []string{"clusterrolebindings"}}}, 1},
+		{"patch of a grant and another by name", []authv1.ResourceRule{
+			{Verbs: []string{"patch"}, APIGroups: []string{groupRBAC}, Resources: []string{"clusterrolebindings"}, ResourceNames: []string{"grant:a", "cluster-admin"}},
+		}, 1},
+		{"delete of a grant binding", []authv1.ResourceRule{
+			{Verbs: []string{"delete"}, APIGroups: []string{groupRBAC}, Resources: []string{"clusterrolebindings"}, ResourceNames: []string{"grant:a"}},
+		}, 1},
 	}
+	grant := func(name string) bool { return strings.HasPrefix(name, "grant:") }
 	for _, c := range cases {
-		if got := ClusterRBACRights(c.rules); len(got) != c.want {
+		if got := ClusterRBACRights(c.rules, grant); len(got) != c.want {
 			t.Errorf("%s: %v, want %d", c.name, got, c.want)
 		}
 	}

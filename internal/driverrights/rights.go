@@ -86,11 +86,12 @@ func All() []Permission {
 	// The guest cluster's credential, made as `harvester-bootstrap
 	// kubeconfig` makes it (server-side apply: get, create, patch), and the
 	// right to bind the two Harvester ClusterRoles by RoleBindings in the VM
-	// namespace only. No right on any ClusterRoleBinding or ClusterRole: a
-	// patch of a ClusterRoleBinding's ownerReferences alone passes RBAC's
-	// escalation check and lets the garbage collector delete any binding.
-	// The guests' reads outside their namespace are the namespace grant
-	// an admin makes (guest/credentials).
+	// namespace only. No right on any ClusterRole, and on ClusterRoleBindings
+	// only GrantEdit's, by name: a patch of a ClusterRoleBinding's
+	// ownerReferences alone passes RBAC's escalation check and lets the
+	// garbage collector delete it. The guests' reads outside their namespace
+	// are the namespace grant an admin makes (guest/credentials); the
+	// driver only adds its guest ServiceAccount to it (GrantEdit).
 	add(CloudProvider, Permission{Resource: "serviceaccounts"}, "get", "create", "patch")
 	add(CloudProvider, Permission{Resource: "secrets"}, "patch")
 	add(CloudProvider, Permission{Group: groupRBAC, Resource: "rolebindings"}, "get", "create", "patch")
@@ -115,6 +116,31 @@ func All() []Permission {
 	add(Checks, Permission{Group: groupAuthz, Resource: "selfsubjectrulesreviews", ClusterScoped: true}, "create")
 	add(Checks, Permission{Group: groupAuthz, Resource: "selfsubjectaccessreviews", ClusterScoped: true}, "create")
 	return out
+}
+
+// GrantEdit are the rights, with CloudProvider, to name a new guest
+// ServiceAccount in the namespace grant of each machine namespace: get and
+// patch on the grant's bindings by name (bindings: the names of its
+// ClusterRoleBinding, which its RoleBindings in the shared namespaces
+// share), and bind on its ClusterRole and Role by name, without which
+// RBAC's escalation check refuses a change of their subjects. All are
+// granted by the ClusterRole (the RoleBindings live outside the machine
+// namespaces). No create, update or delete, no other name; the driver's
+// grant admission policy (guest/credentials) lets a patch change only the
+// subjects, to guest ServiceAccounts of the namespace the name records.
+// The names come from guest/credentials, which this package cannot import.
+func GrantEdit(bindings []string, clusterRole, role string) []Permission {
+	var out []Permission
+	for _, resource := range []string{"clusterrolebindings", "rolebindings"} {
+		for _, name := range bindings {
+			for _, verb := range []string{"get", "patch"} {
+				out = append(out, Permission{Verb: verb, Group: groupRBAC, Resource: resource, Name: name, ClusterScoped: true, Need: CloudProvider})
+			}
+		}
+	}
+	return append(out,
+		Permission{Verb: "bind", Group: groupRBAC, Resource: "clusterroles", Name: clusterRole, ClusterScoped: true, Need: CloudProvider},
+		Permission{Verb: "bind", Group: groupRBAC, Resource: "roles", Name: role, ClusterScoped: true, Need: CloudProvider})
 }
 
 // Of is the permissions of the given needs, in All's order.

@@ -88,3 +88,22 @@ func TestNoRightOnClusterRBAC(t *testing.T) {
 		}
 	}
 }
+
+// TestGrantEditIsByName: the rights on the namespace grants are get and
+// patch of the named bindings and bind of the two named roles: nothing
+// unnamed, no create, update or delete, no other resource.
+func TestGrantEditIsByName(t *testing.T) {
+	perms := GrantEdit([]string{"grant:a", "grant:b"}, "reads", "guests")
+	if len(perms) != 10 {
+		t.Errorf("%d permissions, want 10 (get, patch of 2 names on 2 kinds; bind of 2 roles): %v", len(perms), perms)
+	}
+	for _, p := range perms {
+		ok := p.Group == groupRBAC && p.Name != "" && p.Need == CloudProvider &&
+			((p.Resource == "clusterrolebindings" || p.Resource == "rolebindings") && (p.Verb == "get" || p.Verb == "patch") ||
+				p.Resource == "clusterroles" && p.Verb == "bind" && p.Name == "reads" ||
+				p.Resource == "roles" && p.Verb == "bind" && p.Name == "guests")
+		if !ok {
+			t.Errorf("GrantEdit grants %s", p)
+		}
+	}
+}

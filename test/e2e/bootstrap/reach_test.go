@@ -110,32 +110,17 @@ func TestWideTokenNeverWhereADriverReads(t *testing.T) {
 }
 
 // TestNoRWXKeepsOthersOffTheNFS (issue 33, item 3): with the namespace
-// grant as Harvester grants the CSI driver's rights, a ServiceAccount the
-// tool never made in a granted namespace may delete another tenant's
-// networkfilesystem (the documented reach); `kubeconfig --no-rwx` leaves
-// those rights out: the same requests, by that account and by the guest's
-// own token, are refused, while the grant's other reads stay.
+// grant as Harvester grants the CSI driver's rights, the guest's own token
+// may delete another tenant's networkfilesystem (the documented reach), a
+// ServiceAccount the tool never made in the namespace may not (the grant
+// names only the guests); `kubeconfig --no-rwx` leaves those rights out:
+// the same requests are refused, while the grant's other reads stay.
 func TestNoRWXKeepsOthersOffTheNFS(t *testing.T) {
 	ctx := ctxT(t)
 	const vmNS, cluster, app = "e2e-norwx", "e2e-norwx-a", "e2e-norwx-app"
 	ensureNamespace(t, ctx, vmNS)
 	t.Cleanup(func() { runBin(t, "kubeconfig", "revoke", "--cluster-name", cluster, "--namespace", vmNS) })
-	if _, err := admin.CoreV1().ServiceAccounts(vmNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: app}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = admin.CoreV1().ServiceAccounts(vmNS).Delete(context.Background(), app, metav1.DeleteOptions{})
-	})
-	tr, err := admin.CoreV1().ServiceAccounts(vmNS).CreateToken(ctx, app, &authnv1.TokenRequest{}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	appCfg := rest.AnonymousClientConfig(adminCfg)
-	appCfg.BearerToken = tr.Status.Token
-	appDyn, err := dynamic.NewForConfig(appCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	appDyn := strangerClient(t, ctx, vmNS, app)
 	adminDyn, err := dynamic.NewForConfig(adminCfg)
 	if err != nil {
 		t.Fatal(err)
@@ -157,17 +142,20 @@ func TestNoRWXKeepsOthersOffTheNFS(t *testing.T) {
 	kc := tempFile(t, "rwx")
 	mustRun(t, "kubeconfig", "--cluster-name", cluster, "--namespace", vmNS, "-o", kc)
 	name := victim()
-	if err := appDyn.Resource(nfs).Namespace("harvester-system").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-		t.Errorf("with the full grant, %s (not the tool's) could not delete another tenant's networkfilesystem (the reach the docs state): %v", app, err)
-	}
-
-	mustRun(t, "kubeconfig", "--cluster-name", cluster, "--namespace", vmNS, "--no-rwx", "-o", kc)
-	name = victim()
 	guestCfg, _ := guestClient(t, kc)
 	guestDyn, err := dynamic.NewForConfig(guestCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := appDyn.Resource(nfs).Namespace("harvester-system").Delete(ctx, name, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("with the full grant, %s (not the tool's) deletes another tenant's networkfilesystem: want Forbidden, got %v", app, err)
+	}
+	if err := guestDyn.Resource(nfs).Namespace("harvester-system").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("with the full grant, the guest's token could not delete another tenant's networkfilesystem (the reach the docs state): %v", err)
+	}
+
+	mustRun(t, "kubeconfig", "--cluster-name", cluster, "--namespace", vmNS, "--no-rwx", "-o", kc)
+	name = victim()
 	for who, c := range map[string]dynamic.Interface{app: appDyn, "the guest's token": guestDyn} {
 		if err := c.Resource(nfs).Namespace("harvester-system").Delete(ctx, name, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("--no-rwx: %s deletes another tenant's networkfilesystem: want Forbidden, got %v", who, err)
@@ -183,4 +171,27 @@ func TestNoRWXKeepsOthersOffTheNFS(t *testing.T) {
 	if _, err := guestDyn.Resource(lh).Namespace("longhorn-system").List(ctx, metav1.ListOptions{}); err != nil {
 		t.Errorf("--no-rwx: the guest may no longer list Longhorn volumes (the grant's other part): %v", err)
 	}
+}
+
+// strangerClient makes ServiceAccount name in ns as `kubectl create sa`
+// does (no label of the tool) and returns a client with its token.
+func strangerClient(t *testing.T, ctx context.Context, ns, name string) dynamic.Interface {
+	t.Helper()
+	if _, err := admin.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.CoreV1().ServiceAccounts(ns).Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
+	})
+	tr, err := admin.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(adminCfg)
+	cfg.BearerToken = tr.Status.Token
+	c, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

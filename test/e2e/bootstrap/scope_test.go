@@ -3,6 +3,8 @@ package bootstrap_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"testing"
 
 	authzv1 "k8s.io/api/authorization/v1"
@@ -11,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
@@ -183,6 +186,139 @@ func TestRevokeTakesTheGrantWithTheLast(t *testing.T) {
 	for _, ns := range credentials.SharedNamespaces() {
 		if _, err := admin.RbacV1().RoleBindings(ns).Get(ctx, grant, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("grant RoleBinding in %s after the last credential: %v", ns, err)
+		}
+	}
+}
+
+// TestGrantNamesOnlyTheGuests (issue 33, item 3): a ServiceAccount someone
+// makes in a granted VM namespace (`kubectl create sa app`) gets nothing
+// from the grant: with its token, listing or deleting another tenant's
+// networkfilesystem in harvester-system is refused, while the guest's own
+// token lists them. The grant's three bindings name exactly the guest
+// ServiceAccounts present through kubeconfig, rotate, revoke, and the
+// migration of a grant made with the namespace's group (by kubeconfig and by
+// driver-credential --cloud-provider); doctor fails the group subject.
+// Names are literal so the attack also runs on the code before the fix,
+// where the stranger's requests succeeded.
+func TestGrantNamesOnlyTheGuests(t *testing.T) {
+	ctx := ctxT(t)
+	const vmNS, a, b, stranger = "e2e-grantsa", "e2e-grantsa-a", "e2e-grantsa-b", "app"
+	const grant = "harvester-bootstrap:guest-namespace:" + vmNS
+	ensureNamespace(t, ctx, vmNS)
+	for _, c := range []string{a, b} {
+		t.Cleanup(func() { runBin(t, "kubeconfig", "revoke", "--cluster-name", c, "--namespace", vmNS) })
+	}
+	kc := tempFile(t, "grantsa")
+	mustRun(t, "kubeconfig", "--cluster-name", a, "--namespace", vmNS, "-o", kc)
+
+	nfs := schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "networkfilesystems"}
+	adminDyn, err := dynamic.NewForConfig(adminCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim, err := adminDyn.Resource(nfs).Namespace("harvester-system").Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "harvesterhci.io/v1beta1", "kind": "NetworkFilesystem",
+		"metadata": map[string]any{"generateName": "pvc-other-tenant-"}, "spec": map[string]any{"desiredState": "Enabled"}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = adminDyn.Resource(nfs).Namespace("harvester-system").Delete(context.WithoutCancel(ctx), victim.GetName(), metav1.DeleteOptions{})
+	})
+	app := strangerClient(t, ctx, vmNS, stranger)
+	if _, err := app.Resource(nfs).Namespace("harvester-system").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("ServiceAccount %s/%s (not the tool's) lists networkfilesystems in harvester-system: want Forbidden, got %v", vmNS, stranger, err)
+	}
+	disabled := victim.DeepCopy()
+	disabled.Object["spec"] = map[string]any{"desiredState": "Disabled"}
+	if _, err := app.Resource(nfs).Namespace("harvester-system").Update(ctx, disabled, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("ServiceAccount %s/%s disables another tenant's networkfilesystem: want Forbidden, got %v", vmNS, stranger, err)
+	}
+	if err := app.Resource(nfs).Namespace("harvester-system").Delete(ctx, victim.GetName(), metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("ServiceAccount %s/%s deletes another tenant's networkfilesystem: want Forbidden, got %v", vmNS, stranger, err)
+	}
+	if _, err := adminDyn.Resource(nfs).Namespace("harvester-system").Get(ctx, victim.GetName(), metav1.GetOptions{}); err != nil {
+		t.Errorf("the other tenant's networkfilesystem after the refused delete: %v", err)
+	}
+	guestCfg, _ := guestClient(t, kc)
+	guestDyn, err := dynamic.NewForConfig(guestCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := guestDyn.Resource(nfs).Namespace("harvester-system").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Errorf("the guest's own token may not list networkfilesystems (its CSI driver's RWX switch): %v", err)
+	}
+
+	expectSubjects(t, ctx, vmNS, grant, "after kubeconfig", a)
+	mustRun(t, "kubeconfig", "--cluster-name", b, "--namespace", vmNS)
+	expectSubjects(t, ctx, vmNS, grant, "after a second cluster's kubeconfig", a, b)
+	mustRun(t, "kubeconfig", "rotate", "--cluster-name", a, "--namespace", vmNS)
+	expectSubjects(t, ctx, vmNS, grant, "after rotate", a, b)
+	mustRun(t, "kubeconfig", "revoke", "--cluster-name", a, "--namespace", vmNS)
+	expectSubjects(t, ctx, vmNS, grant, "after revoking "+a, b)
+
+	// A grant made before: every binding names the namespace's group.
+	group := []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:serviceaccounts:" + vmNS}}
+	setOld := func() {
+		t.Helper()
+		crb, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, grant, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		crb.Subjects = group
+		if _, err := admin.RbacV1().ClusterRoleBindings().Update(ctx, crb, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for _, ns := range []string{"harvester-system", "longhorn-system"} {
+			rb, err := admin.RbacV1().RoleBindings(ns).Get(ctx, grant, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rb.Subjects = group
+			if _, err := admin.RbacV1().RoleBindings(ns).Update(ctx, rb, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	setOld()
+	if row := doctorRow(t, b, vmNS, doctor.CheckCredentialScope); row.Status != doctor.Fail || !strings.Contains(row.Seen, "group system:serviceaccounts:"+vmNS) {
+		t.Errorf("doctor %s with the group subject: %s %q, want FAIL naming the group", doctor.CheckCredentialScope, row.Status, row.Seen)
+	}
+	mustRun(t, "kubeconfig", "--cluster-name", b, "--namespace", vmNS)
+	expectSubjects(t, ctx, vmNS, grant, "kubeconfig migrating the group grant", b)
+	if row := doctorRow(t, b, vmNS, doctor.CheckCredentialScope); row.Status != doctor.OK {
+		t.Errorf("doctor %s after the migration: %s %q, want OK", doctor.CheckCredentialScope, row.Status, row.Seen)
+	}
+	setOld()
+	drv := []string{"--namespace", vmNS, "--service-account", "e2e-grantsa-driver", "--cloud-provider"}
+	mustRun(t, append([]string{"driver-credential"}, drv...)...)
+	t.Cleanup(func() { runBin(t, append([]string{"driver-credential", "revoke"}, drv...)...) })
+	expectSubjects(t, ctx, vmNS, grant, "driver-credential --cloud-provider migrating the group grant", b)
+}
+
+// expectSubjects checks that the grant's ClusterRoleBinding and its two
+// RoleBindings name exactly ServiceAccounts sas of ns, in that order.
+func expectSubjects(t *testing.T, ctx context.Context, ns, grant, step string, sas ...string) {
+	t.Helper()
+	want := []rbacv1.Subject{}
+	for _, sa := range sas {
+		want = append(want, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns})
+	}
+	crb, err := admin.RbacV1().ClusterRoleBindings().Get(ctx, grant, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("%s: %v", step, err)
+	}
+	got := map[string][]rbacv1.Subject{"ClusterRoleBinding " + grant: crb.Subjects}
+	for _, shared := range []string{"harvester-system", "longhorn-system"} {
+		rb, err := admin.RbacV1().RoleBindings(shared).Get(ctx, grant, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		got["RoleBinding "+shared+"/"+grant] = rb.Subjects
+	}
+	for name, subjects := range got {
+		if !slices.Equal(subjects, want) {
+			t.Errorf("%s: %s names %v, want %v", step, name, subjects, want)
 		}
 	}
 }

@@ -8,12 +8,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"gopkg.in/yaml.v3"
 	authzv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -101,6 +103,13 @@ func TestCloudProviderPerDistribution(t *testing.T) {
 				t.Fatalf("ServiceAccounts of cluster %s: %v, want exactly [%s]", cluster, sas, cluster)
 			}
 
+			guest := rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: cluster, Namespace: namespace}
+			for where, subjects := range grantSubjects(t, context.Background(), kube, namespace) {
+				if n := len(slices.DeleteFunc(slices.Clone(subjects), func(s rbacv1.Subject) bool { return s != guest })); n != 1 {
+					t.Errorf("the grant's %s names the cluster's ServiceAccount %d times, want once (machines created at once): %v", where, n, subjects)
+				}
+			}
+
 			r.mustRun(append([]string{"rm", "-y", "--update-config"}, names...)...)
 			if sas := credentialServiceAccounts(t, cluster); len(sas) != 1 {
 				t.Fatalf("removing the machines changed the cluster's credential: ServiceAccounts %v", sas)
@@ -108,6 +117,9 @@ func TestCloudProviderPerDistribution(t *testing.T) {
 			bootstrap(t, "kubeconfig", "revoke", "--cluster-name", cluster, "--namespace", namespace)
 			if sas := credentialServiceAccounts(t, cluster); len(sas) != 0 {
 				t.Errorf("revoke left ServiceAccounts %v", sas)
+			}
+			if crb, err := kube.RbacV1().ClusterRoleBindings().Get(context.Background(), "harvester-bootstrap:guest-namespace:"+namespace, metav1.GetOptions{}); err == nil && slices.Contains(crb.Subjects, guest) {
+				t.Errorf("revoke left the cluster's ServiceAccount in the grant: %v", crb.Subjects)
 			}
 		})
 	}

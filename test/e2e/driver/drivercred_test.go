@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	authzv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -82,6 +84,12 @@ func TestDriverCredentialOnly(t *testing.T) {
 	}
 	r.mustCreate(withCP, append(base, "--harvester-cloud-provider=k3s")...)
 	t.Cleanup(func() { bootstrap(t, "kubeconfig", "revoke", "--cluster-name", cluster, "--namespace", namespace) })
+	// The grant names only guest ServiceAccounts: the driver added its own.
+	for where, subjects := range grantSubjects(t, context.Background(), kube, namespace) {
+		if !slices.Contains(subjects, rbacv1.Subject{Kind: rbacv1.ServiceAccountKind, Name: cluster, Namespace: namespace}) {
+			t.Errorf("after a create with --harvester-cloud-provider: the grant's %s names %v, not the guest ServiceAccount %s", where, subjects, cluster)
+		}
+	}
 	checkOnlyDriverRights(t, kc)
 	checkDoctorDriverRows(t, cluster, kc)
 	r.mustRun("rm", "-y", plain, withCP)
@@ -152,9 +160,9 @@ func checkOnlyDriverRights(t *testing.T, kc string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The driver's ServiceAccount lives in a machine namespace here, so it
-	// shares that namespace's grant (the guests' reads): not its excess.
-	if x := driverrights.Excess(rr.Status.ResourceRules, append(driverrights.All(), credentials.GrantPermissions()...)); len(x) > 0 {
+	// With --cloud-provider it may add guests to its machine namespace's
+	// grant (GrantEdit).
+	if x := driverrights.Excess(rr.Status.ResourceRules, append(driverrights.All(), credentials.GrantEdit([]string{namespace})...)); len(x) > 0 {
 		t.Errorf("the driver credential may do more than the driver needs: %v", x)
 	}
 	// Issued with --cloud-provider (not --static-addresses).

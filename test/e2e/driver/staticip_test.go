@@ -112,7 +112,7 @@ func TestStaticAddressLifecycle(t *testing.T) {
 	r.mustCreate("e2e-static-pool1-b", staticFlags(rng)...)
 	assertStaticMachine(t, r, "e2e-static-pool1-b", "10.60.0.12")
 
-	row := doctorRow(t, "e2e-static", "static-addresses")
+	row := doctorRow(t, "e2e-static", namespace, "static-addresses")
 	for _, want := range []string{"2 held: ", "e2e-static-pool1-a nic-0 10.60.0.11/24 since ", "e2e-static-pool1-b nic-0 10.60.0.12/24 since "} {
 		if !strings.Contains(row, want) {
 			t.Errorf("doctor's static-addresses row lacks %q: %s", want, row)
@@ -213,11 +213,11 @@ func TestStaticAddressPool(t *testing.T) {
 	}
 }
 
-// doctorRow runs harvester-bootstrap doctor for cluster and returns the
-// row of check as "STATUS seen".
-func doctorRow(t *testing.T, cluster, check string) string {
+// doctorRow runs harvester-bootstrap doctor for cluster in ns and returns
+// the row of check as "STATUS seen".
+func doctorRow(t *testing.T, cluster, ns, check string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "harvester-bootstrap"), "doctor", "--cluster-name", cluster, "--namespace", namespace, "-o", "json", "--kubeconfig", sim.Kubeconfig)
+	cmd := exec.Command(filepath.Join(binDir, "harvester-bootstrap"), "doctor", "--cluster-name", cluster, "--namespace", ns, "-o", "json", "--kubeconfig", sim.Kubeconfig)
 	out, err := cmd.Output() // exit 1 when another check FAILs
 	var report struct {
 		Checks []struct{ Check, Status, Seen string }
