@@ -107,10 +107,23 @@ func TestDriverCredentialCannotTakeTokens(t *testing.T) {
 	refused(t, "create a service-account-token Secret for "+victimSA, err)
 
 	// 2. The same, dressed as a guest credential of this tool (its labels,
-	// its name rule, even the driver's own issued-by label).
+	// its name rule, even the driver's own issued-by label). The policy
+	// judges the target by the namespace's ServiceAccounts as its params,
+	// which kube-apiserver reads from a cache: a ServiceAccount created a
+	// moment ago may not be in it yet (docs/reliability.md). Wait, with
+	// dry runs, until the victim is, as it is for any account that exists
+	// before the attack.
 	dressed := map[string]string{toolLabel: "harvester-bootstrap", guestLabel: victimSA,
 		"harvester-bootstrap.harvesterhci.io/issued-by-driver": attackDriverNS + "." + attackDriver}
 	cleanupSecret(victimSA + "-token")
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	for {
+		_, err := drv.CoreV1().Secrets(attackNS).Create(ctx, tokenSecret(victimSA+"-token", dressed), dry)
+		if apierrors.IsForbidden(err) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	_, err = drv.CoreV1().Secrets(attackNS).Create(ctx, tokenSecret(victimSA+"-token", dressed), metav1.CreateOptions{})
 	refused(t, "create a token Secret for "+victimSA+" in the tool's labels", err)
 
