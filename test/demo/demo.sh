@@ -12,6 +12,12 @@ tools="$root/.cache/demo"
 # loopback and the guests' network only, no default route.
 if [ -z "${HARVESTER_E2E_NETNS:-}" ]; then
   mkdir -p "$tools"
+  # The flags the Makefile exports: with them the packages these programs
+  # share with the product and the tools come from the Go build cache.
+  case " ${GOFLAGS:-} " in
+    *" -trimpath "*) ;;
+    *) export GOFLAGS="-trimpath -buildvcs=false ${GOFLAGS:-}" ;;
+  esac
   (cd "$root" && go build -o "$tools/" ./test/harness/harvester-netns ./test/demo/ccmlb ./test/demo/csiattach)
   exec "$tools/harvester-netns" bash "$0" "$@"
 fi

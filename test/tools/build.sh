@@ -1,69 +1,110 @@
 #!/usr/bin/env bash
 # Builds the test tools (real kube-apiserver, kube-controller-manager, etcd,
-# rancher-machine and kube-vip) and the linter (golangci-lint) from their pinned Go modules
-# under test/tools/ into bin/. With arguments, builds only those modules
+# rancher-machine and kube-vip) and the linter (golangci-lint) at their pinned
+# versions into bin/. With arguments, builds only those groups
 # (`build.sh lint`); without, every test tool (not the linter).
-# kube-apiserver, kube-controller-manager and etcd share one module (kube:
-# etcd at the version Kubernetes' own etcd client uses, so no dependency
-# moves) and one `go build`: the packages they share compile once.
-# rancher-machine keeps its own module: it would move about ten of
-# Kubernetes' dependencies (protobuf, otel, x/time, go-openapi).
-# kube-vip keeps its own module too: v1.2.2, the newest release the Go module
-# proxy serves (it refuses v1.2.3, the guests' image; README.md, `make tools`).
-# A tool is rebuilt only when its module's pinned versions or sources change:
-# a stamp holding the hash of go.mod, go.sum and sources sits in .cache/tools/.
+#
+# main: kube-apiserver, kube-controller-manager (k8s.io/kubernetes), etcd
+#   (test/tools/etcd, go.etcd.io/etcd/server at the version Kubernetes' own
+#   etcd client uses) and rancher-machine are `tool`s of the project's own
+#   module (go.mod): one dependency graph and one `go build`, so every package
+#   they share with the product and its tests (client-go, apimachinery,
+#   protobuf, grpc, x/net, ...) is compiled once for all of them.
+# kubevip: its own module (test/tools/kubevip): kube-vip v1.2.2, the newest
+#   release the Go module proxy serves (it refuses v1.2.3, the guests' image),
+#   needs client-go v0.36, which Kubernetes v1.34's tools cannot share.
+#   It builds at the same time as main: the cores idle while main links.
+# lint: its own module (test/tools/lint), golangci-lint.
+#
+# A group is rebuilt only when its module's pinned versions or sources
+# change: a stamp holding the hash of go.mod, go.sum, the sources and the
+# flags sits in .cache/tools/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin="$root/bin"
 stamps="$root/.cache/tools"
 mkdir -p "$bin" "$stamps"
+# The flags the Makefile exports: the Go build cache shares a package between
+# builds only when they match.
+case " ${GOFLAGS:-} " in
+  *" -trimpath "*) ;;
+  *) export GOFLAGS="-trimpath -buildvcs=false ${GOFLAGS:-}" ;;
+esac
 
-kube_version=$(awk '$1=="k8s.io/kubernetes"{print $2}' "$root/test/tools/kube/go.mod" | head -n1)
+kube_version=$(awk '$1=="k8s.io/kubernetes"{print $2}' "$root/go.mod" | head -n1)
 kube_minor=$(echo "$kube_version" | cut -d. -f2)
 kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kube_minor -X k8s.io/component-base/version.gitTreeState=clean"
+kubevip_version=$(awk '$1=="github.com/kube-vip/kube-vip"{print $2}' "$root/test/tools/kubevip/go.mod" | head -n1)
 
-# What a cold build (empty Go build cache) of each module compiles, and how
-# long that takes on 2 cores, to tell the user before starting.
+# What a cold build (empty Go build cache) of each group compiles, and how
+# long that takes on 2 idle cores, to tell the user before starting: CPU
+# time / 2, measured after `make build` with an empty GOCACHE (2026-11-26:
+# make build 3.9 CPU-minutes, main and kubevip together 11.7).
 declare -A about=(
-  [kube]="about 2,230 packages (k8s.io/kubernetes, etcd server), ~8 minutes on 2 cores"
-  [machine]="about 800 packages (rancher/machine and its cloud SDKs), ~3 minutes on 2 cores"
-  [kubevip]="about 1,000 packages (kube-vip, client-go, gobgp, nftables), ~2 minutes on 2 idle cores (3 CPU-minutes; 14 minutes measured while other builds shared the cores)"
+  [main]="about 2,700 packages (k8s.io/kubernetes, etcd server, rancher/machine and its cloud SDKs; those the product shares come from the cache `make build` filled), ~5 minutes on 2 idle cores"
+  [kubevip]="about 1,000 packages (kube-vip, client-go v0.36, gobgp, nftables), ~2 minutes on 2 idle cores, alongside main (both: 11.7 CPU-minutes measured, ~6 minutes on 2 idle cores)"
   [lint]="about 960 packages (golangci-lint and its linters), ~3 minutes on 2 cores"
 )
 
-# build MODULE OUTPUTS... -- GO_BUILD_ARGS...
-build() {
-  local module=$1; shift
-  if [ "${#wanted[@]}" -gt 0 ] && [[ " ${wanted[*]} " != *" $module "* ]]; then return; fi
+# stale GROUP DIR FILES OUTPUTS... -- FLAGS: succeeds when GROUP must be
+# (re)built; sets want to the stamp it gets when built.
+stale() {
+  local group=$1 dir=$2 files=$3; shift 3
   local outputs=()
   while [ "$1" != "--" ]; do outputs+=("$1"); shift; done
   shift
-  local dir="$root/test/tools/$module"
-  local stamp="$stamps/$module"
-  local want
-  want=$( (go env GOVERSION; cd "$dir" && cat go.mod go.sum && find . -name '*.go' -print0 | sort -z | xargs -0r cat) | sha256sum | cut -d' ' -f1)
+  want=$( (go env GOVERSION; echo "$GOFLAGS $*"; cd "$dir" && cat go.mod go.sum && eval "find $files -name '*.go' -print0" | sort -z | xargs -0r cat) | sha256sum | cut -d' ' -f1)
   local have=""
-  [ -f "$stamp" ] && have=$(cat "$stamp")
-  local missing=0
-  for o in "${outputs[@]}"; do [ -x "$bin/$o" ] || missing=1; done
-  if [ "$missing" = 0 ] && [ "$have" = "$want" ]; then
+  [ -f "$stamps/$group" ] && have=$(cat "$stamps/$group")
+  for o in "${outputs[@]}"; do [ -x "$bin/$o" ] || return 0; done
+  [ "$have" != "$want" ]
+}
+
+# build GROUP DIR FILES OUTPUTS... -- GO_BUILD_ARGS...: FILES (find's
+# starting points under DIR) are the group's own sources, part of its stamp.
+build() {
+  local group=$1 dir=$2 files=$3; shift 3
+  local outputs=()
+  while [ "$1" != "--" ]; do outputs+=("$1"); shift; done
+  shift
+  if ! stale "$group" "$dir" "$files" "${outputs[@]}" -- "$@"; then
     echo "tools: ${outputs[*]} up to date" >&2
     return
   fi
-  echo "tools: building ${outputs[*]} from test/tools/$module: ${about[$module]} when nothing is in the Go build cache yet" >&2
+  echo "tools: building ${outputs[*]} (${group}): ${about[$group]} when nothing is in the Go build cache yet" >&2
   local start=$SECONDS
   # Replace, never overwrite: bin/ files may be hard links shared with other checkouts.
   for o in "${outputs[@]}"; do rm -f "$bin/$o"; done
-  (cd "$dir" && go build -trimpath -o "$bin/" "$@")
+  (cd "$dir" && go build -o "$bin/" "$@")
   echo "tools: built ${outputs[*]} in $((SECONDS - start))s" >&2
-  echo "$want" > "$stamp"
+  echo "$want" > "$stamps/$group"
 }
 
 wanted=("$@")
-[ "${#wanted[@]}" -gt 0 ] || wanted=(kube machine kubevip)
+[ "${#wanted[@]}" -gt 0 ] || wanted=(main kubevip)
+for w in "${wanted[@]}"; do
+  case "$w" in
+    main|kubevip|lint) ;;
+    *) echo "tools: unknown group \"$w\": want main, kubevip or lint" >&2; exit 2 ;;
+  esac
+done
+is_wanted() { [[ " ${wanted[*]} " == *" $1 "* ]]; }
 
-build kube kube-apiserver kube-controller-manager etcd -- -ldflags "$kube_ldflags" ./cmd/kube-apiserver ./cmd/kube-controller-manager ./cmd/etcd
-build machine rancher-machine -- -ldflags "-s -w" github.com/rancher/machine/cmd/rancher-machine
-kubevip_version=$(awk '$1=="github.com/kube-vip/kube-vip"{print $2}' "$root/test/tools/kubevip/go.mod" | head -n1)
-build kubevip kube-vip -- -ldflags "-s -w -X main.Version=$kubevip_version" github.com/kube-vip/kube-vip
-build lint golangci-lint -- -ldflags "-s -w" github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+pids=()
+if is_wanted kubevip; then
+  build kubevip "$root/test/tools/kubevip" . kube-vip -- -ldflags "-s -w -X main.Version=$kubevip_version" github.com/kube-vip/kube-vip &
+  pids+=($!)
+fi
+if is_wanted main; then
+  build main "$root" test/tools/etcd kube-apiserver kube-controller-manager etcd rancher-machine -- \
+    -ldflags "$kube_ldflags" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    ./test/tools/etcd github.com/rancher/machine/cmd/rancher-machine &
+  pids+=($!)
+fi
+if is_wanted lint; then
+  build lint "$root/test/tools/lint" . golangci-lint -- -ldflags "-s -w" github.com/golangci/golangci-lint/v2/cmd/golangci-lint &
+  pids+=($!)
+fi
+failed=0
+for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+exit "$failed"

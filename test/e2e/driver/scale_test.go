@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -17,15 +18,31 @@ import (
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
-// Concurrent machines per round and rounds of the soak.
-const (
-	scaleMachines = 50
-	scaleRounds   = 3
-)
+// soakEnv selects the soak's size: unset, the short soak `make test` runs
+// (10 machines, two rounds); "long", the one `make soak` runs (50 machines,
+// three rounds, as a Rancher pool scaled at once).
+const soakEnv = "HARVESTER_E2E_SOAK"
 
-// TestConcurrentMachines is the soak: scaleMachines machines created at
+// soakSize is the soak's machines per round and rounds.
+type soakSize struct{ machines, rounds int }
+
+// soakSizeFromEnv reads soakEnv; any other value fails the test.
+func soakSizeFromEnv(t *testing.T) soakSize {
+	t.Helper()
+	switch v := os.Getenv(soakEnv); v {
+	case "":
+		return soakSize{machines: 10, rounds: 2}
+	case "long":
+		return soakSize{machines: 50, rounds: 3}
+	default:
+		t.Fatalf("%s=%q: want empty (the short soak: 10 machines, 2 rounds) or \"long\" (50 machines, 3 rounds)", soakEnv, v)
+		return soakSize{}
+	}
+}
+
+// TestConcurrentMachines is the soak: size.machines machines created at
 // once through rancher-machine, checked, removed at once (one rm each, as
-// Rancher's delete jobs do), and nothing left; scaleRounds times.
+// Rancher's delete jobs do), and nothing left; size.rounds times.
 // TestUnderCPUHog runs it again with every core busy.
 func TestConcurrentMachines(t *testing.T) {
 	soak(t, "e2e-scale")
@@ -36,17 +53,18 @@ func TestConcurrentMachines(t *testing.T) {
 // progressed for a window derived from one machine's create and rm
 // measured first, on this machine under its current load.
 func soak(t *testing.T, cluster string) {
+	size := soakSizeFromEnv(t)
 	r := newRM(t, cluster)
-	window := calibrate(t, r)
-	for round := range scaleRounds {
-		soakRound(t, r, round, window)
+	window := calibrate(t, r, size.machines)
+	for round := range size.rounds {
+		soakRound(t, r, round, size.machines, window)
 	}
 }
 
 // calibrate creates and removes one machine and derives the soak's stall
 // window: the time the round's work would take done one machine after
 // another on the machine's cores, twice, and at least a minute.
-func calibrate(t *testing.T, r *rm) time.Duration {
+func calibrate(t *testing.T, r *rm, machines int) time.Duration {
 	t.Helper()
 	name := r.cluster + "-pool1-calib"
 	start := time.Now()
@@ -54,19 +72,19 @@ func calibrate(t *testing.T, r *rm) time.Duration {
 	created := time.Since(start)
 	r.mustRun("rm", "-y", "--update-config", name)
 	one := time.Since(start)
-	window := max(time.Minute, 2*one*scaleMachines/time.Duration(runtime.NumCPU()))
+	window := max(time.Minute, 2*one*time.Duration(machines)/time.Duration(runtime.NumCPU()))
 	t.Logf("one machine: create %s, create+rm %s on %d CPUs: a round fails after %s without progress",
 		created.Round(time.Millisecond), one.Round(time.Millisecond), runtime.NumCPU(), window.Round(time.Second))
 	return window
 }
 
-func soakRound(t *testing.T, r *rm, round int, window time.Duration) {
+func soakRound(t *testing.T, r *rm, round, machines int, window time.Duration) {
 	t.Helper()
 	p, ctx := simtest.NewProgress(context.Background(), window)
 	defer p.Stop()
 	go watchPool(ctx, p, r.cluster)
 	start := time.Now()
-	names := make([]string, scaleMachines)
+	names := make([]string, machines)
 	for i := range names {
 		names[i] = fmt.Sprintf("%s-pool1-r%dm%02d", r.cluster, round, i)
 	}
@@ -93,7 +111,7 @@ func soakRound(t *testing.T, r *rm, round int, window time.Duration) {
 	}
 	r.assertNothingLeft()
 	simtest.NoPluginLeft(t, r.store)
-	t.Logf("round %d: %d machines created in %s, removed in %s", round, scaleMachines, created.Round(time.Second), (time.Since(start) - created).Round(time.Second))
+	t.Logf("round %d: %d machines created in %s, removed in %s", round, machines, created.Round(time.Second), (time.Since(start) - created).Round(time.Second))
 }
 
 // watchPool reports every change of the pool's VMs and VMIs as progress
