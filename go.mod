@@ -9,6 +9,7 @@ tool (
 	github.com/rancher/machine/cmd/rancher-machine
 	k8s.io/kubernetes/cmd/kube-apiserver
 	k8s.io/kubernetes/cmd/kube-controller-manager
+	k8s.io/kubernetes/cmd/kube-scheduler
 )
 
 require (

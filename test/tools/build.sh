@@ -96,8 +96,9 @@ if is_wanted kubevip; then
   pids+=($!)
 fi
 if is_wanted main; then
-  build main "$root" test/tools/etcd kube-apiserver kube-controller-manager etcd rancher-machine -- \
+  build main "$root" test/tools/etcd kube-apiserver kube-controller-manager kube-scheduler etcd rancher-machine -- \
     -ldflags "$kube_ldflags" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+    k8s.io/kubernetes/cmd/kube-scheduler \
     ./test/tools/etcd github.com/rancher/machine/cmd/rancher-machine &
   pids+=($!)
 fi
