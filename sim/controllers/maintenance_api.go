@@ -1,0 +1,86 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+)
+
+// EnableMaintenance is Harvester's node action enableMaintenanceMode: it
+// checks maintenancePossible (drainhelper.DrainPossible) and annotates the
+// host drain-requested (and drain-forced with force); the nodedrain
+// controller does the rest.
+func EnableMaintenance(ctx context.Context, kube kubernetes.Interface, host string, force bool) error {
+	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("enable maintenance of %s: list hosts: %w", host, err)
+	}
+	var node *corev1.Node
+	for i := range nodes.Items {
+		if nodes.Items[i].Name == host {
+			node = &nodes.Items[i]
+		}
+	}
+	if node == nil {
+		names := make([]string, 0, len(nodes.Items))
+		for _, n := range nodes.Items {
+			names = append(names, n.Name)
+		}
+		return fmt.Errorf("enable maintenance: no host %q (hosts: %v)", host, names)
+	}
+	if err := drainPossible(node, nodes.Items); err != nil {
+		return fmt.Errorf("enable maintenance of %s: %w", host, err)
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := kube.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		n.Annotations[harvester.AnnDrainRequested] = "true"
+		if force {
+			n.Annotations[harvester.AnnDrainForced] = "true"
+		}
+		_, err = kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// DisableMaintenance is Harvester's node action disableMaintenanceMode:
+// uncordon, remove the kubevirt.io/drain taint and the maintenance
+// annotations, then start the VMs shut down with strategy
+// ShutdownAndRestartAfterDisable for this host. VMs maintenance stopped
+// otherwise (force, eviction) are not started again, as in Harvester.
+func DisableMaintenance(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, host string) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := kube.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		n.Spec.Unschedulable = false
+		for i, t := range n.Spec.Taints {
+			if t.Key == harvester.TaintKubeVirtDrain {
+				n.Spec.Taints = append(n.Spec.Taints[:i], n.Spec.Taints[i+1:]...)
+				break
+			}
+		}
+		delete(n.Annotations, harvester.AnnDrainRequested)
+		delete(n.Annotations, harvester.AnnDrainForced)
+		delete(n.Annotations, harvester.AnnMaintainStatus)
+		_, err = kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("disable maintenance of %s: %w", host, err)
+	}
+	return restartMaintenanceVMs(ctx, dyn, host, harvester.MaintainModeShutdownAndRestartAfterDisable, true)
+}
