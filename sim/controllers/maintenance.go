@@ -379,6 +379,8 @@ func restartMaintenanceVMs(ctx context.Context, dyn dynamic.Interface, host, str
 // maintenance annotations are removed and the error (only logged by
 // Harvester) is an event on the host.
 func (s *sim) refuseMaintenance(ctx context.Context, node *corev1.Node, msg string) error {
+	s.log.Info("maintenance refused", "node", node.Name, "why", msg)
+	s.nodeEvent(ctx, node, corev1.EventTypeWarning, ReasonMaintenanceRefused, msg)
 	_, err := s.updateNode(ctx, node.Name, func(n *corev1.Node) bool {
 		_, a := n.Annotations[harvester.AnnMaintainStatus]
 		_, b := n.Annotations[harvester.AnnDrainRequested]
@@ -388,12 +390,7 @@ func (s *sim) refuseMaintenance(ctx context.Context, node *corev1.Node, msg stri
 		delete(n.Annotations, harvester.AnnDrainForced)
 		return a || b || c
 	})
-	if err != nil {
-		return err
-	}
-	s.log.Info("maintenance refused", "node", node.Name, "why", msg)
-	s.nodeEvent(ctx, node, corev1.EventTypeWarning, ReasonMaintenanceRefused, msg)
-	return nil
+	return err
 }
 
 // nodeEvent records an event about a host (namespace default, as for any
@@ -458,16 +455,5 @@ func (s *sim) annotateVM(ctx context.Context, ns, name, key, value string) error
 
 // haltVM is Harvester's findAndStopVM: spec.runStrategy Halted.
 func (s *sim) haltVM(ctx context.Context, ns, name string) error {
-	_, err := s.updateMeta(ctx, gvrVM, ns, name, func(cur *unstructured.Unstructured) bool {
-		if rs, _, _ := unstructured.NestedString(cur.Object, "spec", "runStrategy"); rs == string(kubevirtv1.RunStrategyHalted) {
-			return false
-		}
-		_ = unstructured.SetNestedField(cur.Object, string(kubevirtv1.RunStrategyHalted), "spec", "runStrategy")
-		unstructured.RemoveNestedField(cur.Object, "spec", "running")
-		return true
-	})
-	if err != nil && apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return StopVM(ctx, s.dyn, ns, name)
 }

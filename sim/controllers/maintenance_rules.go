@@ -224,3 +224,45 @@ func hasDrainTaint(n *corev1.Node) bool {
 	}
 	return false
 }
+
+// UpgradeStops is Harvester v1.8's GetAllNonLiveMigratableVMINames, what
+// the upgrade's pre-drain (vm-live-migrate-detector --shutdown) stops
+// before it taints the host: with one non-witness host every VMI; else
+// those with a nodeSelector, with host devices (GPUs are not looked at),
+// or whose required node affinity no other schedulable non-witness host
+// matches. Names are namespace/name.
+func UpgradeStops(vmis []*kubevirtv1.VirtualMachineInstance, nodes []corev1.Node) []string {
+	var hosts []corev1.Node
+	for _, n := range nodes {
+		if _, witness := n.Labels[harvester.LabelWitnessHost]; !witness {
+			hosts = append(hosts, n)
+		}
+	}
+	var out []string
+	for _, vmi := range vmis {
+		key := vmi.Namespace + "/" + vmi.Name
+		switch {
+		case len(hosts) == 1, vmi.Spec.NodeSelector != nil, vmi.Spec.Domain.Devices.HostDevices != nil:
+			out = append(out, key)
+			continue
+		}
+		var sel *nodeaffinity.NodeSelector
+		if a := vmi.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			var err error
+			if sel, err = nodeaffinity.NewNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution); err != nil {
+				out = append(out, key)
+				continue
+			}
+		}
+		matched := false
+		for _, n := range hosts {
+			if n.Name != vmi.Status.NodeName && !n.Spec.Unschedulable && (sel == nil || sel.Match(&n)) {
+				matched = true
+			}
+		}
+		if !matched {
+			out = append(out, key)
+		}
+	}
+	return out
+}

@@ -21,7 +21,10 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
-var gvrVMIM = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstancemigrations"}
+// GVRMigration is KubeVirt's VirtualMachineInstanceMigration.
+var GVRMigration = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstancemigrations"}
+
+var gvrVMIM = GVRMigration
 
 // targetPods remembers each migration's target launcher pod by migration UID.
 type targetPods struct {

@@ -1,0 +1,149 @@
+package simctl
+
+import (
+	"bufio"
+	"net"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/test/simtest"
+)
+
+var gvrVMIM = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstancemigrations"}
+
+func migratable(v *kubevirtv1.VirtualMachineInstance) bool {
+	c := vmiCond(v, kubevirtv1.VirtualMachineInstanceIsMigratable)
+	return hasIP(v) && c != nil && c.Status == corev1.ConditionTrue
+}
+
+// sshBanner reads the SSH server's identification line on addr:22.
+func sshBanner(t *testing.T, addr string) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(addr, "22"), 5*time.Second)
+	if err != nil {
+		t.Fatalf("ssh to %s: %v", addr, err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		t.Fatalf("ssh banner of %s: %v", addr, err)
+	}
+	return line
+}
+
+func newMigration(ns, name, vmi string) *kubevirtv1.VirtualMachineInstanceMigration {
+	return &kubevirtv1.VirtualMachineInstanceMigration{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachineInstanceMigration"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: vmi},
+	}
+}
+
+// TestLiveMigration: a migration moves the VMI to another host through
+// KubeVirt's phases; the address, SSH and the topology annotations follow.
+func TestLiveMigration(t *testing.T) {
+	ns := testNamespace(t)
+	createVM(t, ns, "mig", vmOpts{creator: true, userData: agentCloudConfig})
+	before := waitVMI(t, ns, "mig", "running with an address, live-migratable", migratable)
+	ip := before.Status.Interfaces[0].IP
+	if b := sshBanner(t, ip); !strings.HasPrefix(b, "SSH-2.0-") {
+		t.Fatalf("banner before = %q", b)
+	}
+	m := createObject(t, gvrVMIM, newMigration(ns, "m1", "mig"))
+	done := waitFor(t, gvrVMIM, ns, "m1", "Succeeded", func(m *kubevirtv1.VirtualMachineInstanceMigration) bool {
+		return m.Status.Phase == kubevirtv1.MigrationSucceeded || m.Status.Phase == kubevirtv1.MigrationFailed
+	})
+	if done.Status.Phase != kubevirtv1.MigrationSucceeded {
+		t.Fatalf("migration phase %s", done.Status.Phase)
+	}
+	var phases []string
+	for _, p := range done.Status.PhaseTransitionTimestamps {
+		phases = append(phases, string(p.Phase))
+	}
+	// KubeVirt v1.7's phases of a local migration, in order.
+	if got, want := strings.Join(phases, ","), "Pending,Scheduling,Scheduled,PreparingTarget,TargetReady,Running,Succeeded"; got != want {
+		t.Errorf("phases = %s, want %s", got, want)
+	}
+	if done.Labels["kubevirt.io/vmi-name"] != "mig" {
+		t.Errorf("migration labels = %v, want kubevirt.io/vmi-name=mig", done.Labels)
+	}
+	after := waitVMI(t, ns, "mig", "migrated", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return v.Status.MigrationState != nil && v.Status.MigrationState.Completed
+	})
+	ms := after.Status.MigrationState
+	src, dst := before.Status.NodeName, after.Status.NodeName
+	switch {
+	case dst == src:
+		t.Errorf("nodeName stayed %s", src)
+	case ms.SourceNode != src || ms.TargetNode != dst || string(ms.MigrationUID) != string(m.GetUID()):
+		t.Errorf("migrationState = %+v, want source %s target %s uid %s", ms, src, dst, m.GetUID())
+	case ms.StartTimestamp == nil || ms.EndTimestamp == nil || ms.Failed || ms.Mode != kubevirtv1.MigrationPreCopy:
+		t.Errorf("migrationState = %+v, want start/end timestamps, not failed, mode PreCopy", ms)
+	case !strings.HasPrefix(ms.TargetPod, "virt-launcher-mig-"):
+		t.Errorf("targetPod = %q, want virt-launcher-mig-*", ms.TargetPod)
+	case after.Labels["kubevirt.io/nodeName"] != dst:
+		t.Errorf("label kubevirt.io/nodeName = %q, want %s", after.Labels["kubevirt.io/nodeName"], dst)
+	case after.Status.Phase != kubevirtv1.Running || after.Status.Interfaces[0].IP != ip:
+		t.Errorf("after migration phase %s address %s, want Running %s", after.Status.Phase, after.Status.Interfaces[0].IP, ip)
+	}
+	host, err := env.kube.CoreV1().Nodes().Get(testContext(t), dst, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Annotations[harvester.ZoneKey] != host.Labels[harvester.ZoneKey] || after.Annotations[harvester.HostnameKey] != dst {
+		t.Errorf("topology annotations %v, want zone %s hostname %s", after.Annotations, host.Labels[harvester.ZoneKey], dst)
+	}
+	if b := sshBanner(t, ip); !strings.HasPrefix(b, "SSH-2.0-") {
+		t.Fatalf("banner after = %q", b)
+	}
+}
+
+// TestMigrationRefused: virt-api refuses a migration of a VMI whose
+// LiveMigratable is False with KubeVirt's message, and of a missing VMI.
+func TestMigrationRefused(t *testing.T) {
+	ns := testNamespace(t)
+	rwo := claimTemplate("mig-rwo-disk", fixtureImage, nil)
+	rwo.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	createVM(t, ns, "rwo", vmOpts{claims: []corev1.PersistentVolumeClaim{rwo}})
+	waitVMI(t, ns, "rwo", "not live-migratable", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		c := vmiCond(v, kubevirtv1.VirtualMachineInstanceIsMigratable)
+		return c != nil && c.Status == corev1.ConditionFalse
+	})
+	for _, tc := range []struct{ vmi, want string }{
+		// migration-create-admitter.go isMigratable, with virt-handler's message for a RWO claim.
+		{"rwo", "Cannot migrate VMI, Reason: DisksNotLiveMigratable, Message: cannot migrate VMI: PVC mig-rwo-disk is not shared, live migration requires that all PVCs must be shared (using ReadWriteMany access mode)"},
+		{"nope", `the VMI "` + ns + `/nope" does not exist`},
+	} {
+		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(newMigration(ns, "m-"+tc.vmi, tc.vmi))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := &unstructured.Unstructured{Object: m}
+		_, err = env.dyn.Resource(gvrVMIM).Namespace(ns).Create(testContext(t), u, metav1.CreateOptions{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("migration of %s: err = %v, want it to contain %q", tc.vmi, err, tc.want)
+		}
+	}
+}
+
+// simCLI runs bin/harvester-sim against the test's simulator.
+func simCLI(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	bin, err := simtest.Bin("harvester-sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, append(args, "--state-dir", env.sim.Dir)...).CombinedOutput()
+	return string(out), err
+}
