@@ -102,7 +102,7 @@ func runAction(c *cli.Context) error {
 		Hosts: c.Int(flagHosts), Zones: c.Int(flagZones),
 		ScheduleDelay: c.Duration(flagScheduleDelay), BootDelay: c.Duration(flagBootDelay), IPDelay: c.Duration(flagIPDelay),
 		MigrationDuration: c.Duration(flagMigrationDur),
-		StartTimeout: c.Duration(flagStartTimeout), GuestClusters: c.Bool(flagGuestClusters), AuditLog: auditLog,
+		StartTimeout:      c.Duration(flagStartTimeout), GuestClusters: c.Bool(flagGuestClusters), AuditLog: auditLog,
 		GuestInterface: c.String(flagGuestIface),
 		Log:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
 	})

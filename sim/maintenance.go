@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,8 +37,8 @@ func maintenanceCommand() *cli.Command {
 		Subcommands: []*cli.Command{
 			{
 				Name: "enable", ArgsUsage: "HOST",
-				Usage: "request maintenance mode (annotation harvesterhci.io/drain-requested, as the node action does) and wait until harvesterhci.io/maintain-status is completed; exit 1 naming the VMs that block it and why",
-				Flags: []cli.Flag{stateDirFlag(), &cli.BoolFlag{Name: flagForce, Usage: "Harvester's force option: stop the VMs that cannot migrate"}, timeout()},
+				Usage:  "request maintenance mode (annotation harvesterhci.io/drain-requested, as the node action does) and wait until harvesterhci.io/maintain-status is completed; exit 1 naming the VMs that block it and why",
+				Flags:  []cli.Flag{stateDirFlag(), &cli.BoolFlag{Name: flagForce, Usage: "Harvester's force option: stop the VMs that cannot migrate"}, timeout()},
 				Before: requireStateDir,
 				Action: func(c *cli.Context) error {
 					host, err := oneHost(c)
@@ -182,21 +183,32 @@ func EnterMaintenance(ctx context.Context, kube kubernetes.Interface, dyn dynami
 		return rep, err
 	}
 	started := time.Now().Add(-time.Second)
-	if err := controllers.EnableMaintenance(ctx, kube, host, force); err != nil {
+	rv, err := controllers.EnableMaintenance(ctx, kube, host, force)
+	if err != nil {
 		return rep, err
 	}
+	requestRV, _ := strconv.ParseUint(rv, 10, 64)
 	nodes := kubeapi.KindOf("node", &corev1.Node{}, kube.CoreV1().Nodes())
-	var refused bool
+	var refused, seen bool
+	// kube-apiserver's resourceVersions are etcd revisions: a read at or
+	// after the request's is fresh.
 	_, err = kubeapi.Wait(ctx, nodes, "", host, 0, func(n *corev1.Node) (bool, error) {
 		if n == nil {
 			return false, fmt.Errorf("host %s is gone", host)
 		}
+		// A read older than the request shows neither annotation: decide
+		// only once the request (or its outcome) has been seen.
 		ann := n.Annotations
-		if ann[harvester.AnnMaintainStatus] == harvester.MaintainCompleted {
-			return true, nil
-		}
 		_, requested := ann[harvester.AnnDrainRequested]
-		if _, ok := ann[harvester.AnnMaintainStatus]; !ok && !requested {
+		status, inMaintenance := ann[harvester.AnnMaintainStatus]
+		cur, _ := strconv.ParseUint(n.ResourceVersion, 10, 64)
+		seen = seen || requested || status == harvester.MaintainRunning || cur >= requestRV
+		switch {
+		case !seen:
+			return false, nil
+		case status == harvester.MaintainCompleted:
+			return true, nil
+		case !inMaintenance && !requested:
 			refused = true
 			return true, nil
 		}

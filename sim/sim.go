@@ -149,7 +149,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	err = controllers.Start(runCtx, cfg, controllers.Options{
 		ScheduleDelay: o.ScheduleDelay, BootDelay: o.BootDelay, IPDelay: o.IPDelay, MigrationDuration: o.MigrationDuration,
-		Log: log.With("component", "controllers"),
+		Log:          log.With("component", "controllers"),
 		GuestNetwork: guestNet,
 	})
 	if err != nil {

@@ -19,11 +19,12 @@ import (
 // EnableMaintenance is Harvester's node action enableMaintenanceMode: it
 // checks maintenancePossible (drainhelper.DrainPossible) and annotates the
 // host drain-requested (and drain-forced with force); the nodedrain
-// controller does the rest.
-func EnableMaintenance(ctx context.Context, kube kubernetes.Interface, host string, force bool) error {
+// controller does the rest. It returns the host's resourceVersion after
+// the request.
+func EnableMaintenance(ctx context.Context, kube kubernetes.Interface, host string, force bool) (string, error) {
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return fmt.Errorf("enable maintenance of %s: list hosts: %w", host, err)
+		return "", fmt.Errorf("enable maintenance of %s: list hosts: %w", host, err)
 	}
 	var node *corev1.Node
 	for i := range nodes.Items {
@@ -36,12 +37,13 @@ func EnableMaintenance(ctx context.Context, kube kubernetes.Interface, host stri
 		for _, n := range nodes.Items {
 			names = append(names, n.Name)
 		}
-		return fmt.Errorf("enable maintenance: no host %q (hosts: %v)", host, names)
+		return "", fmt.Errorf("enable maintenance: no host %q (hosts: %v)", host, names)
 	}
 	if err := drainPossible(node, nodes.Items); err != nil {
-		return fmt.Errorf("enable maintenance of %s: %w", host, err)
+		return "", fmt.Errorf("enable maintenance of %s: %w", host, err)
 	}
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	var rv string
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		n, err := kube.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -53,9 +55,16 @@ func EnableMaintenance(ctx context.Context, kube kubernetes.Interface, host stri
 		if force {
 			n.Annotations[harvester.AnnDrainForced] = "true"
 		}
-		_, err = kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		upd, err := kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		if err == nil {
+			rv = upd.ResourceVersion
+		}
 		return err
 	})
+	if err != nil {
+		return "", fmt.Errorf("enable maintenance of %s: %w", host, err)
+	}
+	return rv, nil
 }
 
 // DisableMaintenance is Harvester's node action disableMaintenanceMode:

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/sim/fault"
 )
 
@@ -86,8 +87,8 @@ func (s *sim) register(ctx context.Context) error {
 				for _, k := range s.migrationKeysOf(ns, u.GetName()) {
 					s.migQ.add(k)
 				}
-				s.nodeQ.add(u.GetLabels()[LabelVMINodeName])
 			}
+			s.enqueueDrainingHosts()
 			s.enqueueNamespace(s.pvcQ, ns, s.pvcKeys)
 			s.enqueueNamespace(s.lbQ, ns, s.lbKeys)
 		}},
@@ -120,11 +121,7 @@ func (s *sim) register(ctx context.Context) error {
 		{"virtualmachineinstancemigrations", migInf.Informer(), func(obj any) {
 			key, _ := keyOf(obj)
 			s.migQ.add(key)
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				if vmi := s.cachedVMI(u.GetNamespace(), u.GetLabels()[LabelMigrationVMI]); vmi != nil {
-					s.nodeQ.add(vmi.Status.NodeName)
-				}
-			}
+			s.enqueueDrainingHosts()
 		}},
 		{"persistentvolumeclaims", s.kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), func(obj any) {
 			key, ns := keyOf(obj)
@@ -229,4 +226,17 @@ func controllerVMName(u *unstructured.Unstructured) string {
 		}
 	}
 	return ""
+}
+
+// enqueueDrainingHosts re-evaluates the hosts being drained, in
+// maintenance or tainted kubevirt.io/drain: a VMI leaving or stopping
+// may finish their drain.
+func (s *sim) enqueueDrainingHosts() {
+	nodes, _ := s.kubeInformers.Core().V1().Nodes().Lister().List(labels.Everything())
+	for _, n := range nodes {
+		_, requested := n.Annotations[harvester.AnnDrainRequested]
+		if requested || n.Annotations[harvester.AnnMaintainStatus] == harvester.MaintainRunning || hasDrainTaint(n) {
+			s.nodeQ.add(n.Name)
+		}
+	}
 }

@@ -137,13 +137,83 @@ func TestMigrationRefused(t *testing.T) {
 	}
 }
 
-// simCLI runs bin/harvester-sim against the test's simulator.
-func simCLI(t *testing.T, args ...string) (string, error) {
+// simCLI runs bin/harvester-sim COMMAND --state-dir D ARGS... against the
+// test's simulator (COMMAND may be "maintenance enable").
+func simCLI(t *testing.T, command string, args ...string) (string, error) {
 	t.Helper()
 	bin, err := simtest.Bin("harvester-sim")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(bin, append(args, "--state-dir", env.sim.Dir)...).CombinedOutput()
+	argv := append(strings.Fields(command), "--state-dir", env.sim.Dir)
+	out, err := exec.Command(bin, append(argv, args...)...).CombinedOutput()
 	return string(out), err
+}
+
+// preferHost is a preferred node affinity for one host: the VM lands there
+// but may migrate away.
+func preferHost(host string) *corev1.Affinity {
+	return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+		Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+			Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{host}}}}}}}}
+}
+
+// TestMaintenance: without force Harvester refuses a host with a VM that
+// cannot migrate, naming it; with --force the migratable VMs migrate, the
+// other is stopped (runStrategy Halted) and the host is completed;
+// disable uncordons it and removes the annotation.
+func TestMaintenance(t *testing.T) {
+	ns := testNamespace(t)
+	const host = "harvester-node-2"
+	for _, name := range []string{"m-a", "m-b"} {
+		createVM(t, ns, name, vmOpts{userData: agentCloudConfig, affinity: preferHost(host)})
+	}
+	rwo := claimTemplate("pinned-disk", fixtureImage, nil)
+	rwo.Spec.AccessModes = []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}
+	createVM(t, ns, "stuck", vmOpts{userData: agentCloudConfig, affinity: preferHost(host), claims: []corev1.PersistentVolumeClaim{rwo}})
+	for _, name := range []string{"m-a", "m-b", "stuck"} {
+		v := waitVMI(t, ns, name, "running with an address", hasIP)
+		if v.Status.NodeName != host {
+			t.Fatalf("%s placed on %s, want %s", name, v.Status.NodeName, host)
+		}
+	}
+	out, err := simCLI(t, "maintenance enable", "--timeout", "30s", host)
+	// nodedrain_controller.go's refusal, with virt-handler's reason.
+	want := "Non-migratable VMs found: " + ns + "/stuck cannot be migrated due to DisksNotLiveMigratable. Use 'force drain' to perform a collective shutdown"
+	if err == nil || !strings.Contains(out, want) {
+		t.Fatalf("enable without force: err %v, output:\n%s\nwant it to contain %q", err, out, want)
+	}
+	n, _ := env.kube.CoreV1().Nodes().Get(testContext(t), host, metav1.GetOptions{})
+	if _, ok := n.Annotations[harvester.AnnMaintainStatus]; ok || n.Spec.Unschedulable {
+		t.Fatalf("refused host has annotations %v unschedulable %v", n.Annotations, n.Spec.Unschedulable)
+	}
+	out, err = simCLI(t, "maintenance enable", "--force", "--timeout", "60s", host)
+	if err != nil {
+		t.Fatalf("enable --force: %v\n%s", err, out)
+	}
+	for _, line := range []string{"migrated  " + ns + "/m-a -> ", "migrated  " + ns + "/m-b -> ", "shut down " + ns + "/stuck"} {
+		if !strings.Contains(out, line) {
+			t.Errorf("report lacks %q:\n%s", line, out)
+		}
+	}
+	n, _ = env.kube.CoreV1().Nodes().Get(testContext(t), host, metav1.GetOptions{})
+	if n.Annotations[harvester.AnnMaintainStatus] != harvester.MaintainCompleted || !n.Spec.Unschedulable {
+		t.Errorf("host annotations %v unschedulable %v, want completed and cordoned", n.Annotations, n.Spec.Unschedulable)
+	}
+	waitVM(t, ns, "stuck", "halted", func(vm *kubevirtv1.VirtualMachine) bool {
+		return vm.Spec.RunStrategy != nil && *vm.Spec.RunStrategy == kubevirtv1.RunStrategyHalted
+	})
+	for _, name := range []string{"m-a", "m-b"} {
+		v := waitVMI(t, ns, name, "running elsewhere", hasIP)
+		if v.Status.NodeName == host {
+			t.Errorf("%s still on %s", name, host)
+		}
+	}
+	if out, err := simCLI(t, "maintenance disable", host); err != nil {
+		t.Fatalf("disable: %v\n%s", err, out)
+	}
+	n, _ = env.kube.CoreV1().Nodes().Get(testContext(t), host, metav1.GetOptions{})
+	if _, ok := n.Annotations[harvester.AnnMaintainStatus]; ok || n.Spec.Unschedulable {
+		t.Errorf("after disable: annotations %v unschedulable %v", n.Annotations, n.Spec.Unschedulable)
+	}
 }
