@@ -214,7 +214,7 @@ func EnterMaintenance(ctx context.Context, kube kubernetes.Interface, dyn dynami
 		}
 		return false, nil
 	})
-	bg, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	outcome(bg, dyn, host, before, &rep)
 	switch {
