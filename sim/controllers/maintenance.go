@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -45,15 +46,22 @@ func (s *sim) reconcileNode(ctx context.Context, name string) (time.Duration, er
 	if _, ok := node.Annotations[harvester.AnnDrainRequested]; ok {
 		return 0, s.drainHost(ctx, node.DeepCopy())
 	}
+	var again time.Duration
 	if hasDrainTaint(node) {
-		if err := s.evacuate(ctx, node.Name, s.vmisOnHost(node.Name), evacuatedByTaint); err != nil {
+		vmis := s.vmisOnHost(node.Name)
+		if err := s.evacuate(ctx, node.Name, vmis, evacuatedByTaint); err != nil {
 			return 0, err
+		}
+		for _, v := range vmis {
+			if !v.IsFinal() {
+				again = time.Second // KubeVirt's evacuation controller resyncs too
+			}
 		}
 	}
 	if node.Annotations[harvester.AnnMaintainStatus] == harvester.MaintainRunning {
-		return 0, s.completeMaintenance(ctx, node)
+		return again, s.completeMaintenance(ctx, node)
 	}
-	return 0, nil
+	return again, nil
 }
 
 // vmisOnHost are the VMIs labelled kubevirt.io/nodeName=host (Harvester's
@@ -266,39 +274,38 @@ func (s *sim) evacuate(ctx context.Context, host string, vmis []*kubevirtv1.Virt
 	return nil
 }
 
-// hasActiveMigration: a migration of the VMI is not final (the cache or
-// one just created).
+// hasActiveMigration: a migration of the VMI is not final, in the cache
+// or created by evacuate moments ago and not in the cache yet.
 func (s *sim) hasActiveMigration(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	key := vmi.Namespace + "/" + vmi.Name
+	pending, _ := s.recent.Load(key)
+	p, _ := pending.(recentMigration)
 	list, _ := s.migrations.ByNamespace(vmi.Namespace).List(labels.SelectorFromSet(labels.Set{LabelMigrationVMI: vmi.Name}))
 	for _, o := range list {
 		u, ok := o.(*unstructured.Unstructured)
 		if !ok {
 			continue
 		}
+		if u.GetUID() == p.uid {
+			p = recentMigration{} // the cache has it: it decides
+		}
 		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
 		if phase != string(kubevirtv1.MigrationSucceeded) && phase != string(kubevirtv1.MigrationFailed) {
 			return true
 		}
 	}
-	return s.recentMigration(vmi.Namespace + "/" + vmi.Name)
+	return p.uid != "" && time.Since(p.at) < 5*time.Second
 }
 
-// noteMigration remembers a migration this controller created until the
-// cache shows it, so a second reconcile does not create another.
+// recentMigration is a migration evacuate created, until the cache has it.
+type recentMigration struct {
+	uid types.UID
+	at  time.Time
+}
+
+// noteMigration remembers a migration this controller created.
 func (s *sim) noteMigration(u *unstructured.Unstructured) {
-	vmi := u.GetLabels()[LabelMigrationVMI]
-	s.state.once(u.GetNamespace()+"/"+vmi, "evacuation", string(u.GetUID()))
-	s.recent.Store(u.GetNamespace()+"/"+vmi, time.Now())
-}
-
-// recentMigration: a migration of the VMI was created in the last seconds.
-func (s *sim) recentMigration(key string) bool {
-	v, ok := s.recent.Load(key)
-	if !ok {
-		return false
-	}
-	at, _ := v.(time.Time)
-	return time.Since(at) < 2*time.Second
+	s.recent.Store(u.GetNamespace()+"/"+u.GetLabels()[LabelMigrationVMI], recentMigration{uid: u.GetUID(), at: time.Now()})
 }
 
 // completeMaintenance is Harvester's maintain controller: once no VMI is
