@@ -29,6 +29,7 @@ const (
 	flagScheduleDelay = "schedule-delay"
 	flagBootDelay     = "boot-delay"
 	flagIPDelay       = "ip-delay"
+	flagMigrationDur  = "migration-duration"
 	flagStartTimeout  = "start-timeout"
 	flagRemove        = "remove"
 	flagVerbose       = "verbose"
@@ -65,6 +66,7 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagScheduleDelay, Value: 200 * time.Millisecond, Usage: "time a VMI spends Pending/Scheduling before it is Scheduled"},
 			&cli.DurationFlag{Name: flagBootDelay, Value: 500 * time.Millisecond, Usage: "time from Scheduled to Running"},
 			&cli.DurationFlag{Name: flagIPDelay, Value: 500 * time.Millisecond, Usage: "time from Running until the guest agent reports an address"},
+			&cli.DurationFlag{Name: flagMigrationDur, Value: time.Second, Usage: "how long a live migration's transfer runs (migration phase Running to Succeeded)"},
 			&cli.BoolFlag{Name: flagGuestClusters, Usage: "play the guest clusters: a kube-apiserver per guest cluster a VM is labelled with (DIR/guests/<cluster>/kubeconfig), running VMs join as Nodes, their K3s/RKE2 auto-deploy manifests are applied"},
 			&cli.StringFlag{Name: flagAuditLog, Usage: "write kube-apiserver's audit log (every request at level Metadata, JSON lines) to this file; off when empty"},
 			&cli.StringFlag{Name: flagGuestIface, Usage: "put running guests' addresses on this interface and answer SSH on them as the guest would (for a private network namespace, as the end-to-end harness makes; never on a host's network); with --guest-clusters, the real kube-vip (--bin-dir/kube-vip) also runs for each guest node its DaemonSet schedules on, in the node's own network namespace; off when empty"},
@@ -72,7 +74,7 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
 		},
 		Action:   runAction,
-		Commands: []*cli.Command{faultCommand(), statusCommand(), kubeVIPExecCommand()},
+		Commands: []*cli.Command{faultCommand(), statusCommand(), maintenanceCommand(), upgradeCommand(), kubeVIPExecCommand()},
 	}
 }
 
@@ -99,7 +101,8 @@ func runAction(c *cli.Context) error {
 		StateDir: c.String(flagStateDir), BinDir: binDir,
 		Hosts: c.Int(flagHosts), Zones: c.Int(flagZones),
 		ScheduleDelay: c.Duration(flagScheduleDelay), BootDelay: c.Duration(flagBootDelay), IPDelay: c.Duration(flagIPDelay),
-		StartTimeout: c.Duration(flagStartTimeout), GuestClusters: c.Bool(flagGuestClusters), AuditLog: auditLog,
+		MigrationDuration: c.Duration(flagMigrationDur),
+		StartTimeout:      c.Duration(flagStartTimeout), GuestClusters: c.Bool(flagGuestClusters), AuditLog: auditLog,
 		GuestInterface: c.String(flagGuestIface),
 		Log:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
 	})

@@ -40,6 +40,8 @@ var simCRDs = []crdSpec{
 		columns: []apiextv1.CustomResourceColumnDefinition{column("Status", ".status.printableStatus"), column("Ready", ".status.ready")}},
 	{group: "kubevirt.io", version: "v1", kind: "VirtualMachineInstance", plural: "virtualmachineinstances", shortNames: []string{"vmi", "vmis"},
 		columns: []apiextv1.CustomResourceColumnDefinition{column("Phase", ".status.phase"), column("IP", ".status.interfaces[0].ipAddress"), column("NodeName", ".status.nodeName")}},
+	{group: "kubevirt.io", version: "v1", kind: "VirtualMachineInstanceMigration", plural: "virtualmachineinstancemigrations", shortNames: []string{"vmim", "vmims"}, status: true,
+		columns: []apiextv1.CustomResourceColumnDefinition{column("Phase", ".status.phase"), column("VMI", ".spec.vmiName")}},
 	{group: "harvesterhci.io", version: "v1beta1", kind: "VirtualMachineImage", plural: "virtualmachineimages", shortNames: []string{"vmimage", "vmimages"}, status: true,
 		columns: []apiextv1.CustomResourceColumnDefinition{column("Display-Name", ".spec.displayName"), column("StorageClass", ".status.storageClassName")}},
 	{group: "harvesterhci.io", version: "v1beta1", kind: "KeyPair", plural: "keypairs", shortNames: []string{"kp"}, status: true,

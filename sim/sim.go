@@ -46,7 +46,9 @@ type Options struct {
 	Zones    int
 
 	ScheduleDelay, BootDelay, IPDelay time.Duration
-	StartTimeout                      time.Duration
+	// MigrationDuration is how long a live migration's transfer runs.
+	MigrationDuration time.Duration
+	StartTimeout      time.Duration
 	// GuestClusters starts a control plane for each guest cluster a VM is
 	// labelled with, and lets running VMs join it as Nodes.
 	GuestClusters bool
@@ -71,7 +73,7 @@ func (o Options) Validate() error {
 	if o.Zones < 1 || o.Zones > o.Hosts {
 		errs = append(errs, fmt.Errorf("--zones: %d is out of range: use 1 to the host count (%d)", o.Zones, o.Hosts))
 	}
-	for name, d := range map[string]time.Duration{"--schedule-delay": o.ScheduleDelay, "--boot-delay": o.BootDelay, "--ip-delay": o.IPDelay} {
+	for name, d := range map[string]time.Duration{"--schedule-delay": o.ScheduleDelay, "--boot-delay": o.BootDelay, "--ip-delay": o.IPDelay, "--migration-duration": o.MigrationDuration} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s: %s is negative: use 0 or more", name, d))
 		}
@@ -146,7 +148,8 @@ func Run(ctx context.Context, o Options) (err error) {
 		}()
 	}
 	err = controllers.Start(runCtx, cfg, controllers.Options{
-		ScheduleDelay: o.ScheduleDelay, BootDelay: o.BootDelay, IPDelay: o.IPDelay, Log: log.With("component", "controllers"),
+		ScheduleDelay: o.ScheduleDelay, BootDelay: o.BootDelay, IPDelay: o.IPDelay, MigrationDuration: o.MigrationDuration,
+		Log:          log.With("component", "controllers"),
 		GuestNetwork: guestNet,
 	})
 	if err != nil {

@@ -39,6 +39,10 @@ func startWebhook(ctx, startCtx context.Context, cfg *rest.Config, admin adminCl
 	if _, err := admin.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(startCtx, conf, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("webhook: create MutatingWebhookConfiguration %s: %w", conf.Name, err)
 	}
+	val := webhook.ValidatorConfiguration(srv.MigrationURL(), p.CACertPEM, map[string]string{simLabel: "true"})
+	if _, err := admin.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(startCtx, val, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("webhook: create ValidatingWebhookConfiguration %s: %w", val.Name, err)
+	}
 	return waitWebhookEffective(startCtx, admin.dyn)
 }
 

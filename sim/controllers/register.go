@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/sim/fault"
 )
 
@@ -45,6 +46,8 @@ func (s *sim) register(ctx context.Context) error {
 	kpInf := s.dynInformers.ForResource(gvrKeyPair)
 	s.vms, s.vmis, s.images, s.keyPairs = vmInf.Lister(), vmiInf.Lister(), imgInf.Lister(), kpInf.Lister()
 	s.vmiInformer = vmiInf.Informer()
+	migInf := s.dynInformers.ForResource(gvrVMIM)
+	s.migrations = migInf.Lister()
 	lbInf := s.dynInformers.ForResource(gvrLB)
 	poolInf := s.dynInformers.ForResource(gvrPool)
 	s.lbs, s.pools = lbInf.Lister(), poolInf.Lister()
@@ -80,6 +83,12 @@ func (s *sim) register(ctx context.Context) error {
 				}
 			}
 			s.enqueueSchedulingVMIs()
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				for _, k := range s.migrationKeysOf(ns, u.GetName()) {
+					s.migQ.add(k)
+				}
+			}
+			s.enqueueDrainingHosts()
 			s.enqueueNamespace(s.pvcQ, ns, s.pvcKeys)
 			s.enqueueNamespace(s.lbQ, ns, s.lbKeys)
 		}},
@@ -102,7 +111,18 @@ func (s *sim) register(ctx context.Context) error {
 			key, _ := keyOf(obj)
 			s.keyPairQ.add(key)
 		}},
-		{"nodes", s.kubeInformers.Core().V1().Nodes().Informer(), func(any) { s.enqueueSchedulingVMIs() }},
+		{"nodes", s.kubeInformers.Core().V1().Nodes().Informer(), func(obj any) {
+			s.enqueueSchedulingVMIs()
+			s.enqueueNamespace(s.migQ, "", s.migrationKeys)
+			if n, ok := obj.(*corev1.Node); ok {
+				s.nodeQ.add(n.Name)
+			}
+		}},
+		{"virtualmachineinstancemigrations", migInf.Informer(), func(obj any) {
+			key, _ := keyOf(obj)
+			s.migQ.add(key)
+			s.enqueueDrainingHosts()
+		}},
 		{"persistentvolumeclaims", s.kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), func(obj any) {
 			key, ns := keyOf(obj)
 			s.pvcQ.add(key)
@@ -145,6 +165,9 @@ func (s *sim) enqueueNamespace(q *queue, ns string, list func(ns string) []strin
 
 func (s *sim) vmKeys(ns string) []string  { return genericKeys(s.vms, ns) }
 func (s *sim) vmiKeys(ns string) []string { return genericKeys(s.vmis, ns) }
+func (s *sim) migrationKeys(ns string) []string {
+	return genericKeys(s.migrations, ns)
+}
 
 func (s *sim) pvcKeys(ns string) []string {
 	pvcs, err := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(ns).List(labels.Everything())
@@ -203,4 +226,17 @@ func controllerVMName(u *unstructured.Unstructured) string {
 		}
 	}
 	return ""
+}
+
+// enqueueDrainingHosts re-evaluates the hosts being drained, in
+// maintenance or tainted kubevirt.io/drain: a VMI leaving or stopping
+// may finish their drain.
+func (s *sim) enqueueDrainingHosts() {
+	nodes, _ := s.kubeInformers.Core().V1().Nodes().Lister().List(labels.Everything())
+	for _, n := range nodes {
+		_, requested := n.Annotations[harvester.AnnDrainRequested]
+		if requested || n.Annotations[harvester.AnnMaintainStatus] == harvester.MaintainRunning || hasDrainTaint(n) {
+			s.nodeQ.add(n.Name)
+		}
+	}
 }

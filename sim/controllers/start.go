@@ -9,9 +9,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -29,6 +31,9 @@ type Options struct {
 	// Scheduling at once); BootDelay is Scheduled -> Running; IPDelay is
 	// Running -> addresses reported (when the guest runs the agent).
 	ScheduleDelay, BootDelay, IPDelay time.Duration
+	// MigrationDuration is how long a live migration's transfer runs
+	// (from Running to Succeeded); 0 means at once.
+	MigrationDuration time.Duration
 	// Log receives the controllers' logs; nil discards them.
 	Log *slog.Logger
 	// GuestNetwork, when set, gets each running guest with an address and
@@ -86,12 +91,16 @@ type sim struct {
 	dynInformers   dynamicinformer.DynamicSharedInformerFactory
 
 	vms, vmis, images, keyPairs, lbs, pools cache.GenericLister
+	migrations                              cache.GenericLister
 	dhcpPools, netConfigs                   cache.GenericLister
 	vmiInformer                             cache.SharedIndexInformer
 
 	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ *queue
+	migQ, nodeQ                                   *queue
 
-	state *vmiState
+	state      *vmiState
+	migTargets *targetPods
+	recent     sync.Map // VMI key -> when an evacuation migration was created
 }
 
 // Client-side rate limits: the controllers write often in bursts (every
@@ -128,6 +137,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 			informers.WithNamespace(fault.Namespace)),
 		dynInformers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 		state:        newVMIState(),
+		migTargets:   &targetPods{pods: map[types.UID]*targetPod{}},
 	}
 	s.vmQ = newQueue("vm", s.reconcileVM, log)
 	s.vmiQ = newQueue("vmi", s.reconcileVMI, log)
@@ -136,6 +146,8 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 	s.keyPairQ = newQueue("keypair", s.reconcileKeyPair, log)
 	s.lbQ = newQueue("loadbalancer", s.reconcileLoadBalancer, log)
 	s.dhcpQ = newQueue("managed-dhcp", s.reconcileDHCPPool, log)
+	s.migQ = newQueue("migration", s.reconcileMigration, log)
+	s.nodeQ = newQueue("node", s.reconcileNode, log)
 	if err := s.register(ctx); err != nil {
 		return nil, err
 	}
@@ -144,7 +156,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 
 func (s *sim) run(ctx context.Context) {
 	go s.event.run(ctx)
-	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ} {
+	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.migQ, s.nodeQ} {
 		go q.run(ctx)
 	}
 }

@@ -1,0 +1,36 @@
+package harvester
+
+// Harvester v1.8's names for host maintenance (pkg/controller/master/node,
+// pkg/util/drainhelper, pkg/util/constants.go, pkg/api/node).
+const (
+	// AnnMaintainStatus is on a host in maintenance mode: running once its
+	// drain is done, completed once no VMI is left on it.
+	AnnMaintainStatus = "harvesterhci.io/maintain-status"
+	MaintainRunning   = "running"
+	MaintainCompleted = "completed"
+	// AnnDrainRequested and AnnDrainForced are what the node action
+	// enableMaintenanceMode writes ("true"); the nodedrain controller acts
+	// on them and removes them.
+	AnnDrainRequested = "harvesterhci.io/drain-requested"
+	AnnDrainForced    = "harvesterhci.io/drain-forced"
+	// LabelMaintainModeStrategy on a VM(I) asks maintenance to shut it
+	// down instead of migrating it (values below); the VM is then
+	// annotated AnnMaintainModeStrategyNodeName with the host.
+	LabelMaintainModeStrategy       = "harvesterhci.io/maintain-mode-strategy"
+	AnnMaintainModeStrategyNodeName = "harvesterhci.io/maintain-mode-strategy-node-name"
+	// AnnRunStrategy is the run strategy Harvester's VM mutator saved.
+	AnnRunStrategy = "harvesterhci.io/vmRunStrategy"
+	// TaintKubeVirtDrain on a host makes KubeVirt evacuate it.
+	TaintKubeVirtDrain = "kubevirt.io/drain"
+)
+
+// Values of LabelMaintainModeStrategy.
+const (
+	MaintainModeMigrate                        = "Migrate"
+	MaintainModeShutdownAndRestartAfterEnable  = "ShutdownAndRestartAfterEnable"
+	MaintainModeShutdownAndRestartAfterDisable = "ShutdownAndRestartAfterDisable"
+	MaintainModeShutdown                       = "Shutdown"
+)
+
+// MaintainModeShutdownValues are the strategies that shut the VM down.
+var MaintainModeShutdownValues = []string{MaintainModeShutdownAndRestartAfterEnable, MaintainModeShutdownAndRestartAfterDisable, MaintainModeShutdown}

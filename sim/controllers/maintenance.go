@@ -1,0 +1,466 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/retry"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+)
+
+// Event reasons on a host (Node, events in namespace default) for what
+// Harvester's nodedrain controller only logs: the simulator's way of
+// telling `harvester-sim maintenance` why maintenance was refused or what
+// the drain waits for.
+const (
+	ReasonMaintenanceRefused = "MaintenanceModeRefused"
+	ReasonDrainWaiting       = "DrainWaiting"
+	eventNamespace           = "default"
+)
+
+// reconcileNode plays, for one host, Harvester's nodedrain controller
+// (drain-requested annotation: refuse or stop non-migratable VMs, cordon,
+// drain), its maintain controller (maintain-status running -> completed)
+// and KubeVirt's evacuation of a host tainted kubevirt.io/drain.
+func (s *sim) reconcileNode(ctx context.Context, name string) (time.Duration, error) {
+	if name == "" {
+		return 0, nil
+	}
+	node, err := s.kubeInformers.Core().V1().Nodes().Lister().Get(name)
+	if err != nil || node.DeletionTimestamp != nil {
+		return 0, nil
+	}
+	if _, ok := node.Annotations[harvester.AnnDrainRequested]; ok {
+		return 0, s.drainHost(ctx, node.DeepCopy())
+	}
+	var again time.Duration
+	if hasDrainTaint(node) {
+		vmis := s.vmisOnHost(node.Name)
+		if err := s.evacuate(ctx, node.Name, vmis, evacuatedByTaint); err != nil {
+			return 0, err
+		}
+		for _, v := range vmis {
+			if !v.IsFinal() {
+				again = time.Second // KubeVirt's evacuation controller resyncs too
+			}
+		}
+	}
+	if node.Annotations[harvester.AnnMaintainStatus] == harvester.MaintainRunning {
+		return again, s.completeMaintenance(ctx, node)
+	}
+	return again, nil
+}
+
+// vmisOnHost are the VMIs labelled kubevirt.io/nodeName=host (Harvester's
+// ListByNode: any phase).
+func (s *sim) vmisOnHost(host string) []*kubevirtv1.VirtualMachineInstance {
+	list, _ := s.vmis.List(labels.SelectorFromSet(labels.Set{LabelVMINodeName: host}))
+	var out []*kubevirtv1.VirtualMachineInstance
+	for _, o := range list {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			if vmi := s.cachedVMI(u.GetNamespace(), u.GetName()); vmi != nil {
+				out = append(out, vmi)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name })
+	return out
+}
+
+// drainHost is Harvester's nodedrain controller OnNodeChange, with the
+// drain (kubectl's, through the eviction API) played by KubeVirt's
+// eviction rule on each VMI (evictionOf).
+func (s *sim) drainHost(ctx context.Context, node *corev1.Node) error {
+	_, forced := node.Annotations[harvester.AnnDrainForced]
+	hosts := s.hosts()
+	if err := drainPossible(node, hosts); err != nil {
+		return s.refuseMaintenance(ctx, node, "enabling maintenance mode is impossible: "+err.Error())
+	}
+	vmis := s.vmisOnHost(node.Name)
+	nonMig := nonMigratableVMs(vmis, node.Name, hosts)
+	var shutdown []string
+	if !forced {
+		if len(nonMig) > 0 {
+			return s.refuseMaintenance(ctx, node, maintenanceRefusal(nonMig))
+		}
+		var strategyVMs []string
+		for _, vmi := range vmis {
+			v := vmi.Labels[harvester.LabelMaintainModeStrategy]
+			if !slices.Contains(harvester.MaintainModeShutdownValues, v) {
+				continue
+			}
+			vm := controllerVMNameOf(vmi)
+			if vm == "" {
+				return fmt.Errorf("no valid VM owner found for VMI %s", vmi.Name)
+			}
+			strategyVMs = append(strategyVMs, vmi.Namespace+"/"+vm)
+			if v == harvester.MaintainModeShutdown {
+				continue
+			}
+			if err := s.annotateVM(ctx, vmi.Namespace, vm, harvester.AnnMaintainModeStrategyNodeName, node.Name); err != nil {
+				return err
+			}
+		}
+		shutdown = uniqueVMs(map[string][]string{keyMaintainModeStrategy: strategyVMs})
+	} else {
+		shutdown = uniqueVMs(nonMig)
+	}
+	for _, v := range shutdown {
+		ns, name, _ := strings.Cut(v, "/")
+		if err := s.haltVM(ctx, ns, name); err != nil {
+			return err
+		}
+		s.log.Info("maintenance stops vm", "node", node.Name, "vm", v)
+	}
+	if !node.Spec.Unschedulable {
+		_, err := s.updateNode(ctx, node.Name, func(n *corev1.Node) bool {
+			if n.Spec.Unschedulable {
+				return false
+			}
+			n.Spec.Unschedulable = true
+			return true
+		})
+		return err // the update brings the host back through the queue
+	}
+	waiting, err := s.drainVMIs(ctx, node.Name, vmis, shutdown)
+	if err != nil {
+		return err
+	}
+	if len(waiting) > 0 {
+		msg := "drain of " + node.Name + " waits for: " + strings.Join(waiting, "; ")
+		if s.state.once("node/"+node.Name, "drain", msg) {
+			s.nodeEvent(ctx, node, corev1.EventTypeWarning, ReasonDrainWaiting, msg)
+		}
+		return nil
+	}
+	_, err = s.updateNode(ctx, node.Name, func(n *corev1.Node) bool {
+		if _, ok := n.Annotations[harvester.AnnDrainRequested]; !ok {
+			return false
+		}
+		n.Annotations[harvester.AnnMaintainStatus] = harvester.MaintainRunning
+		delete(n.Annotations, harvester.AnnDrainRequested)
+		delete(n.Annotations, harvester.AnnDrainForced)
+		return true
+	})
+	return err
+}
+
+// drainVMIs evicts the launcher pod of every VMI on the host, as the
+// drain does (skipping VMs whose maintain-mode strategy shuts them down,
+// and those already stopped): evictions that migrate mark the VMI for
+// evacuation, allowed ones shut the guest down. It returns the VMIs the
+// drain still waits for, with why.
+func (s *sim) drainVMIs(ctx context.Context, host string, vmis []*kubevirtv1.VirtualMachineInstance, stopped []string) ([]string, error) {
+	var waiting []string
+	var evacuate []*kubevirtv1.VirtualMachineInstance
+	for _, vmi := range vmis {
+		key := vmi.Namespace + "/" + vmi.Name
+		if vmi.IsFinal() || vmi.DeletionTimestamp != nil && vmi.Status.NodeName != host {
+			continue
+		}
+		if slices.Contains(harvester.MaintainModeShutdownValues, vmi.Labels[harvester.LabelMaintainModeStrategy]) || slices.Contains(stopped, key) {
+			if vmi.DeletionTimestamp == nil {
+				waiting = append(waiting, key+": being stopped")
+			}
+			continue
+		}
+		if vmi.Status.NodeName != host {
+			continue
+		}
+		ev, why := evictionOf(vmi)
+		switch ev {
+		case evictShutdown:
+			if err := s.shutdownVMI(ctx, vmi.Namespace, vmi.Name, vmi.UID); err != nil {
+				return nil, err
+			}
+			s.log.Info("drain evicts vmi: guest shut down", "node", host, "vmi", key, "why", why)
+		case evictMigrate:
+			evacuate = append(evacuate, vmi)
+			waiting = append(waiting, key+": live migration ("+s.migrationProgress(vmi)+")")
+		case evictRefused:
+			waiting = append(waiting, key+": eviction refused, "+why)
+		}
+	}
+	if err := s.evacuate(ctx, host, evacuate, func(*kubevirtv1.VirtualMachineInstance) bool { return true }); err != nil {
+		return nil, err
+	}
+	return waiting, nil
+}
+
+// migrationProgress describes the VMI's newest migration for a waiting drain.
+func (s *sim) migrationProgress(vmi *kubevirtv1.VirtualMachineInstance) string {
+	var newest *unstructured.Unstructured
+	list, _ := s.migrations.ByNamespace(vmi.Namespace).List(labels.SelectorFromSet(labels.Set{LabelMigrationVMI: vmi.Name}))
+	for _, o := range list {
+		if u, ok := o.(*unstructured.Unstructured); ok && (newest == nil || u.GetCreationTimestamp().After(newest.GetCreationTimestamp().Time)) {
+			newest = u
+		}
+	}
+	if newest == nil {
+		return "not started"
+	}
+	phase, _, _ := unstructured.NestedString(newest.Object, "status", "phase")
+	msg := "migration " + newest.GetName() + " " + orPending(phase)
+	if t := s.migTargets.get(newest.GetUID()); t != nil && t.Node == "" && t.Unschedulable != "" {
+		msg += ", target pod unschedulable: " + t.Unschedulable
+	}
+	return msg
+}
+
+func orPending(p string) string {
+	if p == "" {
+		return "new"
+	}
+	return p
+}
+
+// evacuate is KubeVirt's evacuation controller for one host: each VMI
+// still on it that wants evacuation gets status.evacuationNodeName and,
+// unless one is under way, a migration (generateName
+// kubevirt-evacuation-, annotation kubevirt.io/evacuationMigration).
+func (s *sim) evacuate(ctx context.Context, host string, vmis []*kubevirtv1.VirtualMachineInstance, wants func(*kubevirtv1.VirtualMachineInstance) bool) error {
+	for _, vmi := range vmis {
+		if vmi.Status.NodeName != host || vmi.IsFinal() || vmi.DeletionTimestamp != nil || !wants(vmi) {
+			continue
+		}
+		if ok, _ := isLiveMigratable(vmi); !ok {
+			continue // virt-api refuses the migration
+		}
+		if vmi.Status.EvacuationNodeName != host {
+			_, err := s.updateMeta(ctx, gvrVMI, vmi.Namespace, vmi.Name, func(cur *unstructured.Unstructured) bool {
+				if cur.GetUID() != vmi.UID {
+					return false
+				}
+				if v, _, _ := unstructured.NestedString(cur.Object, "status", "evacuationNodeName"); v == host {
+					return false
+				}
+				_ = unstructured.SetNestedField(cur.Object, host, "status", "evacuationNodeName")
+				return true
+			})
+			if err != nil {
+				return err
+			}
+		}
+		if s.hasActiveMigration(vmi) {
+			continue
+		}
+		mig := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
+			"metadata": map[string]any{"generateName": "kubevirt-evacuation-", "namespace": vmi.Namespace,
+				"labels":      map[string]any{LabelMigrationVMI: vmi.Name},
+				"annotations": map[string]any{AnnEvacuationMigration: host}},
+			"spec": map[string]any{"vmiName": vmi.Name},
+		}}
+		created, err := s.dyn.Resource(gvrVMIM).Namespace(vmi.Namespace).Create(ctx, mig, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("evacuate vmi %s/%s from %s: create migration: %w", vmi.Namespace, vmi.Name, host, err)
+		}
+		s.noteMigration(created)
+		s.log.Info("evacuation migration created", "vmi", vmi.Namespace+"/"+vmi.Name, "node", host, "migration", created.GetName())
+	}
+	return nil
+}
+
+// hasActiveMigration: a migration of the VMI is not final, in the cache
+// or created by evacuate moments ago and not in the cache yet.
+func (s *sim) hasActiveMigration(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	key := vmi.Namespace + "/" + vmi.Name
+	pending, _ := s.recent.Load(key)
+	p, _ := pending.(recentMigration)
+	list, _ := s.migrations.ByNamespace(vmi.Namespace).List(labels.SelectorFromSet(labels.Set{LabelMigrationVMI: vmi.Name}))
+	for _, o := range list {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		if u.GetUID() == p.uid {
+			p = recentMigration{} // the cache has it: it decides
+		}
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		if phase != string(kubevirtv1.MigrationSucceeded) && phase != string(kubevirtv1.MigrationFailed) {
+			return true
+		}
+	}
+	return p.uid != "" && time.Since(p.at) < 5*time.Second
+}
+
+// recentMigration is a migration evacuate created, until the cache has it.
+type recentMigration struct {
+	uid types.UID
+	at  time.Time
+}
+
+// noteMigration remembers a migration this controller created.
+func (s *sim) noteMigration(u *unstructured.Unstructured) {
+	s.recent.Store(u.GetNamespace()+"/"+u.GetLabels()[LabelMigrationVMI], recentMigration{uid: u.GetUID(), at: time.Now()})
+}
+
+// completeMaintenance is Harvester's maintain controller: once no VMI is
+// labelled with the host, the VMs shut down with strategy
+// ShutdownAndRestartAfterEnable for it start again and the host is
+// maintain-status completed.
+func (s *sim) completeMaintenance(ctx context.Context, node *corev1.Node) error {
+	if len(s.vmisOnHost(node.Name)) > 0 {
+		return nil
+	}
+	if err := s.restartMaintenanceVMs(ctx, node.Name, harvester.MaintainModeShutdownAndRestartAfterEnable, false); err != nil {
+		return err
+	}
+	_, err := s.updateNode(ctx, node.Name, func(n *corev1.Node) bool {
+		if n.Annotations[harvester.AnnMaintainStatus] != harvester.MaintainRunning {
+			return false
+		}
+		n.Annotations[harvester.AnnMaintainStatus] = harvester.MaintainCompleted
+		return true
+	})
+	if err == nil {
+		s.log.Info("maintenance completed", "node", node.Name)
+	}
+	return err
+}
+
+// restartMaintenanceVMs starts the VMs labelled with the strategy whose
+// node annotation names the host: the maintain controller sets the run
+// strategy saved in harvesterhci.io/vmRunStrategy (else RerunOnFailure);
+// the disable action (start=true) calls the start subresource, which for
+// a Halted VM sets Always.
+func (s *sim) restartMaintenanceVMs(ctx context.Context, host, strategy string, start bool) error {
+	return restartMaintenanceVMs(ctx, s.dyn, host, strategy, start)
+}
+
+func restartMaintenanceVMs(ctx context.Context, dyn dynamic.Interface, host, strategy string, start bool) error {
+	list, err := dyn.Resource(gvrVM).Namespace("").List(ctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(labels.Set{harvester.LabelMaintainModeStrategy: strategy}).String()})
+	if err != nil {
+		return fmt.Errorf("list vms with %s=%s: %w", harvester.LabelMaintainModeStrategy, strategy, err)
+	}
+	for _, u := range list.Items {
+		if u.GetAnnotations()[harvester.AnnMaintainModeStrategyNodeName] != host {
+			continue
+		}
+		vms := dyn.Resource(gvrVM).Namespace(u.GetNamespace())
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := vms.Get(ctx, u.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			ann := cur.GetAnnotations()
+			if ann[harvester.AnnMaintainModeStrategyNodeName] != host {
+				return nil
+			}
+			rs := ann[harvester.AnnRunStrategy]
+			if rs == "" {
+				rs = string(kubevirtv1.RunStrategyRerunOnFailure)
+			}
+			if start {
+				rs = string(kubevirtv1.RunStrategyAlways)
+			}
+			_ = unstructured.SetNestedField(cur.Object, rs, "spec", "runStrategy")
+			unstructured.RemoveNestedField(cur.Object, "spec", "running")
+			delete(ann, harvester.AnnMaintainModeStrategyNodeName)
+			cur.SetAnnotations(ann)
+			_, err = vms.Update(ctx, cur, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("restart vm %s/%s after maintenance: %w", u.GetNamespace(), u.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// refuseMaintenance is the nodedrain controller's refusal: the
+// maintenance annotations are removed and the error (only logged by
+// Harvester) is an event on the host.
+func (s *sim) refuseMaintenance(ctx context.Context, node *corev1.Node, msg string) error {
+	s.log.Info("maintenance refused", "node", node.Name, "why", msg)
+	s.nodeEvent(ctx, node, corev1.EventTypeWarning, ReasonMaintenanceRefused, msg)
+	_, err := s.updateNode(ctx, node.Name, func(n *corev1.Node) bool {
+		_, a := n.Annotations[harvester.AnnMaintainStatus]
+		_, b := n.Annotations[harvester.AnnDrainRequested]
+		_, c := n.Annotations[harvester.AnnDrainForced]
+		delete(n.Annotations, harvester.AnnMaintainStatus)
+		delete(n.Annotations, harvester.AnnDrainRequested)
+		delete(n.Annotations, harvester.AnnDrainForced)
+		return a || b || c
+	})
+	return err
+}
+
+// nodeEvent records an event about a host (namespace default, as for any
+// cluster-scoped object).
+func (s *sim) nodeEvent(ctx context.Context, node *corev1.Node, typ, reason, msg string) {
+	now := metav1.Now()
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: node.Name + ".", Namespace: eventNamespace},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID},
+		Reason:         reason, Message: msg, Type: typ,
+		Source:         corev1.EventSource{Component: "harvester-sim/node-drain-controller"},
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	if _, err := s.kube.CoreV1().Events(eventNamespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
+		s.log.Warn("record node event", "node", node.Name, "err", err)
+	}
+}
+
+// updateNode applies change to the live host and updates it (conflicts retried).
+func (s *sim) updateNode(ctx context.Context, name string, change func(*corev1.Node) bool) (*corev1.Node, error) {
+	var out *corev1.Node
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		n, err := s.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if n.Annotations == nil {
+			n.Annotations = map[string]string{}
+		}
+		if !change(n) {
+			out = n
+			return nil
+		}
+		out, err = s.kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update node %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// annotateVM sets one annotation on a VM.
+func (s *sim) annotateVM(ctx context.Context, ns, name, key, value string) error {
+	_, err := s.updateMeta(ctx, gvrVM, ns, name, func(cur *unstructured.Unstructured) bool {
+		ann := cur.GetAnnotations()
+		if ann[key] == value {
+			return false
+		}
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[key] = value
+		cur.SetAnnotations(ann)
+		return true
+	})
+	if err != nil && apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// haltVM is Harvester's findAndStopVM: spec.runStrategy Halted.
+func (s *sim) haltVM(ctx context.Context, ns, name string) error {
+	return StopVM(ctx, s.dyn, ns, name)
+}
