@@ -223,6 +223,37 @@ step "kube-vip announces the address of default/web once the Service has a ready
 announce_kube_vip
 # --- end of the kube-vip step ---
 
+# --- host maintenance (issue 34) ---
+# vm_host VM: the host column of harvester-sim status' VM table.
+vm_host() {
+  harvester-sim status --state-dir "$state" | sed -n '/^NAMESPACE *VM /,/^$/p' | awk -v vm="$1" '$2 == vm {print $5}'
+}
+# guest_node NODE: NODE's line of the guest cluster's node table.
+guest_node() {
+  harvester-sim status --state-dir "$state" | sed -n '/^GUEST CLUSTER *NODE *STATUS/,/^$/p' | awk -v n="$2" -v c="$1" '$1 == c && $2 == n'
+}
+mnt_node=${vip_node:-${machines[0]}}
+mnt_host=$(vm_host "$mnt_node")
+mnt_ip=$(rancher-machine ip "$mnt_node")
+step "Host maintenance: what happens to $cluster if $mnt_host (where $mnt_node runs) goes into maintenance (harvester-bootstrap maintenance-check), then Harvester's enableMaintenanceMode (harvester-sim maintenance)"
+harvester-bootstrap maintenance-check --kubeconfig "$state/kubeconfig" --cluster-name "$cluster" --namespace default \
+  --guest-kubeconfig "$guest_kubeconfig" "$mnt_host"
+harvester-sim maintenance enable --state-dir "$state" "$mnt_host"
+now_host=$(vm_host "$mnt_node"); now_ip=$(rancher-machine ip "$mnt_node"); now_state=$(rancher-machine status "$mnt_node")
+echo "$mnt_node: live-migrated from $mnt_host to $now_host; rancher-machine status $now_state, ip $now_ip (before: $mnt_ip)" >&2
+[ "$now_host" != "$mnt_host" ] && [ "$now_ip" = "$mnt_ip" ] && [ "$now_state" = Running ] ||
+  { echo "the machine did not survive the maintenance unchanged" >&2; exit 1; }
+echo "its guest node (harvester-sim status):" >&2
+guest_node "$cluster" "$mnt_node" | sed 's/^/    /'
+guest_node "$cluster" "$mnt_node" | grep -q " Ready " || { echo "$mnt_node is not Ready" >&2; exit 1; }
+if [ -n "${vip_node:-}" ]; then
+  node_addrs "$vip_node" | grep -q " $vip/32" || { echo "kube-vip no longer holds $vip on $vip_node" >&2; exit 1; }
+  echo "kube-vip still announces $vip on $vip_node (ip -br addr show eth0 there):" >&2
+  node_addrs "$vip_node" | sed 's/^/    /'
+fi
+harvester-sim maintenance disable --state-dir "$state" "$mnt_host"
+# --- end of the host maintenance step ---
+
 # --- the leftover LoadBalancer and gc (issue 29) ---
 step "The Service goes: kube-vip withdraws the address; the cloud provider deletes the LoadBalancer only with status.address set, which it copies from the ingress only during a sync (as on Harvester: harvester#1460, #11345)"
 "$tools/ccmlb" delete --guest-kubeconfig "$guest_kubeconfig" --service default/web
