@@ -464,3 +464,14 @@ func (s *sim) annotateVM(ctx context.Context, ns, name, key, value string) error
 func (s *sim) haltVM(ctx context.Context, ns, name string) error {
 	return StopVM(ctx, s.dyn, ns, name)
 }
+
+// hosts are Harvester's hosts (the Node cache), by name.
+func (s *sim) hosts() []corev1.Node {
+	list, _ := s.kubeInformers.Core().V1().Nodes().Lister().List(labels.Everything())
+	out := make([]corev1.Node, 0, len(list))
+	for _, n := range list {
+		out = append(out, *n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

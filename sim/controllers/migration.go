@@ -2,13 +2,14 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"maps"
-	"math/rand/v2"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -57,19 +58,6 @@ func (t *targetPods) forgetExcept(live map[types.UID]bool) {
 			delete(t.pods, uid)
 		}
 	}
-}
-
-// heldNodes are the hosts placed target pods of unfinished migrations occupy.
-func (t *targetPods) held() map[types.UID]targetPod {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := map[types.UID]targetPod{}
-	for uid, p := range t.pods {
-		if p.Node != "" && !p.Deleted {
-			out[uid] = *p
-		}
-	}
-	return out
 }
 
 // reconcileMigration moves a VirtualMachineInstanceMigration through
@@ -126,22 +114,31 @@ func (s *sim) reconcileMigration(ctx context.Context, key string) (time.Duration
 	requeue := step.Wait
 	switch step.Action {
 	case migCreateTarget:
-		t := targetPod{Name: "virt-launcher-" + vmi.Name + "-" + randomSuffix(), Created: now}
-		s.placeTarget(vmi, &t, now)
-		s.migTargets.set(m.UID, t)
-		s.event.emit(u, corev1.EventTypeNormal, "SuccessfulCreate", "Created migration target pod "+t.Name)
+		pod, err := s.kube.CoreV1().Pods(ns).Create(ctx, migrationTargetPod(vmi, &m, s.overheadRatio(ctx)), metav1.CreateOptions{})
+		if err != nil {
+			return 0, fmt.Errorf("create migration target pod for %s/%s: %w", ns, vmi.Name, err)
+		}
+		s.migTargets.set(m.UID, targetPod{Name: pod.Name, Created: now})
+		s.event.emit(u, corev1.EventTypeNormal, "SuccessfulCreate", "Created migration target pod "+pod.Name)
 		requeue = time.Millisecond
 	case migTargetPlacement:
 		t := *view.Target
-		if s.placeTarget(vmi, &t, now) {
-			s.migTargets.set(m.UID, t)
+		placed, err := s.placeTarget(ctx, ns, &t, now)
+		if err != nil {
+			return 0, err
+		}
+		s.migTargets.set(m.UID, t)
+		if placed {
 			requeue = time.Millisecond
-		} else {
-			s.migTargets.set(m.UID, t)
+		} else if t.Unschedulable != "" {
 			step.Message += " " + t.Unschedulable
 		}
 	case migDeleteTarget:
 		t := *view.Target
+		err := s.kube.CoreV1().Pods(ns).Delete(ctx, t.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return 0, fmt.Errorf("delete migration target pod %s/%s: %w", ns, t.Name, err)
+		}
 		t.Deleted = true
 		s.migTargets.set(m.UID, t)
 		requeue = time.Millisecond
@@ -173,40 +170,28 @@ func (s *sim) reconcileMigration(ctx context.Context, key string) (time.Duration
 	return requeue, nil
 }
 
-// placeTarget tries to place the target pod; it reports whether it is placed.
-func (s *sim) placeTarget(vmi *kubevirtv1.VirtualMachineInstance, t *targetPod, now time.Time) bool {
-	res := s.migrationTarget(vmi)
-	if res.Node == "" {
-		t.Unschedulable = res.Message
-		return false
+// placeTarget reads the target launcher pod as the real kube-scheduler
+// left it: bound (then played as kubelet would: Running), or with its
+// PodScheduled condition False and the scheduler's message. It reports
+// whether the pod is placed.
+func (s *sim) placeTarget(ctx context.Context, ns string, t *targetPod, now time.Time) (bool, error) {
+	pod, err := s.kubeInformers.Core().V1().Pods().Lister().Pods(ns).Get(t.Name)
+	if err != nil {
+		return false, nil //nolint:nilerr // not in the cache yet: its event requeues the migration
 	}
-	t.Node, t.Unschedulable, t.Placed = res.Node, "", now
-	return true
-}
-
-// migrationTarget places a migration's target launcher pod by the VMI's
-// placement rules plus KubeVirt's required anti-affinity away from the
-// pods the VMI created (its source pod). The one place that chooses the
-// host of a migration target.
-func (s *sim) migrationTarget(vmi *kubevirtv1.VirtualMachineInstance) scheduleResult {
-	key := vmi.Namespace + "/" + vmi.Name
-	placed := s.placedVMIs(key)
-	src := placedVMI{Namespace: vmi.Namespace, Name: vmi.Name, Node: vmi.Status.NodeName,
-		Devices: gpuDevices(vmi.Spec.Domain.Devices.GPUs)}
-	src.Labels = maps.Clone(vmi.Labels)
-	if src.Labels == nil {
-		src.Labels = map[string]string{}
+	if pod.Spec.NodeName == "" {
+		if c := podCondition(pod, corev1.PodScheduled); c != nil && c.Status == corev1.ConditionFalse {
+			t.Unschedulable = c.Message
+		}
+		return false, nil
 	}
-	src.Labels[labelCreatedBy] = string(vmi.UID)
-	if a := vmi.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
-		src.RequiredAntiAffinity = a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if pod.Status.Phase != corev1.PodRunning {
+		if err := s.startLauncher(ctx, pod); err != nil {
+			return false, err
+		}
 	}
-	placed = append(placed, src)
-	for _, t := range s.migTargets.held() {
-		placed = append(placed, placedVMI{Name: t.Name, Node: t.Node})
-	}
-	return schedule(scheduleRequest{Namespace: vmi.Namespace, Labels: vmi.Labels, NodeSelector: vmi.Spec.NodeSelector,
-		Affinity: targetAffinity(vmi), Devices: gpuDevices(vmi.Spec.Domain.Devices.GPUs)}, s.hosts(), placed)
+	t.Node, t.Unschedulable, t.Placed = pod.Spec.NodeName, "", now
+	return true, nil
 }
 
 // advanceVMIMigration writes what the controller and the virt-handlers
@@ -306,6 +291,15 @@ func (s *sim) advanceVMIMigration(ctx context.Context, m *kubevirtv1.VirtualMach
 			c.vm = getCached(s.vms, vmi.Namespace, owner)
 		}
 		s.emit(c, corev1.EventTypeNormal, "Migrated", "The VirtualMachineInstance migrated to node "+t.Node+".")
+		// The source virt-launcher exits once its guest moved: kubelet
+		// reports its pod Succeeded, and it holds no room on the host.
+		for _, pod := range s.launcherPods(vmi.Namespace, vmi.UID) {
+			if pod.Name != t.Name && pod.Spec.NodeName != t.Node {
+				if err := s.endLauncherPod(ctx, pod, corev1.PodSucceeded); err != nil {
+					return err
+				}
+			}
+		}
 	}
 	return err
 }
@@ -378,14 +372,4 @@ func controllerVMNameOf(vmi *kubevirtv1.VirtualMachineInstance) string {
 		}
 	}
 	return ""
-}
-
-// randomSuffix is a generateName-like suffix of five lower-case letters or digits.
-func randomSuffix() string {
-	const chars = "bcdfghjklmnpqrstvwxz2456789"
-	b := make([]byte, 5)
-	for i := range b {
-		b[i] = chars[rand.IntN(len(chars))]
-	}
-	return string(b)
 }

@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -25,14 +23,11 @@ const (
 	// AnnEvacuationMigration marks the migrations KubeVirt's evacuation
 	// controller creates for a drained host.
 	AnnEvacuationMigration = kubevirtv1.EvacuationMigrationAnnotation
-	// labelCreatedBy is on every launcher pod: the VMI's UID; the target
-	// pod's required anti-affinity selects it on kubernetes.io/hostname.
-	labelCreatedBy = kubevirtv1.CreatedByLabel
 )
 
-// targetPod is the migration's target launcher pod as the simulator
-// keeps it: its name, the host the scheduler gave it ("" while
-// unschedulable, with why) and when it was created and placed.
+// targetPod is the migration's target launcher pod (a real Pod, placed by
+// kube-scheduler) as the simulator keeps it: its name, the host the
+// scheduler bound it to ("" while unschedulable, with the scheduler's why) and when it was created and placed.
 type targetPod struct {
 	Name          string
 	Node          string
@@ -176,26 +171,6 @@ func stepMigration(v migrationView) migrationStep {
 func fail(st migrationStep, msg string) migrationStep {
 	st.Phase, st.Warning, st.Reason, st.Message = kubevirtv1.MigrationFailed, true, "FailedMigration", msg
 	return st
-}
-
-// targetAffinity is the target launcher pod's affinity as KubeVirt's
-// createMigrationPodAntiAffinityRule makes it: the VMI's, plus a required
-// pod anti-affinity on kubernetes.io/hostname against the pods created by
-// the VMI (its source pod).
-func targetAffinity(vmi *kubevirtv1.VirtualMachineInstance) *corev1.Affinity {
-	term := corev1.PodAffinityTerm{
-		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{labelCreatedBy: string(vmi.UID)}},
-		TopologyKey:   corev1.LabelHostname,
-	}
-	aff := &corev1.Affinity{}
-	if vmi.Spec.Affinity != nil {
-		aff = vmi.Spec.Affinity.DeepCopy()
-	}
-	if aff.PodAntiAffinity == nil {
-		aff.PodAntiAffinity = &corev1.PodAntiAffinity{}
-	}
-	aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, term)
-	return aff
 }
 
 // unschedulableTimeout is the migration's annotation in seconds, else the default.

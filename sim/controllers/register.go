@@ -5,9 +5,11 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
@@ -82,7 +84,6 @@ func (s *sim) register(ctx context.Context) error {
 					s.vmQ.add(ns + "/" + owner)
 				}
 			}
-			s.enqueueSchedulingVMIs()
 			if u, ok := obj.(*unstructured.Unstructured); ok {
 				for _, k := range s.migrationKeysOf(ns, u.GetName()) {
 					s.migQ.add(k)
@@ -122,6 +123,20 @@ func (s *sim) register(ctx context.Context) error {
 			key, _ := keyOf(obj)
 			s.migQ.add(key)
 			s.enqueueDrainingHosts()
+		}},
+		{"pods", s.kubeInformers.Core().V1().Pods().Informer(), func(obj any) {
+			key, ns := keyOf(obj)
+			s.podQ.add(key)
+			if pod, ok := obj.(*corev1.Pod); ok {
+				if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "VirtualMachineInstance" {
+					s.vmiQ.add(ns + "/" + ref.Name)
+					if pod.Labels[kubevirtv1.MigrationJobLabel] != "" {
+						for _, k := range s.migrationKeysOf(ns, ref.Name) {
+							s.migQ.add(k)
+						}
+					}
+				}
+			}
 		}},
 		{"persistentvolumeclaims", s.kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), func(obj any) {
 			key, ns := keyOf(obj)

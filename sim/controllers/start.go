@@ -27,8 +27,10 @@ import (
 
 // Options tune the simulated controllers.
 type Options struct {
-	// ScheduleDelay is how long a VMI stays in Scheduling (Pending moves to
-	// Scheduling at once); BootDelay is Scheduled -> Running; IPDelay is
+	// ScheduleDelay is how long a VMI stays in Scheduling at least
+	// (Pending moves to Scheduling once its launcher pod exists; the pod
+	// is started, as kubelet would, once bound and ScheduleDelay after the
+	// VMI entered Scheduling); BootDelay is Scheduled -> Running; IPDelay is
 	// Running -> addresses reported (when the guest runs the agent).
 	ScheduleDelay, BootDelay, IPDelay time.Duration
 	// MigrationDuration is how long a live migration's transfer runs
@@ -39,6 +41,9 @@ type Options struct {
 	// GuestNetwork, when set, gets each running guest with an address and
 	// loses it when its VMI stops (nil: no guest network).
 	GuestNetwork *guestnet.Network
+	// Kubelets are the hosts' kubelets (nil: all up, none can be stopped
+	// from outside); SetHostDown stops one.
+	Kubelets *Kubelets
 }
 
 // Resources the controllers serve.
@@ -47,6 +52,7 @@ var (
 	gvrVMI     = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
 	gvrImage   = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "virtualmachineimages"}
 	gvrKeyPair = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "keypairs"}
+	gvrSetting = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "settings"}
 )
 
 // Start launches every controller and returns once their informer caches
@@ -95,10 +101,11 @@ type sim struct {
 	dhcpPools, netConfigs                   cache.GenericLister
 	vmiInformer                             cache.SharedIndexInformer
 
-	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ *queue
-	migQ, nodeQ                                   *queue
+	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ, podQ *queue
+	migQ, nodeQ                                         *queue
 
 	state      *vmiState
+	kubelets   *Kubelets
 	migTargets *targetPods
 	recent     sync.Map // VMI key -> when an evacuation migration was created
 }
@@ -138,6 +145,10 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 		dynInformers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 		state:        newVMIState(),
 		migTargets:   &targetPods{pods: map[types.UID]*targetPod{}},
+		kubelets:     opts.Kubelets,
+	}
+	if s.kubelets == nil {
+		s.kubelets = NewKubelets()
 	}
 	s.vmQ = newQueue("vm", s.reconcileVM, log)
 	s.vmiQ = newQueue("vmi", s.reconcileVMI, log)
@@ -148,6 +159,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 	s.dhcpQ = newQueue("managed-dhcp", s.reconcileDHCPPool, log)
 	s.migQ = newQueue("migration", s.reconcileMigration, log)
 	s.nodeQ = newQueue("node", s.reconcileNode, log)
+	s.podQ = newQueue("kubelet", s.reconcilePod, log)
 	if err := s.register(ctx); err != nil {
 		return nil, err
 	}
@@ -156,7 +168,8 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 
 func (s *sim) run(ctx context.Context) {
 	go s.event.run(ctx)
-	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.migQ, s.nodeQ} {
+	go s.runHeartbeats(ctx)
+	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.migQ, s.nodeQ, s.podQ} {
 		go q.run(ctx)
 	}
 }
