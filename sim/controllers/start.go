@@ -87,9 +87,11 @@ type sim struct {
 
 	vms, vmis, images, keyPairs, lbs, pools cache.GenericLister
 	dhcpPools, netConfigs                   cache.GenericLister
+	settings                                cache.GenericLister
 	vmiInformer                             cache.SharedIndexInformer
 
 	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ *queue
+	nodeDownQ                                     *queue
 
 	state *vmiState
 }
@@ -136,7 +138,11 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 	s.keyPairQ = newQueue("keypair", s.reconcileKeyPair, log)
 	s.lbQ = newQueue("loadbalancer", s.reconcileLoadBalancer, log)
 	s.dhcpQ = newQueue("managed-dhcp", s.reconcileDHCPPool, log)
+	s.nodeDownQ = newQueue("node-down", s.reconcileNodeDown, log)
 	if err := s.register(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.registerNodeDown(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -144,7 +150,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 
 func (s *sim) run(ctx context.Context) {
 	go s.event.run(ctx)
-	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ} {
+	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.nodeDownQ} {
 		go q.run(ctx)
 	}
 }
