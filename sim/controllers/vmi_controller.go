@@ -53,6 +53,9 @@ func (s *sim) reconcileVMI(ctx context.Context, key string) (time.Duration, erro
 		return 0, nil
 	}
 	s.state.track(key, string(u.GetUID()))
+	if s.onDownHost(u) {
+		return s.vmiOnDownHost(ctx, key, u)
+	}
 	if u.GetDeletionTimestamp() != nil {
 		s.guestOffNetwork(key)
 		return 0, nil
