@@ -127,4 +127,6 @@ func (tl *NodeTimeline) Order() []string {
 // Stop ends the watch.
 func (tl *NodeTimeline) Stop() { tl.cancel() }
 
-func fieldsName(name string) fields.Selector { return fields.OneTermEqualSelector("metadata.name", name) }
+func fieldsName(name string) fields.Selector {
+	return fields.OneTermEqualSelector("metadata.name", name)
+}

@@ -174,7 +174,9 @@ func waitVMIOn(ctx context.Context, t *testing.T, vc kubevirt.Interface, name, w
 	k := kubeapi.KindOf[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, vc.KubevirtV1().VirtualMachineInstances("default"))
 	v, err := kubeapi.Wait(ctx, k, "default", name, 0, func(v *kubevirtv1.VirtualMachineInstance) (bool, error) { return v != nil && cond(v), nil })
 	if err != nil {
-		last, _ := vc.KubevirtV1().VirtualMachineInstances("default").Get(context.Background(), name, metav1.GetOptions{})
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		last, _ := vc.KubevirtV1().VirtualMachineInstances("default").Get(rctx, name, metav1.GetOptions{})
 		t.Fatalf("VMI %s: waiting for %s: %v; last: %+v", name, what, err, last)
 	}
 	return v
