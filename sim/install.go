@@ -129,11 +129,12 @@ func conditionTrue(u *unstructured.Unstructured, condType string) bool {
 	return false
 }
 
-// untaintReady plays kube-controller-manager's node lifecycle controller
-// for a host created Ready: the API server's NodeTaint admission gives
-// every new Node node.kubernetes.io/not-ready:NoSchedule, and the
-// controller takes it off once the node reports Ready (the simulator does
-// not run that controller).
+// untaintReady takes node.kubernetes.io/not-ready:NoSchedule off a host
+// created Ready: the API server's NodeTaint admission gives it to every
+// new Node, and kube-controller-manager's node lifecycle controller takes
+// it off once the node reports Ready. That controller runs in the
+// simulator too, but only checks nodes every --node-monitor-period; doing
+// its step at install lets VMs be placed at once.
 func untaintReady(ctx context.Context, kube kubernetes.Interface, node *corev1.Node) error {
 	kept := node.Spec.Taints[:0]
 	for _, t := range node.Spec.Taints {
