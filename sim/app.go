@@ -39,8 +39,8 @@ const (
 	flagNodeGrace     = "node-monitor-grace-period"
 )
 
-const appDescription = `Runs a simulated Harvester in the foreground: a real etcd, kube-apiserver and
-kube-controller-manager on free loopback ports, the Harvester/KubeVirt CRDs, fixtures, and controllers
+const appDescription = `Runs a simulated Harvester in the foreground: a real etcd, kube-apiserver,
+kube-controller-manager and kube-scheduler on free loopback ports, the Harvester/KubeVirt CRDs, fixtures, and controllers
 that play KubeVirt and Harvester. It writes DIR/kubeconfig (admin) and, last, DIR/ready.
 SIGTERM or SIGINT stops everything it started.
 
@@ -60,7 +60,7 @@ func NewApp() *cli.App {
 		Description: appDescription,
 		Flags: []cli.Flag{
 			stateDirFlag(),
-			&cli.StringFlag{Name: flagBinDir, Usage: "directory holding etcd, kube-apiserver and kube-controller-manager (default: this binary's directory)"},
+			&cli.StringFlag{Name: flagBinDir, Usage: "directory holding etcd, kube-apiserver, kube-controller-manager and kube-scheduler (default: this binary's directory)"},
 			&cli.IntFlag{Name: flagHosts, Value: 3, Usage: "number of simulated Harvester hosts (harvester-node-0..N-1)"},
 			&cli.IntFlag{Name: flagZones, Value: 2, Usage: "number of zones the hosts are spread over (sim-zone-a, sim-zone-b, ...)"},
 			&cli.DurationFlag{Name: flagScheduleDelay, Value: 200 * time.Millisecond, Usage: "time a VMI spends Pending/Scheduling before it is Scheduled"},

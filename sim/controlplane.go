@@ -24,8 +24,9 @@ type controlPlane struct {
 	peerPort    int
 	apiPort     int
 	kcmPort     int
+	schedPort   int
 
-	etcd, apiserver, kcm *process
+	etcd, apiserver, kcm, scheduler *process
 	// auditArgs turn on kube-apiserver's audit log (none: off).
 	auditArgs []string
 	// frozen continues a kube-apiserver stopped by freeze-apiserver.
@@ -42,7 +43,7 @@ func (c *controlPlane) URL() string { return "https://" + hostPort(c.apiPort) }
 // newControlPlane prepares the control plane's files; auditLog, when set,
 // is where kube-apiserver logs every request.
 func newControlPlane(binDir, dir, auditLog string) (*controlPlane, error) {
-	ports, err := freePorts(4)
+	ports, err := freePorts(5)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func newControlPlane(binDir, dir, auditLog string) (*controlPlane, error) {
 		return nil, err
 	}
 	c := &controlPlane{binDir: binDir, dir: dir, pki: p,
-		etcdPort: ports[0], peerPort: ports[1], apiPort: ports[2], kcmPort: ports[3]}
+		etcdPort: ports[0], peerPort: ports[1], apiPort: ports[2], kcmPort: ports[3], schedPort: ports[4]}
 	for _, d := range []string{"pki", "logs", "etcd"} {
 		if err := os.MkdirAll(c.path(d), 0o700); err != nil {
 			return nil, fmt.Errorf("create state dir: %w", err)
@@ -68,6 +69,9 @@ func newControlPlane(binDir, dir, auditLog string) (*controlPlane, error) {
 		}
 	}
 	if err := c.writeKubeconfig(c.path("kubeconfig")); err != nil {
+		return nil, err
+	}
+	if err := writeKubeconfigFile(c.path("pki", schedulerKubeconfig), c.schedulerKubeconfig()); err != nil {
 		return nil, err
 	}
 	if c.auditArgs, err = c.writeAuditPolicy(auditLog); err != nil {
@@ -218,7 +222,7 @@ func nodeMonitorPeriod(grace time.Duration) time.Duration {
 // before the node is Ready Unknown).
 func (c *controlPlane) startControllerManager(ctx context.Context, grace time.Duration) error {
 	var err error
-	c.kcm, err = startProcess(c.binDir, c.path("logs"), "kube-controller-manager",
+	c.kcm, err = c.startComponent(ctx, "kube-controller-manager", c.kcmPort,
 		"--kubeconfig="+c.path("kubeconfig"),
 		"--authentication-kubeconfig="+c.path("kubeconfig"),
 		"--authorization-kubeconfig="+c.path("kubeconfig"),
@@ -229,20 +233,55 @@ func (c *controlPlane) startControllerManager(ctx context.Context, grace time.Du
 		"--root-ca-file="+c.path("pki", "ca.crt"),
 		"--use-service-account-credentials=false",
 		"--leader-elect=false",
-		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(c.kcmPort),
 	)
+	return err
+}
+
+// schedulerKubeconfig is the file of kube-scheduler's own credential.
+const schedulerKubeconfig = "kube-scheduler.kubeconfig"
+
+// schedulerKubeconfig reaches kube-apiserver as system:kube-scheduler.
+func (c *controlPlane) schedulerKubeconfig() *clientcmdapi.Config {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["harvester-sim"] = &clientcmdapi.Cluster{Server: c.URL(), CertificateAuthorityData: c.pki.CACertPEM}
+	cfg.AuthInfos[SchedulerUser] = &clientcmdapi.AuthInfo{ClientCertificateData: c.pki.SchedulerCertPEM, ClientKeyData: c.pki.SchedulerKeyPEM}
+	cfg.Contexts["harvester-sim"] = &clientcmdapi.Context{Cluster: "harvester-sim", AuthInfo: SchedulerUser}
+	cfg.CurrentContext = "harvester-sim"
+	return cfg
+}
+
+// startScheduler runs the real kube-scheduler (default profile,
+// default-scheduler) as system:kube-scheduler: it binds the virt-launcher
+// pods the simulated virt-controller creates.
+func (c *controlPlane) startScheduler(ctx context.Context) error {
+	kubeconfig := c.path("pki", schedulerKubeconfig)
+	var err error
+	c.scheduler, err = c.startComponent(ctx, "kube-scheduler", c.schedPort,
+		"--kubeconfig="+kubeconfig,
+		"--authentication-kubeconfig="+kubeconfig,
+		"--authorization-kubeconfig="+kubeconfig,
+		"--leader-elect=false",
+	)
+	return err
+}
+
+// startComponent starts a control-plane component serving its health on
+// the loopback port and waits until /healthz answers.
+func (c *controlPlane) startComponent(ctx context.Context, name string, port int, args ...string) (*process, error) {
+	args = append(args, "--bind-address=127.0.0.1", "--secure-port="+strconv.Itoa(port))
+	p, err := startProcess(c.binDir, c.path("logs"), name, args...)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	insecure := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // self-signed health endpoint on loopback
-	return c.kcm.waitUntil(ctx, "kube-controller-manager", func(ctx context.Context) error {
-		return httpOK(ctx, insecure, "https://"+hostPort(c.kcmPort)+"/healthz")
+	return p, p.waitUntil(ctx, name, func(ctx context.Context) error {
+		return httpOK(ctx, insecure, "https://"+hostPort(port)+"/healthz")
 	})
 }
 
 func (c *controlPlane) stop() {
 	c.thaw()
+	c.scheduler.stop(5 * time.Second)
 	c.kcm.stop(5 * time.Second)
 	c.apiserver.stop(10 * time.Second)
 	c.etcd.stop(10 * time.Second)

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/sim/subresources"
@@ -47,10 +48,15 @@ func buildHosts(hosts, zones int) []*corev1.Node {
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 				harvester.HostnameKey: name, harvester.RegionKey: Region, harvester.ZoneKey: zoneName(i % zones),
 				"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", simLabel: "true",
+				// virt-handler's node labeller: the host runs VMs, and the
+				// machine type the driver's VMs ask for.
+				kubevirtv1.NodeSchedulable: "true", kubevirtv1.SupportedMachineTypeLabel + "q35": "true",
 			}},
 			Status: corev1.NodeStatus{
-				Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi")},
-				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("62Gi")},
+				Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
+					corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("200Gi")},
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("62Gi"),
+					corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("180Gi")},
 				Conditions: []corev1.NodeCondition{{
 					Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "simulated host is ready",
 					LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),

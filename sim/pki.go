@@ -23,7 +23,12 @@ type pki struct {
 
 	ServingCertPEM, ServingKeyPEM []byte // kube-apiserver serving certificate
 	AdminCertPEM, AdminKeyPEM     []byte // client certificate in system:masters
-	SAKeyPEM, SAPubPEM            []byte // service-account token signing key pair
+	// SchedulerCertPEM/KeyPEM are kube-scheduler's client certificate:
+	// user system:kube-scheduler, whom the apiserver's bootstrap RBAC
+	// grants what the scheduler needs (ClusterRoles system:kube-scheduler
+	// and system:volume-scheduler) and nothing more.
+	SchedulerCertPEM, SchedulerKeyPEM []byte
+	SAKeyPEM, SAPubPEM                []byte // service-account token signing key pair
 
 	// The aggregation layer: kube-apiserver proxies subresources.kubevirt.io
 	// to the simulator's virt-api with a client certificate of its own
@@ -37,6 +42,10 @@ type pki struct {
 // ProxyClientName is the common name of kube-apiserver's front-proxy client
 // certificate, the one name the simulated virt-api accepts request headers from.
 const ProxyClientName = "front-proxy-client"
+
+// SchedulerUser is kube-scheduler's user name, the one the bootstrap RBAC
+// of kube-apiserver binds its roles to.
+const SchedulerUser = "system:kube-scheduler"
 
 func newPKI(now time.Time) (*pki, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -77,6 +86,13 @@ func newPKI(now time.Time) (*pki, error) {
 	}
 	if p.AdminCertPEM, p.AdminKeyPEM, err = p.issue(admin, now, 3); err != nil {
 		return nil, fmt.Errorf("issue admin certificate: %w", err)
+	}
+	scheduler := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: SchedulerUser},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if p.SchedulerCertPEM, p.SchedulerKeyPEM, err = p.issue(scheduler, now, 5); err != nil {
+		return nil, fmt.Errorf("issue kube-scheduler certificate: %w", err)
 	}
 
 	if err := p.issueAggregation(now); err != nil {

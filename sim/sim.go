@@ -41,7 +41,7 @@ const (
 // Options configure a simulator run.
 type Options struct {
 	StateDir string
-	BinDir   string // where etcd, kube-apiserver and kube-controller-manager are
+	BinDir   string // where etcd, kube-apiserver, kube-controller-manager and kube-scheduler are
 	Hosts    int
 	Zones    int
 
@@ -138,6 +138,8 @@ func Run(ctx context.Context, o Options) (err error) {
 
 	kcmDone := make(chan error, 1)
 	go func() { kcmDone <- cp.startControllerManager(startCtx, o.NodeMonitorGracePeriod) }()
+	schedDone := make(chan error, 1)
+	go func() { schedDone <- cp.startScheduler(startCtx) }()
 
 	cfg, err := clientcmd.NewDefaultClientConfig(*cp.adminKubeconfig(), nil).ClientConfig()
 	if err != nil {
@@ -166,7 +168,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	err = controllers.Start(runCtx, cfg, controllers.Options{
 		ScheduleDelay: o.ScheduleDelay, BootDelay: o.BootDelay, IPDelay: o.IPDelay, Log: log.With("component", "controllers"),
-		GuestNetwork: guestNet,
+		GuestNetwork: guestNet, LeaseRenewInterval: controllers.LeaseRenewInterval(o.NodeMonitorGracePeriod),
 	})
 	if err != nil {
 		return fmt.Errorf("start simulated controllers: %w", err)
@@ -203,10 +205,13 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := <-kcmDone; err != nil {
 		return err
 	}
+	if err := <-schedDone; err != nil {
+		return err
+	}
 	if err := waitViewAggregated(startCtx, admin.kube); err != nil {
 		return err
 	}
-	log.Debug("kube-controller-manager ready", "after", time.Since(start).Round(time.Millisecond))
+	log.Debug("kube-controller-manager and kube-scheduler ready", "after", time.Since(start).Round(time.Millisecond))
 	if err := os.WriteFile(filepath.Join(o.StateDir, ReadyFile), []byte(cp.URL()+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write ready file: %w", err)
 	}
@@ -254,6 +259,8 @@ func serve(ctx context.Context, cp *controlPlane, log *slog.Logger) error {
 			return fmt.Errorf("kube-apiserver exited: %w", cp.apiserver.err)
 		case <-cp.kcm.done:
 			return fmt.Errorf("kube-controller-manager exited: %w", cp.kcm.err)
+		case <-cp.scheduler.done:
+			return fmt.Errorf("kube-scheduler exited: %w", cp.scheduler.err)
 		}
 	}
 }

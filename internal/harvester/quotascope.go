@@ -7,7 +7,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // Which ResourceQuotas the API server's quota admission (Kubernetes 1.34,
@@ -184,24 +183,6 @@ func podCrossNamespaceAffinity(a *corev1.Affinity) bool {
 		}
 	}
 	return false
-}
-
-// LauncherPod is what quota admission reads of the virt-launcher pod
-// KubeVirt v1.7 renders for a VMI of spec (virt-controller's
-// renderLaunchManifest): the VMI's priority class and affinity, and the
-// compute container's requests and limits (LauncherResources). KubeVirt
-// sets no activeDeadlineSeconds on it, so it is NotTerminating, and as it
-// always requests memory it is NotBestEffort. (The API server's Priority
-// admission gives a pod without a class the cluster's globalDefault
-// PriorityClass, if there is one; that class is not known here.)
-func LauncherPod(spec *kubevirtv1.VirtualMachineInstanceSpec, arch, ratio string) *corev1.Pod {
-	requests, limits := LauncherResources(spec, arch, ratio)
-	return &corev1.Pod{Spec: corev1.PodSpec{
-		PriorityClassName: spec.PriorityClassName,
-		Affinity:          spec.Affinity.DeepCopy(),
-		Containers: []corev1.Container{{Name: "compute", Image: "virt-launcher",
-			Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}},
-	}}
 }
 
 // PodQuotaUsage is what quota admission charges a pod with these total

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
@@ -19,7 +18,6 @@ import (
 // simulator's hosts. It only taints: kube-controller-manager's own
 // taint-eviction and pod GC controllers act on the taints.
 
-var gvrSetting = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "settings"}
 
 var (
 	taintDrain        = corev1.Taint{Key: harvester.TaintKubevirtDrain, Effect: corev1.TaintEffectNoSchedule}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
@@ -79,7 +80,6 @@ func (s *sim) register(ctx context.Context) error {
 					s.vmQ.add(ns + "/" + owner)
 				}
 			}
-			s.enqueueSchedulingVMIs()
 			s.enqueueNamespace(s.pvcQ, ns, s.pvcKeys)
 			s.enqueueNamespace(s.lbQ, ns, s.lbKeys)
 		}},
@@ -103,6 +103,15 @@ func (s *sim) register(ctx context.Context) error {
 			s.keyPairQ.add(key)
 		}},
 		{"nodes", s.kubeInformers.Core().V1().Nodes().Informer(), func(any) { s.enqueueSchedulingVMIs() }},
+		{"pods", s.kubeInformers.Core().V1().Pods().Informer(), func(obj any) {
+			key, ns := keyOf(obj)
+			s.podQ.add(key)
+			if pod, ok := obj.(*corev1.Pod); ok {
+				if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "VirtualMachineInstance" {
+					s.vmiQ.add(ns + "/" + ref.Name)
+				}
+			}
+		}},
 		{"persistentvolumeclaims", s.kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), func(obj any) {
 			key, ns := keyOf(obj)
 			s.pvcQ.add(key)
@@ -124,6 +133,7 @@ func (s *sim) register(ctx context.Context) error {
 				s.enqueueNamespace(s.vmiQ, "", s.vmiKeys)
 				s.enqueueNamespace(s.lbQ, "", func(string) []string { return s.poolKeys() })
 				s.enqueueNamespace(s.dhcpQ, "", s.dhcpPoolKeys)
+				s.syncHostFaults()
 				s.acknowledgeFaults(ctx, obj)
 			}
 		}},

@@ -25,8 +25,10 @@ import (
 
 // Options tune the simulated controllers.
 type Options struct {
-	// ScheduleDelay is how long a VMI stays in Scheduling (Pending moves to
-	// Scheduling at once); BootDelay is Scheduled -> Running; IPDelay is
+	// ScheduleDelay is how long a VMI stays in Scheduling at least
+	// (Pending moves to Scheduling once its launcher pod exists; the pod
+	// is started, as kubelet would, once bound and ScheduleDelay after the
+	// VMI entered Scheduling); BootDelay is Scheduled -> Running; IPDelay is
 	// Running -> addresses reported (when the guest runs the agent).
 	ScheduleDelay, BootDelay, IPDelay time.Duration
 	// Log receives the controllers' logs; nil discards them.
@@ -34,6 +36,13 @@ type Options struct {
 	// GuestNetwork, when set, gets each running guest with an address and
 	// loses it when its VMI stops (nil: no guest network).
 	GuestNetwork *guestnet.Network
+	// Kubelets are the hosts' kubelets (nil: all up, none can be stopped
+	// from outside); SetHostDown stops one. The fault ConfigMap's
+	// host-down list stops them too.
+	Kubelets *Kubelets
+	// LeaseRenewInterval is how often the kubelets renew their node
+	// Lease (0: kubelet's 10 s); see LeaseRenewInterval.
+	LeaseRenewInterval time.Duration
 }
 
 // Resources the controllers serve.
@@ -42,6 +51,7 @@ var (
 	gvrVMI     = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
 	gvrImage   = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "virtualmachineimages"}
 	gvrKeyPair = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "keypairs"}
+	gvrSetting = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "settings"}
 )
 
 // Start launches every controller and returns once their informer caches
@@ -90,10 +100,11 @@ type sim struct {
 	settings                                cache.GenericLister
 	vmiInformer                             cache.SharedIndexInformer
 
-	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ *queue
-	nodeDownQ                                     *queue
+	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ, podQ *queue
+	nodeDownQ                                           *queue
 
-	state *vmiState
+	state    *vmiState
+	kubelets *Kubelets
 }
 
 // Client-side rate limits: the controllers write often in bursts (every
@@ -130,6 +141,10 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 			informers.WithNamespace(fault.Namespace)),
 		dynInformers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 		state:        newVMIState(),
+		kubelets:     opts.Kubelets,
+	}
+	if s.kubelets == nil {
+		s.kubelets = NewKubelets()
 	}
 	s.vmQ = newQueue("vm", s.reconcileVM, log)
 	s.vmiQ = newQueue("vmi", s.reconcileVMI, log)
@@ -138,6 +153,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 	s.keyPairQ = newQueue("keypair", s.reconcileKeyPair, log)
 	s.lbQ = newQueue("loadbalancer", s.reconcileLoadBalancer, log)
 	s.dhcpQ = newQueue("managed-dhcp", s.reconcileDHCPPool, log)
+	s.podQ = newQueue("kubelet", s.reconcilePod, log)
 	s.nodeDownQ = newQueue("node-down", s.reconcileNodeDown, log)
 	if err := s.register(ctx); err != nil {
 		return nil, err
@@ -150,7 +166,8 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 
 func (s *sim) run(ctx context.Context) {
 	go s.event.run(ctx)
-	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.nodeDownQ} {
+	go s.runHeartbeats(ctx)
+	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.podQ, s.nodeDownQ} {
 		go q.run(ctx)
 	}
 }

@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -53,12 +52,15 @@ func (s *sim) reconcileVMI(ctx context.Context, key string) (time.Duration, erro
 		return 0, nil
 	}
 	s.state.track(key, string(u.GetUID()))
-	if s.onDownHost(u) {
-		return s.vmiOnDownHost(ctx, key, u)
-	}
 	if u.GetDeletionTimestamp() != nil {
 		s.guestOffNetwork(key)
-		return 0, nil
+		return 0, s.terminateVMI(ctx, u)
+	}
+	if s.onDownHost(u) {
+		return 0, s.vmiOnDownHost(ctx, key, u)
+	}
+	if !hasString(u.GetFinalizers(), kubevirtv1.VirtualMachineInstanceFinalizer) {
+		return 0, s.addVMIFinalizer(ctx, u)
 	}
 	c := &vmiContext{key: key, u: u, now: metav1.Now(), vmName: name}
 	if owner := controllerVMName(u); owner != "" {
@@ -80,10 +82,7 @@ func (s *sim) reconcileVMI(ctx context.Context, key string) (time.Duration, erro
 
 	switch c.st.Phase {
 	case kubevirtv1.VmPhaseUnset, kubevirtv1.Pending:
-		next, _ := nextPhase(c.st.Phase, c.now.Time, c.now.Time, s.delays())
-		s.enter(c, next)
-		_, err := s.writeStatus(ctx, gvrVMI, u, c.old, c.st)
-		return 0, err
+		return s.pendingVMI(ctx, c)
 	case kubevirtv1.Scheduling:
 		return s.scheduleVMI(ctx, c)
 	case kubevirtv1.Scheduled:
@@ -96,7 +95,7 @@ func (s *sim) reconcileVMI(ctx context.Context, key string) (time.Duration, erro
 		return s.runVMI(ctx, c)
 	}
 	s.guestOffNetwork(key)
-	return 0, nil
+	return 0, s.finishLauncher(ctx, c)
 }
 
 func (s *sim) delays() Delays {
@@ -124,46 +123,92 @@ func (s *sim) emit(c *vmiContext, eventType, reason, message string) {
 	}
 }
 
+// stuckScheduling is the fault message holding the VMI in Scheduling
+// without a launcher pod, or "".
+func (s *sim) stuckScheduling(c *vmiContext) string {
+	if p := s.faults().Match(fault.StuckScheduling, c.u.GetNamespace(), c.vmName); p != "" {
+		return fmt.Sprintf("held in Scheduling by the simulator fault %s (pattern %q in ConfigMap %s)", fault.StuckScheduling, p, fault.ConfigMapKey)
+	}
+	return ""
+}
+
+// pendingVMI creates the VMI's launcher pod, as virt-controller does for
+// an unprocessed VMI; the VMI moves to Scheduling once the pod exists. A
+// refused pod (quota admission, for one) keeps it Pending.
+func (s *sim) pendingVMI(ctx context.Context, c *vmiContext) (time.Duration, error) {
+	if c.st.Phase == kubevirtv1.VmPhaseUnset {
+		s.enter(c, kubevirtv1.Pending)
+	}
+	if s.stuckScheduling(c) == "" && s.launcherPodOf(c) == nil {
+		if err := s.createLauncherPod(ctx, c); err != nil {
+			return s.failedCreate(ctx, c, err)
+		}
+	}
+	s.enter(c, kubevirtv1.Scheduling)
+	_, err := s.writeStatus(ctx, gvrVMI, c.u, c.old, c.st)
+	return 0, err
+}
+
+// scheduleVMI follows the launcher pod: while kube-scheduler cannot place
+// it, the VMI carries the pod's PodScheduled condition (reason and
+// message are the scheduler's); once bound, the simulator plays kubelet
+// (the pod runs and is Ready) and the VMI is Scheduled on the pod's node.
 func (s *sim) scheduleVMI(ctx context.Context, c *vmiContext) (time.Duration, error) {
-	ns := c.u.GetNamespace()
-	if p := s.faults().Match(fault.StuckScheduling, ns, c.vmName); p != "" {
-		msg := fmt.Sprintf("held in Scheduling by the simulator fault %s (pattern %q in ConfigMap %s)", fault.StuckScheduling, p, fault.ConfigMapKey)
-		return 0, s.unschedulable(ctx, c, msg)
+	if msg := s.stuckScheduling(c); msg != "" {
+		return 0, s.unschedulable(ctx, c, reasonUnschedulableC, msg)
 	}
-	node := s.state.assumedNode(c.key)
+	pod := s.launcherPodOf(c)
+	if pod == nil {
+		if err := s.createLauncherPod(ctx, c); err != nil {
+			return s.failedCreate(ctx, c, err)
+		}
+		_, err := s.writeStatus(ctx, gvrVMI, c.u, c.old, c.st)
+		return 0, err // the pod's event brings the VMI back
+	}
+	c.st.QOSClass = nil
+	if pod.Status.QOSClass != "" {
+		c.st.QOSClass = &pod.Status.QOSClass
+	}
+	node := pod.Spec.NodeName
 	if node == "" {
-		res := schedule(scheduleRequest{Namespace: ns, Labels: c.vmi.Labels, NodeSelector: c.vmi.Spec.NodeSelector,
-			Affinity: c.vmi.Spec.Affinity, Devices: gpuDevices(c.vmi.Spec.Domain.Devices.GPUs)}, s.hosts(), s.placedVMIs(c.key))
-		if res.Node == "" {
-			return 0, s.unschedulable(ctx, c, res.Message)
-		}
-		_, wait := nextPhase(c.st.Phase, s.since(c), c.now.Time, s.delays())
-		if wait > 0 {
-			removeVMICondition(c.st, condPodScheduled)
-			_, err := s.writeStatus(ctx, gvrVMI, c.u, c.old, c.st)
-			return wait, err
-		}
-		node = res.Node
-		s.state.assume(c.key, node)
-	}
-	if why := s.missingCloudInitSecret(c); why != "" {
-		// The launcher pod is placed (no PodScheduled condition) but cannot
-		// start: the VMI stays in Scheduling, with nothing on it saying why
-		// (kubelet reports FailedMount on the pod only), until the Secret
-		// exists.
-		if s.state.once(c.key, "mount", why) {
-			s.log.Info("vmi held in Scheduling: its launcher pod cannot mount a cloud-init Secret", "vmi", c.key, "node", node, "why", why)
+		if cond := podCondition(pod, corev1.PodScheduled); cond != nil && cond.Status == corev1.ConditionFalse {
+			return 0, s.unschedulable(ctx, c, cond.Reason, cond.Message)
 		}
 		removeVMICondition(c.st, condPodScheduled)
 		_, err := s.writeStatus(ctx, gvrVMI, c.u, c.old, c.st)
+		return 0, err
+	}
+	removeVMICondition(c.st, condPodScheduled)
+	if why := s.missingCloudInitSecret(c); why != "" {
+		// The launcher pod is placed but kubelet cannot start it: the VMI
+		// stays in Scheduling, with nothing on it saying why (kubelet
+		// reports FailedMount on the pod only), until the Secret exists.
+		if s.state.once(c.key, "mount", why) {
+			s.log.Info("vmi held in Scheduling: its launcher pod cannot mount a cloud-init Secret", "vmi", c.key, "node", node, "why", why)
+		}
+		_, err := s.writeStatus(ctx, gvrVMI, c.u, c.old, c.st)
 		return mountRetry, err
 	}
+	if !launcherReady(pod) {
+		if s.kubelets.HostDown(node) {
+			_, err := s.writeStatus(ctx, gvrVMI, c.u, c.old, c.st)
+			return 0, err
+		}
+		if _, wait := nextPhase(c.st.Phase, s.since(c), c.now.Time, s.delays()); wait > 0 {
+			_, err := s.writeStatus(ctx, gvrVMI, c.u, c.old, c.st)
+			return wait, err
+		}
+		if err := s.startLauncher(ctx, pod); err != nil {
+			return 0, err
+		}
+	}
+	c.st.ActivePods = map[types.UID]string{pod.UID: node}
 	return 0, s.bindVMI(ctx, c, node)
 }
 
-func (s *sim) unschedulable(ctx context.Context, c *vmiContext, msg string) error {
+func (s *sim) unschedulable(ctx context.Context, c *vmiContext, reason, msg string) error {
 	setVMICondition(c.st, kubevirtv1.VirtualMachineInstanceCondition{Type: condPodScheduled, Status: corev1.ConditionFalse,
-		Reason: reasonUnschedulableC, Message: msg}, c.now)
+		Reason: reason, Message: msg}, c.now)
 	if s.state.once(c.key, "unschedulable", msg) {
 		s.emit(c, corev1.EventTypeWarning, "FailedScheduling", msg)
 	}
@@ -399,63 +444,6 @@ func (s *sim) usedAddresses(key string) map[string]bool {
 		}
 	}
 	return used
-}
-
-// hosts lists the Nodes sorted by name.
-func (s *sim) hosts() []corev1.Node {
-	list, _ := s.kubeInformers.Core().V1().Nodes().Lister().List(labels.Everything())
-	out := make([]corev1.Node, 0, len(list))
-	for _, n := range list {
-		out = append(out, *n)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
-}
-
-// placedVMIs lists the VMIs other than key that occupy a host.
-func (s *sim) placedVMIs(key string) []placedVMI {
-	list, _ := s.vmis.List(labels.Everything())
-	var out []placedVMI
-	for _, o := range list {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		k := u.GetNamespace() + "/" + u.GetName()
-		if k == key {
-			continue
-		}
-		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
-		if phase == string(kubevirtv1.Succeeded) || phase == string(kubevirtv1.Failed) {
-			continue
-		}
-		node, _, _ := unstructured.NestedString(u.Object, "status", "nodeName")
-		if node == "" {
-			node = s.state.assumedNode(k)
-		}
-		if node == "" {
-			continue
-		}
-		p := placedVMI{Namespace: u.GetNamespace(), Name: u.GetName(), Labels: u.GetLabels(), Node: node}
-		if gpus, ok, _ := unstructured.NestedSlice(u.Object, "spec", "domain", "devices", "gpus"); ok {
-			p.Devices = map[string]int64{}
-			for _, g := range gpus {
-				if m, ok := g.(map[string]any); ok {
-					if name, _ := m["deviceName"].(string); name != "" {
-						p.Devices[name]++
-					}
-				}
-			}
-		}
-		if m, ok, _ := unstructured.NestedMap(u.Object, "spec", "affinity"); ok {
-			var aff corev1.Affinity
-			if runtime.DefaultUnstructuredConverter.FromUnstructured(m, &aff) == nil && aff.PodAntiAffinity != nil {
-				p.RequiredAntiAffinity = aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-			}
-		}
-		out = append(out, p)
-	}
-	return out
 }
 
 // faults reads the fault ConfigMap from the cache.

@@ -77,7 +77,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, tool := range []string{"etcd", "kube-apiserver", "kube-controller-manager"} {
+	for _, tool := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
 		if _, err := Bin(tool); err != nil {
 			return nil, err
 		}

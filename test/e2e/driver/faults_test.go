@@ -138,12 +138,13 @@ var faultedCommands = []struct {
 // create or rm starts or right after its first change: the command
 // completes (see faultedCommands for what each must leave).
 // TestUnderCPUHog runs it again with every core busy.
-func TestAPIServerFault(t *testing.T) { apiServerFault(t) }
+func TestAPIServerFault(t *testing.T) { apiServerFault(t, faultMoments...) }
 
-func apiServerFault(t *testing.T) {
+// apiServerFault hits each command with each fault at the given moments.
+func apiServerFault(t *testing.T, moments ...string) {
 	for _, c := range faultedCommands {
 		for i, f := range apiServerFaults {
-			for _, moment := range faultMoments {
+			for _, moment := range moments {
 				t.Run(c.name+"/"+f.name+"/"+moment, func(t *testing.T) {
 					cluster := fmt.Sprintf("e2e-%s%d%c", c.cluster, i, moment[0])
 					machine := cluster + "-pool1-a0000"

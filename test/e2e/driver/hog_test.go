@@ -12,7 +12,10 @@ import (
 // a busy loop on every core (simtest.CPUHog), as on a shared CI runner or a
 // loaded Rancher node: every create and rm succeeds, nothing is left, and
 // no plugin process outlives its rancher-machine. The hog stops by itself
-// at the test binary's deadline at the latest.
+// at the test binary's deadline at the latest. Both are sized by soakEnv:
+// the short soak hits each command with each fault once its watches run
+// (the moment "waits"); the long one (`make soak`) at both moments, as
+// TestAPIServerFault does.
 func TestUnderCPUHog(t *testing.T) {
 	limit := 30 * time.Minute
 	if d, ok := t.Deadline(); ok {
@@ -21,5 +24,15 @@ func TestUnderCPUHog(t *testing.T) {
 	stop := simtest.CPUHog(context.Background(), limit)
 	defer stop()
 	t.Run("soak", func(t *testing.T) { soak(t, "e2e-hogscale") })
-	t.Run("APIServerFault", apiServerFault)
+	t.Run("APIServerFault", func(t *testing.T) { apiServerFault(t, hogFaultMoments(soakSizeFromEnv(t))...) })
+}
+
+// hogFaultMoments are the moments the hog's fault tests hit: the long soak
+// takes all of faultMoments, the short one the moment a command's watches
+// run ("waits"), where a restart breaks the most at once.
+func hogFaultMoments(size soakSize) []string {
+	if size == longSoak {
+		return faultMoments
+	}
+	return []string{"waits"}
 }

@@ -26,6 +26,9 @@ const soakEnv = "HARVESTER_E2E_SOAK"
 // soakSize is the soak's machines per round and rounds.
 type soakSize struct{ machines, rounds int }
 
+// longSoak is the size `make soak` runs.
+var longSoak = soakSize{machines: 50, rounds: 3}
+
 // soakSizeFromEnv reads soakEnv; any other value fails the test.
 func soakSizeFromEnv(t *testing.T) soakSize {
 	t.Helper()
@@ -33,7 +36,7 @@ func soakSizeFromEnv(t *testing.T) soakSize {
 	case "":
 		return soakSize{machines: 10, rounds: 2}
 	case "long":
-		return soakSize{machines: 50, rounds: 3}
+		return longSoak
 	default:
 		t.Fatalf("%s=%q: want empty (the short soak: 10 machines, 2 rounds) or \"long\" (50 machines, 3 rounds)", soakEnv, v)
 		return soakSize{}

@@ -113,7 +113,7 @@ func TestUnsatisfiableStaysScheduling(t *testing.T) {
 	for i := range 4 {
 		name := fmt.Sprintf("hard-%d", i)
 		v := waitVMI(t, ns, name, "Running or Unschedulable", func(v *kubevirtv1.VirtualMachineInstance) bool {
-			return running(v) || unschedulableWith("didn't match pod anti-affinity rules")(v)
+			return running(v) || unschedulableWith("0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules.")(v)
 		})
 		if running(v) {
 			runningCount++

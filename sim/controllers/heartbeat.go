@@ -1,0 +1,177 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Kubelet heartbeats as kubelet's defaults make them: the node Lease in
+// kube-node-lease is renewed every 10 s (a quarter of its 40 s duration),
+// and the Node's Ready condition is posted again when it is not True or
+// its heartbeat is older than nodeStatusReportFrequency (5 min).
+const (
+	NodeLeaseNamespace   = corev1.NamespaceNodeLease
+	leaseDurationSeconds = 40
+	leaseRenewInterval   = 10 * time.Second
+	nodeStatusReport     = 5 * time.Minute
+)
+
+// Kubelets are the simulated hosts' kubelets: they renew their node's
+// Lease and Ready condition, and remove pods being deleted from their
+// host. A host set down stops all of that, as a dead host would; the
+// Node's status is left as it was, for kube-controller-manager's node
+// lifecycle controller to judge.
+type Kubelets struct {
+	mu   sync.Mutex
+	down map[string]bool
+	// wake asks the heartbeat loop to run at once (a host came back).
+	wake chan struct{}
+}
+
+// NewKubelets makes the kubelets of every host, all up.
+func NewKubelets() *Kubelets {
+	return &Kubelets{down: map[string]bool{}, wake: make(chan struct{}, 1)}
+}
+
+// SetHostDown stops (down) or resumes the kubelet of host name.
+func (k *Kubelets) SetHostDown(name string, down bool) {
+	k.mu.Lock()
+	if down {
+		k.down[name] = true
+	} else {
+		delete(k.down, name)
+	}
+	k.mu.Unlock()
+	select {
+	case k.wake <- struct{}{}:
+	default:
+	}
+}
+
+// HostDown reports whether the kubelet of host name is stopped.
+func (k *Kubelets) HostDown(name string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.down[name]
+}
+
+// runHeartbeats renews the up hosts' Leases and Ready conditions until
+// ctx ends.
+func (s *sim) runHeartbeats(ctx context.Context) {
+	interval := s.opts.LeaseRenewInterval
+	if interval <= 0 {
+		interval = leaseRenewInterval
+	}
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		nodes, _ := s.kubeInformers.Core().V1().Nodes().Lister().List(labels.Everything())
+		for _, n := range nodes {
+			if s.kubelets.HostDown(n.Name) {
+				continue
+			}
+			if err := s.heartbeat(ctx, n); err != nil && ctx.Err() == nil {
+				s.log.Warn("kubelet heartbeat", "node", n.Name, "err", err)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		case <-s.kubelets.wake:
+		}
+	}
+}
+
+// heartbeat renews the host's Lease (creating it, owned by the Node, as
+// kubelet does) and, when due, its Ready condition.
+func (s *sim) heartbeat(ctx context.Context, n *corev1.Node) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	now := metav1.NewMicroTime(time.Now())
+	leases := s.kube.CoordinationV1().Leases(NodeLeaseNamespace)
+	lease, err := leases.Get(ctx, n.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = leases.Create(ctx, nodeLease(n, now), metav1.CreateOptions{})
+	case err == nil:
+		lease.Spec.RenewTime = &now
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("renew lease %s/%s: %w", NodeLeaseNamespace, n.Name, err)
+	}
+	return s.postReady(ctx, n)
+}
+
+// nodeLease is kubelet's Lease for node n.
+func nodeLease(n *corev1.Node, now metav1.MicroTime) *coordinationv1.Lease {
+	holder, duration := n.Name, int32(leaseDurationSeconds)
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Namespace: NodeLeaseNamespace, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "Node", Name: n.Name, UID: n.UID}}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &duration, RenewTime: &now},
+	}
+}
+
+// LeaseRenewInterval is how often the kubelets renew their Lease for
+// kube-controller-manager's --node-monitor-grace-period: kubelet's 10 s,
+// or a quarter of a shorter grace period (as kubelet's own quarter of its
+// 40 s Lease), so a host that is up never looks stale.
+func LeaseRenewInterval(grace time.Duration) time.Duration {
+	return min(leaseRenewInterval, grace/4)
+}
+
+// kubeletConditions are the conditions kubelet posts for a healthy host,
+// with its reasons; the node lifecycle controller sets them Unknown (and
+// adds the pressure ones) when the host stops reporting.
+var kubeletConditions = map[corev1.NodeConditionType]struct {
+	status          corev1.ConditionStatus
+	reason, message string
+}{
+	corev1.NodeReady:          {corev1.ConditionTrue, "KubeletReady", "simulated host is ready"},
+	corev1.NodeMemoryPressure: {corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+	corev1.NodeDiskPressure:   {corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+	corev1.NodePIDPressure:    {corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+}
+
+// postReady posts the host's kubelet conditions (Ready True, no pressure)
+// with a fresh heartbeat when one of them says otherwise or Ready's
+// heartbeat is older than nodeStatusReport.
+func (s *sim) postReady(ctx context.Context, n *corev1.Node) error {
+	now := metav1.Now()
+	node := n.DeepCopy()
+	due := false
+	for i, c := range node.Status.Conditions {
+		want, ok := kubeletConditions[c.Type]
+		if !ok {
+			continue
+		}
+		stale := c.Type == corev1.NodeReady && now.Sub(c.LastHeartbeatTime.Time) >= nodeStatusReport
+		if c.Status == want.status && !stale {
+			continue
+		}
+		due = true
+		cond := &node.Status.Conditions[i]
+		if c.Status != want.status {
+			cond.LastTransitionTime = now
+		}
+		cond.Status, cond.Reason, cond.Message, cond.LastHeartbeatTime = want.status, want.reason, want.message, now
+	}
+	if !due {
+		return nil
+	}
+	_, err := s.kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("post Ready of node %s: %w", n.Name, err)
+	}
+	return nil
+}
