@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
@@ -129,9 +130,10 @@ func setDrained(node *corev1.Node, status corev1.ConditionStatus, now metav1.Tim
 // Harvester's built-in default when the Setting does not exist.
 func (s *sim) forceResetPolicy() (harvester.VMForceResetPolicy, error) {
 	value := harvester.DefaultVMForceResetPolicy
-	if u := getCached(s.settings, "", harvester.SettingVMForceResetPolicy); u != nil {
-		v, _ := u.Object["value"].(string)
-		d, _ := u.Object["default"].(string)
+	if obj, err := s.settings.Get(harvester.SettingVMForceResetPolicy); err == nil { // cluster scoped: no namespace in the key
+		u, _ := obj.(*unstructured.Unstructured)
+		v, _, _ := unstructured.NestedString(u.UnstructuredContent(), "value")
+		d, _, _ := unstructured.NestedString(u.UnstructuredContent(), "default")
 		value = harvester.SettingValue(v, d)
 	}
 	return harvester.ParseVMForceResetPolicy(value)
