@@ -158,3 +158,38 @@ func (s *sim) vmiOnDownHost(ctx context.Context, key string, u *unstructured.Uns
 	_, err := s.writeStatus(ctx, gvrVMI, u, vmi.Status, st)
 	return err
 }
+
+// readyFromPod is virt-controller's syncReadyConditionFromPod for a
+// running VMI: its Ready condition is its launcher pod's.
+func (s *sim) readyFromPod(c *vmiContext) {
+	pod := s.launcherPodOf(c)
+	if pod == nil {
+		return
+	}
+	if pc := podCondition(pod, corev1.PodReady); pc != nil {
+		setVMICondition(c.st, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady,
+			Status: pc.Status, Reason: pc.Reason, Message: pc.Message}, c.now)
+	}
+}
+
+// repostPodReady is a host's kubelet back after the host was down: the
+// node lifecycle controller marked its running pods not Ready, and
+// kubelet reports them Ready again.
+func (s *sim) repostPodReady(ctx context.Context, pod *corev1.Pod) error {
+	if pod.Status.Phase != corev1.PodRunning {
+		return nil
+	}
+	c := podCondition(pod, corev1.PodReady)
+	if c == nil || c.Status == corev1.ConditionTrue {
+		return nil
+	}
+	p := pod.DeepCopy()
+	now := metav1.Now()
+	for _, t := range []corev1.PodConditionType{corev1.ContainersReady, corev1.PodReady} {
+		setPodCondition(p, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	}
+	if _, err := s.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("kubelet: report pod %s/%s Ready again: %w", p.Namespace, p.Name, err)
+	}
+	return nil
+}

@@ -324,6 +324,7 @@ func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) 
 	}
 	c.st.VolumeStatus = s.volumeStatusOf(c)
 	setVMICondition(c.st, liveMigratable(&c.vmi, s.claimsOf(c)), c.now)
+	s.readyFromPod(c)
 	u := c.u
 	if len(ips) > 0 && !hasAddress(c.old.Interfaces) {
 		u = u.DeepCopy()

@@ -48,19 +48,7 @@ func TestFaultHostDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	iso := harness.Current().Isolation
-	s, err := simtest.Start(ctx, simtest.Options{Args: append(iso.SimArgs(), "--guest-clusters", "--node-monitor-grace-period="+hdGrace.String())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop() })
-	cfg, err := s.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, dc, vc := kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg), kubevirt.NewForConfigOrDie(cfg)
-	if err := simtest.SetForceResetPolicy(ctx, dc, hdPolicy); err != nil {
-		t.Fatal(err)
-	}
+	s, kc, vc := startHostDownSim(ctx, t, hdPolicy)
 
 	vm := hostDownVM("hd-vm")
 	if _, err := vc.KubevirtV1().VirtualMachines("default").Create(ctx, vm, metav1.CreateOptions{}); err != nil {
@@ -143,6 +131,91 @@ func TestFaultHostDown(t *testing.T) {
 		n, _ := kc.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{})
 		t.Fatalf("host %s back: %v; taints %v, conditions %v", host, err, n.Spec.Taints, n.Status.Conditions)
 	}
+}
+
+// TestFaultHostDownBackInTime: a host back before Harvester's
+// out-of-service step keeps its VM: the drain taint (the policy's period
+// passed) and the unreachable taints go, so does the Drained condition,
+// and the same VMI is Ready again with its guest answering and its guest
+// node Ready.
+func TestFaultHostDownBackInTime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	iso := harness.Current().Isolation
+	s, kc, vc := startHostDownSim(ctx, t, `{"enable":true,"period":1,"vmMigrationTimeout":600}`)
+	if _, err := vc.KubevirtV1().VirtualMachines("default").Create(ctx, hostDownVM("back-vm"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := waitVMIOn(ctx, t, vc, "back-vm", "Running with an address", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return v.Status.Phase == kubevirtv1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != ""
+	})
+	host, ip := first.Status.NodeName, first.Status.Interfaces[0].IP
+	guest := guestClient(ctx, t, s)
+	waitGuestNode(ctx, t, guest, "back-vm", corev1.ConditionTrue)
+	if err := s.Fault(ctx, "host-down", host); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := simtest.WaitNode(ctx, kc, host, func(n *corev1.Node) bool {
+		return simtest.HasTaint(n, "kubevirt.io/drain", corev1.TaintEffectNoSchedule)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitVMIOn(ctx, t, vc, "back-vm", "Ready False from its launcher pod", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		c := vmiCondition(v, kubevirtv1.VirtualMachineInstanceReady)
+		return c != nil && c.Status == corev1.ConditionFalse
+	})
+	waitGuestNode(ctx, t, guest, "back-vm", corev1.ConditionUnknown)
+
+	if err := s.Fault(ctx, "host-down", "--remove", host); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := simtest.WaitNode(ctx, kc, host, func(n *corev1.Node) bool {
+		return simtest.NodeReady(n) == corev1.ConditionTrue && len(n.Spec.Taints) == 0 &&
+			!slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == harvester.NodeConditionDrained })
+	}); err != nil {
+		n, _ := kc.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{})
+		t.Fatalf("host %s back: %v; taints %v, conditions %v", host, err, n.Spec.Taints, n.Status.Conditions)
+	}
+	back := waitVMIOn(ctx, t, vc, "back-vm", "Ready again", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		c := vmiCondition(v, kubevirtv1.VirtualMachineInstanceReady)
+		return c != nil && c.Status == corev1.ConditionTrue
+	})
+	if back.UID != first.UID || back.Status.NodeName != host {
+		t.Errorf("VMI %s on %s after the host came back; it was %s on %s", back.UID, back.Status.NodeName, first.UID, host)
+	}
+	waitGuestNode(ctx, t, guest, "back-vm", corev1.ConditionTrue)
+	if iso.Isolated && !answers(ip) {
+		t.Errorf("guest %s does not answer SSH after its host came back", ip)
+	}
+}
+
+// startHostDownSim starts a simulator of the test's own (a host failure
+// must not touch the package's other tests) with guest clusters, the
+// short grace period and the given vm-force-reset-policy.
+func startHostDownSim(ctx context.Context, t *testing.T, policy string) (*simtest.Sim, kubernetes.Interface, kubevirt.Interface) {
+	t.Helper()
+	s, err := simtest.Start(ctx, simtest.Options{Args: append(harness.Current().SimArgs(), "--guest-clusters", "--node-monitor-grace-period="+hdGrace.String())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	cfg, err := s.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := simtest.SetForceResetPolicy(ctx, dynamic.NewForConfigOrDie(cfg), policy); err != nil {
+		t.Fatal(err)
+	}
+	return s, kubernetes.NewForConfigOrDie(cfg), kubevirt.NewForConfigOrDie(cfg)
+}
+
+func vmiCondition(v *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
+	for i := range v.Status.Conditions {
+		if v.Status.Conditions[i].Type == t {
+			return &v.Status.Conditions[i]
+		}
+	}
+	return nil
 }
 
 // TestFaultHostDownRefusesUnknownHost: a name that is no host is refused,
