@@ -89,6 +89,42 @@ func launcherPod(vmi *kubevirtv1.VirtualMachineInstance, ratio string) *corev1.P
 	return pod
 }
 
+// migrationTargetPod is the target launcher pod of a live migration, as
+// KubeVirt v1.7's migration controller makes it (createTargetPod, not
+// decentralized): the VMI's launcher pod (launcherPod), plus a required
+// pod anti-affinity term against pods labelled kubevirt.io/created-by:
+// <vmi uid> on the same kubernetes.io/hostname (so kube-scheduler places
+// it away from the source pod's host), the migration's
+// spec.addedNodeSelector under the pod's own nodeSelector, label
+// kubevirt.io/migrationJobUID: <migration uid> and annotation
+// kubevirt.io/migrationJobName: <migration name>. (The host-model CPU
+// node selector copied from the source host is not rendered: the
+// simulated hosts carry no CPU model labels.)
+func migrationTargetPod(vmi *kubevirtv1.VirtualMachineInstance, migration *kubevirtv1.VirtualMachineInstanceMigration, ratio string) *corev1.Pod {
+	pod := launcherPod(vmi, ratio)
+	term := corev1.PodAffinityTerm{
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{kubevirtv1.CreatedByLabel: string(vmi.UID)}},
+		TopologyKey:   corev1.LabelHostname,
+	}
+	if pod.Spec.Affinity == nil {
+		pod.Spec.Affinity = &corev1.Affinity{}
+	}
+	if pod.Spec.Affinity.PodAntiAffinity == nil {
+		pod.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	anti := pod.Spec.Affinity.PodAntiAffinity
+	anti.RequiredDuringSchedulingIgnoredDuringExecution = append(anti.RequiredDuringSchedulingIgnoredDuringExecution, term)
+	sel := maps.Clone(migration.Spec.AddedNodeSelector)
+	if sel == nil {
+		sel = map[string]string{}
+	}
+	maps.Copy(sel, pod.Spec.NodeSelector)
+	pod.Spec.NodeSelector = sel
+	pod.Labels[kubevirtv1.MigrationJobLabel] = string(migration.UID)
+	pod.Annotations[kubevirtv1.MigrationJobNameAnnotation] = migration.Name
+	return pod
+}
+
 // launcherHostname is KubeVirt's SanitizeHostname.
 func launcherHostname(vmi *kubevirtv1.VirtualMachineInstance) string {
 	if vmi.Spec.Hostname != "" {
@@ -153,7 +189,7 @@ func (s *sim) createLauncherPod(ctx context.Context, c *vmiContext) error {
 		return err
 	}
 	s.state.markPodCreated(c.key)
-	s.emit(c, corev1.EventTypeNormal, "SuccessfulCreate", "Created virtual machine pod "+created.Name)
+	s.event.emit(c.u, corev1.EventTypeNormal, "SuccessfulCreate", "Created virtual machine pod "+created.Name)
 	return nil
 }
 
@@ -162,7 +198,7 @@ func (s *sim) createLauncherPod(ctx context.Context, c *vmiContext) error {
 // reason FailedCreate; the VMI stays Pending and is retried.
 func (s *sim) failedCreate(ctx context.Context, c *vmiContext, err error) (time.Duration, error) {
 	if s.state.once(c.key, "failed-create", err.Error()) {
-		s.emit(c, corev1.EventTypeWarning, reasonFailedCreate, "Error creating pod: "+err.Error())
+		s.event.emit(c.u, corev1.EventTypeWarning, reasonFailedCreate, "Error creating pod: "+err.Error())
 	}
 	setVMICondition(c.st, kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceSynchronized,
 		Status: corev1.ConditionFalse, Reason: reasonFailedCreate, Message: "failed to create virtual machine pod: " + err.Error()}, c.now)

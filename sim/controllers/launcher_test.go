@@ -179,3 +179,33 @@ func checkGolden(t *testing.T, name string, obj any) {
 		t.Errorf("%s differs from the builder's output:\n--- got\n%s\n--- want\n%s", path, got, want)
 	}
 }
+
+// TestMigrationTargetPod: KubeVirt's createTargetPod adds, to the launcher
+// pod, a required anti-affinity term on kubernetes.io/hostname against
+// the VMI's own pods (created-by), the migration's added node selector
+// (the pod's own keys win), the job label and name annotation.
+func TestMigrationTargetPod(t *testing.T) {
+	vmi := launcherTestVMI()
+	mig := &kubevirtv1.VirtualMachineInstanceMigration{ObjectMeta: metav1.ObjectMeta{Name: "web-1-mig", UID: "9999"},
+		Spec: kubevirtv1.VirtualMachineInstanceMigrationSpec{VMIName: "web-1",
+			AddedNodeSelector: map[string]string{"rack": "r2", "kubevirt.io/schedulable": "false"}}}
+	pod := migrationTargetPod(vmi, mig, "1.5")
+	terms := pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	if len(terms) != 2 {
+		t.Fatalf("anti-affinity terms %+v, want the VMI's and KubeVirt's", terms)
+	}
+	last := terms[1]
+	if last.TopologyKey != "kubernetes.io/hostname" || len(last.LabelSelector.MatchLabels) != 1 ||
+		last.LabelSelector.MatchLabels["kubevirt.io/created-by"] != "0f1e2d3c-0000-4000-8000-000000000001" {
+		t.Errorf("target anti-affinity term %+v", last)
+	}
+	if pod.Spec.NodeSelector["rack"] != "r2" || pod.Spec.NodeSelector["kubevirt.io/schedulable"] != "true" {
+		t.Errorf("nodeSelector %v: want rack r2 added and the pod's schedulable kept", pod.Spec.NodeSelector)
+	}
+	if pod.Labels["kubevirt.io/migrationJobUID"] != "9999" || pod.Annotations["kubevirt.io/migrationJobName"] != "web-1-mig" {
+		t.Errorf("labels %v annotations %v lack the migration job", pod.Labels, pod.Annotations)
+	}
+	if source := launcherPod(vmi, "1.5"); len(source.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 {
+		t.Error("building the target changed the source pod's affinity")
+	}
+}

@@ -234,7 +234,7 @@ func TestQuotaCountsCloudProviderCredential(t *testing.T) {
 
 // TestVGPUCapacity: a vGPU profile no host offers is refused; one a host
 // offers (node allocatable, as the device plugin reports it) is accepted
-// while free (and the simulated scheduler places it on that host), and
+// while free (and kube-scheduler places its launcher pod on that host), and
 // refused once the running machine holds it; the machine is not made
 // to live-migrate.
 func TestVGPUCapacity(t *testing.T) {

@@ -182,12 +182,15 @@ func TestQuotaRefusesLauncherPod(t *testing.T) {
 	if msg := waitEvent(t, ns, "refused", "FailedCreate"); !strings.HasPrefix(msg, "Error creating pod: ") || !strings.Contains(msg, "exceeded quota: no-pods") {
 		t.Errorf("FailedCreate event %q", msg)
 	}
-	if err := env.kube.CoreV1().ResourceQuotas(ns).Delete(ctx, "no-pods", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	// The memory quota is in force (its status filled) before the pod can
+	// be made, so admission charges the pod.
 	mem := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "memory"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourceRequestsMemory: resource.MustParse("100Gi")}}}
 	if _, err := env.kube.CoreV1().ResourceQuotas(ns).Create(ctx, mem, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitQuota(t, ns, "memory", func(q *corev1.ResourceQuota) bool { return len(q.Status.Hard) > 0 })
+	if err := env.kube.CoreV1().ResourceQuotas(ns).Delete(ctx, "no-pods", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	waitVMI(t, ns, "refused", "Running once the quota is gone", running)
