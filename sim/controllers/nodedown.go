@@ -19,7 +19,6 @@ import (
 // simulator's hosts. It only taints: kube-controller-manager's own
 // taint-eviction and pod GC controllers act on the taints.
 
-
 var (
 	taintDrain        = corev1.Taint{Key: harvester.TaintKubevirtDrain, Effect: corev1.TaintEffectNoSchedule}
 	taintOutOfService = corev1.Taint{Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoExecute}
