@@ -37,6 +37,7 @@ const (
 	flagGuestClusters = "guest-clusters"
 	flagAuditLog      = "audit-log"
 	flagGuestIface    = guestnet.FlagInterface
+	flagNodeGrace     = "node-monitor-grace-period"
 )
 
 const appDescription = `Runs a simulated Harvester in the foreground: a real etcd, kube-apiserver,
@@ -70,6 +71,7 @@ func NewApp() *cli.App {
 			&cli.BoolFlag{Name: flagGuestClusters, Usage: "play the guest clusters: a kube-apiserver per guest cluster a VM is labelled with (DIR/guests/<cluster>/kubeconfig), running VMs join as Nodes, their K3s/RKE2 auto-deploy manifests are applied"},
 			&cli.StringFlag{Name: flagAuditLog, Usage: "write kube-apiserver's audit log (every request at level Metadata, JSON lines) to this file; off when empty"},
 			&cli.StringFlag{Name: flagGuestIface, Usage: "put running guests' addresses on this interface and answer SSH on them as the guest would (for a private network namespace, as the end-to-end harness makes; never on a host's network); with --guest-clusters, the real kube-vip (--bin-dir/kube-vip) also runs for each guest node its DaemonSet schedules on, in the node's own network namespace; off when empty"},
+			&cli.DurationFlag{Name: flagNodeGrace, Value: DefaultNodeMonitorGracePeriod, Usage: "kube-controller-manager's --node-monitor-grace-period: how long after a host stops renewing its node Lease (fault host-down) its Node turns Ready Unknown"},
 			&cli.BoolFlag{Name: flagVerbose, Usage: "log each start-up step with its timing"},
 			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
 		},
@@ -103,8 +105,8 @@ func runAction(c *cli.Context) error {
 		ScheduleDelay: c.Duration(flagScheduleDelay), BootDelay: c.Duration(flagBootDelay), IPDelay: c.Duration(flagIPDelay),
 		MigrationDuration: c.Duration(flagMigrationDur),
 		StartTimeout:      c.Duration(flagStartTimeout), GuestClusters: c.Bool(flagGuestClusters), AuditLog: auditLog,
-		GuestInterface: c.String(flagGuestIface),
-		Log:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
+		GuestInterface: c.String(flagGuestIface), NodeMonitorGracePeriod: c.Duration(flagNodeGrace),
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
 	})
 }
 
@@ -259,6 +261,18 @@ func faultCommand() *cli.Command {
 						return err
 					}
 					return fault.SetDelayAllocation(ctx, kube, pattern, c.Duration(flagDelay), c.Bool(flagRemove))
+				}),
+			},
+			{
+				Name: fault.HostDown, Usage: "take a host down (its kubelet stops renewing the node Lease and posting status, its guests stop answering) or, with --remove, up again; returns once the simulator acts on it, the Node turns NotReady after --node-monitor-grace-period",
+				ArgsUsage: "NODE (e.g. harvester-node-1)",
+				Flags:     []cli.Flag{&cli.BoolFlag{Name: flagRemove, Usage: "bring the host up again"}},
+				Action: withKube(func(ctx context.Context, kube kubernetes.Interface, _ dynamic.Interface, c *cli.Context) error {
+					node, err := one(c, fault.HostDown)
+					if err != nil {
+						return err
+					}
+					return fault.SetHostDown(ctx, kube, node, c.Bool(flagRemove))
 				}),
 			},
 			{

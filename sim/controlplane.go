@@ -200,13 +200,35 @@ func (c *controlPlane) restartAPIServer(ctx context.Context) error {
 	return c.startAPIServer(ctx)
 }
 
-func (c *controlPlane) startControllerManager(ctx context.Context) error {
+// kcmControllers are the kube-controller-manager controllers the
+// simulator runs: besides those of objects (garbage collector, namespaces,
+// service accounts, volumes, quotas, RBAC aggregation), those of a dead
+// host: the node lifecycle controller (Ready Unknown and the unreachable
+// taints once a node Lease is not renewed), the taint-eviction controller
+// (deletes the pods a NoExecute taint such as out-of-service evicts) and
+// pod GC (force-deletes terminating pods on a NotReady out-of-service node).
+const kcmControllers = "garbagecollector,namespace,serviceaccount,serviceaccount-token,pvc-protection,pv-protection,persistentvolume-binder,resourcequota,clusterrole-aggregation," +
+	"nodelifecycle,taint-eviction-controller,podgc"
+
+// nodeMonitorPeriod is how often the node lifecycle controller checks the
+// nodes for a grace period: its default 5s, shorter for short grace
+// periods (at least 1s).
+func nodeMonitorPeriod(grace time.Duration) time.Duration {
+	return min(5*time.Second, max(time.Second, grace/8))
+}
+
+// startControllerManager starts kube-controller-manager; grace is its
+// --node-monitor-grace-period (how long a node Lease may go unrenewed
+// before the node is Ready Unknown).
+func (c *controlPlane) startControllerManager(ctx context.Context, grace time.Duration) error {
 	var err error
 	c.kcm, err = c.startComponent(ctx, "kube-controller-manager", c.kcmPort,
 		"--kubeconfig="+c.path("kubeconfig"),
 		"--authentication-kubeconfig="+c.path("kubeconfig"),
 		"--authorization-kubeconfig="+c.path("kubeconfig"),
-		"--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,pvc-protection,pv-protection,persistentvolume-binder,resourcequota,clusterrole-aggregation",
+		"--controllers="+kcmControllers,
+		"--node-monitor-grace-period="+grace.String(),
+		"--node-monitor-period="+nodeMonitorPeriod(grace).String(),
 		"--service-account-private-key-file="+c.path("pki", "sa.key"),
 		"--root-ca-file="+c.path("pki", "ca.crt"),
 		"--use-service-account-credentials=false",

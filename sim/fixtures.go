@@ -114,11 +114,12 @@ func buildHarvesterFixtures(publicKey string) ([]*unstructured.Unstructured, err
 		Value:      ServerVersion, Default: ServerVersion,
 	}
 	objs := []runtime.Object{image, keyPair, setting}
-	// The settings the VM mutator reads, as Harvester ships them: the
-	// default set, no value.
+	// The settings the VM mutator and the node-down controller read, as
+	// Harvester ships them: the default set, no value.
 	for name, def := range map[string]string{
 		harvester.SettingOvercommit:          harvester.DefaultOvercommit,
 		harvester.SettingMemoryOverheadRatio: harvester.DefaultMemoryOverheadRatio,
+		harvester.SettingVMForceResetPolicy:  harvester.DefaultVMForceResetPolicy,
 	} {
 		objs = append(objs, &harvesterv1.Setting{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "harvesterhci.io/v1beta1", Kind: "Setting"},

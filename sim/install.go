@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
@@ -54,8 +55,20 @@ func installCore(ctx context.Context, kube kubernetes.Interface, hosts, zones in
 		if err != nil {
 			return fmt.Errorf("create host %s: %w", node.Name, err)
 		}
-		created.Status = status
-		updated, err := kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		// kube-controller-manager's node lifecycle controller may write
+		// the new Node meanwhile: retry on a fresh copy.
+		var updated *corev1.Node
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			created.Status = status
+			var uerr error
+			updated, uerr = kube.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+			if apierrors.IsConflict(uerr) {
+				if fresh, gerr := kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); gerr == nil {
+					created = fresh
+				}
+			}
+			return uerr
+		})
 		if err != nil {
 			return fmt.Errorf("set status of host %s: %w", node.Name, err)
 		}
@@ -129,23 +142,33 @@ func conditionTrue(u *unstructured.Unstructured, condType string) bool {
 	return false
 }
 
-// untaintReady plays kube-controller-manager's node lifecycle controller
-// for a host created Ready: the API server's NodeTaint admission gives
-// every new Node node.kubernetes.io/not-ready:NoSchedule, and the
-// controller takes it off once the node reports Ready (the simulator does
-// not run that controller).
+// untaintReady takes node.kubernetes.io/not-ready:NoSchedule off a host
+// created Ready: the API server's NodeTaint admission gives it to every
+// new Node, and kube-controller-manager's node lifecycle controller takes
+// it off once the node reports Ready. That controller runs in the
+// simulator too, but only checks nodes every --node-monitor-period; doing
+// its step at install lets VMs be placed at once.
 func untaintReady(ctx context.Context, kube kubernetes.Interface, node *corev1.Node) error {
-	kept := node.Spec.Taints[:0]
-	for _, t := range node.Spec.Taints {
-		if t.Key != corev1.TaintNodeNotReady {
-			kept = append(kept, t)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		kept := node.Spec.Taints[:0:0]
+		for _, t := range node.Spec.Taints {
+			if t.Key != corev1.TaintNodeNotReady {
+				kept = append(kept, t)
+			}
 		}
-	}
-	if len(kept) == len(node.Spec.Taints) {
-		return nil
-	}
-	node.Spec.Taints = kept
-	if _, err := kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		if len(kept) == len(node.Spec.Taints) {
+			return nil
+		}
+		node.Spec.Taints = kept
+		_, err := kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) { // the node lifecycle controller wrote it meanwhile
+			if fresh, gerr := kube.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{}); gerr == nil {
+				node = fresh
+			}
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("remove the not-ready taint of Ready host %s: %w", node.Name, err)
 	}
 	return nil

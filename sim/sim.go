@@ -58,8 +58,21 @@ type Options struct {
 	// GuestInterface, when set, is the interface running guests' addresses
 	// go on, each answering SSH (sim/guestnet).
 	GuestInterface string
-	Log            *slog.Logger
+	// NodeMonitorGracePeriod is kube-controller-manager's
+	// --node-monitor-grace-period: how long after a host's last Lease
+	// renewal its Node turns Ready Unknown (DefaultNodeMonitorGracePeriod
+	// when 0).
+	NodeMonitorGracePeriod time.Duration
+	Log                    *slog.Logger
 }
+
+// DefaultNodeMonitorGracePeriod is kube-controller-manager's own default
+// (Kubernetes 1.34).
+const DefaultNodeMonitorGracePeriod = 50 * time.Second
+
+// MinNodeMonitorGracePeriod is the shortest grace period the simulator
+// accepts.
+const MinNodeMonitorGracePeriod = 4 * time.Second
 
 // Validate returns every problem with the options at once.
 func (o Options) Validate() error {
@@ -78,6 +91,9 @@ func (o Options) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: %s is negative: use 0 or more", name, d))
 		}
 	}
+	if g := o.NodeMonitorGracePeriod; g != 0 && g < MinNodeMonitorGracePeriod {
+		errs = append(errs, fmt.Errorf("--node-monitor-grace-period: %s is too short: use %s or more (the hosts renew their Lease every quarter of it)", g, MinNodeMonitorGracePeriod))
+	}
 	return errors.Join(errs...)
 }
 
@@ -88,6 +104,9 @@ func (o Options) Validate() error {
 func Run(ctx context.Context, o Options) (err error) {
 	if err := o.Validate(); err != nil {
 		return err
+	}
+	if o.NodeMonitorGracePeriod == 0 {
+		o.NodeMonitorGracePeriod = DefaultNodeMonitorGracePeriod
 	}
 	log := o.Log
 	if log == nil {
@@ -120,7 +139,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	log.Info("kube-apiserver ready", "url", cp.URL(), "after", time.Since(start).Round(time.Millisecond))
 
 	kcmDone := make(chan error, 1)
-	go func() { kcmDone <- cp.startControllerManager(startCtx) }()
+	go func() { kcmDone <- cp.startControllerManager(startCtx, o.NodeMonitorGracePeriod) }()
 	schedDone := make(chan error, 1)
 	go func() { schedDone <- cp.startScheduler(startCtx) }()
 
@@ -152,7 +171,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	err = controllers.Start(runCtx, cfg, controllers.Options{
 		ScheduleDelay: o.ScheduleDelay, BootDelay: o.BootDelay, IPDelay: o.IPDelay, MigrationDuration: o.MigrationDuration,
 		Log:          log.With("component", "controllers"),
-		GuestNetwork: guestNet,
+		GuestNetwork: guestNet, LeaseRenewInterval: controllers.LeaseRenewInterval(o.NodeMonitorGracePeriod),
 	})
 	if err != nil {
 		return fmt.Errorf("start simulated controllers: %w", err)

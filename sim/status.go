@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -91,9 +92,9 @@ func PrintStatus(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 		return fmt.Errorf("status: list VMIs: %w", err)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "HOST\tREGION\tZONE")
+	fmt.Fprintln(tw, "HOST\tREGION\tZONE\tREADY\tTAINTS")
 	for _, n := range nodes.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Name, n.Labels[harvester.RegionKey], n.Labels[harvester.ZoneKey])
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, n.Labels[harvester.RegionKey], n.Labels[harvester.ZoneKey], hostReady(&n), hostTaints(&n))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "NAMESPACE\tVM\tSTATUS\tPHASE\tHOST\tZONE\tIP")
@@ -159,4 +160,27 @@ func lbRows(lbs []unstructured.Unstructured) [][]string {
 			orDash(nested(&l, "status", "address")), ready})
 	}
 	return rows
+}
+
+// hostReady is the status of a host's Ready condition ("-" without one).
+func hostReady(n *corev1.Node) string {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return string(c.Status)
+		}
+	}
+	return "-"
+}
+
+// hostTaints lists a host's taints as KEY[=VALUE]:EFFECT ("-" without any).
+func hostTaints(n *corev1.Node) string {
+	var out []string
+	for _, t := range n.Spec.Taints {
+		kv := t.Key
+		if t.Value != "" {
+			kv += "=" + t.Value
+		}
+		out = append(out, kv+":"+string(t.Effect))
+	}
+	return orDash(strings.Join(out, ","))
 }

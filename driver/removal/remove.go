@@ -64,10 +64,19 @@ func (d Remover) RemoveMachine(parent context.Context, api *harvesterapi.API) er
 }
 
 // RemoveMachineOf removes the machine; vm, when not nil, is its VM as
-// just read.
+// just read. A removal that runs out of time because the machine's VM
+// instance sits on a host that is down says so (see explainTimeout).
 func (d Remover) RemoveMachineOf(parent context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) error {
 	ctx, cancel := context.WithTimeout(parent, d.WaitTimeout())
 	defer cancel()
+	err := d.removeMachineOf(ctx, api, vm)
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
+		return d.explainTimeout(parent, api, err)
+	}
+	return err
+}
+
+func (d Remover) removeMachineOf(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) error {
 	r, err := d.Find(ctx, api, vm)
 	if err != nil {
 		return fmt.Errorf("remove machine %s: %w", d.MachineName, err)

@@ -66,7 +66,11 @@ func (k *Kubelets) HostDown(name string) bool {
 // runHeartbeats renews the up hosts' Leases and Ready conditions until
 // ctx ends.
 func (s *sim) runHeartbeats(ctx context.Context) {
-	tick := time.NewTicker(leaseRenewInterval)
+	interval := s.opts.LeaseRenewInterval
+	if interval <= 0 {
+		interval = leaseRenewInterval
+	}
+	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
 		nodes, _ := s.kubeInformers.Core().V1().Nodes().Lister().List(labels.Everything())
@@ -118,28 +122,56 @@ func nodeLease(n *corev1.Node, now metav1.MicroTime) *coordinationv1.Lease {
 	}
 }
 
-// postReady writes the Ready condition True with a fresh heartbeat when
-// it is not True or its heartbeat is older than nodeStatusReport.
+// LeaseRenewInterval is how often the kubelets renew their Lease for
+// kube-controller-manager's --node-monitor-grace-period: kubelet's 10 s,
+// or a quarter of a shorter grace period (as kubelet's own quarter of its
+// 40 s Lease), so a host that is up never looks stale.
+func LeaseRenewInterval(grace time.Duration) time.Duration {
+	return min(leaseRenewInterval, grace/4)
+}
+
+// kubeletConditions are the conditions kubelet posts for a healthy host,
+// with its reasons; the node lifecycle controller sets them Unknown (and
+// adds the pressure ones) when the host stops reporting.
+var kubeletConditions = map[corev1.NodeConditionType]struct {
+	status          corev1.ConditionStatus
+	reason, message string
+}{
+	corev1.NodeReady:          {corev1.ConditionTrue, "KubeletReady", "simulated host is ready"},
+	corev1.NodeMemoryPressure: {corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+	corev1.NodeDiskPressure:   {corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+	corev1.NodePIDPressure:    {corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+}
+
+// postReady posts the host's kubelet conditions (Ready True, no pressure)
+// with a fresh heartbeat when one of them says otherwise or Ready's
+// heartbeat is older than nodeStatusReport.
 func (s *sim) postReady(ctx context.Context, n *corev1.Node) error {
 	now := metav1.Now()
 	node := n.DeepCopy()
+	due := false
 	for i, c := range node.Status.Conditions {
-		if c.Type != corev1.NodeReady {
+		want, ok := kubeletConditions[c.Type]
+		if !ok {
 			continue
 		}
-		if c.Status == corev1.ConditionTrue && now.Sub(c.LastHeartbeatTime.Time) < nodeStatusReport {
-			return nil
+		stale := c.Type == corev1.NodeReady && now.Sub(c.LastHeartbeatTime.Time) >= nodeStatusReport
+		if c.Status == want.status && !stale {
+			continue
 		}
-		if c.Status != corev1.ConditionTrue {
-			node.Status.Conditions[i].LastTransitionTime = now
+		due = true
+		cond := &node.Status.Conditions[i]
+		if c.Status != want.status {
+			cond.LastTransitionTime = now
 		}
-		node.Status.Conditions[i].Status, node.Status.Conditions[i].Reason = corev1.ConditionTrue, "KubeletReady"
-		node.Status.Conditions[i].Message, node.Status.Conditions[i].LastHeartbeatTime = "simulated host is ready", now
-		_, err := s.kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
-		if err != nil && !apierrors.IsConflict(err) {
-			return fmt.Errorf("post Ready of node %s: %w", n.Name, err)
-		}
+		cond.Status, cond.Reason, cond.Message, cond.LastHeartbeatTime = want.status, want.reason, want.message, now
+	}
+	if !due {
 		return nil
+	}
+	_, err := s.kube.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("post Ready of node %s: %w", n.Name, err)
 	}
 	return nil
 }

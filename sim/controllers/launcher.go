@@ -346,8 +346,11 @@ func (s *sim) reconcilePod(ctx context.Context, key string) (time.Duration, erro
 	if err != nil {
 		return 0, nil //nolint:nilerr // gone: nothing to confirm
 	}
-	if pod.DeletionTimestamp == nil || pod.Spec.NodeName == "" || s.kubelets.HostDown(pod.Spec.NodeName) {
+	if pod.Spec.NodeName == "" || s.kubelets.HostDown(pod.Spec.NodeName) {
 		return 0, nil
+	}
+	if pod.DeletionTimestamp == nil {
+		return 0, s.repostPodReady(ctx, pod)
 	}
 	zero := int64(0)
 	err = s.kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero,

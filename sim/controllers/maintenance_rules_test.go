@@ -121,6 +121,15 @@ func TestStepMigration(t *testing.T) {
 				m.StartTimestamp, m.Completed = &started, true
 			})
 		}, kubevirtv1.MigrationSucceeded, migNone, "Source node reported migration succeeded"},
+		{"source host down: not started", func(v *migrationView) {
+			v.Phase, v.Target, v.VMI, v.SourceDown = kubevirtv1.MigrationTargetReady, placed, synced(func(m *kubevirtv1.VirtualMachineInstanceMigrationState) { m.TargetNodeAddress = "b" }), true
+		}, kubevirtv1.MigrationTargetReady, migNone, ""},
+		{"source host down: transfer never ends", func(v *migrationView) {
+			v.Phase, v.Target, v.VMI, v.SourceDown = kubevirtv1.MigrationRunning, placed, synced(func(m *kubevirtv1.VirtualMachineInstanceMigrationState) { m.StartTimestamp = &started }), true
+		}, kubevirtv1.MigrationRunning, migNone, ""},
+		{"target host down: not prepared", func(v *migrationView) {
+			v.Phase, v.Target, v.VMI, v.TargetDown = kubevirtv1.MigrationPreparingTarget, placed, synced(func(*kubevirtv1.VirtualMachineInstanceMigrationState) {}), true
+		}, kubevirtv1.MigrationPreparingTarget, migNone, ""},
 		{"vmi gone", func(v *migrationView) { v.Phase, v.VMI = kubevirtv1.MigrationRunning, nil }, kubevirtv1.MigrationFailed, migNone, "Migration failed because vmi does not exist."},
 		{"vmi shut down", func(v *migrationView) {
 			v.Phase, v.VMI = kubevirtv1.MigrationScheduling, vmi.DeepCopy()

@@ -106,6 +106,12 @@ func (s *sim) reconcileMigration(ctx context.Context, key string) (time.Duration
 		Phase: m.Status.Phase, UID: m.UID, VMI: vmi, Target: s.migTargets.get(m.UID), Now: now,
 		TargetBoot: s.opts.BootDelay, Duration: s.opts.MigrationDuration, UnschedulableTimeout: unschedulableTimeout(m.Annotations),
 	}
+	if vmi != nil {
+		view.SourceDown = s.kubelets.HostDown(vmi.Status.NodeName)
+	}
+	if view.Target != nil && view.Target.Node != "" {
+		view.TargetDown = s.kubelets.HostDown(view.Target.Node)
+	}
 	if vmi != nil && vmi.Status.MigrationState != nil {
 		view.OtherActive = s.migrationActive(ns, vmi.Status.MigrationState.MigrationUID, m.UID)
 	}

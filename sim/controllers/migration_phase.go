@@ -52,6 +52,10 @@ type migrationView struct {
 	// Duration how long the memory transfer runs; UnschedulableTimeout
 	// when an unschedulable target pod is deleted.
 	TargetBoot, Duration, UnschedulableTimeout time.Duration
+	// SourceDown, TargetDown: the virt-handler of the VMI's host, or of
+	// the target pod's host, is down (its host's kubelet is): nothing it
+	// does happens.
+	SourceDown, TargetDown bool
 }
 
 // migrationAction is what the controller does in one step.
@@ -79,6 +83,10 @@ type migrationStep struct {
 	Message string
 	Wait    time.Duration
 }
+
+// handlerDownRetry is how often a migration waiting for a virt-handler on
+// a down host looks again.
+const handlerDownRetry = time.Second
 
 // stepMigration is KubeVirt v1.7's migration controller (updateStatus,
 // processMigrationPhase, sync) with virt-handler's part, for a local
@@ -143,18 +151,30 @@ func stepMigration(v migrationView) migrationStep {
 		}
 		st.Phase = kubevirtv1.MigrationPreparingTarget
 	case kubevirtv1.MigrationPreparingTarget:
+		if ms.TargetNodeAddress == "" && v.TargetDown {
+			st.Wait = handlerDownRetry
+			return st
+		}
 		if ms.TargetNodeAddress == "" {
 			st.Action = migTargetReady
 			return st
 		}
 		st.Phase = kubevirtv1.MigrationTargetReady
 	case kubevirtv1.MigrationTargetReady:
+		if ms.StartTimestamp == nil && v.SourceDown {
+			st.Wait = handlerDownRetry
+			return st
+		}
 		if ms.StartTimestamp == nil {
 			st.Action = migStart
 			return st
 		}
 		st.Phase = kubevirtv1.MigrationRunning
 	case kubevirtv1.MigrationRunning:
+		if !ms.Completed && (v.SourceDown || v.TargetDown) {
+			st.Wait = handlerDownRetry
+			return st
+		}
 		if !ms.Completed {
 			if wait := ms.StartTimestamp.Add(v.Duration).Sub(v.Now); wait > 0 {
 				st.Wait = wait

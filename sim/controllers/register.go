@@ -159,6 +159,7 @@ func (s *sim) register(ctx context.Context) error {
 				s.enqueueNamespace(s.vmiQ, "", s.vmiKeys)
 				s.enqueueNamespace(s.lbQ, "", func(string) []string { return s.poolKeys() })
 				s.enqueueNamespace(s.dhcpQ, "", s.dhcpPoolKeys)
+				s.syncHostFaults()
 				s.acknowledgeFaults(ctx, obj)
 			}
 		}},

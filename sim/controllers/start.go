@@ -42,8 +42,12 @@ type Options struct {
 	// loses it when its VMI stops (nil: no guest network).
 	GuestNetwork *guestnet.Network
 	// Kubelets are the hosts' kubelets (nil: all up, none can be stopped
-	// from outside); SetHostDown stops one.
+	// from outside); SetHostDown stops one. The fault ConfigMap's
+	// host-down list stops them too.
 	Kubelets *Kubelets
+	// LeaseRenewInterval is how often the kubelets renew their node
+	// Lease (0: kubelet's 10 s); see LeaseRenewInterval.
+	LeaseRenewInterval time.Duration
 }
 
 // Resources the controllers serve.
@@ -99,10 +103,11 @@ type sim struct {
 	vms, vmis, images, keyPairs, lbs, pools cache.GenericLister
 	migrations                              cache.GenericLister
 	dhcpPools, netConfigs                   cache.GenericLister
+	settings                                cache.GenericLister
 	vmiInformer                             cache.SharedIndexInformer
 
 	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ, podQ *queue
-	migQ, nodeQ                                         *queue
+	migQ, nodeQ, nodeDownQ                              *queue
 
 	state      *vmiState
 	kubelets   *Kubelets
@@ -160,7 +165,11 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 	s.migQ = newQueue("migration", s.reconcileMigration, log)
 	s.nodeQ = newQueue("node", s.reconcileNode, log)
 	s.podQ = newQueue("kubelet", s.reconcilePod, log)
+	s.nodeDownQ = newQueue("node-down", s.reconcileNodeDown, log)
 	if err := s.register(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.registerNodeDown(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -169,7 +178,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 func (s *sim) run(ctx context.Context) {
 	go s.event.run(ctx)
 	go s.runHeartbeats(ctx)
-	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.migQ, s.nodeQ, s.podQ} {
+	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.migQ, s.nodeQ, s.podQ, s.nodeDownQ} {
 		go q.run(ctx)
 	}
 }

@@ -54,7 +54,13 @@ func (s *sim) reconcileVMI(ctx context.Context, key string) (time.Duration, erro
 	s.state.track(key, string(u.GetUID()))
 	if u.GetDeletionTimestamp() != nil {
 		s.guestOffNetwork(key)
-		return 0, s.deleteLaunchers(ctx, ns, u.GetUID())
+		return 0, s.terminateVMI(ctx, u)
+	}
+	if s.onDownHost(u) {
+		return 0, s.vmiOnDownHost(ctx, key, u)
+	}
+	if !hasString(u.GetFinalizers(), kubevirtv1.VirtualMachineInstanceFinalizer) {
+		return 0, s.addVMIFinalizer(ctx, u)
 	}
 	c := &vmiContext{key: key, u: u, now: metav1.Now(), vmName: name}
 	if owner := controllerVMName(u); owner != "" {
@@ -318,6 +324,7 @@ func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) 
 	}
 	c.st.VolumeStatus = s.volumeStatusOf(c)
 	setVMICondition(c.st, liveMigratable(&c.vmi, s.claimsOf(c)), c.now)
+	s.readyFromPod(c)
 	u := c.u
 	if len(ips) > 0 && !hasAddress(c.old.Interfaces) {
 		u = u.DeepCopy()

@@ -36,6 +36,7 @@ const (
 	DHCPAgentDown    = "dhcp-agent-down"
 	RestartAPIServer = "restart-apiserver"
 	FreezeAPIServer  = "freeze-apiserver"
+	HostDown         = "host-down"
 	ClearAll         = "clear"
 )
 

@@ -16,7 +16,7 @@ const ConfigMapKey = Namespace + "/" + ConfigMap
 
 // Patterns is the parsed content of the fault ConfigMap: path.Match
 // patterns of "namespace/name" of VirtualMachines per VM fault, of IPPool
-// names for ExhaustPool, and "namespace/name-pattern duration" lines of
+// names for ExhaustPool, of host (Node) names for HostDown, and "namespace/name-pattern duration" lines of
 // LoadBalancers for DelayAllocation.
 type Patterns struct {
 	patterns map[string][]string // fault key -> patterns
@@ -34,7 +34,7 @@ type delayRule struct {
 // patterns are kept out and reported by Problems.
 func ParsePatterns(data map[string]string) Patterns {
 	f := Patterns{patterns: map[string][]string{}}
-	for _, key := range append(slices.Clone(VMFaults), ExhaustPool, DelayAllocation, DHCPAgentDown) {
+	for _, key := range append(slices.Clone(VMFaults), ExhaustPool, DelayAllocation, DHCPAgentDown, HostDown) {
 		for _, line := range strings.Split(data[key], "\n") {
 			p := strings.TrimSpace(line)
 			if p == "" || strings.HasPrefix(p, "#") {

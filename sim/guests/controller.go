@@ -52,6 +52,7 @@ type controller struct {
 	vms     cache.GenericLister
 	vmis    cache.GenericLister
 	secrets informers.SharedInformerFactory
+	faults  informers.SharedInformerFactory // the fault ConfigMap (hosts that are down)
 	queue   workqueue.TypedRateLimitingInterface[string]
 	guests  map[string]*guest // touched only by the single worker
 }
@@ -108,10 +109,15 @@ func Start(ctx context.Context, cfg *rest.Config, planes ControlPlanes, log *slo
 	if _, err := c.secrets.Core().V1().Secrets().Informer().AddEventHandler(handlerFuncs(bySecret)); err != nil {
 		return fmt.Errorf("start guest clusters: watch secrets: %w", err)
 	}
+	if err := c.watchHostFaults(kube); err != nil {
+		return err
+	}
 	dynInf.Start(ctx.Done())
 	c.secrets.Start(ctx.Done())
+	c.faults.Start(ctx.Done())
 	dynInf.WaitForCacheSync(ctx.Done())
 	c.secrets.WaitForCacheSync(ctx.Done())
+	c.faults.WaitForCacheSync(ctx.Done())
 	go func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
@@ -211,7 +217,7 @@ func (c *controller) reconcile(ctx context.Context, cluster string) error {
 	var servers []*unstructured.Unstructured
 	for _, vm := range vms {
 		vmi := c.vmi(vm.GetNamespace(), vm.GetName())
-		if ip := RunningIP(vmi); ip != "" {
+		if ip := RunningIP(vmi); ip != "" && !c.onDownHost(vmi) {
 			running[NodeName(vm, vmi)] = ip
 			servers = append(servers, vm)
 		}

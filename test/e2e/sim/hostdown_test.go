@@ -1,0 +1,307 @@
+package sim_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	"github.com/harvester-kit/harvester-machine/test/harness"
+	"github.com/harvester-kit/harvester-machine/test/simtest"
+)
+
+// Timing of the host-failure simulator: kube-controller-manager's
+// --node-monitor-grace-period, and the vm-force-reset-policy the test sets.
+const (
+	hdGrace     = 5 * time.Second
+	hdPeriod    = 2 * time.Second
+	hdMigration = 3 * time.Second
+	hdPolicy    = `{"enable":true,"period":2,"vmMigrationTimeout":3}`
+	hdCluster   = "hd"
+)
+
+// TestFaultHostDown: `harvester-sim fault host-down` on the host of a
+// RerunOnFailure VM of a guest cluster. The real node lifecycle
+// controller marks the host Ready Unknown and taints it unreachable only
+// after the grace period; the simulated Harvester then taints it
+// kubevirt.io/drain after `period` and out-of-service `vmMigrationTimeout`
+// later (the setting set as an admin does); the guest stops answering and
+// its guest node turns NotReady; the VM restarts on another host and its
+// guest node is Ready again; the other hosts stay Ready throughout; with
+// --remove the host is Ready again and every taint of the failure is gone.
+func TestFaultHostDown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	iso := harness.Current().Isolation
+	s, kc, vc := startHostDownSim(ctx, t, hdPolicy)
+
+	vm := hostDownVM("hd-vm")
+	if _, err := vc.KubevirtV1().VirtualMachines("default").Create(ctx, vm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := waitVMIOn(ctx, t, vc, "hd-vm", "Running with an address", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return v.Status.Phase == kubevirtv1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != ""
+	})
+	host, ip := first.Status.NodeName, first.Status.Interfaces[0].IP
+	guest := guestClient(ctx, t, s)
+	waitGuestNode(ctx, t, guest, "hd-vm", corev1.ConditionTrue)
+	if iso.Isolated && !answers(ip) {
+		t.Fatalf("guest %s does not answer SSH before the fault", ip)
+	}
+	others := otherHosts(ctx, t, kc, host)
+
+	tl, err := simtest.WatchNode(ctx, kc, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tl.Stop()
+	down := time.Now()
+	if err := s.Fault(ctx, "host-down", host); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("host-down %s returned after %s", host, time.Since(down).Round(time.Millisecond))
+	waitGuestNode(ctx, t, guest, "hd-vm", corev1.ConditionUnknown)
+	if iso.Isolated && answers(ip) {
+		t.Errorf("guest %s still answers SSH on the down host", ip)
+	}
+
+	// The VM restarts elsewhere once the host is out of service.
+	second := waitVMIOn(ctx, t, vc, "hd-vm", "restarted on another host", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return v.UID != first.UID && v.Status.Phase == kubevirtv1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != ""
+	})
+	restarted := time.Now()
+	if second.Status.NodeName == host {
+		t.Errorf("VM restarted on the down host %s", host)
+	}
+	waitGuestNode(ctx, t, guest, "hd-vm", corev1.ConditionTrue)
+	if iso.Isolated && !answers(second.Status.Interfaces[0].IP) {
+		t.Errorf("restarted guest %s does not answer SSH", second.Status.Interfaces[0].IP)
+	}
+
+	// The order and timing of the node's states.
+	unknown, unreachable := tl.At("Ready Unknown"), tl.At("node.kubernetes.io/unreachable:NoExecute")
+	drain, oos := tl.At("kubevirt.io/drain:NoSchedule"), tl.At("node.kubernetes.io/out-of-service:NoExecute")
+	t.Logf("host %s: %v; Unknown after %s, drain %s later, out-of-service %s later, VM running elsewhere %s later",
+		host, tl.Order(), unknown.Sub(down).Round(100*time.Millisecond), drain.Sub(unknown).Round(100*time.Millisecond),
+		oos.Sub(drain).Round(100*time.Millisecond), restarted.Sub(oos).Round(100*time.Millisecond))
+	const slack = time.Second
+	switch {
+	case unknown.IsZero() || unreachable.IsZero() || drain.IsZero() || oos.IsZero():
+		t.Fatalf("host %s states seen: %v", host, tl.Order())
+	case unknown.Sub(down) < hdGrace-2*slack: // the last renewal may be up to a quarter of the grace before down
+		t.Errorf("Ready Unknown %s after host-down, before the grace period %s", unknown.Sub(down), hdGrace)
+	case drain.Sub(unknown) < hdPeriod-slack || drain.Sub(unknown) > hdPeriod+5*slack:
+		t.Errorf("drain taint %s after Ready Unknown, want the policy's period %s", drain.Sub(unknown), hdPeriod)
+	case oos.Sub(drain) < hdMigration-slack || oos.Sub(drain) > hdMigration+5*slack:
+		t.Errorf("out-of-service taint %s after the drain taint, want the policy's vmMigrationTimeout %s", oos.Sub(drain), hdMigration)
+	case restarted.Sub(oos) > 40*time.Second: // pod GC runs every 20 s
+		t.Errorf("VM running elsewhere only %s after the out-of-service taint", restarted.Sub(oos))
+	case restarted.Before(oos):
+		t.Errorf("VM restarted before the host was out of service")
+	}
+	for _, o := range others {
+		if n, err := kc.CoreV1().Nodes().Get(ctx, o, metav1.GetOptions{}); err != nil || simtest.NodeReady(n) != corev1.ConditionTrue {
+			t.Errorf("host %s is not Ready while only %s is down: %v", o, host, err)
+		}
+	}
+
+	if err := s.Fault(ctx, "host-down", "--remove", host); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := simtest.WaitNode(ctx, kc, host, func(n *corev1.Node) bool {
+		return simtest.NodeReady(n) == corev1.ConditionTrue && !slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool {
+			return tt.Key == "kubevirt.io/drain" || tt.Key == corev1.TaintNodeOutOfService || tt.Key == corev1.TaintNodeUnreachable || tt.Key == corev1.TaintNodeNotReady
+		}) && !slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == harvester.NodeConditionDrained })
+	}); err != nil {
+		n, _ := kc.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{})
+		t.Fatalf("host %s back: %v; taints %v, conditions %v", host, err, n.Spec.Taints, n.Status.Conditions)
+	}
+}
+
+// TestFaultHostDownBackInTime: a host back before Harvester's
+// out-of-service step keeps its VM: the drain taint (the policy's period
+// passed) and the unreachable taints go, so does the Drained condition,
+// and the same VMI is Ready again with its guest answering and its guest
+// node Ready.
+func TestFaultHostDownBackInTime(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	iso := harness.Current().Isolation
+	s, kc, vc := startHostDownSim(ctx, t, `{"enable":true,"period":1,"vmMigrationTimeout":600}`)
+	if _, err := vc.KubevirtV1().VirtualMachines("default").Create(ctx, hostDownVM("back-vm"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	first := waitVMIOn(ctx, t, vc, "back-vm", "Running with an address", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return v.Status.Phase == kubevirtv1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != ""
+	})
+	host, ip := first.Status.NodeName, first.Status.Interfaces[0].IP
+	guest := guestClient(ctx, t, s)
+	waitGuestNode(ctx, t, guest, "back-vm", corev1.ConditionTrue)
+	if err := s.Fault(ctx, "host-down", host); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := simtest.WaitNode(ctx, kc, host, func(n *corev1.Node) bool {
+		return simtest.HasTaint(n, "kubevirt.io/drain", corev1.TaintEffectNoSchedule)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitVMIOn(ctx, t, vc, "back-vm", "Ready False from its launcher pod", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		c := vmiCondition(v, kubevirtv1.VirtualMachineInstanceReady)
+		return c != nil && c.Status == corev1.ConditionFalse
+	})
+	waitGuestNode(ctx, t, guest, "back-vm", corev1.ConditionUnknown)
+
+	if err := s.Fault(ctx, "host-down", "--remove", host); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := simtest.WaitNode(ctx, kc, host, func(n *corev1.Node) bool {
+		return simtest.NodeReady(n) == corev1.ConditionTrue && len(n.Spec.Taints) == 0 &&
+			!slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == harvester.NodeConditionDrained })
+	}); err != nil {
+		n, _ := kc.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{})
+		t.Fatalf("host %s back: %v; taints %v, conditions %v", host, err, n.Spec.Taints, n.Status.Conditions)
+	}
+	back := waitVMIOn(ctx, t, vc, "back-vm", "Ready again", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		c := vmiCondition(v, kubevirtv1.VirtualMachineInstanceReady)
+		return c != nil && c.Status == corev1.ConditionTrue
+	})
+	if back.UID != first.UID || back.Status.NodeName != host {
+		t.Errorf("VMI %s on %s after the host came back; it was %s on %s", back.UID, back.Status.NodeName, first.UID, host)
+	}
+	waitGuestNode(ctx, t, guest, "back-vm", corev1.ConditionTrue)
+	if iso.Isolated && !answers(ip) {
+		t.Errorf("guest %s does not answer SSH after its host came back", ip)
+	}
+}
+
+// startHostDownSim starts a simulator of the test's own (a host failure
+// must not touch the package's other tests) with guest clusters, the
+// short grace period and the given vm-force-reset-policy.
+func startHostDownSim(ctx context.Context, t *testing.T, policy string) (*simtest.Sim, kubernetes.Interface, kubevirt.Interface) {
+	t.Helper()
+	s, err := simtest.Start(ctx, simtest.Options{Args: append(harness.Current().SimArgs(), "--guest-clusters", "--node-monitor-grace-period="+hdGrace.String())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	cfg, err := s.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := simtest.SetForceResetPolicy(ctx, dynamic.NewForConfigOrDie(cfg), policy); err != nil {
+		t.Fatal(err)
+	}
+	return s, kubernetes.NewForConfigOrDie(cfg), kubevirt.NewForConfigOrDie(cfg)
+}
+
+func vmiCondition(v *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
+	for i := range v.Status.Conditions {
+		if v.Status.Conditions[i].Type == t {
+			return &v.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// TestFaultHostDownRefusesUnknownHost: a name that is no host is refused,
+// naming the hosts.
+func TestFaultHostDownRefusesUnknownHost(t *testing.T) {
+	out, err := simCLI(t, "fault", "--state-dir", simulator.Dir, "host-down", "harvester-node-9")
+	if err == nil || !strings.Contains(out, `no host "harvester-node-9": the hosts are harvester-node-0, harvester-node-1, harvester-node-2`) {
+		t.Errorf("host-down of no host: %v\n%s", err, out)
+	}
+}
+
+func hostDownVM(name string) *kubevirtv1.VirtualMachine {
+	strategy := kubevirtv1.RunStrategyRerunOnFailure
+	labels := map[string]string{harvester.LabelGuestCluster: hdCluster}
+	spec := kubevirtv1.VirtualMachineInstanceSpec{}
+	spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{{Name: "nic-0", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}}
+	spec.Networks = []kubevirtv1.Network{{Name: "nic-0", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "default/vlan1"}}}}
+	spec.Domain.Devices.Disks = []kubevirtv1.Disk{{Name: "cloudinitdisk", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusVirtio}}}}
+	spec.Volumes = []kubevirtv1.Volume{{Name: "cloudinitdisk", VolumeSource: kubevirtv1.VolumeSource{CloudInitNoCloud: &kubevirtv1.CloudInitNoCloudSource{
+		UserData: "#cloud-config\npackages:\n  - qemu-guest-agent\n"}}}}
+	return &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &strategy, Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}},
+	}
+}
+
+func waitVMIOn(ctx context.Context, t *testing.T, vc kubevirt.Interface, name, what string, cond func(*kubevirtv1.VirtualMachineInstance) bool) *kubevirtv1.VirtualMachineInstance {
+	t.Helper()
+	k := kubeapi.KindOf[*kubevirtv1.VirtualMachineInstanceList]("VMI", &kubevirtv1.VirtualMachineInstance{}, vc.KubevirtV1().VirtualMachineInstances("default"))
+	v, err := kubeapi.Wait(ctx, k, "default", name, 0, func(v *kubevirtv1.VirtualMachineInstance) (bool, error) { return v != nil && cond(v), nil })
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		last, _ := vc.KubevirtV1().VirtualMachineInstances("default").Get(rctx, name, metav1.GetOptions{})
+		t.Fatalf("VMI %s: waiting for %s: %v; last: %+v", name, what, err, last)
+	}
+	return v
+}
+
+// guestClient is the admin client of the guest cluster hdCluster.
+func guestClient(ctx context.Context, t *testing.T, s *simtest.Sim) kubernetes.Interface {
+	t.Helper()
+	path := filepath.Join(s.Dir, "guests", hdCluster, "kubeconfig")
+	for ctx.Err() == nil {
+		if _, err := os.Stat(path); err == nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		t.Fatalf("guest cluster %s: %v", hdCluster, err)
+	}
+	return kubernetes.NewForConfigOrDie(cfg)
+}
+
+func waitGuestNode(ctx context.Context, t *testing.T, guest kubernetes.Interface, name string, ready corev1.ConditionStatus) {
+	t.Helper()
+	if _, err := simtest.WaitNode(ctx, guest, name, func(n *corev1.Node) bool { return simtest.NodeReady(n) == ready }); err != nil {
+		t.Fatalf("guest node %s Ready %s: %v", name, ready, err)
+	}
+}
+
+func otherHosts(ctx context.Context, t *testing.T, kc kubernetes.Interface, host string) []string {
+	t.Helper()
+	list, err := kc.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range list.Items {
+		if n.Name != host {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// answers reports whether something accepts TCP on ip:22.
+func answers(ip string) bool {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "22"), 2*time.Second)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
+}
