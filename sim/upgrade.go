@@ -87,7 +87,11 @@ func preDrain(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interf
 	if err != nil {
 		return rep, err
 	}
-	for _, key := range controllers.UpgradeStops(vmis, nodes.Items) {
+	stops, err := harvester.UpgradeStops(vmis, nodes.Items)
+	if err != nil {
+		return rep, fmt.Errorf("pre-drain %s: vm-live-migrate-detector: %w", host, err)
+	}
+	for _, key := range stops {
 		ns, name, _ := strings.Cut(key, "/")
 		if err := controllers.StopVM(ctx, dyn, ns, name); err != nil {
 			return rep, err

@@ -34,10 +34,12 @@ func maintenanceCheckCommand() *ucli.Command {
 			"Maintenance mode: Harvester refuses it without --force while a VM's LiveMigratable is False (e.g. a vGPU,\n" +
 			"LiveMigrateIfPossible or not) or no other Ready host matches its node affinity; with --force it stops those\n" +
 			"VMs; then the drain migrates LiveMigrate/LiveMigrateIfPossible VMs, shuts down strategy None, and blocks on a\n" +
-			"migration no host can take. --upgrade: every host, one at a time, in Harvester's order (etcd hosts, then\n" +
-			"control-plane hosts, then workers, by name); its pre-drain stops VMs with host devices, a nodeSelector or a\n" +
-			"node affinity no other host matches, KubeVirt migrates the LiveMigratable ones, and it waits for the rest\n" +
-			"without limit (they block). What migrated or was shut down earlier stays so.\n" +
+			"migration no host can take (phase Scheduling, then Failed after 300 s, evicted again); maintain-status is set\n" +
+			"running only once the drain finished. --upgrade: every host, one at a time, in Harvester's order (etcd hosts,\n" +
+			"then control-plane hosts, then workers, by name); its pre-drain stops VMs with host devices, a nodeSelector or\n" +
+			"a node affinity no other host matches, KubeVirt migrates the LiveMigratable ones (one no host can take is shut\n" +
+			"down once its migration timed out after 300 s), and it waits for the rest without limit (they block). What\n" +
+			"migrated or was shut down earlier stays so.\n" +
 			"Then every guest cluster that would lose its etcd quorum, its control plane or every node of a pool: roles\n" +
 			"from the guest's nodes with --guest-kubeconfig (with --cluster-name), else pools by nodepool.harvesterhci.io/name.\n" +
 			"Exit 1 when anything would block or a quorum or pool would be lost. Only reads. Flags go before the HOSTs.\n\n" +

@@ -256,16 +256,30 @@ func Evict(vmi *kubevirtv1.VirtualMachineInstance, vm *kubevirtv1.VirtualMachine
 // force it stops the VM); then it drains the host through the eviction
 // API, where KubeVirt's rule (Evict) applies.
 //
-// Upgrade (the pre-drain of upgrade_node.sh): Harvester stops the VMs
+// Upgrade (command_pre_drain of upgrade_node.sh): Harvester stops the VMs
 // upgradeStops names, taints the host kubevirt.io/drain, on which KubeVirt
 // migrates every VMI that is migratable on eviction (LiveMigrate, or
 // LiveMigrateIfPossible when migratable) and LiveMigratable; then it waits
-// until no VMI runs on the host, without limit: any other VMI blocks it.
+// until no VMI runs on the host, without limit, and stops (virtctl stop)
+// a VM whose evacuation migration (kubevirt-evacuation-*) Failed with a
+// FailedMigration warning. A migration whose target pod fits no host is
+// such a one: phase Scheduling until KubeVirt's unschedulable timeout
+// (300 s) deletes the target pod, then Failed. Any VMI KubeVirt does not
+// migrate blocks the pre-drain.
+//
+// Without a host to migrate to, maintenance mode (a drain through the
+// eviction API) keeps evicting and so blocks; the upgrade shuts the VM
+// down after the timeout.
 func (w *world) judge(p *placed, unavailable map[string]bool, o Options) VM {
 	v := Evict(p.vmi, p.vm, w.h.KubeVirt)
 	v.Host, v.Namespace, v.Name, v.Cluster, v.Pool = p.node, p.vmi.Namespace, p.vmi.Name, p.cluster, p.pool
 	if o.Upgrade {
-		if why := w.upgradeStops(p); why != "" {
+		why, err := w.upgradeStops(p)
+		if err != nil {
+			v.Action, v.Why = Blocks, "the upgrade's pre-drain fails (vm-live-migrate-detector): "+err.Error()
+			return v
+		}
+		if why != "" {
 			v.Action, v.Why = ShutDown, "the upgrade's pre-drain stops it: "+why
 			return v
 		}
@@ -287,7 +301,14 @@ func (w *world) judge(p *placed, unavailable map[string]bool, o Options) VM {
 	}
 	targets, whyNot := w.targets(p, unavailable)
 	if len(targets) == 0 {
-		v.Action, v.Why = Blocks, "live-migratable, but no host can take it (the migration target stays Pending): "+whyNot
+		if o.Upgrade {
+			v.Action, v.Why = ShutDown, "live-migratable, but no host can take it ("+whyNot+"): the evacuation migration stays in phase "+
+				"Scheduling (its target pod Pending) until KubeVirt's 300 s unschedulable timeout, then Failed; after the migration timed out "+
+				"the upgrade's pre-drain stops the VM"
+		} else {
+			v.Action, v.Why = Blocks, "live-migratable, but no host can take it ("+whyNot+"): the migration stays in phase Scheduling "+
+				"(its target pod Pending), fails after KubeVirt's 300 s unschedulable timeout and the drain evicts it again"
+		}
 		return v
 	}
 	v.Targets = targets

@@ -428,3 +428,35 @@ func TestUpgradeWitnessAndOthers(t *testing.T) {
 		t.Errorf("notes %q", r.Notes)
 	}
 }
+
+// TestUpgradeNoRoomShutsDownAfterTimeout: a live-migratable VM no other
+// host has room for blocks maintenance mode (the drain keeps evicting),
+// but in an upgrade upgrade_node.sh's wait_vms_out_or_shutdown stops the
+// VM once its kubevirt-evacuation-* migration is Failed with a
+// FailedMigration warning, which KubeVirt v1.7 gives it when the
+// unschedulable target pod times out (300 s) in phase Scheduling.
+func TestUpgradeNoRoomShutsDownAfterTimeout(t *testing.T) {
+	nodes := threeHosts()[:2]
+	nodes[1].Status.Allocatable[corev1.ResourceMemory] = resource.MustParse("2Gi") // less than 2Gi + KubeVirt's overhead
+	h := snapshot(nodes, guestVMI("g-p-0", "h1", "g", "p"))
+	r, err := Check(h, nil, Options{Upgrade: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := verdict(t, r, "g-p-0")
+	if v.Step != 1 || v.Action != ShutDown || !strings.Contains(v.Why, "h2: no room: memory") ||
+		!strings.Contains(v.Why, "phase Scheduling") || !strings.Contains(v.Why, "300 s") || !strings.Contains(v.Why, "after the migration timed out") {
+		t.Errorf("upgrade verdict %+v, want shut down after the migration timed out", v)
+	}
+	// The pool's only VM is down: a loss, not a block.
+	if len(r.Losses) != 1 || r.Losses[0].Group != "pool p" || r.Losses[0].Down != 1 {
+		t.Errorf("losses %+v, want pool p lost", r.Losses)
+	}
+	r, err = Check(h, []string{"h1"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := verdict(t, r, "g-p-0"); v.Action != Blocks || !strings.Contains(v.Why, "phase Scheduling") || strings.Contains(v.Why, "Pending and") {
+		t.Errorf("maintenance verdict %+v, want blocks in phase Scheduling", v)
+	}
+}

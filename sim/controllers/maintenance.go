@@ -90,7 +90,10 @@ func (s *sim) drainHost(ctx context.Context, node *corev1.Node) error {
 		return s.refuseMaintenance(ctx, node, "enabling maintenance mode is impossible: "+err.Error())
 	}
 	vmis := s.vmisOnHost(node.Name)
-	nonMig := nonMigratableVMs(vmis, node.Name, hosts)
+	nonMig, err := nonMigratableVMs(vmis, node.Name, hosts)
+	if err != nil {
+		return err
+	}
 	var shutdown []string
 	if !forced {
 		if len(nonMig) > 0 {

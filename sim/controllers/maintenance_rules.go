@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
@@ -17,8 +15,7 @@ import (
 
 // Keys of Harvester's non-migratable VM map (pkg/util/constants.go).
 const (
-	keyNodeSchedulingRequirementsNotMet = "NodeSchedulingRequirementsNotMet"
-	keyMaintainModeStrategy             = "MaintainModeStrategy"
+	keyMaintainModeStrategy = "MaintainModeStrategy"
 )
 
 // Harvester's drainhelper.DrainPossible errors.
@@ -62,65 +59,23 @@ func drainPossible(node *corev1.Node, nodes []corev1.Node) error {
 }
 
 // nonMigratableVMs is Harvester's FindNonMigratableVMS without Longhorn's
-// last-healthy-replica check: the VMIs on the host by the reason of their
-// LiveMigratable False condition, and under NodeSchedulingRequirementsNotMet
-// those no other Ready, schedulable host matches (required node affinity,
-// then nodeSelector). Names are namespace/name, sorted.
-func nonMigratableVMs(vmis []*kubevirtv1.VirtualMachineInstance, source string, nodes []corev1.Node) map[string][]string {
+// last-healthy-replica check (harvester.NonMigratableKeys per VMI): names
+// (namespace/name, sorted) by key.
+func nonMigratableVMs(vmis []*kubevirtv1.VirtualMachineInstance, source string, nodes []corev1.Node) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, vmi := range vmis {
-		for _, c := range vmi.Status.Conditions {
-			if c.Type == kubevirtv1.VirtualMachineInstanceIsMigratable && c.Status == corev1.ConditionFalse {
-				out[c.Reason] = append(out[c.Reason], vmi.Namespace+"/"+vmi.Name)
-			}
+		keys, err := harvester.NonMigratableKeys(vmi, source, nodes, nil)
+		if err != nil {
+			return nil, fmt.Errorf("error while checking vmi scheduling requirements: %w", err)
 		}
-	}
-	var valid []corev1.Node
-	for _, n := range nodes {
-		if n.Name != source && hostReady(&n) {
-			valid = append(valid, n)
-		}
-	}
-	for _, vmi := range vmis {
-		possible := valid
-		if a := vmi.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-			sel, err := nodeaffinity.NewNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
-			possible = nil
-			if err == nil {
-				for _, n := range valid {
-					if sel.Match(&n) {
-						possible = append(possible, n)
-					}
-				}
-			}
-		}
-		matching := 0
-		for _, n := range possible {
-			if len(vmi.Spec.NodeSelector) == 0 || labels.SelectorFromSet(vmi.Spec.NodeSelector).Matches(labels.Set(n.Labels)) {
-				matching++
-			}
-		}
-		if matching == 0 {
-			out[keyNodeSchedulingRequirementsNotMet] = append(out[keyNodeSchedulingRequirementsNotMet], vmi.Namespace+"/"+vmi.Name)
+		for _, k := range keys {
+			out[k] = append(out[k], vmi.Namespace+"/"+vmi.Name)
 		}
 	}
 	for k := range out {
 		sort.Strings(out[k])
 	}
-	return out
-}
-
-// hostReady is Harvester's isNodeReady: schedulable and Ready True.
-func hostReady(n *corev1.Node) bool {
-	if n.Spec.Unschedulable {
-		return false
-	}
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return out, nil
 }
 
 // maintenanceRefusal is the error Harvester's nodedrain controller gives
@@ -223,46 +178,4 @@ func hasDrainTaint(n *corev1.Node) bool {
 		}
 	}
 	return false
-}
-
-// UpgradeStops is Harvester v1.8's GetAllNonLiveMigratableVMINames, what
-// the upgrade's pre-drain (vm-live-migrate-detector --shutdown) stops
-// before it taints the host: with one non-witness host every VMI; else
-// those with a nodeSelector, with host devices (GPUs are not looked at),
-// or whose required node affinity no other schedulable non-witness host
-// matches. Names are namespace/name.
-func UpgradeStops(vmis []*kubevirtv1.VirtualMachineInstance, nodes []corev1.Node) []string {
-	var hosts []corev1.Node
-	for _, n := range nodes {
-		if _, witness := n.Labels[harvester.LabelWitnessHost]; !witness {
-			hosts = append(hosts, n)
-		}
-	}
-	var out []string
-	for _, vmi := range vmis {
-		key := vmi.Namespace + "/" + vmi.Name
-		switch {
-		case len(hosts) == 1, vmi.Spec.NodeSelector != nil, vmi.Spec.Domain.Devices.HostDevices != nil:
-			out = append(out, key)
-			continue
-		}
-		var sel *nodeaffinity.NodeSelector
-		if a := vmi.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-			var err error
-			if sel, err = nodeaffinity.NewNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution); err != nil {
-				out = append(out, key)
-				continue
-			}
-		}
-		matched := false
-		for _, n := range hosts {
-			if n.Name != vmi.Status.NodeName && !n.Spec.Unschedulable && (sel == nil || sel.Match(&n)) {
-				matched = true
-			}
-		}
-		if !matched {
-			out = append(out, key)
-		}
-	}
-	return out
 }

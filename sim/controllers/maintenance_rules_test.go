@@ -56,8 +56,8 @@ func TestNonMigratableVMsAndRefusal(t *testing.T) {
 	pinned := vmiWith("pinned", nil, corev1.ConditionTrue, "")
 	pinned.Spec.NodeSelector = map[string]string{"zone": "1"} // only a (the source) and c (cordoned)
 	free := vmiWith("free", nil, corev1.ConditionTrue, "")
-	got := nonMigratableVMs([]*kubevirtv1.VirtualMachineInstance{gpu, pinned, free}, "a", nodes)
-	if len(got) != 2 || strings.Join(got["HostDeviceNotLiveMigratable"], ",") != "ns/gpu" || strings.Join(got["NodeSchedulingRequirementsNotMet"], ",") != "ns/pinned" {
+	got, err := nonMigratableVMs([]*kubevirtv1.VirtualMachineInstance{gpu, pinned, free}, "a", nodes)
+	if err != nil || len(got) != 2 || strings.Join(got["HostDeviceNotLiveMigratable"], ",") != "ns/gpu" || strings.Join(got["NodeSchedulingRequirementsNotMet"], ",") != "ns/pinned" {
 		t.Fatalf("nonMigratableVMs = %v", got)
 	}
 	want := "enabling maintenance mode is impossible. Non-migratable VMs found: ns/gpu cannot be migrated due to HostDeviceNotLiveMigratable; " +

@@ -24,19 +24,23 @@ var (
 
 // CCMInitializedNode is n as the Harvester cloud provider initialises it
 // from its VM's UID and VMI (pure): providerID harvester://<VM UID>; zone
-// and region labels from the VMI's topology annotations; addresses only
+// and region labels (and their beta failure-domain twins, as k8s.io/cloud-
+// provider's node controller writes both) from the VMI's topology
+// annotations, the providerID only when the node has none; addresses only
 // when kubelet gave the provided-node-ip annotation (the VMI's IPv4 equal
 // to it InternalIP, its other IPv4s ExternalIP, the Hostname kept); the
 // uninitialized taint removed.
 func CCMInitializedNode(n corev1.Node, vmUID string, vmi *kubevirtv1.VirtualMachineInstance) corev1.Node {
 	n = *n.DeepCopy()
-	n.Spec.ProviderID = harvester.ProviderIDPrefix + vmUID
+	if n.Spec.ProviderID == "" {
+		n.Spec.ProviderID = harvester.ProviderIDPrefix + vmUID
+	}
 	if n.Labels == nil {
 		n.Labels = map[string]string{}
 	}
-	for _, k := range []string{harvester.ZoneKey, harvester.RegionKey} {
+	for k, beta := range map[string]string{harvester.ZoneKey: corev1.LabelFailureDomainBetaZone, harvester.RegionKey: corev1.LabelFailureDomainBetaRegion} {
 		if v := vmi.Annotations[k]; v != "" {
-			n.Labels[k] = v
+			n.Labels[k], n.Labels[beta] = v, v
 		}
 	}
 	if provided := n.Annotations[harvester.AnnProvidedNodeIP]; provided != "" {
@@ -91,7 +95,7 @@ func CCMInitNodes(ctx context.Context, guest kubernetes.Interface, harvester dyn
 	}
 	out := make([]corev1.Node, 0, len(nodes.Items))
 	for _, n := range nodes.Items {
-		got, err := ccmInitNode(ctx, guest, harvester, namespace, n.Name)
+		got, err := ccmInitNode(ctx, guest, harvester, namespace, n.Name, n.Name)
 		if err != nil {
 			return out, err
 		}
@@ -100,12 +104,13 @@ func CCMInitNodes(ctx context.Context, guest kubernetes.Interface, harvester dyn
 	return out, nil
 }
 
-func ccmInitNode(ctx context.Context, guest kubernetes.Interface, harvester dynamic.Interface, namespace, name string) (corev1.Node, error) {
-	vm, err := harvester.Resource(gvrVM).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+// ccmInitNode initialises guest node name from VM (and VMI) vmName.
+func ccmInitNode(ctx context.Context, guest kubernetes.Interface, harvester dynamic.Interface, namespace, name, vmName string) (corev1.Node, error) {
+	vm, err := harvester.Resource(gvrVM).Namespace(namespace).Get(ctx, vmName, metav1.GetOptions{})
 	if err != nil {
 		return corev1.Node{}, fmt.Errorf("initialise node %s: get its VM: %w", name, err)
 	}
-	u, err := harvester.Resource(gvrVMI).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	u, err := harvester.Resource(gvrVMI).Namespace(namespace).Get(ctx, vmName, metav1.GetOptions{})
 	if err != nil {
 		return corev1.Node{}, fmt.Errorf("initialise node %s: get its VMI: %w", name, err)
 	}

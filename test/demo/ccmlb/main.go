@@ -1,8 +1,12 @@
 // Command ccmlb plays the Harvester cloud provider of a guest cluster for
 // `make demo`, with the cloud-config the guest cluster's add-ons hold (the
 // Secret kube-system/harvester-cloud-config): it initialises the guest's
-// nodes as the CCM does (init-nodes) and runs the CCM's load-balancer half
-// by its rules (run: test/simtest.ServiceController, until SIGTERM). The
+// nodes as the CCM does (init-nodes) and runs the CCM by its rules (run,
+// until SIGTERM): its load-balancer half (test/simtest.ServiceController),
+// its VMI controller that puts the uninitialized taint back on a guest node
+// whose VM migrated to another zone or region (simtest.TopologyController)
+// and the cloud node controller that initialises tainted nodes
+// (simtest.CloudNodeController). The
 // other verbs are what a user, the endpointslice controller and kube-vip
 // do: create or delete a Service of type LoadBalancer in the guest, make
 // the EndpointSlice of one ready pod (endpoints: the guest runs no pods),
@@ -27,6 +31,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -124,8 +129,9 @@ func pool(remove bool, args []string) error {
 	return nil
 }
 
-// runCCM runs the cloud provider's service controller against the guest
-// until SIGTERM or SIGINT, printing each sync and clean-up.
+// runCCM runs the cloud provider's service controller, VMI (topology)
+// controller and cloud node controller against the guest until SIGTERM or
+// SIGINT, printing each sync, clean-up, taint and initialisation.
 func runCCM(args []string) error {
 	fs := flag.NewFlagSet("ccmlb run", flag.ContinueOnError)
 	guestKubeconfig := fs.String("guest-kubeconfig", "", "kubeconfig of the guest cluster")
@@ -146,12 +152,22 @@ func runCCM(args []string) error {
 	if err != nil {
 		return err
 	}
+	logf := func(format string, a ...any) { fmt.Printf("cloud provider: "+format+"\n", a...) }
+	onErr := func(err error) { fmt.Fprintln(os.Stderr, "cloud provider:", err) }
 	sc := &simtest.ServiceController{
 		CCM: &simtest.CCM{Harvester: harvester, Namespace: namespace, Cluster: *cluster}, Guest: guest,
-		Log:     func(format string, a ...any) { fmt.Printf("cloud provider: "+format+"\n", a...) },
-		OnError: func(err error) { fmt.Fprintln(os.Stderr, "cloud provider:", err) },
+		Log: logf, OnError: onErr,
 	}
 	if err := sc.Run(ctx); err != nil {
+		return err
+	}
+	nodeToVM := &sync.Map{}
+	nc := &simtest.CloudNodeController{Guest: guest, Harvester: harvester, Namespace: namespace, NodeToVM: nodeToVM, Log: logf, OnError: onErr}
+	if err := nc.Run(ctx); err != nil {
+		return err
+	}
+	tc := &simtest.TopologyController{Harvester: harvester, Namespace: namespace, Cluster: *cluster, Guest: guest, NodeToVM: nodeToVM, Log: logf, OnError: onErr}
+	if err := tc.Run(ctx); err != nil {
 		return err
 	}
 	<-ctx.Done()

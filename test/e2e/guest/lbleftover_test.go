@@ -21,7 +21,6 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/doctor"
 	"github.com/harvester-kit/harvester-machine/bootstrap/gc"
-	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
@@ -109,15 +108,7 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 	guestKC := "--guest-kubeconfig=" + kubeconfig
 	ctx := testContext(t)
 
-	var cloudConfig []byte
-	poll(t, "the guest's cloud-config Secret", func(ctx context.Context) (bool, string) {
-		sec, err := guest.CoreV1().Secrets(addons.DefaultNamespace).Get(ctx, addons.DefaultCloudConfigSecret, metav1.GetOptions{})
-		if err == nil {
-			cloudConfig = sec.Data[addons.CloudConfigKey]
-		}
-		return err == nil, errString(err)
-	})
-	hv, namespace := harvesterAs(t, cloudConfig)
+	hv, namespace := harvesterAs(t, guestCloudConfig(t, guest))
 	s := &lbScene{t: t, cluster: cluster, guest: guest, ccm: &simtest.CCM{Harvester: hv, Namespace: namespace, Cluster: cluster}, node: machines[0]}
 	ccmCtx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)

@@ -316,6 +316,21 @@ func containerArgs(dep *appsv1.Deployment) []string {
 
 // harvesterAs connects to the simulated Harvester with a cloud-config
 // (kubeconfig) and returns the client and the namespace it uses.
+// guestCloudConfig waits for the cloud-config Secret the guest's add-ons
+// hold and returns its kubeconfig for Harvester.
+func guestCloudConfig(t *testing.T, guest kubernetes.Interface) []byte {
+	t.Helper()
+	var cloudConfig []byte
+	poll(t, "the guest's cloud-config Secret", func(ctx context.Context) (bool, string) {
+		sec, err := guest.CoreV1().Secrets(addons.DefaultNamespace).Get(ctx, addons.DefaultCloudConfigSecret, metav1.GetOptions{})
+		if err == nil {
+			cloudConfig = sec.Data[addons.CloudConfigKey]
+		}
+		return err == nil, errString(err)
+	})
+	return cloudConfig
+}
+
 func harvesterAs(t *testing.T, cloudConfig []byte) (dynamic.Interface, string) {
 	t.Helper()
 	dyn, ns, err := simtest.CloudProviderClient(cloudConfig)
