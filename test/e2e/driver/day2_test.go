@@ -358,6 +358,20 @@ func checkHostMaintained(t *testing.T, host string, on bool) {
 	}
 }
 
+// nodeEvents lists a host's events (the simulator's nodedrain controller
+// records its refusals and waits there), to explain a failure.
+func nodeEvents(host string) string {
+	list, err := kube.CoreV1().Events("default").List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.kind=Node,involvedObject.name=" + host})
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, e.LastTimestamp.Format(time.RFC3339)+" "+e.Reason+": "+e.Message)
+	}
+	return strings.Join(out, "; ")
+}
+
 // TestMaintenanceWithPoolOverThreeHosts: a pool of three machines, one on
 // each host. maintenance-check predicts that the machine on the host
 // migrates, to either other host; `harvester-sim maintenance enable` then
@@ -396,7 +410,7 @@ func TestMaintenanceWithPoolOverThreeHosts(t *testing.T) {
 	w.after(end, 4)
 	samples := w.stop()
 	if code != 0 {
-		t.Fatalf("maintenance enable %s: exit %d\n%s", host, code, out)
+		t.Fatalf("maintenance enable %s: exit %d\n%s\nthe host's events: %s", host, code, out, nodeEvents(host))
 	}
 	t.Logf("maintenance enable %s took %s:\n%s", host, end.Sub(start).Round(time.Millisecond), out)
 	if during := checkSamples(t, moving, before[moving].IP, samples, start, end); during == 0 {
