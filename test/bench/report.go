@@ -114,6 +114,7 @@ func (r *Result) Table() Table {
 		}
 	}
 	r.scaleRows(&t)
+	r.day2Rows(&t)
 	t.Check("driver start-up to answering RPC p50/p95/max", Dist(r.Startup), "p50 <= "+Ms(targetStartup), r.Startup.P50 <= targetStartup)
 	if r.Opts.SingleRuns > 0 {
 		t.Add("driver CPU per machine, create and remove (user+system, sampled)", Ms(r.DriverCPU/time.Duration(r.Opts.SingleRuns)))
@@ -197,11 +198,12 @@ func (r *Result) Generated(plotFile string) string {
 	fmt.Fprintf(&b, "%s\n\n", beginMarker)
 	fmt.Fprintf(&b, "Run of %s, took %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), r.Took.Round(time.Second))
 	fmt.Fprintf(&b, "**Machine:** %s; %d CPUs as Go sees them; %s memory; Linux %s; %s.\n\n", cpuModel(), runtime.NumCPU(), memTotal(), kernel(), runtime.Version())
-	fmt.Fprintf(&b, "**Settings:** simulator delays schedule %s, boot %s, address %s (boot to address %s); "+
+	fmt.Fprintf(&b, "**Settings:** simulator delays schedule %s, boot %s, address %s (boot to address %s), live-migration transfer %s; "+
 		"%d single machines one after another, then pools of %s created and removed concurrently, each machine by its own "+
 		"`rancher-machine create` with its own store (credentials in HARVESTER_* variables, `--custom-install-script`, "+
-		"`--harvester-cluster-name` last); driver start-up timed %d times.\n\n",
-		o.ScheduleDelay, o.BootDelay, o.IPDelay, o.BootToAddress(), o.SingleRuns, joinInts(o.Pools), o.StartupRuns)
+		"`--harvester-cluster-name` last); day 2: a pool of 3, one machine per host, %d live migrations of one, "+
+		"then maintenance of its host; driver start-up timed %d times.\n\n",
+		o.ScheduleDelay, o.BootDelay, o.IPDelay, o.BootToAddress(), o.MigrationDuration, o.SingleRuns, joinInts(o.Pools), migrationRuns, o.StartupRuns)
 	b.WriteString(r.Table().Markdown())
 	fmt.Fprintf(&b, "\n![create overhead (ms, y) against pool size (x): p50 blue, p95 orange, max red](%s)\n\n", plotFile)
 	b.WriteString("API requests per machine, by verb and resource (kube-apiserver audit log):\n\n")

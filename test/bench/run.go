@@ -15,6 +15,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/harvester-kit/harvester-machine/sim/controllers"
@@ -38,8 +39,9 @@ type Options struct {
 	Root                              string
 	DocPath, PlotPath                 string
 	Log                               io.Writer
-	SimArgs                           []string // more harvester-sim flags (the guest network, test/harness)
-	NamespaceVMIs                     int      // VMIs seeded for the create-cost-by-namespace-size rows (0: none)
+	SimArgs                           []string      // more harvester-sim flags (the guest network, test/harness)
+	NamespaceVMIs                     int           // VMIs seeded for the create-cost-by-namespace-size rows (0: none)
+	MigrationDuration                 time.Duration // simulator: a live migration's transfer (phase Running to Succeeded)
 }
 
 // BootToAddress is the simulator's configured time from a VMI's creation
@@ -59,6 +61,7 @@ type Result struct {
 	KubeconfigDur time.Duration
 	KubeconfigReq Requests
 	Scale         *ScaleResult // nil: not measured
+	Day2          *Day2Result
 	Took          time.Duration
 }
 
@@ -74,7 +77,7 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 	logf(o, "starting the simulator (boot to address %s)", o.BootToAddress())
 	sim, err := simtest.Start(ctx, simtest.Options{Args: append([]string{
 		"--schedule-delay=" + o.ScheduleDelay.String(), "--boot-delay=" + o.BootDelay.String(),
-		"--ip-delay=" + o.IPDelay.String(), "--audit-log=" + audit,
+		"--ip-delay=" + o.IPDelay.String(), "--migration-duration=" + o.MigrationDuration.String(), "--audit-log=" + audit,
 	}, o.SimArgs...)})
 	if err != nil {
 		return nil, err
@@ -85,6 +88,10 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, err
 	}
 	virt, err := kubevirt.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +117,9 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 		r.PeakRSSMiB, r.DriverCPU = rss.Stop()
 	}
 	if err := r.measureScale(ctx, sim, virt, log, dir); err != nil {
+		return nil, err
+	}
+	if err := r.measureDay2(ctx, sim, kube, virt, dir); err != nil {
 		return nil, err
 	}
 	if err := r.measureProcess(ctx, dir); err != nil {

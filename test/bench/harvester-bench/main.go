@@ -40,6 +40,7 @@ func run(iso harness.Isolation) error {
 	flag.DurationVar(&o.ScheduleDelay, "schedule-delay", 100*time.Millisecond, "simulator: VMI Pending to Scheduled")
 	flag.DurationVar(&o.BootDelay, "boot-delay", 200*time.Millisecond, "simulator: Scheduled to Running")
 	flag.DurationVar(&o.IPDelay, "ip-delay", 200*time.Millisecond, "simulator: Running to address reported")
+	flag.DurationVar(&o.MigrationDuration, "migration-duration", time.Second, "simulator: a live migration's transfer (phase Running to Succeeded)")
 	flag.IntVar(&o.SingleRuns, "single", 5, "machines created one after another (the pool of 1)")
 	flag.StringVar(&pools, "pools", "10,50", "sizes of the pools created concurrently, comma-separated (empty: none)")
 	flag.IntVar(&o.StartupRuns, "startup-runs", 10, "driver start-ups timed")

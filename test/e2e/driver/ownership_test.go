@@ -58,16 +58,10 @@ func mustFail(t *testing.T, out string, err error, wants ...string) {
 // storedKubeconfig returns the credential in the machine's config.json.
 func storedKubeconfig(t *testing.T, r *rm, name string) string {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(r.store, "machines", name, "config.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var host struct {
 		Driver struct{ KubeconfigContent string }
 	}
-	if err := json.Unmarshal(raw, &host); err != nil {
-		t.Fatal(err)
-	}
+	readMachineConfig(t, r, name, &host)
 	return host.Driver.KubeconfigContent
 }
 

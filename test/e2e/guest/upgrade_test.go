@@ -1,0 +1,196 @@
+package guest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/harvester-kit/harvester-machine/test/simtest"
+)
+
+var simHosts = []string{"harvester-node-0", "harvester-node-1", "harvester-node-2"}
+
+// cordon sets a host's spec.unschedulable, as kubectl cordon/uncordon do.
+func cordon(t *testing.T, host string, on bool) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": on}})
+	if _, err := env.kube.CoreV1().Nodes().Patch(testContext(t), host, types.StrategicMergePatchType, b, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("cordon %s=%v: %v", host, on, err)
+	}
+}
+
+// machineAnswer runs `rancher-machine COMMAND name` and returns its answer:
+// the last line that is not the plugin's progress ("(<machine>) ...").
+func machineAnswer(t *testing.T, m *simtest.Machines, command, name string) string {
+	t.Helper()
+	out, err := m.Run(testContext(t), command, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "(") {
+			last = l
+		}
+	}
+	return last
+}
+
+// TestUpgradeKeepsGuestNodesReady: a K3s pool of three machines, one on
+// each host (the other hosts are cordoned while each is created; the
+// machines carry no host affinity). maintenance-check --upgrade predicts
+// that every one migrates and no guest cluster loses quorum (exit 0);
+// `harvester-sim upgrade` takes the hosts through the pre-drain one after
+// the other and exits 0; every guest node stays Ready throughout (polled)
+// and every machine is Running at its address afterwards, each VMI the
+// same object (live-migrated, never restarted).
+func TestUpgradeKeepsGuestNodesReady(t *testing.T) {
+	const cluster = "upg-pool"
+	m, err := env.sim.NewMachines(t.TempDir(), cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1",
+		"--harvester-ssh-user=ubuntu", "--harvester-wait-timeout=120", "--harvester-cloud-provider=k3s"}
+	names := make([]string, len(simHosts))
+	t.Cleanup(func() {
+		for _, h := range simHosts {
+			cordon(t, h, false)
+		}
+	})
+	for i := range simHosts {
+		names[i] = fmt.Sprintf("%s-pool1-%d", cluster, i)
+		for j, h := range simHosts {
+			cordon(t, h, j != i)
+		}
+		if _, err := m.Create(testContext(t), names[i], flags...); err != nil {
+			t.Fatal(err)
+		}
+		name := names[i]
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+			defer cancel()
+			if _, err := m.Remove(ctx, name); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for _, h := range simHosts {
+		cordon(t, h, false)
+	}
+	t.Cleanup(func() { simtest.NoPluginLeft(t, m.Store) })
+	guest, _ := guestClients(t, cluster)
+	checkNodesJoined(t, guest, names)
+	ip, uid := map[string]string{}, map[string]string{}
+	for i, n := range names {
+		vmi, err := env.virt.KubevirtV1().VirtualMachineInstances(vmNamespace).Get(testContext(t), n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if vmi.Status.NodeName != simHosts[i] {
+			t.Fatalf("%s is on %s, want %s (the only schedulable host)", n, vmi.Status.NodeName, simHosts[i])
+		}
+		ip[n], uid[n] = machineAnswer(t, m, "ip", n), string(vmi.UID)
+	}
+
+	kubeconfig := filepath.Join(env.sim.Dir, "guests", cluster, "kubeconfig")
+	out, code := runMaintenanceCheck(t, "--upgrade", "--cluster-name", cluster, "--namespace", vmNamespace, "--guest-kubeconfig", kubeconfig, "-o", "json")
+	var res struct {
+		Hosts []string `json:"hosts"`
+		VMs   []struct {
+			Host, VM, Action string
+		} `json:"vms"`
+		Losses []json.RawMessage `json:"losses"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if code != 0 || len(res.Losses) != 0 || strings.Join(res.Hosts, ",") != strings.Join(simHosts, ",") {
+		t.Errorf("maintenance-check --upgrade: exit %d\n%s\nwant exit 0, hosts %v, no losses", code, out, simHosts)
+	}
+	predicted := map[string]bool{}
+	for _, v := range res.VMs {
+		if v.Action != "migrates" {
+			t.Errorf("maintenance-check --upgrade: %+v, want migrates", v)
+		}
+		predicted[v.VM] = true
+	}
+	for _, n := range names {
+		if !predicted[n] {
+			t.Errorf("maintenance-check --upgrade says nothing of %s:\n%s", n, out)
+		}
+	}
+
+	// Watch the guest's nodes while the upgrade runs.
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var notReady []string
+	looks := 0
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			nodes, err := guest.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			if ctx.Err() != nil {
+				return
+			}
+			looks++
+			switch {
+			case err != nil:
+				notReady = append(notReady, time.Now().Format("15:04:05.000")+" list: "+err.Error())
+			case len(nodes.Items) != len(names):
+				notReady = append(notReady, fmt.Sprintf("%s %d nodes", time.Now().Format("15:04:05.000"), len(nodes.Items)))
+			}
+			for _, n := range nodes.Items {
+				if !nodeReady(&n) {
+					notReady = append(notReady, time.Now().Format("15:04:05.000")+" "+n.Name+" not Ready")
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	bin, err := simtest.Bin("harvester-sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	upgraded, err := exec.CommandContext(testContext(t), bin, "upgrade", "--state-dir", env.sim.Dir, "--timeout", "90s").CombinedOutput()
+	stop()
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("harvester-sim upgrade: %v\n%s", err, upgraded)
+	}
+	t.Logf("upgrade:\n%s", upgraded)
+	for _, n := range names {
+		if !strings.Contains(string(upgraded), "migrated  "+vmNamespace+"/"+n+" -> ") {
+			t.Errorf("upgrade report does not say %s migrated", n)
+		}
+	}
+	if strings.Contains(string(upgraded), "shut down") || strings.Contains(string(upgraded), "blocked") {
+		t.Errorf("upgrade shut down or blocked something:\n%s", upgraded)
+	}
+	if len(notReady) > 0 || looks == 0 {
+		t.Errorf("guest nodes during the upgrade (%d looks): %v", looks, notReady)
+	}
+	checkNodesJoined(t, guest, names)
+	for _, n := range names {
+		if s := machineAnswer(t, m, "status", n); s != "Running" {
+			t.Errorf("%s: status %q after the upgrade", n, s)
+		}
+		if got := machineAnswer(t, m, "ip", n); got != ip[n] {
+			t.Errorf("%s: ip %q after the upgrade, want %s", n, got, ip[n])
+		}
+		vmi, err := env.virt.KubevirtV1().VirtualMachineInstances(vmNamespace).Get(testContext(t), n, metav1.GetOptions{})
+		if err != nil || string(vmi.UID) != uid[n] {
+			t.Errorf("%s: VMI %v, want the same VMI (uid %s)", n, err, uid[n])
+		}
+	}
+}
