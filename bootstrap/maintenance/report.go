@@ -47,9 +47,14 @@ func (r *Result) WriteTable(w io.Writer) error {
 		if v.Reason != "" {
 			mig += " (" + v.Reason + ")"
 		}
+		// kube-scheduler chooses among the targets by its own scores: the
+		// table names the one host only when there is one.
 		action := v.Action
-		if v.To != "" {
-			action += " to " + v.To
+		switch {
+		case len(v.Targets) == 1:
+			action += " to " + v.Targets[0]
+		case len(v.Targets) > 1:
+			action += " (kube-scheduler picks)"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s/%s\t%s/%s\t%s\t%s\t%s\t%s\n", step, v.Host, v.Namespace, v.Name, v.Cluster, v.Pool, v.Strategy, mig, action, v.Why)
 	}
