@@ -264,9 +264,6 @@ func latestNodeEvent(ctx context.Context, kube kubernetes.Interface, host, reaso
 	if err != nil {
 		return ""
 	}
-	// Event timestamps are stored to the second: one from the second
-	// the command started in is not older than the command.
-	since = since.Truncate(time.Second)
 	var best corev1.Event
 	for _, e := range list.Items {
 		if e.LastTimestamp.Time.Before(since) || (best.Message != "" && e.CreationTimestamp.Before(&best.CreationTimestamp)) {

@@ -389,9 +389,16 @@ func restartMaintenanceVMs(ctx context.Context, dyn dynamic.Interface, host, str
 // maintenance annotations are removed and the error (only logged by
 // Harvester) is an event on the host.
 func (s *sim) refuseMaintenance(ctx context.Context, node *corev1.Node, msg string) error {
+	// The event first: whoever sees the request gone finds why. Then the
+	// request is withdrawn only if it is the one judged (the cache may be
+	// behind): a newer one, e.g. the same host requested again with force
+	// right after this refusal, comes through the queue itself.
 	s.log.Info("maintenance refused", "node", node.Name, "why", msg)
 	s.nodeEvent(ctx, node, corev1.EventTypeWarning, ReasonMaintenanceRefused, msg)
 	_, err := s.updateNode(ctx, node.Name, func(n *corev1.Node) bool {
+		if n.ResourceVersion != node.ResourceVersion {
+			return false
+		}
 		_, a := n.Annotations[harvester.AnnMaintainStatus]
 		_, b := n.Annotations[harvester.AnnDrainRequested]
 		_, c := n.Annotations[harvester.AnnDrainForced]

@@ -74,15 +74,17 @@ func TestRKE2ManifestsApplyAndPrune(t *testing.T) {
 	guest, guestDyn := guestClients(t, cluster)
 	checkNodesJoined(t, guest, []string{cluster + "-0", cluster + "-1"})
 	cms := guest.CoreV1().ConfigMaps(guests.AddonNamespace)
-	poll(t, "both ConfigMaps of version 1", func(ctx context.Context) (bool, string) {
+	// The deploy controller applies the file's objects, then records the
+	// Addon (named after the file up to its first dot): wait for all three.
+	var addon *unstructured.Unstructured
+	poll(t, "both ConfigMaps of version 1 and Addon extras (file extras.v1.yaml up to its first dot)", func(ctx context.Context) (bool, string) {
 		_, errKeep := cms.Get(ctx, "keep", metav1.GetOptions{})
 		_, errDropped := cms.Get(ctx, "dropped", metav1.GetOptions{})
-		return errKeep == nil && errDropped == nil, "keep: " + errString(errKeep) + ", dropped: " + errString(errDropped)
+		var errAddon error
+		addon, errAddon = guestDyn.Resource(guests.AddonGVR).Namespace(guests.AddonNamespace).Get(ctx, "extras", metav1.GetOptions{})
+		return errKeep == nil && errDropped == nil && errAddon == nil,
+			"keep: " + errString(errKeep) + ", dropped: " + errString(errDropped) + ", addon: " + errString(errAddon)
 	})
-	addon, err := guestDyn.Resource(guests.AddonGVR).Namespace(guests.AddonNamespace).Get(ctx, "extras", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("Addon extras (file extras.v1.yaml up to its first dot): %v", err)
-	}
 	first, _, _ := unstructured.NestedString(addon.Object, "spec", "checksum")
 
 	secret.Data["userdata"] = rke2CloudInit(t, oneConfigMap)
@@ -95,12 +97,15 @@ func TestRKE2ManifestsApplyAndPrune(t *testing.T) {
 			return false, err.Error()
 		}
 		_, errDropped := cms.Get(ctx, "dropped", metav1.GetOptions{})
-		return keep.Data["version"] == "2" && apierrors.IsNotFound(errDropped), "keep version " + keep.Data["version"] + ", dropped: " + errString(errDropped)
+		a, errAddon := guestDyn.Resource(guests.AddonGVR).Namespace(guests.AddonNamespace).Get(ctx, "extras", metav1.GetOptions{})
+		sum := ""
+		if errAddon == nil {
+			addon = a
+			sum, _, _ = unstructured.NestedString(a.Object, "spec", "checksum")
+		}
+		return keep.Data["version"] == "2" && apierrors.IsNotFound(errDropped) && sum != first,
+			"keep version " + keep.Data["version"] + ", dropped: " + errString(errDropped) + ", addon checksum " + sum + " (was " + first + ")"
 	})
-	addon, err = guestDyn.Resource(guests.AddonGVR).Namespace(guests.AddonNamespace).Get(ctx, "extras", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if second, _, _ := unstructured.NestedString(addon.Object, "spec", "checksum"); second == first || second == "" {
 		t.Fatalf("Addon checksum %q not updated from %q", second, first)
 	}

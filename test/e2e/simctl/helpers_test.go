@@ -348,3 +348,42 @@ func createObjectWith(t *testing.T, gvr schema.GroupVersionResource, obj any, ed
 	}
 	return res
 }
+
+// aloneOnHosts waits until no VMI of another test's namespace is left
+// (namespaces of earlier tests being deleted), for tests whose operation
+// takes in every VM of the simulator: maintenance and the upgrade. It runs
+// before the parallel tests resume, so only earlier sequential tests'
+// VMIs can be in the way.
+func aloneOnHosts(t *testing.T, ns string) {
+	t.Helper()
+	lw := &cache.ListWatch{
+		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
+			return env.dyn.Resource(gvrVMI).Namespace("").List(testContext(t), o)
+		},
+		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
+			return env.dyn.Resource(gvrVMI).Namespace("").Watch(testContext(t), o)
+		},
+	}
+	others := func(store cache.Store) []string {
+		var out []string
+		for _, o := range store.List() {
+			if u, ok := o.(*unstructured.Unstructured); ok && u.GetNamespace() != ns && strings.HasPrefix(u.GetNamespace(), "t-") {
+				out = append(out, u.GetNamespace()+"/"+u.GetName())
+			}
+		}
+		return out
+	}
+	var left []string
+	var synced cache.Store
+	_, err := watchtools.UntilWithSync(testContext(t), lw, &unstructured.Unstructured{}, func(store cache.Store) (bool, error) {
+		synced = store
+		left = others(store)
+		return len(left) == 0, nil
+	}, func(watch.Event) (bool, error) {
+		left = others(synced) // the informer's store holds the event already
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("VMIs of other tests still on the hosts: %v (%v)", left, err)
+	}
+}

@@ -164,6 +164,7 @@ func preferHost(host string) *corev1.Affinity {
 // disable uncordons it and removes the annotation.
 func TestMaintenance(t *testing.T) {
 	ns := testNamespace(t)
+	aloneOnHosts(t, ns)
 	const host = "harvester-node-2"
 	for _, name := range []string{"m-a", "m-b"} {
 		createVM(t, ns, name, vmOpts{userData: agentCloudConfig, affinity: preferHost(host)})
@@ -222,6 +223,7 @@ func TestMaintenance(t *testing.T) {
 // migratable VMs move away from each host and keep their addresses.
 func TestUpgrade(t *testing.T) {
 	ns := testNamespace(t)
+	aloneOnHosts(t, ns)
 	addr := map[string]string{}
 	for _, name := range []string{"u-0", "u-1", "u-2"} {
 		createVM(t, ns, name, vmOpts{userData: agentCloudConfig})
