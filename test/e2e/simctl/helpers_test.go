@@ -357,11 +357,11 @@ func createObjectWith(t *testing.T, gvr schema.GroupVersionResource, obj any, ed
 func aloneOnHosts(t *testing.T, ns string) {
 	t.Helper()
 	lw := &cache.ListWatch{
-		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			return env.dyn.Resource(gvrVMI).Namespace("").List(testContext(t), o)
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return env.dyn.Resource(gvrVMI).Namespace("").List(ctx, o)
 		},
-		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			return env.dyn.Resource(gvrVMI).Namespace("").Watch(testContext(t), o)
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return env.dyn.Resource(gvrVMI).Namespace("").Watch(ctx, o)
 		},
 	}
 	others := func(store cache.Store) []string {
