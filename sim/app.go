@@ -116,15 +116,30 @@ func stateDirFlag() cli.Flag {
 }
 
 func requireStateDir(c *cli.Context) error {
-	if c.String(flagStateDir) == "" {
+	if stateDirOf(c) == "" {
 		return fmt.Errorf("--%s: required: the directory of the running simulator", flagStateDir)
 	}
 	return nil
 }
 
+// stateDirOf is --state-dir as given to the command or to any command
+// above it (`maintenance --state-dir D enable HOST` and `maintenance
+// enable --state-dir D HOST` alike).
+func stateDirOf(c *cli.Context) string {
+	for _, x := range c.Lineage() {
+		if x.Command == nil && x.App == nil {
+			continue
+		}
+		if v := x.String(flagStateDir); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
 // simClients connects to the simulator running in --state-dir.
 func simClients(c *cli.Context) (*kubernetes.Clientset, *dynamic.DynamicClient, error) {
-	cfg, err := kubeapi.ConfigFromFile(filepath.Join(c.String(flagStateDir), KubeconfigFile), "harvester-sim")
+	cfg, err := kubeapi.ConfigFromFile(filepath.Join(stateDirOf(c), KubeconfigFile), "harvester-sim")
 	if err != nil {
 		return nil, nil, fmt.Errorf("read the simulator's kubeconfig: %w", err)
 	}

@@ -34,6 +34,7 @@ func maintenanceCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "maintenance",
 		Usage: "put a host into Harvester's maintenance mode or take it out, as the node actions enableMaintenanceMode/disableMaintenanceMode do",
+		Flags: []cli.Flag{stateDirFlag()},
 		Subcommands: []*cli.Command{
 			{
 				Name: "enable", ArgsUsage: "HOST",
@@ -41,7 +42,7 @@ func maintenanceCommand() *cli.Command {
 				Flags:  []cli.Flag{stateDirFlag(), &cli.BoolFlag{Name: flagForce, Usage: "Harvester's force option: stop the VMs that cannot migrate"}, timeout()},
 				Before: requireStateDir,
 				Action: func(c *cli.Context) error {
-					host, err := oneHost(c)
+					host, force, err := hostThenForce(c)
 					if err != nil {
 						return err
 					}
@@ -51,7 +52,7 @@ func maintenanceCommand() *cli.Command {
 					}
 					ctx, cancel := context.WithTimeout(c.Context, c.Duration(flagTimeout))
 					defer cancel()
-					rep, err := EnterMaintenance(ctx, kube, dyn, host, c.Bool(flagForce))
+					rep, err := EnterMaintenance(ctx, kube, dyn, host, force || c.Bool(flagForce))
 					rep.Print(c.App.Writer)
 					if err != nil {
 						return cli.Exit("harvester-sim: "+err.Error(), 1)
@@ -91,6 +92,27 @@ func oneHost(c *cli.Context) (string, error) {
 		return "", fmt.Errorf("%s: give exactly one HOST (a Node name, e.g. harvester-node-0); got %d arguments", c.Command.Name, c.NArg())
 	}
 	return c.Args().First(), nil
+}
+
+// hostThenForce is `enable HOST`, also written `enable HOST --force`
+// (the command line Harvester's docs use): urfave/cli stops reading flags
+// at HOST, so a --force after it arrives as an argument. Any other
+// argument after HOST is refused, saying that flags go before it.
+func hostThenForce(c *cli.Context) (string, bool, error) {
+	args := c.Args().Slice()
+	if len(args) == 0 {
+		return "", false, fmt.Errorf("%s: give exactly one HOST (a Node name, e.g. harvester-node-0); got none", c.Command.Name)
+	}
+	force := false
+	for _, a := range args[1:] {
+		switch a {
+		case "--force", "-force", "--force=true":
+			force = true
+		default:
+			return "", false, fmt.Errorf("%s: give exactly one HOST (a Node name, e.g. harvester-node-0); got %q after %s (flags other than --force go before HOST)", c.Command.Name, a, args[0])
+		}
+	}
+	return args[0], force, nil
 }
 
 // HostReport is what happened to the VMs of one host.

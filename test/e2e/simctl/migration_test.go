@@ -188,7 +188,13 @@ func TestMaintenance(t *testing.T) {
 	if _, ok := n.Annotations[harvester.AnnMaintainStatus]; ok || n.Spec.Unschedulable {
 		t.Fatalf("refused host has annotations %v unschedulable %v", n.Annotations, n.Spec.Unschedulable)
 	}
-	out, err = simCLI(t, "maintenance enable", "--force", "--timeout", "60s", host)
+	// As the issue writes it: --state-dir on `maintenance`, --force after HOST.
+	bin, err := simtest.Bin("harvester-sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := exec.Command(bin, "maintenance", "--state-dir", env.sim.Dir, "enable", host, "--force").CombinedOutput()
+	out = string(raw)
 	if err != nil {
 		t.Fatalf("enable --force: %v\n%s", err, out)
 	}
