@@ -127,9 +127,6 @@ func requireStateDir(c *cli.Context) error {
 // enable --state-dir D HOST` alike).
 func stateDirOf(c *cli.Context) string {
 	for _, x := range c.Lineage() {
-		if x.Command == nil && x.App == nil {
-			continue
-		}
 		if v := x.String(flagStateDir); v != "" {
 			return v
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -158,25 +159,12 @@ func stopIfEvacuationFailed(ctx context.Context, dyn dynamic.Interface, key stri
 		return nil
 	}
 	for _, m := range list.Items {
-		phase, _, _ := unstructuredString(m.Object, "status", "phase")
+		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
 		if strings.HasPrefix(m.GetName(), "kubevirt-evacuation") && phase == string(kubevirtv1.MigrationFailed) {
 			return controllers.StopVM(ctx, dyn, ns, name)
 		}
 	}
 	return nil
-}
-
-func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
-	var cur any = obj
-	for _, f := range fields {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return "", false, nil
-		}
-		cur = m[f]
-	}
-	s, ok := cur.(string)
-	return s, ok, nil
 }
 
 // decodedVMIsOn lists the VMIs labelled with the host, decoded.

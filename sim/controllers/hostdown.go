@@ -41,15 +41,7 @@ func (s *sim) syncHostFaults() {
 }
 
 func (s *sim) podKeys(ns string) []string {
-	pods, err := s.kubeInformers.Core().V1().Pods().Lister().Pods(ns).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	keys := make([]string, 0, len(pods))
-	for _, p := range pods {
-		keys = append(keys, p.Namespace+"/"+p.Name)
-	}
-	return keys
+	return objectKeys(s.kubeInformers.Core().V1().Pods().Lister().Pods(ns).List(labels.Everything()))
 }
 
 // onDownHost reports whether the VMI runs on a host that is down.

@@ -186,13 +186,18 @@ func (s *sim) migrationKeys(ns string) []string {
 }
 
 func (s *sim) pvcKeys(ns string) []string {
-	pvcs, err := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(ns).List(labels.Everything())
+	return objectKeys(s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(ns).List(labels.Everything()))
+}
+
+// objectKeys are the namespace/name keys of a typed lister's answer (none
+// on an error).
+func objectKeys[T metav1.Object](objs []T, err error) []string {
 	if err != nil {
 		return nil
 	}
-	keys := make([]string, 0, len(pvcs))
-	for _, p := range pvcs {
-		keys = append(keys, p.Namespace+"/"+p.Name)
+	keys := make([]string, 0, len(objs))
+	for _, o := range objs {
+		keys = append(keys, o.GetNamespace()+"/"+o.GetName())
 	}
 	return keys
 }

@@ -4,16 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
-	"time"
 
 	reviewv1 "k8s.io/api/admission/v1"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -63,31 +62,7 @@ func ValidatorConfiguration(url string, caBundle []byte, labels map[string]strin
 }
 
 func (a *migrationAdmitter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "webhook: POST an AdmissionReview", http.StatusMethodNotAllowed)
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxReview))
-	if err != nil {
-		http.Error(w, "webhook: read review: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	var review reviewv1.AdmissionReview
-	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
-		http.Error(w, fmt.Sprintf("webhook: not an AdmissionReview with a request: %v", err), http.StatusBadRequest)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	resp := a.admit(ctx, review.Request)
-	resp.UID = review.Request.UID
-	out, err := json.Marshal(reviewv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
-	if err != nil {
-		http.Error(w, "webhook: encode review: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(out)
+	serveReview(w, r, a.admit)
 }
 
 // admit follows MigrationCreateAdmitter.Admit: spec.vmiName required; the
@@ -126,11 +101,11 @@ func (a *migrationAdmitter) admit(ctx context.Context, req *reviewv1.AdmissionRe
 		return kubevirtError(err.Error())
 	}
 	for _, o := range list.Items {
-		phase, _, _ := unstructuredString(o.Object, "status", "phase")
+		phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
 		if phase == string(kubevirtv1.MigrationSucceeded) || phase == string(kubevirtv1.MigrationFailed) {
 			continue
 		}
-		vmiName, _, _ := unstructuredString(o.Object, "spec", "vmiName")
+		vmiName, _, _ := unstructured.NestedString(o.Object, "spec", "vmiName")
 		return kubevirtError(fmt.Sprintf("in-flight migration detected. Active migration job (%s) is currently already in progress for VMI %s.", o.GetUID(), vmiName))
 	}
 	return &reviewv1.AdmissionResponse{Allowed: true}
@@ -151,17 +126,4 @@ func MigrationRefusal(vmi *kubevirtv1.VirtualMachineInstance) string {
 // kubevirtError is webhookutils.ToAdmissionResponseError: code 400, the message.
 func kubevirtError(msg string) *reviewv1.AdmissionResponse {
 	return &reviewv1.AdmissionResponse{Result: &metav1.Status{Message: msg, Code: http.StatusBadRequest}}
-}
-
-func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
-	var cur any = obj
-	for _, f := range fields {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return "", false, nil
-		}
-		cur = m[f]
-	}
-	s, ok := cur.(string)
-	return s, ok, nil
 }

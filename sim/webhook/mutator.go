@@ -1,9 +1,9 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 
@@ -29,29 +29,9 @@ func NewMutator(settings Settings, log *slog.Logger) http.Handler {
 }
 
 func (m *mutator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "webhook: POST an AdmissionReview", http.StatusMethodNotAllowed)
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxReview))
-	if err != nil {
-		http.Error(w, "webhook: read review: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	var review reviewv1.AdmissionReview
-	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
-		http.Error(w, fmt.Sprintf("webhook: not an AdmissionReview with a request: %v", err), http.StatusBadRequest)
-		return
-	}
-	resp := m.admit(review.Request)
-	resp.UID = review.Request.UID
-	out, err := json.Marshal(reviewv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
-	if err != nil {
-		http.Error(w, "webhook: encode review: "+err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(out)
+	serveReview(w, r, func(_ context.Context, req *reviewv1.AdmissionRequest) *reviewv1.AdmissionResponse {
+		return m.admit(req)
+	})
 }
 
 // admit mutates a VM as Harvester's mutator does: the resource rule on

@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
@@ -47,19 +46,8 @@ func TestHostDownReplacement(t *testing.T) {
 	harness.NeedGuests(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	s, err := simtest.Start(ctx, simtest.Options{Args: append(harness.Current().SimArgs(), "--node-monitor-grace-period="+hdGrace.String())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop() })
-	cfg, err := s.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, dc, vc := kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg), kubevirt.NewForConfigOrDie(cfg)
-	if err := simtest.SetForceResetPolicy(ctx, dc, hdPolicy); err != nil {
-		t.Fatal(err)
-	}
+	s, cfg := simtest.StartHostDown(ctx, t, hdGrace, hdPolicy, harness.Current().SimArgs()...)
+	kc, vc := kubernetes.NewForConfigOrDie(cfg), kubevirt.NewForConfigOrDie(cfg)
 	m, err := s.NewMachines(t.TempDir(), "e2e-hd")
 	if err != nil {
 		t.Fatal(err)

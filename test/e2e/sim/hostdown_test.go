@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -194,18 +193,7 @@ func TestFaultHostDownBackInTime(t *testing.T) {
 // short grace period and the given vm-force-reset-policy.
 func startHostDownSim(ctx context.Context, t *testing.T, policy string) (*simtest.Sim, kubernetes.Interface, kubevirt.Interface) {
 	t.Helper()
-	s, err := simtest.Start(ctx, simtest.Options{Args: append(harness.Current().SimArgs(), "--guest-clusters", "--node-monitor-grace-period="+hdGrace.String())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop() })
-	cfg, err := s.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := simtest.SetForceResetPolicy(ctx, dynamic.NewForConfigOrDie(cfg), policy); err != nil {
-		t.Fatal(err)
-	}
+	s, cfg := simtest.StartHostDown(ctx, t, hdGrace, policy, append(harness.Current().SimArgs(), "--guest-clusters")...)
 	return s, kubernetes.NewForConfigOrDie(cfg), kubevirt.NewForConfigOrDie(cfg)
 }
 
