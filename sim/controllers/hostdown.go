@@ -144,7 +144,7 @@ func (s *sim) vmiOnDownHost(ctx context.Context, key string, u *unstructured.Uns
 	st := vmi.Status.DeepCopy()
 	ready := kubevirtv1.VirtualMachineInstanceCondition{Type: kubevirtv1.VirtualMachineInstanceReady, Status: corev1.ConditionFalse,
 		Reason: kubevirtv1.PodTerminatingReason, Message: "virt-launcher pod is terminating"}
-	if pod := pods[0]; pod.DeletionTimestamp == nil {
+	if pod := currentPod(pods, node); pod.DeletionTimestamp == nil {
 		c := podCondition(pod, corev1.PodReady)
 		if c == nil {
 			return nil
@@ -159,10 +159,15 @@ func (s *sim) vmiOnDownHost(ctx context.Context, key string, u *unstructured.Uns
 	return err
 }
 
-// readyFromPod is virt-controller's syncReadyConditionFromPod for a
-// running VMI: its Ready condition is its launcher pod's.
+// readyFromPod is virt-controller's setActivePods and
+// syncReadyConditionFromPod for a running VMI: its Ready condition is
+// that of its current launcher pod (the most recent on its node).
 func (s *sim) readyFromPod(c *vmiContext) {
-	pod := s.launcherPodOf(c)
+	pods := s.launcherPods(c.u.GetNamespace(), c.u.GetUID())
+	if len(pods) > 0 {
+		c.st.ActivePods = activePods(pods)
+	}
+	pod := currentPod(pods, c.st.NodeName)
 	if pod == nil {
 		return
 	}

@@ -165,8 +165,8 @@ func (s *sim) launcherPods(ns string, uid types.UID) []*corev1.Pod {
 	return pods
 }
 
-// launcherPodOf is the VMI's current launcher pod: the oldest one not
-// being deleted, or nil.
+// launcherPodOf is the VMI's first launcher pod not being deleted, or
+// nil: the pod a VMI that is not running yet waits on.
 func (s *sim) launcherPodOf(c *vmiContext) *corev1.Pod {
 	for _, p := range s.launcherPods(c.u.GetNamespace(), c.u.GetUID()) {
 		if p.DeletionTimestamp == nil {
@@ -174,6 +174,32 @@ func (s *sim) launcherPodOf(c *vmiContext) *corev1.Pod {
 		}
 	}
 	return nil
+}
+
+// currentPod is KubeVirt's CurrentVMIPod (pkg/controller): of a VMI's
+// launcher pods (oldest first), the most recent one on node, or the most
+// recent one when node is "". After a migration that is the target's pod,
+// not the source's, which has Succeeded.
+func currentPod(pods []*corev1.Pod, node string) *corev1.Pod {
+	for i := len(pods) - 1; i >= 0; i-- {
+		if node == "" || pods[i].Spec.NodeName == node {
+			return pods[i]
+		}
+	}
+	return nil
+}
+
+// activePods is KubeVirt's status.activePods: every pod the VMI owns, by
+// UID, with its node.
+func activePods(pods []*corev1.Pod) map[types.UID]string {
+	if len(pods) == 0 {
+		return nil
+	}
+	out := make(map[types.UID]string, len(pods))
+	for _, p := range pods {
+		out[p.UID] = p.Spec.NodeName
+	}
+	return out
 }
 
 // createLauncherPod creates the VMI's launcher pod unless the simulator

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -207,5 +208,38 @@ func TestMigrationTargetPod(t *testing.T) {
 	}
 	if source := launcherPod(vmi, "1.5"); len(source.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) != 1 {
 		t.Error("building the target changed the source pod's affinity")
+	}
+}
+
+// TestCurrentPod: KubeVirt's CurrentVMIPod picks the most recent pod on
+// the VMI's node, or the most recent pod while the VMI has no node.
+func TestCurrentPod(t *testing.T) {
+	pod := func(name, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	// Oldest first, as launcherPods sorts them: a first pod on node-0, a
+	// migration's target on node-1, a later migration's target on node-0.
+	pods := []*corev1.Pod{pod("first", "node-0"), pod("target", "node-1"), pod("back", "node-0")}
+	for _, tc := range []struct {
+		pods       []*corev1.Pod
+		node, want string
+	}{
+		{pods, "node-1", "target"}, // migrated: not the Succeeded source pod
+		{pods, "node-0", "back"},
+		{pods, "", "back"},
+		{pods[:1], "node-0", "first"},
+		{pods[:1], "node-2", ""},
+		{nil, "", ""},
+	} {
+		got := ""
+		if p := currentPod(tc.pods, tc.node); p != nil {
+			got = p.Name
+		}
+		if got != tc.want {
+			t.Errorf("currentPod(%d pods, %q) = %q, want %q", len(tc.pods), tc.node, got, tc.want)
+		}
+	}
+	if got := activePods(pods[:2]); len(got) != 2 || got["uid-first"] != "node-0" || got["uid-target"] != "node-1" {
+		t.Errorf("activePods = %v, want uid-first on node-0 and uid-target on node-1", got)
 	}
 }

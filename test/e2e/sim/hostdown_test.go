@@ -134,9 +134,12 @@ func TestFaultHostDown(t *testing.T) {
 
 // TestFaultHostDownBackInTime: a host back before Harvester's
 // out-of-service step keeps its VM: the drain taint (the policy's period
-// passed) and the unreachable taints go, so does the Drained condition,
-// and the same VMI is Ready again with its guest answering and its guest
-// node Ready.
+// passed) and the unreachable taints go, so does the Drained condition.
+// KubeVirt's evacuation controller made a migration on the drain taint;
+// it waited for the down host's virt-handler and, the host back, moves
+// the same VMI live to another host (KubeVirt cancels no evacuation when
+// the taint goes). The VMI is Ready from its new pod, keeps its address,
+// its guest answers and its guest node is Ready.
 func TestFaultHostDownBackInTime(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -159,9 +162,9 @@ func TestFaultHostDownBackInTime(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitVMIOn(ctx, t, vc, "back-vm", "Ready False from its launcher pod", func(v *kubevirtv1.VirtualMachineInstance) bool {
+	waitVMIOn(ctx, t, vc, "back-vm", "Ready False from its launcher pod, marked for evacuation", func(v *kubevirtv1.VirtualMachineInstance) bool {
 		c := vmiCondition(v, kubevirtv1.VirtualMachineInstanceReady)
-		return c != nil && c.Status == corev1.ConditionFalse
+		return c != nil && c.Status == corev1.ConditionFalse && v.Status.EvacuationNodeName == host
 	})
 	waitGuestNode(ctx, t, guest, "back-vm", corev1.ConditionUnknown)
 
@@ -175,16 +178,36 @@ func TestFaultHostDownBackInTime(t *testing.T) {
 		n, _ := kc.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{})
 		t.Fatalf("host %s back: %v; taints %v, conditions %v", host, err, n.Spec.Taints, n.Status.Conditions)
 	}
-	back := waitVMIOn(ctx, t, vc, "back-vm", "Ready again", func(v *kubevirtv1.VirtualMachineInstance) bool {
+	back := waitVMIOn(ctx, t, vc, "back-vm", "migrated by its evacuation, Ready again", func(v *kubevirtv1.VirtualMachineInstance) bool {
 		c := vmiCondition(v, kubevirtv1.VirtualMachineInstanceReady)
-		return c != nil && c.Status == corev1.ConditionTrue
+		ms := v.Status.MigrationState
+		return c != nil && c.Status == corev1.ConditionTrue && ms != nil && ms.Completed
 	})
-	if back.UID != first.UID || back.Status.NodeName != host {
-		t.Errorf("VMI %s on %s after the host came back; it was %s on %s", back.UID, back.Status.NodeName, first.UID, host)
+	ms := back.Status.MigrationState
+	if back.UID != first.UID || ms.SourceNode != host || back.Status.NodeName == host || back.Status.NodeName != ms.TargetNode {
+		t.Errorf("VMI %s on %s (migration %s -> %s) after the host came back; it was %s on %s",
+			back.UID, back.Status.NodeName, ms.SourceNode, ms.TargetNode, first.UID, host)
+	}
+	if back.Status.Interfaces[0].IP != ip {
+		t.Errorf("address %s after the migration, want %s", back.Status.Interfaces[0].IP, ip)
+	}
+	m, err := vc.KubevirtV1().VirtualMachineInstanceMigrations("default").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(m.Items, func(m kubevirtv1.VirtualMachineInstanceMigration) bool { return m.UID == ms.MigrationUID }); i < 0 ||
+		m.Items[i].Annotations[kubevirtv1.EvacuationMigrationAnnotation] != host {
+		t.Errorf("migration %s is not an evacuation of %s: %+v", ms.MigrationUID, host, m.Items)
 	}
 	waitGuestNode(ctx, t, guest, "back-vm", corev1.ConditionTrue)
 	if iso.Isolated && !answers(ip) {
 		t.Errorf("guest %s does not answer SSH after its host came back", ip)
+	}
+	// By now the source pod has Succeeded: the VMI stays Ready, from the
+	// target's pod.
+	final := waitVMIOn(ctx, t, vc, "back-vm", "read again", func(*kubevirtv1.VirtualMachineInstance) bool { return true })
+	if c := vmiCondition(final, kubevirtv1.VirtualMachineInstanceReady); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("VMI Ready %+v after its migration, want True", c)
 	}
 }
 

@@ -78,9 +78,12 @@ func TestLiveMigration(t *testing.T) {
 	if done.Labels["kubevirt.io/vmi-name"] != "mig" {
 		t.Errorf("migration labels = %v, want kubevirt.io/vmi-name=mig", done.Labels)
 	}
-	after := waitVMI(t, ns, "mig", "migrated", func(v *kubevirtv1.VirtualMachineInstance) bool {
-		return v.Status.MigrationState != nil && v.Status.MigrationState.Completed
+	// Once migrated, the VMI owns both pods (status.activePods) and its
+	// Ready condition is its target pod's, not the Succeeded source pod's.
+	after := waitVMI(t, ns, "mig", "migrated, both pods active", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return v.Status.MigrationState != nil && v.Status.MigrationState.Completed && len(v.Status.ActivePods) == 2
 	})
+
 	ms := after.Status.MigrationState
 	src, dst := before.Status.NodeName, after.Status.NodeName
 	switch {
@@ -106,6 +109,11 @@ func TestLiveMigration(t *testing.T) {
 	}
 	if b := sshBanner(t, ip); !strings.HasPrefix(b, "SSH-2.0-") {
 		t.Fatalf("banner after = %q", b)
+	}
+	// By now the source pod has Succeeded; the VMI stays Ready.
+	final := waitVMI(t, ns, "mig", "read again", func(*kubevirtv1.VirtualMachineInstance) bool { return true })
+	if c := vmiCond(final, kubevirtv1.VirtualMachineInstanceReady); c == nil || c.Status != corev1.ConditionTrue {
+		t.Errorf("after migration Ready = %+v, want True (from the target's launcher pod)", c)
 	}
 }
 
