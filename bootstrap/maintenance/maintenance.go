@@ -183,68 +183,37 @@ func UpgradeOrder(nodes []corev1.Node) []string {
 	return out
 }
 
-// Strategy is the VMI's eviction strategy as KubeVirt resolves it, and
-// where it came from: the VMI's, else the VM template's, else KubeVirt's
-// configuration kv (None when it sets none), else LiveMigrate, which
-// Harvester configures.
-func Strategy(vmi *kubevirtv1.VirtualMachineInstance, vm *kubevirtv1.VirtualMachine, kv *kubevirtv1.KubeVirt) (kubevirtv1.EvictionStrategy, string) {
-	if s := vmi.Spec.EvictionStrategy; s != nil {
-		return *s, "VMI"
-	}
-	if vm != nil && vm.Spec.Template != nil && vm.Spec.Template.Spec.EvictionStrategy != nil {
-		return *vm.Spec.Template.Spec.EvictionStrategy, "VM"
-	}
-	if kv != nil {
-		if s := kv.Spec.Configuration.EvictionStrategy; s != nil {
-			return *s, "KubeVirt " + kv.Name
-		}
-		return kubevirtv1.EvictionStrategyNone, "KubeVirt's default"
-	}
-	return kubevirtv1.EvictionStrategyLiveMigrate, "Harvester's default"
-}
-
-// migratable is the VMI's LiveMigratable condition.
-func migratable(vmi *kubevirtv1.VirtualMachineInstance) (status corev1.ConditionStatus, reason, message string) {
-	for _, c := range vmi.Status.Conditions {
-		if c.Type == kubevirtv1.VirtualMachineInstanceIsMigratable {
-			return c.Status, c.Reason, c.Message
-		}
-	}
-	return corev1.ConditionUnknown, "", "no LiveMigratable condition (KubeVirt treats the VMI as not migratable)"
-}
-
 // Evict is what KubeVirt's eviction admission does with the VMI when its
-// host is drained, before any host is looked at: Migrates means a
-// migration is started (and needs a host that fits). LiveMigrate: refused
-// unless migratable; LiveMigrateIfPossible: a migration when migratable,
-// else the launcher pod is evicted and the VM shut down; None: shut down;
-// External: refused and left to another controller (the drain waits).
+// host is drained (harvester.EvictionOf), before any host is looked at:
+// Migrates means a migration is started (and needs a host that fits).
 // The VM's fields Strategy, Migratable, Reason, Action and Why are set.
 func Evict(vmi *kubevirtv1.VirtualMachineInstance, vm *kubevirtv1.VirtualMachine, kv *kubevirtv1.KubeVirt) VM {
 	var v VM
-	s, from := Strategy(vmi, vm, kv)
+	s, from := harvester.EvictionStrategy(vmi, vm, kv)
 	v.Strategy = string(s) + " (" + from + ")"
-	st, reason, msg := migratable(vmi)
+	st, reason, msg := harvester.LiveMigratable(vmi)
 	v.Migratable = string(st)
 	if st != corev1.ConditionTrue {
 		v.Reason = reason
 	}
-	switch s {
-	case kubevirtv1.EvictionStrategyNone:
-		v.Action, v.Why = ShutDown, "eviction strategy None: the VM is stopped"
-	case kubevirtv1.EvictionStrategyExternal:
-		v.Action, v.Why = Blocks, "eviction strategy External: KubeVirt refuses the eviction and leaves the VM to another controller"
-	case kubevirtv1.EvictionStrategyLiveMigrate, kubevirtv1.EvictionStrategyLiveMigrateIfPossible:
-		switch {
-		case st == corev1.ConditionTrue:
-			v.Action = Migrates
-		case s == kubevirtv1.EvictionStrategyLiveMigrateIfPossible:
+	switch harvester.EvictionOf(s, st == corev1.ConditionTrue) {
+	case harvester.EvictionMigrates:
+		v.Action = Migrates
+	case harvester.EvictionShutsDown:
+		switch s {
+		case kubevirtv1.EvictionStrategyNone:
+			v.Action, v.Why = ShutDown, "eviction strategy None: the VM is stopped"
+		case kubevirtv1.EvictionStrategyLiveMigrateIfPossible:
 			v.Action, v.Why = ShutDown, "not live-migratable: "+msg
 		default:
+			v.Action, v.Why = ShutDown, fmt.Sprintf("unknown eviction strategy %q: KubeVirt does not act on it and the eviction stops the VM", s)
+		}
+	case harvester.EvictionRefused:
+		if s == kubevirtv1.EvictionStrategyExternal {
+			v.Action, v.Why = Blocks, "eviction strategy External: KubeVirt refuses the eviction and leaves the VM to another controller"
+		} else {
 			v.Action, v.Why = Blocks, "LiveMigrate but not live-migratable (KubeVirt refuses the eviction): "+msg
 		}
-	default:
-		v.Action, v.Why = Blocks, fmt.Sprintf("unknown eviction strategy %q", s)
 	}
 	return v
 }

@@ -185,15 +185,15 @@ func (s *sim) drainVMIs(ctx context.Context, host string, vmis []*kubevirtv1.Vir
 		}
 		ev, why := evictionOf(vmi)
 		switch ev {
-		case evictShutdown:
+		case harvester.EvictionShutsDown:
 			if err := s.shutdownVMI(ctx, vmi.Namespace, vmi.Name, vmi.UID); err != nil {
 				return nil, err
 			}
 			s.log.Info("drain evicts vmi: guest shut down", "node", host, "vmi", key, "why", why)
-		case evictMigrate:
+		case harvester.EvictionMigrates:
 			evacuate = append(evacuate, vmi)
 			waiting = append(waiting, key+": live migration ("+s.migrationProgress(vmi)+")")
-		case evictRefused:
+		case harvester.EvictionRefused:
 			waiting = append(waiting, key+": eviction refused, "+why)
 		}
 	}

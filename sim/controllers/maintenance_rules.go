@@ -105,69 +105,46 @@ func uniqueVMs(m map[string][]string) []string {
 	return slices.Compact(out)
 }
 
-// What evicting a VMI's launcher pod does (KubeVirt v1.7's pod eviction
-// admission for virt-launcher pods).
-type eviction int
-
-const (
-	evictMigrate  eviction = iota // refused with 429; the VMI is marked for evacuation and migrates
-	evictShutdown                 // allowed: the pod goes, the guest is shut down
-	evictRefused                  // refused; nothing moves it (the drain waits)
-)
-
-// evictionStrategy is the VMI's strategy, else the cluster's: Harvester
-// configures KubeVirt with LiveMigrate.
-func evictionStrategy(vmi *kubevirtv1.VirtualMachineInstance) kubevirtv1.EvictionStrategy {
-	if vmi.Spec.EvictionStrategy != nil {
-		return *vmi.Spec.EvictionStrategy
-	}
-	return kubevirtv1.EvictionStrategyLiveMigrate
-}
-
-// isLiveMigratable is the VMI's LiveMigratable condition being True.
-func isLiveMigratable(vmi *kubevirtv1.VirtualMachineInstance) (bool, string) {
-	for _, c := range vmi.Status.Conditions {
-		if c.Type == kubevirtv1.VirtualMachineInstanceIsMigratable {
-			return c.Status == corev1.ConditionTrue, c.Reason + ": " + c.Message
-		}
-	}
-	return false, "no LiveMigratable condition"
-}
-
-// evictionOf is KubeVirt's rule for evicting the VMI's launcher pod:
-// LiveMigrate migrates when migratable and is refused otherwise;
-// LiveMigrateIfPossible migrates when migratable and lets the pod go
-// otherwise; None lets it go; External is refused (another controller's
-// job). It also says why.
-func evictionOf(vmi *kubevirtv1.VirtualMachineInstance) (eviction, string) {
-	s := evictionStrategy(vmi)
+// evictionOf is KubeVirt's rule for evicting the VMI's launcher pod
+// (harvester.EvictionOf, the strategy resolved as Harvester configures
+// KubeVirt), and why.
+func evictionOf(vmi *kubevirtv1.VirtualMachineInstance) (harvester.Eviction, string) {
+	s, _ := harvester.EvictionStrategy(vmi, nil, nil)
 	ok, why := isLiveMigratable(vmi)
+	ev := harvester.EvictionOf(s, ok)
 	switch s {
-	case kubevirtv1.EvictionStrategyNone:
-		return evictShutdown, "eviction strategy None"
-	case kubevirtv1.EvictionStrategyLiveMigrate:
-		if ok {
-			return evictMigrate, "eviction strategy LiveMigrate"
-		}
-		return evictRefused, "eviction strategy LiveMigrate but not live-migratable (" + why + ")"
-	case kubevirtv1.EvictionStrategyLiveMigrateIfPossible:
-		if ok {
-			return evictMigrate, "eviction strategy LiveMigrateIfPossible"
-		}
-		return evictShutdown, "eviction strategy LiveMigrateIfPossible, not live-migratable (" + why + ")"
 	case kubevirtv1.EvictionStrategyExternal:
-		return evictRefused, "eviction strategy External: left to another controller"
+		return ev, "eviction strategy External: left to another controller"
+	case kubevirtv1.EvictionStrategyNone:
+		return ev, "eviction strategy None"
+	case kubevirtv1.EvictionStrategyLiveMigrate, kubevirtv1.EvictionStrategyLiveMigrateIfPossible:
+		switch {
+		case ok:
+			return ev, "eviction strategy " + string(s)
+		case s == kubevirtv1.EvictionStrategyLiveMigrate:
+			return ev, "eviction strategy LiveMigrate but not live-migratable (" + why + ")"
+		}
+		return ev, "eviction strategy LiveMigrateIfPossible, not live-migratable (" + why + ")"
 	}
-	return evictRefused, fmt.Sprintf("unknown eviction strategy %q", s)
+	return ev, fmt.Sprintf("unknown eviction strategy %q: not acted on, the pod goes", s)
 }
 
-// evacuatedByTaint: on a host tainted kubevirt.io/drain KubeVirt's
-// evacuation controller migrates the VMIs whose strategy migrates on
-// eviction (LiveMigrate, or LiveMigrateIfPossible when migratable).
+// isLiveMigratable is the VMI's LiveMigratable condition being True, and
+// its reason and message.
+func isLiveMigratable(vmi *kubevirtv1.VirtualMachineInstance) (bool, string) {
+	st, reason, msg := harvester.LiveMigratable(vmi)
+	if st == corev1.ConditionUnknown && reason == "" {
+		return false, "no LiveMigratable condition"
+	}
+	return st == corev1.ConditionTrue, reason + ": " + msg
+}
+
+// evacuatedByTaint: KubeVirt's evacuation controller migrates the VMI
+// off a host tainted kubevirt.io/drain.
 func evacuatedByTaint(vmi *kubevirtv1.VirtualMachineInstance) bool {
-	s := evictionStrategy(vmi)
+	s, _ := harvester.EvictionStrategy(vmi, nil, nil)
 	ok, _ := isLiveMigratable(vmi)
-	return s == kubevirtv1.EvictionStrategyLiveMigrate || (s == kubevirtv1.EvictionStrategyLiveMigrateIfPossible && ok)
+	return harvester.EvacuatedOnDrainTaint(s, ok)
 }
 
 // hasDrainTaint: the host carries kubevirt.io/drain (NoSchedule).

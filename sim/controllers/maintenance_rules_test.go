@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 func vmiWith(name string, strategy *kubevirtv1.EvictionStrategy, migratable corev1.ConditionStatus, reason string) *kubevirtv1.VirtualMachineInstance {
@@ -27,15 +29,15 @@ func TestEvictionOf(t *testing.T) {
 		name     string
 		strategy *kubevirtv1.EvictionStrategy
 		mig      corev1.ConditionStatus
-		want     eviction
+		want     harvester.Eviction
 	}{
-		{"default (Harvester: LiveMigrate), migratable", nil, corev1.ConditionTrue, evictMigrate},
-		{"LiveMigrate, not migratable", &lm, corev1.ConditionFalse, evictRefused},
-		{"LiveMigrateIfPossible, migratable", &ifp, corev1.ConditionTrue, evictMigrate},
-		{"LiveMigrateIfPossible, not migratable", &ifp, corev1.ConditionFalse, evictShutdown},
-		{"LiveMigrateIfPossible, no condition", &ifp, "", evictShutdown},
-		{"None", &none, corev1.ConditionTrue, evictShutdown},
-		{"External", &ext, corev1.ConditionTrue, evictRefused},
+		{"default (Harvester: LiveMigrate), migratable", nil, corev1.ConditionTrue, harvester.EvictionMigrates},
+		{"LiveMigrate, not migratable", &lm, corev1.ConditionFalse, harvester.EvictionRefused},
+		{"LiveMigrateIfPossible, migratable", &ifp, corev1.ConditionTrue, harvester.EvictionMigrates},
+		{"LiveMigrateIfPossible, not migratable", &ifp, corev1.ConditionFalse, harvester.EvictionShutsDown},
+		{"LiveMigrateIfPossible, no condition", &ifp, "", harvester.EvictionShutsDown},
+		{"None", &none, corev1.ConditionTrue, harvester.EvictionShutsDown},
+		{"External", &ext, corev1.ConditionTrue, harvester.EvictionRefused},
 	} {
 		if got, why := evictionOf(vmiWith("v", tc.strategy, tc.mig, "R")); got != tc.want {
 			t.Errorf("%s: %v (%s), want %v", tc.name, got, why, tc.want)
