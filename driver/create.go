@@ -71,9 +71,11 @@ func (d *Driver) Create() (err error) {
 		return err
 	}
 	// Without its cloud-init Secret the VM cannot start (KubeVirt mounts
-	// the Secret into its launcher pod): the wait ends when it goes.
-	ctx, stopSecretWatch := d.machine().WhileSecretExists(ctx, api, made.Name, made.UID, made.ResourceVersion)
+	// the Secret into its launcher pod): the wait ends when it goes before
+	// the pod runs.
+	ctx, secretGuard, stopSecretWatch := d.machine().WhileSecretNeeded(ctx, api, made.Name, made.UID, made.ResourceVersion, machine.SecretWatchDelay)
 	defer stopSecretWatch()
+	goal = secretGuard(goal)
 	what := "to run and report an address"
 	if static != nil {
 		what = "to run and report " + static.Held.String() + " on " + static.NICName()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -132,20 +133,71 @@ func (d *Machine) whileVMExists(parent context.Context, api *harvesterapi.API, f
 // cannot start without it, so the VM instance would stay in Scheduling.
 var ErrSecretDeleted = errors.New("KubeVirt cannot start the VM without it")
 
-// WhileSecretExists returns a context that is cancelled, with a cause
-// wrapping ErrSecretDeleted and naming the Secret, as soon as a watch sees
-// the machine's cloud-init Secret name (of uid) deleted, being deleted or
-// replaced. fromRV is the Secret's resource version as created: the watch
-// starts there, so a deletion before the call is seen too.
-func (d *Machine) WhileSecretExists(parent context.Context, api *harvesterapi.API, name string, uid types.UID, fromRV string) (context.Context, context.CancelFunc) {
-	return whileExists(parent, api, api.Secrets(d.VMNamespace), d.VMNamespace, name, fromRV, d.SecretDeleted(name), func(s *corev1.Secret) bool {
-		if s != nil && s.DeletionTimestamp == nil && s.UID == uid {
-			return true
+// SecretWatchDelay is how long a create lets its VM instance take to get
+// past Scheduling before it watches the cloud-init Secret (the delay
+// Create passes to WhileSecretNeeded). Once the
+// instance is Scheduled its launcher pod has mounted the Secret and the
+// Secret no longer matters to it, so a create whose instance starts in
+// time (the usual case) spends no request on the Secret.
+const SecretWatchDelay = 5 * time.Second
+
+// WhileSecretNeeded returns a context that is cancelled, with a cause
+// wrapping ErrSecretDeleted and naming the Secret, when the machine's
+// cloud-init Secret name (of uid) is deleted, being deleted or replaced
+// before the VM instance got past Scheduling; and guard, which wraps the
+// wait's goal to tell it when the instance did. The Secret is watched only
+// if the instance is not past Scheduling after delay; the watch
+// starts at fromRV, the Secret's resource version as created, so a
+// deletion before it started is seen too.
+func (d *Machine) WhileSecretNeeded(parent context.Context, api *harvesterapi.API, name string, uid types.UID, fromRV string,
+	delay time.Duration) (ctx context.Context, guard func(Goal) Goal, stop context.CancelFunc) {
+	mounted := make(chan struct{})
+	var once sync.Once
+	guard = func(goal Goal) Goal {
+		return func(vmi *kubevirtv1.VirtualMachineInstance) bool {
+			if pastScheduling(vmi) {
+				once.Do(func() { close(mounted) })
+			}
+			return goal(vmi)
 		}
-		// The rollback's wait for the Secret's deletion could not see it.
-		api.Seen().SawDeleted(harvesterapi.KindSecret, d.VMNamespace, name)
-		return false
-	})
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	go func() {
+		select {
+		case <-mounted:
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go func() {
+			select {
+			case <-mounted:
+				stopWatch()
+			case <-watchCtx.Done():
+			}
+		}()
+		gone := waitGone(watchCtx, api, api.Secrets(d.VMNamespace), d.VMNamespace, name, fromRV, func(s *corev1.Secret) bool {
+			if s != nil && s.DeletionTimestamp == nil && s.UID == uid {
+				return true
+			}
+			// The rollback's wait for the Secret's deletion could not see it.
+			api.Seen().SawDeleted(harvesterapi.KindSecret, d.VMNamespace, name)
+			return false
+		})
+		if gone {
+			cancel(d.SecretDeleted(name))
+		}
+	}()
+	return ctx, guard, func() { cancel(context.Canceled) }
+}
+
+// pastScheduling: the VM instance's launcher pod runs (phase Scheduled or
+// Running), so it has mounted its volumes.
+func pastScheduling(vmi *kubevirtv1.VirtualMachineInstance) bool {
+	return vmi != nil && vmi.DeletionTimestamp == nil && (vmi.Status.Phase == kubevirtv1.Scheduled || vmi.Status.Phase == kubevirtv1.Running)
 }
 
 // SecretDeleted is the error of a create whose cloud-init Secret name was
@@ -154,27 +206,33 @@ func (d *Machine) SecretDeleted(name string) error {
 	return fmt.Errorf("its cloud-init Secret %s/%s was deleted by someone else (%w)", d.VMNamespace, name, ErrSecretDeleted)
 }
 
-// whileExists returns a context that is cancelled with cause as soon as a
-// watch of kind k sees the object ns/name no longer there (exists is
-// false; it gets nil for an object that does not exist). With fromRV it
-// watches the changes after that resource version (one request), else (or
-// when that watch cannot go on) it lists and watches.
+// whileExists returns a context that is cancelled with cause as soon as
+// waitGone sees the object ns/name of kind k no longer there.
 func whileExists[T runtime.Object](parent context.Context, api *harvesterapi.API, k kubeapi.Kind, ns, name, fromRV string, cause error, exists func(T) bool) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
-	gone := func(obj T) (bool, error) { return !exists(obj), nil }
 	go func() {
-		err := kubeapi.ErrWatchEnded
-		if fromRV != "" {
-			_, err = kubeapi.WaitFrom(ctx, k, name, fromRV, gone)
-		}
-		if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
-			_, err = kubeapi.Wait(ctx, k, ns, name, api.Timeout(), gone)
-		}
-		if err == nil {
+		if waitGone(ctx, api, k, ns, name, fromRV, exists) {
 			cancel(cause)
 		}
 	}()
 	return ctx, func() { cancel(context.Canceled) }
+}
+
+// waitGone watches the object ns/name of kind k until it is no longer
+// there (exists is false; it gets nil for an object that does not exist),
+// and reports whether it saw that before ctx ended. With fromRV it
+// watches the changes after that resource version (one request), else (or
+// when that watch cannot go on) it lists and watches.
+func waitGone[T runtime.Object](ctx context.Context, api *harvesterapi.API, k kubeapi.Kind, ns, name, fromRV string, exists func(T) bool) bool {
+	gone := func(obj T) (bool, error) { return !exists(obj), nil }
+	err := kubeapi.ErrWatchEnded
+	if fromRV != "" {
+		_, err = kubeapi.WaitFrom(ctx, k, name, fromRV, gone)
+	}
+	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
+		_, err = kubeapi.Wait(ctx, k, ns, name, api.Timeout(), gone)
+	}
+	return err == nil
 }
 
 // progress logs one line for each change worth telling.
