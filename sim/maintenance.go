@@ -211,23 +211,23 @@ func EnterMaintenance(ctx context.Context, kube kubernetes.Interface, dyn dynami
 	}
 	requestRV, _ := strconv.ParseUint(rv, 10, 64)
 	nodes := kubeapi.KindOf("node", &corev1.Node{}, kube.CoreV1().Nodes())
-	var refused, seen bool
+	var refused bool
 	// kube-apiserver's resourceVersions are etcd revisions: a read at or
-	// after the request's is fresh.
+	// after the request's is fresh. The watch's first list may be served
+	// from kube-apiserver's cache (resourceVersion 0) and be older than
+	// the request: it may still show an earlier request of the host, or
+	// that request's refusal, so it decides nothing.
 	_, err = kubeapi.Wait(ctx, nodes, "", host, 0, func(n *corev1.Node) (bool, error) {
 		if n == nil {
 			return false, fmt.Errorf("host %s is gone", host)
 		}
-		// A read older than the request shows neither annotation: decide
-		// only once the request (or its outcome) has been seen.
+		if cur, _ := strconv.ParseUint(n.ResourceVersion, 10, 64); cur < requestRV {
+			return false, nil
+		}
 		ann := n.Annotations
 		_, requested := ann[harvester.AnnDrainRequested]
 		status, inMaintenance := ann[harvester.AnnMaintainStatus]
-		cur, _ := strconv.ParseUint(n.ResourceVersion, 10, 64)
-		seen = seen || requested || status == harvester.MaintainRunning || cur >= requestRV
 		switch {
-		case !seen:
-			return false, nil
 		case status == harvester.MaintainCompleted:
 			return true, nil
 		case !inMaintenance && !requested:

@@ -174,6 +174,12 @@ func TestMaintenance(t *testing.T) {
 	ns := testNamespace(t)
 	aloneOnHosts(t, ns)
 	const host = "harvester-node-2"
+	// A failure must not leave the host cordoned for the tests after it.
+	t.Cleanup(func() {
+		if t.Failed() {
+			_, _ = simCLI(t, "maintenance disable", host)
+		}
+	})
 	for _, name := range []string{"m-a", "m-b"} {
 		createVM(t, ns, name, vmOpts{userData: agentCloudConfig, affinity: preferHost(host)})
 	}
