@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -90,5 +91,37 @@ func TestWaitSeesCreationAndDeletion(t *testing.T) {
 	stop := errors.New("stop")
 	if _, err := Wait(ctx, k, "ns", "other", time.Second, func(*corev1.Secret) (bool, error) { return false, stop }); !errors.Is(err, stop) {
 		t.Errorf("cond error: %v", err)
+	}
+}
+
+// TestWaitListsConsistently: the reflector's first list asks for
+// resourceVersion "0", which kube-apiserver may answer from a watch cache
+// older than a write just made; Wait's list asks for a consistent read
+// ("") instead, and leaves a relist's resource version alone.
+func TestWaitListsConsistently(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	kube := fake.NewClientset(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}})
+	secrets := kube.CoreV1().Secrets("ns")
+	k := KindOf[*corev1.SecretList]("Secret", &corev1.Secret{}, secrets)
+	var asked []metav1.ListOptions
+	list := k.List
+	k.List = func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+		asked = append(asked, o)
+		return list(ctx, o)
+	}
+	if _, err := Wait(ctx, k, "ns", "s", time.Second, func(s *corev1.Secret) (bool, error) { return s != nil, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0].ResourceVersion != "" || asked[0].ResourceVersionMatch != "" || asked[0].FieldSelector != "metadata.name=s" {
+		t.Errorf("lists asked %+v, want one consistent read (resourceVersion \"\") of metadata.name=s", asked)
+	}
+	relist := metav1.ListOptions{ResourceVersion: "42", ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+	asked = nil
+	if _, err := NamedListWatch(k, "s", 0).ListWithContext(ctx, relist); err != nil {
+		t.Fatal(err)
+	}
+	if len(asked) != 1 || asked[0].ResourceVersion != "42" || asked[0].ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
+		t.Errorf("relist asked %+v, want resourceVersion 42 NotOlderThan kept", asked)
 	}
 }

@@ -33,14 +33,32 @@ func KindOf[L runtime.Object](name string, example runtime.Object, c ListWatcher
 	return Kind{Name: name, Example: example, List: list, Watch: c.Watch}
 }
 
+// Consistent turns the reflector's first list (resourceVersion "0": any
+// state kube-apiserver's watch cache holds) into a consistent read
+// (resourceVersion ""); a relist from a resource version is left alone.
+func Consistent(o metav1.ListOptions) metav1.ListOptions {
+	if o.ResourceVersion == "0" {
+		o.ResourceVersion, o.ResourceVersionMatch = "", ""
+	}
+	return o
+}
+
 // NamedListWatch lists and watches only the object called name (a
 // metadata.name field selector). Each list has the deadline callTimeout
 // (<= 0: the context's own); watches last as long as their context.
+//
+// The first list is a consistent read: client-go's reflector asks for
+// resourceVersion "0" (whatever kube-apiserver's watch cache holds, which
+// may be older than a write this process just made or saw), and a wait
+// would then judge a state from before it (an object just created seen
+// as missing, a request just made seen as answered by the refusal of an
+// earlier one).
 func NamedListWatch(k Kind, name string, callTimeout time.Duration) *cache.ListWatch {
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			o.FieldSelector = selector
+			o = Consistent(o)
 			var out runtime.Object
 			err := Call(ctx, callTimeout, func(c context.Context) error {
 				var err error

@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // untilEvery watches every object of res and returns once shows holds for
@@ -19,7 +21,9 @@ func untilEvery(ctx context.Context, res dynamic.NamespaceableResourceInterface,
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	lw := &cache.ListWatch{
-		ListWithContextFunc:  func(c context.Context, o metav1.ListOptions) (runtime.Object, error) { return res.List(c, o) },
+		ListWithContextFunc: func(c context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return res.List(c, kubeapi.Consistent(o)) // not a cached state older than what the caller just wrote
+		},
 		WatchFuncWithContext: func(c context.Context, o metav1.ListOptions) (watch.Interface, error) { return res.Watch(c, o) },
 	}
 	var store cache.Store
