@@ -135,10 +135,10 @@ var ErrSecretDeleted = errors.New("KubeVirt cannot start the VM without it")
 
 // SecretWatchDelay is how long a create lets its VM instance take to get
 // past Scheduling before it watches the cloud-init Secret (the delay
-// Create passes to WhileSecretNeeded). Once the
-// instance is Scheduled its launcher pod has mounted the Secret and the
-// Secret no longer matters to it, so a create whose instance starts in
-// time (the usual case) spends no request on the Secret.
+// Create passes to WhileSecretNeeded). Once the instance is Scheduled its
+// launcher pod has mounted the Secret, which no longer matters to it, so
+// a create whose instance starts in time (the usual case) spends no
+// request on the Secret.
 const SecretWatchDelay = 5 * time.Second
 
 // WhileSecretNeeded returns a context that is cancelled, with a cause
@@ -146,9 +146,9 @@ const SecretWatchDelay = 5 * time.Second
 // cloud-init Secret name (of uid) is deleted, being deleted or replaced
 // before the VM instance got past Scheduling; and guard, which wraps the
 // wait's goal to tell it when the instance did. The Secret is watched only
-// if the instance is not past Scheduling after delay; the watch
-// starts at fromRV, the Secret's resource version as created, so a
-// deletion before it started is seen too.
+// if the instance is not past Scheduling after delay; the watch starts at
+// fromRV, the Secret's resource version as created, so a deletion before
+// it started is seen too.
 func (d *Machine) WhileSecretNeeded(parent context.Context, api *harvesterapi.API, name string, uid types.UID, fromRV string,
 	delay time.Duration) (ctx context.Context, guard func(Goal) Goal, stop context.CancelFunc) {
 	mounted := make(chan struct{})
