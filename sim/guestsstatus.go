@@ -31,7 +31,7 @@ type guestNodeRow struct {
 func guestNodeRows(cluster string, nodes []corev1.Node) []guestNodeRow {
 	rows := make([]guestNodeRow, 0, len(nodes))
 	for _, n := range nodes {
-		r := guestNodeRow{cluster: cluster, node: n.Name, ready: "NotReady", ip: "-", taints: "-",
+		r := guestNodeRow{cluster: cluster, node: n.Name, ready: "NotReady", ip: "-",
 			zone: orDash(n.Labels[guests.LabelZone]), region: orDash(n.Labels[guests.LabelRegion])}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
@@ -43,17 +43,7 @@ func guestNodeRows(cluster string, nodes []corev1.Node) []guestNodeRow {
 				r.ip = a.Address
 			}
 		}
-		var taints []string
-		for _, t := range n.Spec.Taints {
-			s := t.Key
-			if t.Value != "" {
-				s += "=" + t.Value
-			}
-			taints = append(taints, s+":"+string(t.Effect))
-		}
-		if len(taints) > 0 {
-			r.taints = strings.Join(taints, ",")
-		}
+		r.taints = nodeTaints(&n)
 		rows = append(rows, r)
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].node < rows[j].node })

@@ -94,7 +94,7 @@ func PrintStatus(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tREGION\tZONE\tREADY\tTAINTS")
 	for _, n := range nodes.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, n.Labels[harvester.RegionKey], n.Labels[harvester.ZoneKey], hostReady(&n), hostTaints(&n))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, n.Labels[harvester.RegionKey], n.Labels[harvester.ZoneKey], hostReady(&n), nodeTaints(&n))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "NAMESPACE\tVM\tSTATUS\tPHASE\tHOST\tZONE\tIP")
@@ -172,8 +172,9 @@ func hostReady(n *corev1.Node) string {
 	return "-"
 }
 
-// hostTaints lists a host's taints as KEY[=VALUE]:EFFECT ("-" without any).
-func hostTaints(n *corev1.Node) string {
+// nodeTaints lists a node's taints (a host's or a guest node's) as
+// KEY[=VALUE]:EFFECT, comma-separated ("-" without any).
+func nodeTaints(n *corev1.Node) string {
 	var out []string
 	for _, t := range n.Spec.Taints {
 		kv := t.Key

@@ -49,16 +49,8 @@ func TestFaultHostDown(t *testing.T) {
 	iso := harness.Current().Isolation
 	s, kc, vc := startHostDownSim(ctx, t, hdPolicy)
 
-	vm := hostDownVM("hd-vm")
-	if _, err := vc.KubevirtV1().VirtualMachines("default").Create(ctx, vm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	first := waitVMIOn(ctx, t, vc, "hd-vm", "Running with an address", func(v *kubevirtv1.VirtualMachineInstance) bool {
-		return v.Status.Phase == kubevirtv1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != ""
-	})
+	first, guest := runningGuestVM(ctx, t, s, vc, "hd-vm")
 	host, ip := first.Status.NodeName, first.Status.Interfaces[0].IP
-	guest := guestClient(ctx, t, s)
-	waitGuestNode(ctx, t, guest, "hd-vm", corev1.ConditionTrue)
 	if iso.Isolated && !answers(ip) {
 		t.Fatalf("guest %s does not answer SSH before the fault", ip)
 	}
@@ -145,15 +137,8 @@ func TestFaultHostDownBackInTime(t *testing.T) {
 	defer cancel()
 	iso := harness.Current().Isolation
 	s, kc, vc := startHostDownSim(ctx, t, `{"enable":true,"period":1,"vmMigrationTimeout":600}`)
-	if _, err := vc.KubevirtV1().VirtualMachines("default").Create(ctx, hostDownVM("back-vm"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	first := waitVMIOn(ctx, t, vc, "back-vm", "Running with an address", func(v *kubevirtv1.VirtualMachineInstance) bool {
-		return v.Status.Phase == kubevirtv1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != ""
-	})
+	first, guest := runningGuestVM(ctx, t, s, vc, "back-vm")
 	host, ip := first.Status.NodeName, first.Status.Interfaces[0].IP
-	guest := guestClient(ctx, t, s)
-	waitGuestNode(ctx, t, guest, "back-vm", corev1.ConditionTrue)
 	if err := s.Fault(ctx, "host-down", host); err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +194,22 @@ func TestFaultHostDownBackInTime(t *testing.T) {
 	if c := vmiCondition(final, kubevirtv1.VirtualMachineInstanceReady); c == nil || c.Status != corev1.ConditionTrue {
 		t.Errorf("VMI Ready %+v after its migration, want True", c)
 	}
+}
+
+// runningGuestVM creates the guest-cluster VM name (hostDownVM) and
+// waits until its VMI runs with an address and its guest node is Ready;
+// it returns that VMI and the guest cluster's client.
+func runningGuestVM(ctx context.Context, t *testing.T, s *simtest.Sim, vc kubevirt.Interface, name string) (*kubevirtv1.VirtualMachineInstance, kubernetes.Interface) {
+	t.Helper()
+	if _, err := vc.KubevirtV1().VirtualMachines("default").Create(ctx, hostDownVM(name), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	vmi := waitVMIOn(ctx, t, vc, name, "Running with an address", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return v.Status.Phase == kubevirtv1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != ""
+	})
+	guest := guestClient(ctx, t, s)
+	waitGuestNode(ctx, t, guest, name, corev1.ConditionTrue)
+	return vmi, guest
 }
 
 // startHostDownSim starts a simulator of the test's own (a host failure
