@@ -59,10 +59,12 @@ func TestDoctorStorage(t *testing.T) {
 		t.Fatal(err)
 	}
 	addVolume(t, node, createHostPVC(t, "pvc-docst-good", "harvester-longhorn"))
-	r = waitRow(t, cluster, doctor.CheckVolumes, doctor.OK)
-	if row := r.row(t, doctor.CheckVolumes); row.Seen != "1 hot-plugged volumes Ready" {
-		t.Errorf("volumes once fixed: %+v", row)
-	}
+	// The row passes, with "no hot-plugged volume", between the removal
+	// and the addition; only the new volume Ready is the fixed state.
+	const fixed = "1 hot-plugged volumes Ready"
+	waitRowWhere(t, cluster, doctor.CheckVolumes, "OK "+fixed, func(row doctor.Row) bool {
+		return row.Status == doctor.OK && row.Seen == fixed
+	})
 	if err := env.virt.KubevirtV1().VirtualMachines(vmNamespace).RemoveVolume(ctx, node, &kubevirtv1.RemoveVolumeOptions{Name: "pvc-docst-good"}); err != nil {
 		t.Errorf("removevolume: %v", err)
 	}

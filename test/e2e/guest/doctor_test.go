@@ -77,11 +77,18 @@ func runDoctor(t *testing.T, ctx context.Context, cluster string, args ...string
 // waitRow runs doctor until check has status want.
 func waitRow(t *testing.T, cluster, check string, want doctor.Status, args ...string) doctorReport {
 	t.Helper()
+	return waitRowWhere(t, cluster, check, string(want), func(row doctor.Row) bool { return row.Status == want }, args...)
+}
+
+// waitRowWhere runs doctor until check's row satisfies ok; what names
+// the awaited state in a timeout.
+func waitRowWhere(t *testing.T, cluster, check, what string, ok func(doctor.Row) bool, args ...string) doctorReport {
+	t.Helper()
 	var r doctorReport
-	poll(t, check+" "+string(want), func(ctx context.Context) (bool, string) {
+	poll(t, check+" "+what, func(ctx context.Context) (bool, string) {
 		r = runDoctor(t, ctx, cluster, args...)
 		row := r.row(t, check)
-		return row.Status == want, string(row.Status) + " " + row.Seen
+		return ok(row), string(row.Status) + " " + row.Seen
 	})
 	return r
 }
