@@ -95,12 +95,12 @@ func TestTimeoutSaysWhatWasSeen(t *testing.T) {
 	simFault(t, fault.StuckScheduling, namespace+"/e2e-stuck-*")
 	t.Cleanup(func() { simFault(t, fault.StuckScheduling, "--remove", namespace+"/e2e-stuck-*") })
 	r := newRM(t, "e2e-stuck")
-	out, err := r.create(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1", "--harvester-wait-timeout=5")
+	out, err := r.create(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1", "--harvester-wait-timeout=10")
 	if err == nil {
 		t.Fatalf("create succeeded:\n%s", out)
 	}
 	// The cause: the phase, the condition and the scheduler's event.
-	for _, want := range []string{"timed out after 5s", "last seen: phase Scheduling", "conditions: PodScheduled=False", "held in Scheduling by the simulator fault", "FailedScheduling"} {
+	for _, want := range []string{"timed out after 10s", "last seen: phase Scheduling", "conditions: PodScheduled=False", "held in Scheduling by the simulator fault", "FailedScheduling"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("timeout error lacks %q:\n%s", want, out)
 		}
@@ -114,7 +114,7 @@ func TestNoIPHintsAtGuestAgent(t *testing.T) {
 	name := "e2e-noagent-pool1-n0000"
 	r := newRM(t, "e2e-noagent")
 	out, err := r.create(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1",
-		"--harvester-skip-qemu-guest-agent", "--harvester-wait-timeout=5")
+		"--harvester-skip-qemu-guest-agent", "--harvester-wait-timeout=10")
 	if err == nil {
 		t.Fatalf("create succeeded without a guest agent:\n%s", out)
 	}

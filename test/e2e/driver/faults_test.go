@@ -224,7 +224,7 @@ func TestNoAddressFromGuestAgent(t *testing.T) {
 	simFault(t, fault.NoIP, namespace+"/e2e-noip-*")
 	t.Cleanup(func() { simFault(t, fault.NoIP, "--remove", namespace+"/e2e-noip-*") })
 	r := newRM(t, "e2e-noip")
-	out, err := r.create(name, append(imageAndNet, "--harvester-wait-timeout=8")...)
-	mustFail(t, out, err, "timed out after 8s", "phase Running", "no IP: the guest reports none", "qemu-guest-agent")
+	out, err := r.create(name, append(imageAndNet, "--harvester-wait-timeout=12")...)
+	mustFail(t, out, err, "timed out after 12s", "phase Running", "no IP: the guest reports none", "qemu-guest-agent")
 	r.mustRun("rm", "-y", "--update-config", name)
 }

@@ -24,11 +24,13 @@ import (
 
 // The host-failure test's simulator and policy: kube-controller-manager's
 // grace period, and a vm-force-reset-policy whose out-of-service step
-// comes well after the first rm's --harvester-wait-timeout.
+// comes well after the first rm's --harvester-wait-timeout: the first rm,
+// the replacement's create and the third machine's refusal must all fall
+// before it, on a loaded machine too.
 const (
 	hdGrace       = 5 * time.Second
 	hdWaitTimeout = 10 * time.Second
-	hdPolicy      = `{"enable":true,"period":1,"vmMigrationTimeout":30}`
+	hdPolicy      = `{"enable":true,"period":1,"vmMigrationTimeout":45}`
 	hdRange       = "10.60.0.200-10.60.0.201/24" // two addresses: the dead machine's and its replacement's
 )
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -67,9 +68,25 @@ func (r *rm) run(args ...string) (string, error) {
 
 func (r *rm) runEnv(extraEnv []string, args ...string) (string, error) {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), commandLimit(args))
 	defer cancel()
 	return r.runCtx(ctx, extraEnv, args...)
+}
+
+// commandLimit is how long a rancher-machine command may run before the
+// test kills it: 4 minutes, or 2 more than the last
+// --harvester-wait-timeout given, so a command is never killed before the
+// driver's own timeout.
+func commandLimit(args []string) time.Duration {
+	limit := 4 * time.Minute
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--harvester-wait-timeout="); ok {
+			if sec, err := strconv.Atoi(v); err == nil {
+				limit = max(4*time.Minute, time.Duration(sec)*time.Second+2*time.Minute)
+			}
+		}
+	}
+	return limit
 }
 
 // runCtx runs rancher-machine until it ends or ctx does.

@@ -277,12 +277,19 @@ func waitAttached(ctx context.Context, t *testing.T, g guestClients, node, claim
 	if err != nil {
 		t.Fatalf("volume %s attached=%v in VMI %s: %v", claim, want, node, err)
 	}
-	vm, err := g.virt.KubevirtV1().VirtualMachines(namespace).Get(ctx, node, metav1.GetOptions{})
+	// The VM controller updates the VMI's spec before it drops the VM's
+	// volume request.
+	var inSpec bool
+	var pending []kubevirtv1.VirtualMachineVolumeRequest
+	_, err = kubeapi.Wait(ctx, vmKind(), namespace, node, 0, func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+		if vm == nil {
+			return false, fmt.Errorf("VM %s is gone", node)
+		}
+		inSpec, pending = hasVolume(vm.Spec.Template.Spec.Volumes, claim), vm.Status.VolumeRequests
+		return inSpec == want && len(pending) == 0, nil
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if hasVolume(vm.Spec.Template.Spec.Volumes, claim) != want || len(vm.Status.VolumeRequests) != 0 {
-		t.Fatalf("VM %s: volume %s in spec=%v (want %v), pending requests %v", node, claim, !want, want, vm.Status.VolumeRequests)
+		t.Fatalf("VM %s: volume %s in spec=%v (want %v), pending requests %v: %v", node, claim, inSpec, want, pending, err)
 	}
 	return st
 }
@@ -389,6 +396,13 @@ func TestHotplugErrorsAndLifecycleSubresources(t *testing.T) {
 	}
 	if err := vms.Stop(ctx, node, &kubevirtv1.StopOptions{}); !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "VM is not running") {
 		t.Errorf("stop of a stopped VM: %v, want 409", err)
+	}
+	// virt-api refuses a start while the consumed stop request is still in
+	// the VM's status; the VM controller drops it after the VMI is final.
+	if _, err := kubeapi.Wait(ctx, vmKind(), namespace, node, 0, func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+		return vm != nil && len(vm.Status.StateChangeRequests) == 0, nil
+	}); err != nil {
+		t.Fatalf("the stop request stays in VM %s's status: %v", node, err)
 	}
 	if err := vms.Start(ctx, node, &kubevirtv1.StartOptions{}); err != nil {
 		t.Fatalf("start: %v", err)

@@ -150,6 +150,9 @@ func TestLoadBalancerLeftoverAndGC(t *testing.T) {
 	if exists, addr := s.lb(ctx, web); !exists || addr != "" {
 		t.Fatalf("LoadBalancer of web: exists %v, status.address %q; want it there without status.address (the last sync came before the ingress)", exists, addr)
 	}
+	// The node files' manifest is applied object by object; kube-vip's
+	// DaemonSet comes after the cloud-config Secret waited for above.
+	waitRow(t, cluster, doctor.CheckKubeVIP, doctor.OK, guestKC)
 	r := waitRow(t, cluster, doctor.CheckLBAnnounced, doctor.Warn, guestKC)
 	if row := r.row(t, doctor.CheckLBAnnounced); !strings.Contains(row.Seen, doctor.NoStatusAddress) || !strings.Contains(row.Seen, doctor.NoEndpoints) {
 		t.Errorf("%s: %+v", doctor.CheckLBAnnounced, row)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -72,7 +74,23 @@ func guestToken(t *testing.T, ctx context.Context, namespace string) guestClient
 		t.Fatal(err)
 	}
 	cfg := tokenConfig(t, tok.Status.Token)
-	return guestClients{kube: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg), virt: kubevirt.NewForConfigOrDie(cfg)}
+	g := guestClients{kube: kubernetes.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg), virt: kubevirt.NewForConfigOrDie(cfg)}
+	// kube-apiserver authorizes from RBAC informers: wait until both new
+	// bindings are in them, or the first request may be refused.
+	for _, ra := range []authzv1.ResourceAttributes{
+		{Namespace: ns.Name, Verb: "list", Group: "loadbalancer.harvesterhci.io", Resource: "loadbalancers"}, // the RoleBinding
+		{Namespace: ns.Name, Verb: "get", Group: restoreGVR.Group, Resource: restoreGVR.Resource},            // the ClusterRoleBinding
+	} {
+		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			r, err := g.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+				&authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}, metav1.CreateOptions{})
+			return err == nil && r.Status.Allowed, nil
+		})
+		if err != nil {
+			t.Fatalf("the guest's bindings never took effect for %s %s.%s: %v", ra.Verb, ra.Resource, ra.Group, err)
+		}
+	}
+	return g
 }
 
 // tokenConfig is a client configuration for the simulator with a bearer
