@@ -69,7 +69,7 @@ func TestRKE2ManifestsApplyAndPrune(t *testing.T) {
 		if _, err := vms.Create(ctx, guestVMWith(name, cluster, map[string]any{"secretRef": map[string]any{"name": secret.Name}}), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = vms.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		deleteVMAtEnd(t, name)
 	}
 	guest, guestDyn := guestClients(t, cluster)
 	checkNodesJoined(t, guest, []string{cluster + "-0", cluster + "-1"})

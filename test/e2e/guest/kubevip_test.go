@@ -53,7 +53,7 @@ func kubeVIPCluster(t testing.TB, cluster string, n int) (kubernetes.Interface, 
 		if _, err := vms.Create(ctx, guestVMWith(name, cluster, map[string]any{"userData": userData}), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = vms.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		deleteVMAtEnd(t, name)
 	}
 	guest, _ := guestClients(t, cluster)
 	checkNodesJoined(t, guest, names)

@@ -16,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -63,6 +64,24 @@ func poll(t testing.TB, what string, cond func(ctx context.Context) (bool, strin
 	if err != nil {
 		t.Fatalf("waiting for %s: %v; last: %s", what, err, last)
 	}
+}
+
+// deleteVMAtEnd deletes the VM name when the test ends and waits until
+// it is gone, so that no later test of the package meets it (doctor's
+// namespace-shared row, an upgrade's report).
+func deleteVMAtEnd(t testing.TB, name string) {
+	t.Helper()
+	t.Cleanup(func() {
+		vms := env.dyn.Resource(gvrVM).Namespace(vmNamespace)
+		if err := vms.Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete VM %s: %v", name, err)
+			return
+		}
+		poll(t, "VM "+name+" gone", func(ctx context.Context) (bool, string) {
+			_, err := vms.Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err), errString(err)
+		})
+	})
 }
 
 // bootstrap runs bin/harvester-bootstrap against the simulator.
