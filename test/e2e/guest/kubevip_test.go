@@ -12,9 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/doctor"
@@ -277,18 +277,22 @@ func checkKubeVIPErrorInStatus(t *testing.T, guest kubernetes.Interface, dir, cl
 	t.Helper()
 	ctx := testContext(t)
 	dss := guest.AppsV1().DaemonSets(metav1.NamespaceSystem)
-	ds, err := dss.Get(ctx, kubevip.DaemonSetName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	env := ds.Spec.Template.Spec.Containers[0].Env
-	for i := range env {
-		if env[i].Name == "vip_interface" {
-			env[i].Value = "eth9"
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		ds, err := dss.Get(ctx, kubevip.DaemonSetName, metav1.GetOptions{})
+		if err != nil {
+			return err
 		}
-	}
-	if _, err := dss.Update(ctx, ds, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
-		t.Fatal(err)
+		env := ds.Spec.Template.Spec.Containers[0].Env
+		for i := range env {
+			if env[i].Name == "vip_interface" {
+				env[i].Value = "eth9"
+			}
+		}
+		_, err = dss.Update(ctx, ds, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("set kube-vip's vip_interface to eth9: %v", err)
 	}
 	const want = "eth9 is not valid interface"
 	poll(t, "kube-vip's error about eth9 in its state", func(context.Context) (bool, string) {
@@ -319,8 +323,9 @@ func checkKubeVIPErrorInStatus(t *testing.T, guest kubernetes.Interface, dir, cl
 		}
 		return false, strings.Join(seen, "; ")
 	})
-	r := runDoctor(t, ctx, cluster, "--guest-kubeconfig="+filepath.Join(dir, "kubeconfig"))
-	if row := r.row(t, doctor.CheckKubeVIP); row.Status != doctor.Fail || !strings.Contains(row.Seen, "CrashLoopBackOff: ") || !strings.Contains(row.Seen, want) {
-		t.Errorf("doctor's kube-vip row does not carry kube-vip's error: %+v", row)
-	}
+	// Between two restarts the pod is briefly Running: wait for a look at
+	// it in CrashLoopBackOff.
+	waitRowWhere(t, cluster, doctor.CheckKubeVIP, "Fail with CrashLoopBackOff and "+want, func(row doctor.Row) bool {
+		return row.Status == doctor.Fail && strings.Contains(row.Seen, "CrashLoopBackOff: ") && strings.Contains(row.Seen, want)
+	}, "--guest-kubeconfig="+filepath.Join(dir, "kubeconfig"))
 }
