@@ -20,9 +20,15 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
-// VMFinalizer is added to every VM so its disks can be handled on
-// deletion, named like Harvester's.
-const VMFinalizer = "wrangler.cattle.io/VMController.UnsetOwnerOfPVCs"
+// VMFinalizer is Harvester v1.8's VM controller's (a wrangler OnRemove
+// handler, VMController.CleanupPVCAndSnapshot): the PVCs the VM's
+// annotation names are deleted before the VM goes.
+const VMFinalizer = "wrangler.cattle.io/VMController.CleanupPVCAndSnapshot"
+
+// vmFinalizers are added to every VM: Harvester's, and KubeVirt's VM
+// controller's (kubevirt.io/virtualMachineControllerFinalize), which keeps
+// a deleted VM until its VMI is gone.
+var vmFinalizers = []string{VMFinalizer, kubevirtv1.VirtualMachineControllerFinalizer}
 
 // reconcileVM runs a VM's VMI by its run strategy, provisions its disks
 // and computes its status; on deletion it removes the PVCs the VM asks for.
@@ -35,12 +41,13 @@ func (s *sim) reconcileVM(ctx context.Context, key string) (time.Duration, error
 	if u.GetDeletionTimestamp() != nil {
 		return 0, s.finalizeVM(ctx, u)
 	}
-	if !hasString(u.GetFinalizers(), VMFinalizer) {
+	if missing(u.GetFinalizers(), vmFinalizers) != nil {
 		_, err := s.updateMeta(ctx, gvrVM, ns, name, func(cur *unstructured.Unstructured) bool {
-			if hasString(cur.GetFinalizers(), VMFinalizer) || cur.GetDeletionTimestamp() != nil {
+			add := missing(cur.GetFinalizers(), vmFinalizers)
+			if add == nil || cur.GetDeletionTimestamp() != nil {
 				return false
 			}
-			cur.SetFinalizers(append(cur.GetFinalizers(), VMFinalizer))
+			cur.SetFinalizers(append(cur.GetFinalizers(), add...))
 			return true
 		})
 		return 0, err // the update brings the VM back through the queue
@@ -318,12 +325,56 @@ func (s *sim) checkImage(ref string) imageCheck {
 	return imageCheck{Found: true, Imported: ok, Message: msg}
 }
 
-// finalizeVM deletes the PVCs the VM's annotations ask for, unsets the VM
-// as owner of the others and releases the VM.
+// finalizeVM plays both controllers' parts in a VM's deletion: Harvester's
+// (cleanupPVCs) and KubeVirt's, which deletes the VMI and releases the VM
+// only once the VMI is gone from its cache, or at once when the VM's
+// dependents are orphaned. The VMI's events bring the VM back here.
 func (s *sim) finalizeVM(ctx context.Context, u *unstructured.Unstructured) error {
-	if !hasString(u.GetFinalizers(), VMFinalizer) {
+	ns, name := u.GetNamespace(), u.GetName()
+	var release []string
+	if hasString(u.GetFinalizers(), VMFinalizer) {
+		if err := s.cleanupPVCs(ctx, u); err != nil {
+			return err
+		}
+		release = append(release, VMFinalizer)
+	}
+	if hasString(u.GetFinalizers(), kubevirtv1.VirtualMachineControllerFinalizer) {
+		vmi := s.vmiOf(ns, name)
+		switch {
+		case vmi == nil || hasString(u.GetFinalizers(), metav1.FinalizerOrphanDependents):
+			release = append(release, kubevirtv1.VirtualMachineControllerFinalizer)
+		case vmi.DeletionTimestamp == nil:
+			err := s.dyn.Resource(gvrVMI).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &vmi.UID}})
+			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+				return fmt.Errorf("delete vmi %s/%s of the deleted vm: %w", ns, name, err)
+			}
+			s.event.emit(u, corev1.EventTypeNormal, "SuccessfulDelete",
+				"Stopped the virtual machine by deleting the virtual machine instance "+string(vmi.UID))
+		}
+	}
+	if len(release) == 0 {
 		return nil
 	}
+	_, err := s.updateMeta(ctx, gvrVM, ns, name, func(cur *unstructured.Unstructured) bool {
+		kept := cur.GetFinalizers()
+		for _, f := range release {
+			kept = without(kept, f)
+		}
+		if len(kept) == len(cur.GetFinalizers()) {
+			return false
+		}
+		cur.SetFinalizers(kept)
+		return true
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// cleanupPVCs deletes the PVCs the VM's annotations ask for and unsets the
+// VM as owner of the others.
+func (s *sim) cleanupPVCs(ctx context.Context, u *unstructured.Unstructured) error {
 	ns, name := u.GetNamespace(), u.GetName()
 	ref := ns + "/" + name
 	list, err := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(ns).List(labels.Everything())
@@ -352,15 +403,5 @@ func (s *sim) finalizeVM(ctx context.Context, u *unstructured.Unstructured) erro
 			}
 		}
 	}
-	_, err = s.updateMeta(ctx, gvrVM, ns, name, func(cur *unstructured.Unstructured) bool {
-		if !hasString(cur.GetFinalizers(), VMFinalizer) {
-			return false
-		}
-		cur.SetFinalizers(without(cur.GetFinalizers(), VMFinalizer))
-		return true
-	})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return nil
 }

@@ -109,13 +109,17 @@ func TestHostDownReplacement(t *testing.T) {
 	if rv.Status.NodeName == host || hostDownNIC0(rv) == addr {
 		t.Errorf("replacement on %s with %s; the dead machine was on %s with %s", rv.Status.NodeName, hostDownNIC0(rv), host, addr)
 	}
-	// The dead machine's address is still taken: its claim went with its
-	// VM, but its instance still reports it.
+	// The dead machine's address is still taken: KubeVirt keeps its VM,
+	// Terminating, until the instance is gone, and with it the claim the
+	// VM owns.
 	if old, err := vc.KubevirtV1().VirtualMachineInstances(namespace).Get(ctx, dead, metav1.GetOptions{}); err != nil || old.DeletionTimestamp == nil {
 		t.Fatalf("the dead machine's instance should be terminating: %v", err)
 	}
+	if vm, err := vc.KubevirtV1().VirtualMachines(namespace).Get(ctx, dead, metav1.GetOptions{}); err != nil || vm.DeletionTimestamp == nil {
+		t.Fatalf("the dead machine's VM should be terminating while its instance is: %v", err)
+	}
 	out, err = m.Create(ctx, third, flags...)
-	if err == nil || !regexp.MustCompile(regexp.QuoteMeta(addr)+` in use by VM `+dead).MatchString(out) {
+	if err == nil || !regexp.MustCompile(regexp.QuoteMeta(addr)+` held by machine `+dead).MatchString(out) {
 		t.Errorf("a third machine while the dead instance holds %s: %v\n%s", addr, err, out)
 	}
 	if out, err := m.Remove(ctx, third); err != nil {

@@ -1,11 +1,13 @@
 package simctl
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/test/simtest"
@@ -131,11 +133,65 @@ func TestInvalidVMISpecReported(t *testing.T) {
 	}
 }
 
+// The VM's finalizers, from the sources: Harvester v1.8's VM controller
+// registers its OnRemove handler as "VMController.CleanupPVCAndSnapshot",
+// which wrangler prefixes with "wrangler.cattle.io/"
+// (pkg/controller/master/virtualmachine/register.go); KubeVirt's
+// VirtualMachineControllerFinalizer (kubevirt.io/api/core/v1).
+const (
+	harvesterVMFinalizer = "wrangler.cattle.io/VMController.CleanupPVCAndSnapshot"
+	kubevirtVMFinalizer  = "kubevirt.io/virtualMachineControllerFinalize"
+)
+
 func hasFinalizer(list []string) bool {
-	for _, f := range list {
-		if f == "wrangler.cattle.io/VMController.UnsetOwnerOfPVCs" {
-			return true
-		}
+	return slices.Contains(list, harvesterVMFinalizer) && slices.Contains(list, kubevirtVMFinalizer)
+}
+
+// TestVMDeletionWaitsForItsVMI: as KubeVirt's VM controller does, a
+// deleted VM's VMI is deleted and the VM stays, Terminating, until the VMI
+// is gone (here held by a finalizer of the test's, as a dead host holds
+// it); Harvester's finalizer is released at once.
+func TestVMDeletionWaitsForItsVMI(t *testing.T) {
+	t.Parallel()
+	ns := testNamespace(t)
+	createVM(t, ns, "held", vmOpts{strategy: kubevirtv1.RunStrategyAlways})
+	waitVMI(t, ns, "held", "Running", running)
+	const hold = "e2e.harvester-kit.io/hold"
+	editVMIFinalizers(t, ns, "held", func(f []string) []string { return append(f, hold) })
+
+	deleteObject(t, gvrVM, ns, "held")
+	waitVMI(t, ns, "held", "deleted by the VM controller", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return v != nil && v.DeletionTimestamp != nil
+	})
+	vm := waitVM(t, ns, "held", "Harvester's finalizer released", func(vm *kubevirtv1.VirtualMachine) bool {
+		return vm != nil && !slices.Contains(vm.Finalizers, harvesterVMFinalizer)
+	})
+	if vm.DeletionTimestamp == nil || !slices.Equal(vm.Finalizers, []string{kubevirtVMFinalizer}) {
+		t.Errorf("VM while its VMI is held: deletionTimestamp %v, finalizers %v; want Terminating with only %s", vm.DeletionTimestamp, vm.Finalizers, kubevirtVMFinalizer)
 	}
-	return false
+
+	editVMIFinalizers(t, ns, "held", func(f []string) []string {
+		return slices.DeleteFunc(f, func(f string) bool { return f == hold })
+	})
+	waitVMI(t, ns, "held", "gone", func(v *kubevirtv1.VirtualMachineInstance) bool { return v == nil })
+	waitVM(t, ns, "held", "gone once its VMI is", func(vm *kubevirtv1.VirtualMachine) bool { return vm == nil })
+}
+
+// editVMIFinalizers changes a VMI's finalizers by edit, read and updated
+// again on a conflict (the simulator changes them too).
+func editVMIFinalizers(t *testing.T, ns, name string, edit func([]string) []string) {
+	t.Helper()
+	vmis := env.dyn.Resource(gvrVMI).Namespace(ns)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := vmis.Get(testContext(t), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.SetFinalizers(edit(cur.GetFinalizers()))
+		_, err = vmis.Update(testContext(t), cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("edit finalizers of VMI %s/%s: %v", ns, name, err)
+	}
 }
