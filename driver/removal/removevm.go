@@ -22,11 +22,12 @@ import (
 // removal.withVM): it names the volumes in the VM's annotation
 // harvesterhci.io/removedPersistentVolumeClaims (one patch, only when it
 // differs), deletes the VM of the recorded UID (Harvester deletes the named
-// volumes, the garbage collector the VM instance and the Secret the VM
-// owns once the VM is gone), deletes itself any of the machine's volumes
-// the VM does not use, and waits with one watch until the Secret is gone
-// (so the VM is), one until the volumes are, and until the VM instance is
-// (one list when it already is gone, and a watch when not).
+// volumes, KubeVirt the VM instance, keeping the VM until it is gone, and
+// the garbage collector the Secret the VM owns once the VM is gone),
+// deletes itself any of the machine's volumes the VM does not use, and
+// waits with one watch until the Secret is gone (so the VM is), one until
+// the volumes are, and until the VM instance is (one list when it already
+// is gone, and a watch when not).
 func (d Remover) removeWithVM(ctx context.Context, api *harvesterapi.API, r Removal) error {
 	ns, vm := d.VMNamespace, r.VM
 	claims := slices.Sorted(maps.Keys(r.Claims))
@@ -85,9 +86,9 @@ func (d Remover) removeWithVM(ctx context.Context, api *harvesterapi.API, r Remo
 	if err != nil {
 		return d.goneError(ctx, harvesterapi.KindPVC+"s "+strings.Join(claims, ", "), err)
 	}
-	// The garbage collector deletes the VM instance once the VM is gone,
-	// in no fixed order with the Secret: make sure it is gone too (one
-	// read when it already is).
+	// KubeVirt releases the VM only once its instance is gone; a VM deleted
+	// with its dependents orphaned (by someone else) does not wait: make
+	// sure the instance is gone too (one read when it already is).
 	if err := d.WaitRemoved(ctx, api, append([]harvesterapi.Target{{Kind: harvesterapi.KindVMI, Name: vm.Name}}, d.heldClaimTargets()...)...); err != nil {
 		return err
 	}
