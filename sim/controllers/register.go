@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -240,6 +241,13 @@ func (s *sim) enqueueSchedulingVMIs() {
 }
 
 // controllerVMName returns the name of the VirtualMachine controlling a VMI.
+// controlledBy reports whether u's controller reference is the object of
+// uid.
+func controlledBy(u *unstructured.Unstructured, uid types.UID) bool {
+	ref := metav1.GetControllerOfNoCopy(u)
+	return ref != nil && ref.UID == uid
+}
+
 func controllerVMName(u *unstructured.Unstructured) string {
 	for _, ref := range u.GetOwnerReferences() {
 		if ref.Controller != nil && *ref.Controller && ref.Kind == "VirtualMachine" {

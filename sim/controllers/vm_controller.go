@@ -339,17 +339,24 @@ func (s *sim) finalizeVM(ctx context.Context, u *unstructured.Unstructured) erro
 		release = append(release, VMFinalizer)
 	}
 	if hasString(u.GetFinalizers(), kubevirtv1.VirtualMachineControllerFinalizer) {
-		vmi := s.vmiOf(ns, name)
+		// Only a VMI this VM controls counts: one the garbage collector
+		// orphaned has lost its controller reference (and a deleted VM
+		// adopts nothing).
+		vmi := getCached(s.vmis, ns, name)
+		if vmi != nil && !controlledBy(vmi, u.GetUID()) {
+			vmi = nil
+		}
 		switch {
 		case vmi == nil || hasString(u.GetFinalizers(), metav1.FinalizerOrphanDependents):
 			release = append(release, kubevirtv1.VirtualMachineControllerFinalizer)
-		case vmi.DeletionTimestamp == nil:
-			err := s.dyn.Resource(gvrVMI).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &vmi.UID}})
+		case vmi.GetDeletionTimestamp() == nil:
+			uid := vmi.GetUID()
+			err := s.dyn.Resource(gvrVMI).Namespace(ns).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 			if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 				return fmt.Errorf("delete vmi %s/%s of the deleted vm: %w", ns, name, err)
 			}
 			s.event.emit(u, corev1.EventTypeNormal, "SuccessfulDelete",
-				"Stopped the virtual machine by deleting the virtual machine instance "+string(vmi.UID))
+				"Stopped the virtual machine by deleting the virtual machine instance "+string(uid))
 		}
 	}
 	if len(release) == 0 {
