@@ -213,10 +213,10 @@ func EnterMaintenance(ctx context.Context, kube kubernetes.Interface, dyn dynami
 	nodes := kubeapi.KindOf("node", &corev1.Node{}, kube.CoreV1().Nodes())
 	var refused bool
 	// kube-apiserver's resourceVersions are etcd revisions: a read at or
-	// after the request's is fresh. The watch's first list may be served
-	// from kube-apiserver's cache (resourceVersion 0) and be older than
-	// the request: it may still show an earlier request of the host, or
-	// that request's refusal, so it decides nothing.
+	// after the request's is fresh. kubeapi.Wait's first list is a
+	// consistent read already; this check keeps any older read (which may
+	// still show an earlier request of the host, or that request's
+	// refusal) from deciding anything, whatever serves it.
 	_, err = kubeapi.Wait(ctx, nodes, "", host, 0, func(n *corev1.Node) (bool, error) {
 		if n == nil {
 			return false, fmt.Errorf("host %s is gone", host)

@@ -240,7 +240,6 @@ func (s *sim) enqueueSchedulingVMIs() {
 	}
 }
 
-// controllerVMName returns the name of the VirtualMachine controlling a VMI.
 // controlledBy reports whether u's controller reference is the object of
 // uid.
 func controlledBy(u *unstructured.Unstructured, uid types.UID) bool {
@@ -248,6 +247,7 @@ func controlledBy(u *unstructured.Unstructured, uid types.UID) bool {
 	return ref != nil && ref.UID == uid
 }
 
+// controllerVMName returns the name of the VirtualMachine controlling a VMI.
 func controllerVMName(u *unstructured.Unstructured) string {
 	for _, ref := range u.GetOwnerReferences() {
 		if ref.Controller != nil && *ref.Controller && ref.Kind == "VirtualMachine" {

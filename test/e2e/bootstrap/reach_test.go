@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
@@ -14,10 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
 // TestWideTokenNeverWhereADriverReads (issue 33, item 2): a driver
@@ -146,13 +145,15 @@ func TestNoRWXKeepsOthersOffTheNFS(t *testing.T) {
 	kc := tempFile(t, "rwx")
 	mustRun(t, "kubeconfig", "--cluster-name", cluster, "--namespace", vmNS, "-o", kc)
 	name := victim()
-	guestCfg, _ := guestClient(t, kc)
+	guestCfg, guestCS := guestClient(t, kc)
 	guestDyn, err := dynamic.NewForConfig(guestCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	nfsDelete := authzv1.ResourceAttributes{Namespace: "harvester-system", Verb: "delete", Group: nfs.Group, Resource: nfs.Resource}
-	waitAuthorized(t, ctx, guestCfg, nfsDelete, true)
+	if err := simtest.WaitAuthorized(ctx, guestCS, nfsDelete, true); err != nil {
+		t.Fatal(err)
+	}
 	if err := appDyn.Resource(nfs).Namespace("harvester-system").Delete(ctx, name, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("with the full grant, %s (not the tool's) deletes another tenant's networkfilesystem: want Forbidden, got %v", app, err)
 	}
@@ -161,7 +162,9 @@ func TestNoRWXKeepsOthersOffTheNFS(t *testing.T) {
 	}
 
 	mustRun(t, "kubeconfig", "--cluster-name", cluster, "--namespace", vmNS, "--no-rwx", "-o", kc)
-	waitAuthorized(t, ctx, guestCfg, nfsDelete, false)
+	if err := simtest.WaitAuthorized(ctx, guestCS, nfsDelete, false); err != nil {
+		t.Fatal(err)
+	}
 	name = victim()
 	for who, c := range map[string]dynamic.Interface{app: appDyn, "the guest's token": guestDyn} {
 		if err := c.Resource(nfs).Namespace("harvester-system").Delete(ctx, name, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
@@ -201,23 +204,4 @@ func strangerClient(t *testing.T, ctx context.Context, ns, name string) dynamic.
 		t.Fatal(err)
 	}
 	return c
-}
-
-// waitAuthorized waits until kube-apiserver, which authorizes from RBAC
-// informers, answers allowed for cfg's user and ra: a binding just
-// written or deleted may take a moment to count.
-func waitAuthorized(t *testing.T, ctx context.Context, cfg *rest.Config, ra authzv1.ResourceAttributes, allowed bool) {
-	t.Helper()
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
-			&authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}, metav1.CreateOptions{})
-		return err == nil && r.Status.Allowed == allowed, nil
-	})
-	if err != nil {
-		t.Fatalf("%s %s.%s never became allowed=%v: %v", ra.Verb, ra.Resource, ra.Group, allowed, err)
-	}
 }

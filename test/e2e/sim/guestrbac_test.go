@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -81,13 +79,8 @@ func guestToken(t *testing.T, ctx context.Context, namespace string) guestClient
 		{Namespace: ns.Name, Verb: "list", Group: "loadbalancer.harvesterhci.io", Resource: "loadbalancers"}, // the RoleBinding
 		{Namespace: ns.Name, Verb: "get", Group: restoreGVR.Group, Resource: restoreGVR.Resource},            // the ClusterRoleBinding
 	} {
-		err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			r, err := g.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
-				&authzv1.SelfSubjectAccessReview{Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}, metav1.CreateOptions{})
-			return err == nil && r.Status.Allowed, nil
-		})
-		if err != nil {
-			t.Fatalf("the guest's bindings never took effect for %s %s.%s: %v", ra.Verb, ra.Resource, ra.Group, err)
+		if err := simtest.WaitAuthorized(ctx, g.kube, ra, true); err != nil {
+			t.Fatalf("the guest's bindings: %v", err)
 		}
 	}
 	return g
