@@ -12,9 +12,11 @@ import (
 // a busy loop on every core (simtest.CPUHog), as on a shared CI runner or a
 // loaded Rancher node: every create and rm succeeds, nothing is left, and
 // no plugin process outlives its rancher-machine. The hog stops by itself
-// at the test binary's deadline at the latest. Both are sized by soakEnv:
-// the short soak hits each command with each fault once its watches run
-// (the moment "waits"); the long one (`make soak`) at both moments, as
+// at the test binary's deadline at the latest. `make test` leaves it out
+// (it keeps every core busy on purpose); `make soak`, which CI runs, takes
+// it. Both parts are sized by soakEnv: the short soak (a `go test` by
+// hand) hits each command with each fault once its watches run (the
+// moment "waits"); the long one (`make soak`) at both moments, as
 // TestAPIServerFault does.
 func TestUnderCPUHog(t *testing.T) {
 	limit := 30 * time.Minute
