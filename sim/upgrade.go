@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -25,15 +24,18 @@ func upgradeCommand() *cli.Command {
 	return &cli.Command{
 		Name: "upgrade",
 		Usage: "take every host through Harvester v1.8's upgrade pre-drain, one after the other in its upgrade order: stop what vm-live-migrate-detector stops, " +
-			"taint kubevirt.io/drain, wait for live migration or shutdown; then remove the taint; report per host; exit 1 when anything blocked",
-		Flags:  []cli.Flag{stateDirFlag(), &cli.DurationFlag{Name: flagTimeout, Value: 5 * time.Minute, Usage: "how long each host's pre-drain may wait"}},
+			"taint kubevirt.io/drain, wait for live migration or shutdown (stopping VMs whose kubevirt-evacuation-* migration Failed with a FailedMigration " +
+			"warning); then remove the taint and, with --" + flagRestoreVM + ", start again what the detector stopped; report per host; exit 1 when anything blocked",
+		Flags: []cli.Flag{stateDirFlag(), &cli.DurationFlag{Name: flagTimeout, Value: 5 * time.Minute, Usage: "how long each host's pre-drain may wait"},
+			&cli.BoolFlag{Name: flagRestoreVM, Usage: "Harvester's restore-VM option (setting upgrade-config, restoreVM true): after each host, start the VMs " +
+				"vm-live-migrate-detector stopped on it (ConfigMap " + SystemNamespace + "/" + restoreVMConfigMap + ")"}},
 		Before: requireStateDir,
 		Action: func(c *cli.Context) error {
 			kube, dyn, err := simClients(c)
 			if err != nil {
 				return err
 			}
-			reports, err := Upgrade(c.Context, kube, dyn, c.Duration(flagTimeout))
+			reports, err := Upgrade(c.Context, kube, dyn, c.Duration(flagTimeout), c.Bool(flagRestoreVM))
 			for _, r := range reports {
 				r.Print(c.App.Writer)
 			}
@@ -49,15 +51,21 @@ func upgradeCommand() *cli.Command {
 // (maintenance.UpgradeOrder). A host whose VMIs are not gone within
 // timeout is reported blocked, and the upgrade goes on to the next host
 // (the real one would wait forever); the error names every blocked host.
-func Upgrade(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, timeout time.Duration) ([]HostReport, error) {
+// With restoreVM, the VMs vm-live-migrate-detector stopped on a host are
+// started again once its post-drain is done (restoreVMs).
+func Upgrade(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, timeout time.Duration, restoreVM bool) ([]UpgradeReport, error) {
 	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("upgrade: list hosts: %w", err)
 	}
-	var reports []HostReport
+	var reports []UpgradeReport
 	var blocked []string
 	for _, host := range maintenance.UpgradeOrder(nodes.Items) {
-		rep, err := preDrain(ctx, kube, dyn, host, timeout)
+		hr, err := preDrain(ctx, kube, dyn, host, timeout)
+		rep := UpgradeReport{HostReport: hr}
+		if err == nil && restoreVM {
+			err = restoreVMs(ctx, kube, host, &rep)
+		}
 		reports = append(reports, rep)
 		if err != nil {
 			return reports, err
@@ -92,6 +100,9 @@ func preDrain(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interf
 	if err != nil {
 		return rep, fmt.Errorf("pre-drain %s: vm-live-migrate-detector: %w", host, err)
 	}
+	if err := recordRestoreVMs(ctx, kube, host, vmis, stops); err != nil {
+		return rep, err
+	}
 	for _, key := range stops {
 		ns, name, _ := strings.Cut(key, "/")
 		if err := controllers.StopVM(ctx, dyn, ns, name); err != nil {
@@ -102,7 +113,7 @@ func preDrain(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interf
 		return rep, err
 	}
 	waitCtx, cancel := context.WithTimeout(ctx, timeout)
-	err = waitVMsOutOrShutdown(waitCtx, dyn, host)
+	err = waitVMsOutOrShutdown(waitCtx, kube, dyn, host)
 	cancel()
 	if err != nil {
 		rep.Blocked = blockers(ctx, kube, dyn, host, time.Now().Add(-timeout))
@@ -120,8 +131,9 @@ func preDrain(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interf
 // waitVMsOutOrShutdown is upgrade_node.sh's wait_vms_out_or_shutdown:
 // until no VMI labelled with the host is other than Succeeded, stopping
 // the VMs whose evacuation migration (kubevirt-evacuation-*) failed with
-// a FailedMigration warning. It looks every 200ms (the script: 5 s).
-func waitVMsOutOrShutdown(ctx context.Context, dyn dynamic.Interface, host string) error {
+// a FailedMigration warning (checkFailedMigrations). It looks every 200ms
+// (the script: 5 s).
+func waitVMsOutOrShutdown(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, host string) error {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -134,9 +146,7 @@ func waitVMsOutOrShutdown(ctx context.Context, dyn dynamic.Interface, host strin
 				}
 				running++
 				if v.Phase == kubevirtv1.Running {
-					if err := stopIfEvacuationFailed(ctx, dyn, k); err != nil {
-						return err
-					}
+					checkFailedMigrations(ctx, kube, dyn, k)
 				}
 			}
 			if running == 0 {
@@ -149,22 +159,6 @@ func waitVMsOutOrShutdown(ctx context.Context, dyn dynamic.Interface, host strin
 		case <-tick.C:
 		}
 	}
-}
-
-// stopIfEvacuationFailed stops the VM of a VMI whose evacuation migration failed.
-func stopIfEvacuationFailed(ctx context.Context, dyn dynamic.Interface, key string) error {
-	ns, name, _ := strings.Cut(key, "/")
-	list, err := dyn.Resource(controllers.GVRMigration).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: controllers.LabelMigrationVMI + "=" + name})
-	if err != nil {
-		return nil
-	}
-	for _, m := range list.Items {
-		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
-		if strings.HasPrefix(m.GetName(), "kubevirt-evacuation") && phase == string(kubevirtv1.MigrationFailed) {
-			return controllers.StopVM(ctx, dyn, ns, name)
-		}
-	}
-	return nil
 }
 
 // decodedVMIsOn lists the VMIs labelled with the host, decoded.

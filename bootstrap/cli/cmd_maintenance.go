@@ -16,6 +16,9 @@ import (
 const (
 	// FlagUpgrade takes every host in Harvester's upgrade order.
 	FlagUpgrade = "upgrade"
+	// FlagRestoreVM judges the upgrade with Harvester's restore-VM option
+	// (the upgrade-config setting's restoreVM).
+	FlagRestoreVM = "restore-vm"
 	// FlagForce judges maintenance mode with Harvester's force option.
 	FlagForce = "force"
 )
@@ -38,8 +41,11 @@ func maintenanceCheckCommand() *ucli.Command {
 			"running only once the drain finished. --upgrade: every host, one at a time, in Harvester's order (etcd hosts,\n" +
 			"then control-plane hosts, then workers, by name); its pre-drain stops VMs with host devices, a nodeSelector or\n" +
 			"a node affinity no other host matches, KubeVirt migrates the LiveMigratable ones (one no host can take is shut\n" +
-			"down once its migration timed out after 300 s), and it waits for the rest without limit (they block). What\n" +
-			"migrated or was shut down earlier stays so.\n" +
+			"down once its migration timed out after 300 s), it stops at once a VM whose kubevirt-evacuation-* migration\n" +
+			"Failed with a FailedMigration warning event (however old: a host failure leaves them), and it waits for the\n" +
+			"rest without limit (they block). What migrated or was shut down earlier stays so, except that with --restore-vm\n" +
+			"(or restoreVM true in the upgrade-config setting) the VMs the detector stopped start again after their host;\n" +
+			"without it Harvester refuses to create the Upgrade while such a VM exists.\n" +
 			"Then every guest cluster that would lose its etcd quorum, its control plane or every node of a pool: roles\n" +
 			"from the guest's nodes with --guest-kubeconfig (with --cluster-name), else pools by nodepool.harvesterhci.io/name.\n" +
 			"Exit 1 when anything would block or a quorum or pool would be lost. Only reads. Flags go before the HOSTs.\n\n" +
@@ -48,6 +54,8 @@ func maintenanceCheckCommand() *ucli.Command {
 		Flags: []ucli.Flag{
 			kubeconfigFlag(),
 			&ucli.BoolFlag{Name: FlagUpgrade, Usage: "every host, one at a time, in Harvester's upgrade order", EnvVars: env(FlagUpgrade)},
+			&ucli.BoolFlag{Name: FlagRestoreVM, Usage: "with --upgrade: as if the upgrade-config setting had restoreVM true (the VMs the pre-drain's " +
+				"detector stops start again after their host; read from the setting when it is true there)", EnvVars: env(FlagRestoreVM)},
 			&ucli.BoolFlag{Name: FlagForce, Usage: "maintenance mode with Harvester's force option (stops the VMs it would otherwise refuse for)", EnvVars: env(FlagForce)},
 			&ucli.StringFlag{Name: FlagNamespace, Usage: "judge only VMs of `NAMESPACE` (default: every namespace)", EnvVars: env(FlagNamespace)},
 			&ucli.StringFlag{Name: FlagClusterName, Usage: "report only guest cluster `NAME` (required with --guest-kubeconfig)", EnvVars: env(FlagClusterName)},
@@ -68,6 +76,9 @@ func maintenanceCheckFlags(c *ucli.Context) error {
 		errs = append(errs, fmt.Errorf("--%s takes every host: give no HOST (got %v)", FlagUpgrade, hosts))
 	case !c.Bool(FlagUpgrade) && len(hosts) == 0:
 		errs = append(errs, fmt.Errorf("give the HOSTs to put into maintenance, or --%s", FlagUpgrade))
+	}
+	if c.Bool(FlagRestoreVM) && !c.Bool(FlagUpgrade) {
+		errs = append(errs, fmt.Errorf("--%s is the upgrade's option: give it with --%s", FlagRestoreVM, FlagUpgrade))
 	}
 	if c.Bool(FlagUpgrade) && c.Bool(FlagForce) {
 		errs = append(errs, fmt.Errorf("--%s is maintenance mode's option; an upgrade has none", FlagForce))
@@ -114,7 +125,7 @@ func maintenanceCheckAction(c *ucli.Context) error {
 		}
 		h.GuestCluster = c.String(FlagClusterName)
 	}
-	res, err := maintenance.Check(&h, c.Args().Slice(), maintenance.Options{Upgrade: c.Bool(FlagUpgrade), Force: c.Bool(FlagForce)})
+	res, err := maintenance.Check(&h, c.Args().Slice(), maintenance.Options{Upgrade: c.Bool(FlagUpgrade), Force: c.Bool(FlagForce), RestoreVM: c.Bool(FlagRestoreVM)})
 	if err != nil {
 		return fmt.Errorf("maintenance-check: %w", err)
 	}

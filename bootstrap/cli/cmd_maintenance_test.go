@@ -17,6 +17,7 @@ func TestMaintenanceCheckValidatesAllAtOnce(t *testing.T) {
 			`--namespace "Bad_NS": must be a DNS-1123 label`, "--guest-kubeconfig needs --cluster-name"}},
 		{[]string{"--upgrade", "--force", "harvester-node-1"}, []string{"--upgrade takes every host: give no HOST (got [harvester-node-1])",
 			"--force is maintenance mode's option; an upgrade has none"}},
+		{[]string{"--restore-vm", "harvester-node-1"}, []string{"--restore-vm is the upgrade's option: give it with --upgrade"}},
 	}
 	for _, c := range cases {
 		_, stderr, code := run(t, append([]string{"maintenance-check", "--kubeconfig", "/nonexistent"}, c.args...)...)
@@ -36,7 +37,7 @@ func TestMaintenanceCheckValidatesAllAtOnce(t *testing.T) {
 
 func TestMaintenanceCheckHelpNamesTheRules(t *testing.T) {
 	out, _, code := run(t, "maintenance-check", "--help")
-	for _, want := range []string{"HOST... | --upgrade", "LiveMigrateIfPossible", "--force", "--guest-kubeconfig", "Exit 1"} {
+	for _, want := range []string{"HOST... | --upgrade", "LiveMigrateIfPossible", "--force", "--guest-kubeconfig", "--restore-vm", "kubevirt-evacuation-*", "Exit 1"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("help (exit %d) lacks %q:\n%s", code, want, out)
 		}

@@ -22,7 +22,8 @@ var GVRKubeVirt = kubevirtv1.SchemeGroupVersion.WithResource("kubevirts")
 const KindKubeVirt = "KubeVirt"
 
 // Hosts is what `maintenance-check` looks at: Harvester's hosts and every
-// VM, VMI and pod placed on them (five list calls and one get).
+// VM, VMI and pod placed on them, the VMI migrations and the events about
+// them (seven list calls and one get).
 type Hosts struct {
 	// Namespace the VMs and VMIs were listed in; "" for all namespaces.
 	Namespace string
@@ -38,11 +39,18 @@ type Hosts struct {
 	// OverheadRatio is the setting additional-guest-memory-overhead-ratio
 	// ("" when unset or unreadable: Harvester's default applies).
 	OverheadRatio string
+	// UpgradeConfig is the setting upgrade-config (its restoreVM), "" when
+	// unset or unreadable.
+	UpgradeConfig string
 	// GuestNodes are the guest cluster's Nodes (--guest-kubeconfig), nil
 	// without it; GuestCluster names that cluster.
 	GuestNodes   []corev1.Node
 	GuestCluster string
-	Errors       map[string]string
+	// Migrations are the VMI migrations, nil when they could not be read
+	// (Errors says why); MigrationEvents the events about them.
+	Migrations      []kubevirtv1.VirtualMachineInstanceMigration
+	MigrationEvents []corev1.Event
+	Errors          map[string]string
 }
 
 // FetchHosts lists the hosts, the VMs and VMIs of namespace ("" for all)
@@ -75,6 +83,8 @@ func (c *Clients) FetchHosts(ctx context.Context, namespace string) (Hosts, erro
 		h.KubeVirt = &kvs[0]
 	}
 	h.OverheadRatio = c.settingValue(ctx, harvester.SettingMemoryOverheadRatio, h.Errors)
+	h.UpgradeConfig = c.settingValue(ctx, harvester.SettingUpgradeConfig, h.Errors)
+	c.fetchMigrations(ctx, &h)
 	return h, nil
 }
 

@@ -52,6 +52,9 @@ type VM struct {
 	// check assumes it lands on (the one with the most free memory).
 	Targets []string `json:"targets,omitempty"`
 	To      string   `json:"to,omitempty"`
+	// Restored: shut down, and started again once its host is upgraded
+	// (the upgrade's restore-VM option, Options.RestoreVM).
+	Restored bool `json:"restored,omitempty"`
 }
 
 // Loss is a guest cluster losing a quorum or a whole pool.
@@ -79,11 +82,17 @@ type Result struct {
 	VMs     []VM     `json:"vms"`
 	Losses  []Loss   `json:"losses"`
 	Notes   []string `json:"notes,omitempty"`
+	// RestoreVM and Refused: see Options.RestoreVM and upgradeRefusal.
+	RestoreVM bool   `json:"restoreVM,omitempty"`
+	Refused   string `json:"refused,omitempty"`
 }
 
 // Failed reports whether anything would block or a cluster certainly lose
 // a quorum or a pool.
 func (r *Result) Failed() bool {
+	if r.Refused != "" {
+		return true
+	}
 	for _, v := range r.VMs {
 		if v.Action == Blocks {
 			return true
@@ -103,6 +112,9 @@ type Options struct {
 	Upgrade bool
 	// Force: maintenance mode with Harvester's force option.
 	Force bool
+	// RestoreVM: the upgrade-config setting's restoreVM (Harvester's
+	// restore-VM option) is true.
+	RestoreVM bool
 }
 
 // Check judges putting hosts into maintenance mode (all together), or with
@@ -111,7 +123,9 @@ type Options struct {
 func Check(h *clusterstate.Hosts, hosts []string, o Options) (Result, error) {
 	upgrade := o.Upgrade
 	w := newWorld(h)
-	res := Result{Upgrade: upgrade, Force: o.Force && !upgrade}
+	var restoreNote string
+	o.RestoreVM, restoreNote = restoreVMOption(h.UpgradeConfig, o)
+	res := Result{Upgrade: upgrade, Force: o.Force && !upgrade, RestoreVM: o.RestoreVM && upgrade, Refused: w.upgradeRefusal(o)}
 	var steps [][]string
 	if upgrade {
 		res.Hosts = UpgradeOrder(h.Nodes)
@@ -145,10 +159,14 @@ func Check(h *clusterstate.Hosts, hosts []string, o Options) (Result, error) {
 		}
 		res.VMs = append(res.VMs, w.drain(step, n, o)...)
 		res.Losses = append(res.Losses, w.losses(groups, lost, n, strings.Join(step, ", "))...)
+		w.restoreStopped()
 	}
 	res.Notes = w.notes(res.Hosts)
 	for _, b := range before {
 		res.Notes = append(res.Notes, "already before the drain: "+b)
+	}
+	if restoreNote != "" {
+		res.Notes = append(res.Notes, restoreNote)
 	}
 	return res, nil
 }
@@ -226,7 +244,9 @@ func Evict(vmi *kubevirtv1.VirtualMachineInstance, vm *kubevirtv1.VirtualMachine
 // API, where KubeVirt's rule (Evict) applies.
 //
 // Upgrade (command_pre_drain of upgrade_node.sh): Harvester stops the VMs
-// upgradeStops names, taints the host kubevirt.io/drain, on which KubeVirt
+// upgradeStops names (restored after the host with o.RestoreVM:
+// detectorStop), stops at once a VM with a failed evacuation migration
+// (failedEvacuation), taints the host kubevirt.io/drain, on which KubeVirt
 // migrates every VMI that is migratable on eviction (LiveMigrate, or
 // LiveMigrateIfPossible when migratable) and LiveMigratable; then it waits
 // until no VMI runs on the host, without limit, and stops (virtctl stop)
@@ -249,7 +269,12 @@ func (w *world) judge(p *placed, unavailable map[string]bool, o Options) VM {
 			return v
 		}
 		if why != "" {
-			v.Action, v.Why = ShutDown, "the upgrade's pre-drain stops it: "+why
+			v.Action = ShutDown
+			v.Why, v.Restored = w.detectorStop(p, why, o)
+			return v
+		}
+		if mig := failedEvacuation(w.h, p.vmi); mig != "" {
+			v.Action, v.Why = evacuationStop(p, mig)
 			return v
 		}
 		if v.Action != Migrates {
@@ -306,6 +331,9 @@ func (w *world) drain(hosts []string, step int, o Options) []VM {
 				p.node = v.To
 			case ShutDown:
 				p.down = true
+				if v.Restored {
+					w.restoring = append(w.restoring, p)
+				}
 			}
 			out = append(out, v)
 		}

@@ -76,7 +76,9 @@ func (w *world) isDown(id string) bool {
 }
 
 // losses are the groups lost once step's hosts are drained that were not
-// lost before (lost records them).
+// lost before (lost records them, true once certainly): a pool first at
+// risk (its majority down, roles unknown) is reported again once every
+// node is down.
 func (w *world) losses(groups []*group, lost map[string]bool, step int, hosts string) []Loss {
 	var out []Loss
 	for _, g := range groups {
@@ -90,10 +92,10 @@ func (w *world) losses(groups []*group, lost map[string]bool, step int, hosts st
 		all := down == n
 		// A majority of n up: more than n/2.
 		noMajority := g.majority && n-down <= n/2
-		if (!all && !noMajority) || lost[g.key()] {
+		certain, seen := lost[g.key()]
+		if (!all && !noMajority) || (seen && (certain || !all)) {
 			continue
 		}
-		lost[g.key()] = true
 		l := Loss{Step: step, Host: hosts, Namespace: g.namespace, Cluster: g.cluster, Group: g.name, Members: n, Down: down, Certain: true}
 		switch {
 		case all && g.name == "etcd":
@@ -108,6 +110,7 @@ func (w *world) losses(groups []*group, lost map[string]bool, step int, hosts st
 			l.Certain = false
 			l.Why = fmt.Sprintf("%d of %d nodes of %s down: if it runs etcd, etcd loses its quorum (give --guest-kubeconfig to know the roles)", down, n, g.name)
 		}
+		lost[g.key()] = l.Certain
 		out = append(out, l)
 	}
 	return out

@@ -35,6 +35,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	if r.Upgrade {
 		what = "upgrade, hosts in this order: " + strings.Join(r.Hosts, ", ")
+		if r.RestoreVM {
+			what = "upgrade with restoreVM, hosts in this order: " + strings.Join(r.Hosts, ", ")
+		}
 	}
 	fmt.Fprintf(tw, "# %s\n", what)
 	fmt.Fprintln(tw, "STEP\tHOST\tVM\tCLUSTER/POOL\tEVICTION\tMIGRATABLE\tACTION\tWHY")
@@ -50,6 +53,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 		// kube-scheduler chooses among the targets by its own scores: the
 		// table names the one host only when there is one.
 		action := v.Action
+		if v.Restored {
+			action += ", restored"
+		}
 		switch {
 		case len(v.Targets) == 1:
 			action += " to " + v.Targets[0]
@@ -63,6 +69,11 @@ func (r *Result) WriteTable(w io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if r.Refused != "" {
+		if _, err := fmt.Fprintf(w, "REFUSED %s\n", r.Refused); err != nil {
+			return err
+		}
 	}
 	for _, l := range r.Losses {
 		kind := "LOSS"

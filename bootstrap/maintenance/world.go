@@ -32,6 +32,9 @@ type world struct {
 	nodes  map[string]*corev1.Node
 	vmis   []*placed
 	podUse map[string]corev1.ResourceList
+	// restoring: the VMs the current step stopped that restoreVM starts
+	// again after it (restoreStopped).
+	restoring []*placed
 }
 
 // launcherTolerations are those the DefaultTolerationSeconds admission

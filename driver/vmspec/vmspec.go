@@ -130,6 +130,7 @@ func BuildVM(p VMPlan) (*kubevirtv1.VirtualMachine, error) {
 					Domain:                        domain,
 					Affinity:                      p.Affinity,
 					EvictionStrategy:              &eviction,
+					NodeSelector:                  nodeSelector(p),
 					TerminationGracePeriodSeconds: &grace,
 					Hostname:                      p.Name,
 					Networks:                      networks,
@@ -152,6 +153,26 @@ func evictionStrategy(p VMPlan) kubevirtv1.EvictionStrategy {
 		return kubevirtv1.EvictionStrategyLiveMigrateIfPossible
 	}
 	return kubevirtv1.EvictionStrategyLiveMigrate
+}
+
+// nodeSelector: a machine with vGPUs gets kubernetes.io/os=linux, a label
+// every host's kubelet sets, so it restricts no placement. Harvester v1.8's
+// upgrade stops, before a host's drain, exactly the VMIs with a
+// nodeSelector, host devices or an unmatched node affinity (upgrade-helper
+// vm-live-migrate-detector: pkg/util/virtualmachineinstance
+// GetAllNonLiveMigratableVMINames; vGPUs, gpus, are not looked at), and
+// with the upgrade-config setting's restoreVM starts them again after the
+// host (pkg/upgradehelper/restorevm). Without it a vGPU machine, which
+// KubeVirt cannot migrate, is neither stopped nor moved and the upgrade
+// waits in pre-drain forever; with it the machine is stopped and comes
+// back, or, without restoreVM, Harvester refuses to start the upgrade
+// while it runs ("There are non-live migratable VMs that need to be shut
+// off before initiating the upgrade").
+func nodeSelector(p VMPlan) map[string]string {
+	if len(p.VGPUs) == 0 {
+		return nil
+	}
+	return map[string]string{corev1.LabelOSStable: string(corev1.Linux)}
 }
 
 // volumeClaimTemplates renders the PVCs Harvester creates for the VM.

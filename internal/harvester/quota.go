@@ -13,6 +13,9 @@ const (
 	LabelDefaultResourceQuota = "resourcequota.management.cattle.io/default-resource-quota"
 	// SettingMemoryOverheadRatio multiplies KubeVirt's VM memory overhead.
 	SettingMemoryOverheadRatio = "additional-guest-memory-overhead-ratio"
+	// SettingUpgradeConfig holds the upgrade's options, restoreVM among
+	// them (pkg/settings: UpgradeConfigSettingName, UpgradeConfig).
+	SettingUpgradeConfig = "upgrade-config"
 	// DefaultMemoryOverheadRatio is the setting's default.
 	DefaultMemoryOverheadRatio = "1.5"
 )

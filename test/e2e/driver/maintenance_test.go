@@ -5,11 +5,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // checkResult is maintenance-check's -o json, decoded by hand.
@@ -26,8 +30,10 @@ type checkResult struct {
 		Reason     string   `json:"reason"`
 		Why        string   `json:"why"`
 		Targets    []string `json:"targets"`
+		Restored   bool     `json:"restored"`
 	} `json:"vms"`
-	Losses []struct {
+	Refused string `json:"refused"`
+	Losses  []struct {
 		Group   string `json:"group"`
 		Members int    `json:"members"`
 		Down    int    `json:"down"`
@@ -79,11 +85,16 @@ func zoneAffinity(zone string) string {
 //   - with --force Harvester stops both: their one-machine pools are lost;
 //   - maintenance of the zone-a machine's host: it migrates, to the other
 //     zone-a host only: exit 0;
-//   - the upgrade (hosts by name: none carries a role label): its pre-drain
-//     stops the zone-b machine (node affinity no other host matches) and
-//     waits without limit for the vGPU one, which KubeVirt does not
-//     migrate off the drain-tainted host (GPUs are not among what the
-//     pre-drain stops): exit 1.
+//   - the upgrade (hosts by name: none carries a role label): without the
+//     restore-VM option Harvester's upgrade webhook refuses the Upgrade
+//     while non-live-migratable VMs run (both machines: the vGPU one has the
+//     driver's nodeSelector, the zone-b one a node affinity no other host
+//     matches): exit 1;
+//   - with --restore-vm its pre-drain stops both (vm-live-migrate-detector)
+//     and restore-vm starts them again after harvester-node-1; their
+//     one-machine pools are down meanwhile: exit 1;
+//     `harvester-sim upgrade --restore-vm` shuts down and restores exactly
+//     those, and the vGPU machine is Running again afterwards.
 func TestMaintenanceCheck(t *testing.T) {
 	const cluster = "e2e-mnt"
 	const profile = "nvidia.com/GRID_A100-2B"
@@ -174,16 +185,54 @@ func TestMaintenanceCheck(t *testing.T) {
 
 	out, _, code = maintenanceCheck(t, "--cluster-name", cluster, "--upgrade", "-o", "json")
 	res = decodeCheck(t, out)
-	if code != 1 || !slices.Equal(res.Hosts, []string{"harvester-node-0", "harvester-node-1", "harvester-node-2"}) {
-		t.Errorf("upgrade: exit %d, hosts %v", code, res.Hosts)
+	if code != 1 || !slices.Equal(res.Hosts, []string{"harvester-node-0", "harvester-node-1", "harvester-node-2"}) ||
+		!strings.HasPrefix(res.Refused, "There are non-live migratable VMs that need to be shut off before initiating the upgrade: ") ||
+		!strings.Contains(res.Refused, namespace+"/"+gpu) || !strings.Contains(res.Refused, namespace+"/"+pinB) {
+		t.Errorf("upgrade: exit %d, hosts %v, refused %q", code, res.Hosts, res.Refused)
 	}
+	upgradeWithRestore(t, cluster, gpu, pinB, pinA, r)
+}
+
+// upgradeWithRestore: TestMaintenanceCheck's upgrade with the restore-VM
+// option, judged by maintenance-check and then played by harvester-sim.
+func upgradeWithRestore(t *testing.T, cluster, gpu, pinB, pinA string, r *rm) {
+	t.Helper()
+	out, stderr, code := maintenanceCheck(t, "--cluster-name", cluster, "--upgrade", "--restore-vm", "-o", "json")
+	res := decodeCheck(t, out)
 	var steps []string
+	predicted := map[string]bool{}
 	for _, v := range res.VMs {
+		if v.Action != "migrates" {
+			predicted[namespace+"/"+v.VM] = v.Restored
+		}
 		if v.VM != pinA {
-			steps = append(steps, v.Host+" "+v.VM+" "+v.Action)
+			steps = append(steps, fmt.Sprintf("%s %s %s %v", v.Host, v.VM, v.Action, v.Restored))
 		}
 	}
-	if want := []string{"harvester-node-1 " + gpu + " blocks", "harvester-node-1 " + pinB + " shut down"}; !slices.Equal(steps, want) {
-		t.Errorf("upgrade: %v, want %v", steps, want)
+	var lost []string
+	for _, l := range res.Losses {
+		lost = append(lost, l.Group)
+	}
+	if want := []string{"harvester-node-1 " + gpu + " shut down true", "harvester-node-1 " + pinB + " shut down true"}; code != 1 || res.Refused != "" ||
+		!slices.Equal(steps, want) || !slices.Equal(lost, []string{"pool gpu", "pool pinb"}) {
+		t.Errorf("upgrade --restore-vm: exit %d, refused %q, %v, losses %v; want %v, pools gpu and pinb down during step 2\n%s", code, res.Refused, steps, lost, want, stderr)
+	}
+	report, code := harvesterSim(t, "upgrade", "--timeout", "90s", "--restore-vm")
+	t.Logf("harvester-sim upgrade --restore-vm:\n%s", report)
+	shut := regexp.MustCompile(`(?m)^\s*shut down\s+(\S+)\s*$`).FindAllStringSubmatch(report, -1)
+	restored := regexp.MustCompile(`(?m)^\s*restored\s+(\S+)\s*$`).FindAllStringSubmatch(report, -1)
+	if code != 0 || len(shut) != len(predicted) || len(restored) != len(predicted) {
+		t.Errorf("harvester-sim upgrade: exit %d, shut down %v, restored %v; maintenance-check predicted %v", code, shut, restored, predicted)
+	}
+	for _, m := range append(shut, restored...) {
+		if _, ok := predicted[m[1]]; !ok || !predicted[m[1]] {
+			t.Errorf("harvester-sim upgrade: %q, which maintenance-check did not predict shut down and restored (%v)", m[0], predicted)
+		}
+	}
+	waitObject(t, vmiKind(), gpu, func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return v != nil && v.Status.Phase == kubevirtv1.Running && v.Status.NodeName == "harvester-node-1"
+	})
+	if s := status(t, r, gpu); s != "Running" {
+		t.Errorf("vGPU machine after the upgrade: status %q, want Running", s)
 	}
 }

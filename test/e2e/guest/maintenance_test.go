@@ -20,7 +20,8 @@ import (
 // --guest-kubeconfig maintenance-check takes the roles from the guest's
 // nodes: forced maintenance of two hosts stops two of three etcd members,
 // and etcd needs a majority (2 of 3) up: quorum lost, exit 1. One host:
-// one of three down, etcd keeps its quorum, exit 0.
+// one of three down, etcd keeps its quorum, exit 0. Then the upgrade, with
+// and without the restore-VM option (upgradeRestoresVGPUPool).
 func TestMaintenanceCheckGuestQuorum(t *testing.T) {
 	const cluster = "mnt-quorum"
 	const profile = "nvidia.com/GRID_A100-4C"
@@ -88,6 +89,7 @@ func TestMaintenanceCheckGuestQuorum(t *testing.T) {
 	if code != 0 || len(res.Losses) != 0 {
 		t.Errorf("one host: exit %d, %s", code, out)
 	}
+	upgradeRestoresVGPUPool(t, cluster, kubeconfig, machines, guest)
 }
 
 // runMaintenanceCheck runs bin/harvester-bootstrap maintenance-check (flags

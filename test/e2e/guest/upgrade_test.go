@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +15,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
@@ -193,4 +196,78 @@ func TestUpgradeKeepsGuestNodesReady(t *testing.T) {
 			t.Errorf("%s: VMI %v, want the same VMI (uid %s)", n, err, uid[n])
 		}
 	}
+}
+
+// upgradeRestoresVGPUPool: TestMaintenanceCheckGuestQuorum's pool of three
+// vGPU machines (etcd members, one per host) through the upgrade. The
+// driver gives a vGPU machine a nodeSelector, so Harvester v1.8's
+// vm-live-migrate-detector stops it before its host's drain (KubeVirt
+// cannot migrate it; without that the pre-drain would wait for it
+// forever). Without the restore-VM option Harvester's upgrade webhook
+// refuses the Upgrade (maintenance-check: exit 1, "refused"); with it
+// maintenance-check says each machine is shut down and restored, one at a
+// time, and etcd keeps its quorum (exit 0); `harvester-sim upgrade
+// --restore-vm` exits 0 having shut down and restored exactly those, and
+// every guest node is Ready afterwards.
+func upgradeRestoresVGPUPool(t *testing.T, cluster, kubeconfig string, machines []string, guest kubernetes.Interface) {
+	t.Helper()
+	args := []string{"--upgrade", "--cluster-name", cluster, "--namespace", vmNamespace, "--guest-kubeconfig", kubeconfig, "-o", "json"}
+	var res struct {
+		Refused string `json:"refused"`
+		VMs     []struct {
+			VM, Action string
+			Restored   bool
+		} `json:"vms"`
+		Losses []json.RawMessage `json:"losses"`
+	}
+	out, code := runMaintenanceCheck(t, args...)
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if code != 1 || !strings.HasPrefix(res.Refused, "There are non-live migratable VMs that need to be shut off before initiating the upgrade: ") {
+		t.Errorf("upgrade without restoreVM: exit %d, want 1 and Harvester's refusal\n%s", code, out)
+	}
+	res.VMs, res.Losses, res.Refused = nil, nil, ""
+	out, code = runMaintenanceCheck(t, append(args, "--restore-vm")...)
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	predicted := map[string]bool{}
+	for _, v := range res.VMs {
+		if v.Action != "shut down" || !v.Restored {
+			t.Errorf("upgrade --restore-vm: %+v, want shut down and restored", v)
+		}
+		predicted[vmNamespace+"/"+v.VM] = true
+	}
+	if code != 0 || len(res.Losses) != 0 || res.Refused != "" || len(predicted) != len(machines) {
+		t.Errorf("upgrade --restore-vm: exit %d, want 0, every machine, no loss\n%s", code, out)
+	}
+	bin, err := simtest.Bin("harvester-sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	report, err := exec.CommandContext(testContext(t), bin, "upgrade", "--state-dir", env.sim.Dir, "--timeout", "90s", "--restore-vm").CombinedOutput()
+	t.Logf("harvester-sim upgrade --restore-vm:\n%s", report)
+	if err != nil {
+		t.Fatalf("harvester-sim upgrade --restore-vm: %v", err)
+	}
+	for _, what := range []string{"shut down", "restored"} {
+		got := map[string]bool{}
+		for _, m := range regexp.MustCompile(`(?m)^\s*`+what+`\s+(\S+)\s*$`).FindAllStringSubmatch(string(report), -1) {
+			got[m[1]] = true
+		}
+		if !maps.Equal(got, predicted) {
+			t.Errorf("harvester-sim upgrade %s %v, maintenance-check predicted %v", what, got, predicted)
+		}
+	}
+	poll(t, "every guest node Ready after the upgrade", func(ctx context.Context) (bool, string) {
+		var notReady []string
+		for _, name := range machines {
+			n, err := guest.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || !nodeReady(n) {
+				notReady = append(notReady, name)
+			}
+		}
+		return len(notReady) == 0, fmt.Sprintf("not Ready: %v", notReady)
+	})
 }

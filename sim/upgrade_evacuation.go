@@ -1,0 +1,63 @@
+package sim
+
+import (
+	"context"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/sim/controllers"
+)
+
+// checkFailedMigrations is Harvester v1.8's upgrade_node.sh
+// check_migrations_phase "Failed" for one VMI ns/name in phase Running on
+// the host: `kubectl get vmim -n NS -lkubevirt.io/vmi-name=NAME` in phase
+// Failed; a name not starting "kubevirt-evacuation" is skipped ("skipping
+// non-upgrade related vmim"); for the others the reasons of `kubectl -n
+// NS events --for=virtualmachineinstancemigration/VMIM --types=warning`,
+// and when they contain "failedmigration" (grep -i) `virtctl stop NAME ||
+// true`. The migration's age is not looked at. A failing kubectl lists
+// nothing (the script's arrays stay empty); a failing stop is ignored.
+// (Phases Scheduling and Pending are only printed by the script.)
+func checkFailedMigrations(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, key string) {
+	ns, name, _ := strings.Cut(key, "/")
+	list, err := dyn.Resource(controllers.GVRMigration).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: controllers.LabelMigrationVMI + "=" + name})
+	if err != nil {
+		return
+	}
+	for _, m := range list.Items {
+		phase, _, _ := unstructured.NestedString(m.Object, "status", "phase")
+		if phase != string(kubevirtv1.MigrationFailed) || !strings.HasPrefix(m.GetName(), "kubevirt-evacuation") {
+			continue
+		}
+		warnings := migrationWarnings(ctx, kube, ns, m.GetName())
+		if warnings != "" && strings.Contains(strings.ToLower(warnings), "failedmigration") {
+			_ = controllers.StopVM(ctx, dyn, ns, name)
+		}
+	}
+}
+
+// migrationWarnings is what `kubectl -n NS events
+// --for=virtualmachineinstancemigration/NAME --types=warning
+// -ojsonpath='{.items[*].reason}'` prints: the events whose involved
+// object is that migration, of type warning (compared case-insensitively),
+// their reasons joined by spaces. "" when they cannot be listed (2>/dev/null).
+func migrationWarnings(ctx context.Context, kube kubernetes.Interface, ns, name string) string {
+	sel := fields.Set{"involvedObject.kind": "VirtualMachineInstanceMigration", "involvedObject.name": name}.AsSelector().String()
+	events, err := kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return ""
+	}
+	var reasons []string
+	for _, e := range events.Items {
+		if strings.EqualFold(e.Type, "warning") {
+			reasons = append(reasons, e.Reason)
+		}
+	}
+	return strings.Join(reasons, " ")
+}

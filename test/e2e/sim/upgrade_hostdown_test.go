@@ -1,0 +1,188 @@
+package sim_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+	"kubevirt.io/client-go/kubevirt"
+
+	"github.com/harvester-kit/harvester-machine/test/simtest"
+)
+
+// upgradeVerdicts is maintenance-check --upgrade -o json, decoded by hand:
+// per VM its action and whether restoreVM brings it back.
+type upgradeVerdicts struct {
+	Failed bool `json:"failed"`
+	VMs    []struct {
+		VM       string `json:"vm"`
+		Action   string `json:"action"`
+		Restored bool   `json:"restored"`
+		Why      string `json:"why"`
+	} `json:"vms"`
+}
+
+// TestUpgradeAfterHostDown: the issue-41 case. A host failure
+// (`harvester-sim fault host-down`) leaves the evacuation migration of
+// the guest VM hu-a Failed with a FailedMigration warning event; the VM
+// restarts on another host, and the host comes back. hu-pin, pinned to
+// another host by a nodeSelector, is what Harvester's
+// vm-live-migrate-detector stops. Then, with the restore-VM option:
+//   - maintenance-check --upgrade --restore-vm -o json names hu-a shut down
+//     (its failed evacuation, not restored: vm-live-migrate-detector's
+//     ConfigMap lists only the VMs it stops) and hu-pin shut down and
+//     restored;
+//   - `harvester-sim upgrade --restore-vm` shuts down exactly what the
+//     check named shut down, and restores exactly what it named restored;
+//   - afterwards hu-pin runs again and its guest node is Ready; hu-a is
+//     Halted, as Harvester leaves it.
+func TestUpgradeAfterHostDown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	s, kc, vc := startHostDownSim(ctx, t, hdPolicy)
+	first, guest := runningGuestVM(ctx, t, s, vc, "hu-a")
+	host := first.Status.NodeName
+	pinHost := otherHosts(ctx, t, kc, host)[0]
+	pinned := hostDownVM("hu-pin")
+	pinned.Spec.Template.Spec.NodeSelector = map[string]string{"kubernetes.io/hostname": pinHost}
+	if _, err := vc.KubevirtV1().VirtualMachines("default").Create(ctx, pinned, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGuestNode(ctx, t, guest, "hu-pin", corev1.ConditionTrue)
+
+	if err := s.Fault(ctx, "host-down", host); err != nil {
+		t.Fatal(err)
+	}
+	waitVMIOn(ctx, t, vc, "hu-a", "restarted on another host", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return v.UID != first.UID && v.Status.Phase == kubevirtv1.Running
+	})
+	if err := s.Fault(ctx, "host-down", "--remove", host); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := simtest.WaitNode(ctx, kc, host, func(n *corev1.Node) bool {
+		return simtest.NodeReady(n) == corev1.ConditionTrue && !slices.ContainsFunc(n.Spec.Taints, func(tt corev1.Taint) bool {
+			return tt.Key == "kubevirt.io/drain" || tt.Key == corev1.TaintNodeOutOfService
+		})
+	}); err != nil {
+		t.Fatalf("host %s back: %v", host, err)
+	}
+	waitGuestNode(ctx, t, guest, "hu-a", corev1.ConditionTrue)
+	failedEvacuation(ctx, t, kc, vc, "hu-a")
+
+	out, code := upgradeCheck(ctx, t, s, "--upgrade", "--restore-vm", "--cluster-name", hdCluster, "-o", "json")
+	var res upgradeVerdicts
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("maintenance-check: %v\n%s", err, out)
+	}
+	predicted, restoredByCheck := map[string]bool{}, map[string]bool{}
+	for _, v := range res.VMs {
+		if v.Action == "shut down" || v.Action == "blocks" {
+			predicted["default/"+v.VM] = true
+		}
+		if v.Restored {
+			restoredByCheck["default/"+v.VM] = true
+		}
+		switch {
+		case v.VM == "hu-a" && (v.Action != "shut down" || v.Restored || !strings.Contains(v.Why, "its evacuation migration kubevirt-evacuation-")):
+			t.Errorf("hu-a: %+v, want shut down for its failed evacuation, not restored", v)
+		case v.VM == "hu-pin" && (v.Action != "shut down" || !v.Restored || !strings.Contains(v.Why, "it has a nodeSelector")):
+			t.Errorf("hu-pin: %+v, want shut down by the detector and restored", v)
+		}
+	}
+	if len(res.VMs) != 2 || code != 0 {
+		t.Errorf("maintenance-check exit %d (want 0: the pool keeps a node at every step):\n%s", code, out)
+	}
+
+	upgraded, err := simCLI(t, "upgrade", "--state-dir", s.Dir, "--timeout", "90s", "--restore-vm")
+	t.Logf("harvester-sim upgrade:\n%s", upgraded)
+	if err != nil {
+		t.Fatalf("harvester-sim upgrade: %v", err)
+	}
+	shut, restored := reportedVMs(upgraded, "shut down"), reportedVMs(upgraded, "restored")
+	for _, vm := range shut {
+		if !predicted[vm] {
+			t.Errorf("the upgrade shut down %s; maintenance-check did not say so:\n%s", vm, out)
+		}
+	}
+	if !slices.Equal(shut, []string{"default/hu-a", "default/hu-pin"}) || !slices.Equal(restored, []string{"default/hu-pin"}) ||
+		len(restoredByCheck) != 1 || !restoredByCheck["default/hu-pin"] {
+		t.Errorf("upgrade shut down %v, restored %v; check restored %v: want both shut down, hu-pin restored by both", shut, restored, restoredByCheck)
+	}
+	waitGuestNode(ctx, t, guest, "hu-pin", corev1.ConditionTrue)
+	vm, err := vc.KubevirtV1().VirtualMachines("default").Get(ctx, "hu-a", metav1.GetOptions{})
+	if err != nil || vm.Spec.RunStrategy == nil || *vm.Spec.RunStrategy != kubevirtv1.RunStrategyHalted {
+		t.Errorf("hu-a after the upgrade: %v %+v, want Halted (nothing restarts it)", err, vm.Spec.RunStrategy)
+	}
+	cm, err := kc.CoreV1().ConfigMaps("harvester-system").Get(ctx, "hvst-upgrade-sim-restore-vm", metav1.GetOptions{})
+	if err != nil || cm.Data[pinHost] != "default/hu-pin" {
+		t.Errorf("restore-vm ConfigMap: %v %v, want %s: default/hu-pin", err, cm.Data, pinHost)
+	}
+}
+
+// failedEvacuation waits until VMI name has a kubevirt-evacuation-*
+// migration in phase Failed with a FailedMigration warning event (the
+// precondition of the test; KubeVirt fails it once the VMI it evacuated
+// failed with its host).
+func failedEvacuation(ctx context.Context, t *testing.T, kc kubernetes.Interface, vc kubevirt.Interface, name string) {
+	t.Helper()
+	var last string
+	for ctx.Err() == nil {
+		migs, err := vc.KubevirtV1().VirtualMachineInstanceMigrations("default").List(ctx, metav1.ListOptions{LabelSelector: "kubevirt.io/vmi-name=" + name})
+		if err == nil {
+			for _, m := range migs.Items {
+				last = m.Name + " " + string(m.Status.Phase)
+				if !strings.HasPrefix(m.Name, "kubevirt-evacuation-") || m.Status.Phase != kubevirtv1.MigrationFailed {
+					continue
+				}
+				sel := fields.Set{"involvedObject.name": m.Name, "type": "Warning", "reason": "FailedMigration"}.AsSelector().String()
+				if ev, err := kc.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: sel}); err == nil && len(ev.Items) > 0 {
+					return
+				}
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("no Failed evacuation of %s with a FailedMigration event; last migration %s", name, last)
+}
+
+// upgradeCheck runs bin/harvester-bootstrap maintenance-check against s.
+func upgradeCheck(ctx context.Context, t *testing.T, s *simtest.Sim, args ...string) (string, int) {
+	t.Helper()
+	bin, err := simtest.Bin("harvester-bootstrap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, bin, append([]string{"maintenance-check", "--kubeconfig", s.Kubeconfig}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		return string(out), ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("maintenance-check: %v\n%s", err, stderr.String())
+	}
+	return string(out), 0
+}
+
+// reportedVMs are the VMs harvester-sim upgrade's report lists under what
+// ("  shut down ns/vm"), sorted.
+func reportedVMs(report, what string) []string {
+	var out []string
+	for _, l := range strings.Split(report, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(l), what+" "); ok {
+			out = append(out, strings.TrimSpace(rest))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
