@@ -59,7 +59,7 @@ func maintenanceCheckCommand() *ucli.Command {
 			&ucli.BoolFlag{Name: FlagForce, Usage: "maintenance mode with Harvester's force option (stops the VMs it would otherwise refuse for)", EnvVars: env(FlagForce)},
 			&ucli.StringFlag{Name: FlagNamespace, Usage: "judge only VMs of `NAMESPACE` (default: every namespace)", EnvVars: env(FlagNamespace)},
 			&ucli.StringFlag{Name: FlagClusterName, Usage: "report only guest cluster `NAME` (required with --guest-kubeconfig)", EnvVars: env(FlagClusterName)},
-			&ucli.StringFlag{Name: FlagGuestKubeconfig, Usage: "kubeconfig `FILE` of the guest cluster --cluster-name: its nodes' roles decide quorum", EnvVars: env(FlagGuestKubeconfig)},
+			&ucli.StringFlag{Name: FlagGuestKubeconfig, Usage: "kubeconfig `FILE` of the guest cluster --cluster-name: its nodes' roles decide quorum (refused unless a node's providerID names a VM of that cluster, as gc does)", EnvVars: env(FlagGuestKubeconfig)},
 			&ucli.StringFlag{Name: FlagOutput, Aliases: []string{"o"}, Value: OutputTable, Usage: "report `FORMAT`: " + OutputTable + " or " + OutputJSON, EnvVars: env(FlagOutput)},
 			timeoutFlag(),
 		},
@@ -124,6 +124,9 @@ func maintenanceCheckAction(c *ucli.Context) error {
 			return fmt.Errorf("maintenance-check: --%s: %w", FlagGuestKubeconfig, err)
 		}
 		h.GuestCluster = c.String(FlagClusterName)
+		if err := clusterstate.VerifyGuest(h.GuestIdentity(), &clusterstate.Guest{Nodes: h.GuestNodes}); err != nil {
+			return fmt.Errorf("maintenance-check: --%s: %w", FlagGuestKubeconfig, err)
+		}
 	}
 	res, err := maintenance.Check(&h, c.Args().Slice(), maintenance.Options{Upgrade: c.Bool(FlagUpgrade), Force: c.Bool(FlagForce), RestoreVM: c.Bool(FlagRestoreVM)})
 	if err != nil {

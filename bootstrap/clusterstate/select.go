@@ -18,10 +18,13 @@ func (t Target) OfCluster(labels map[string]string) bool {
 }
 
 // ClusterVMs are the VMs labelled with the guest cluster's name.
-func (h *Harvester) ClusterVMs() []kubevirtv1.VirtualMachine {
+func (h *Harvester) ClusterVMs() []kubevirtv1.VirtualMachine { return ofCluster(h.Target, h.VMs) }
+
+// ofCluster are the VMs of vms labelled with t's cluster name.
+func ofCluster(t Target, vms []kubevirtv1.VirtualMachine) []kubevirtv1.VirtualMachine {
 	var out []kubevirtv1.VirtualMachine
-	for _, vm := range h.VMs {
-		if h.OfCluster(vm.Labels) {
+	for _, vm := range vms {
+		if t.OfCluster(vm.Labels) {
 			out = append(out, vm)
 		}
 	}

@@ -88,7 +88,8 @@ func (h *Harvester) handle(kind, ns, name string, obj runtime.Object) handle {
 
 // apply server-side applies the wanted object.
 func (x handle) apply(ctx context.Context, b []byte) error {
-	return x.Patch(ctx, types.ApplyPatchType, b, applyOpts)
+	_, err := x.Patch(ctx, types.ApplyPatchType, b, applyOpts)
+	return err
 }
 
 // handles are the credential's objects, in creation order.

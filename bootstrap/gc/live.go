@@ -3,7 +3,6 @@ package gc
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -16,72 +15,6 @@ import (
 // ErrGuestUnlisted is why SelectLive refuses: without the guest's Services
 // no LoadBalancer can be judged left behind.
 var ErrGuestUnlisted = errors.New("the guest cluster's Services could not be listed, so no LoadBalancer can be judged left behind")
-
-// ErrNotTheCluster is why gc refuses a --guest-kubeconfig that cannot be
-// shown to be the named cluster: another cluster's Services would make the
-// named cluster's LoadBalancers look left behind.
-var ErrNotTheCluster = errors.New("the guest cluster cannot be shown to be the named cluster")
-
-// VerifyGuest checks that the live guest g is h's cluster. Evidence: a
-// node whose providerID harvester://<UID> is the UID of a VM of the
-// cluster in the namespace, or a Service whose UID is the one a
-// LoadBalancer of the cluster was named after (the cloud provider hashes
-// the UID into the name; UIDs are random). A node running on a VM of
-// another cluster, or no evidence at all, is refused.
-func VerifyGuest(h *clusterstate.Harvester, g *clusterstate.Guest) error {
-	vms := map[string]string{} // UID -> the VM's guest-cluster label value, "" for another cluster's
-	for _, vm := range h.VMs {
-		vms[string(vm.UID)] = vm.Namespace + "/" + vm.Name
-		if !h.OfCluster(vm.Labels) {
-			vms[string(vm.UID)] = ""
-		}
-	}
-	var evidence, against []string
-	for _, n := range g.Nodes {
-		uid, ok := strings.CutPrefix(n.Spec.ProviderID, harvester.ProviderIDPrefix)
-		if !ok {
-			continue
-		}
-		switch vm, found := vms[uid]; {
-		case found && vm != "":
-			evidence = append(evidence, "node "+n.Name+" runs on VM "+vm)
-		case found:
-			against = append(against, "node "+n.Name+" runs on a VM in "+h.Namespace+" that is not labelled for cluster "+h.Cluster)
-		}
-	}
-	for _, l := range h.LoadBalancers {
-		ns, name := l.Labels[harvester.LabelLBServiceNamespace], l.Labels[harvester.LabelLBServiceName]
-		if l.Labels[harvester.LabelLBCluster] != h.Cluster || ns == "" || name == "" {
-			continue
-		}
-		if svc := g.Service(ns, name); svc != nil && lbapi.NameOwner(l.Name, h.Cluster, ns, name, string(svc.UID)) == lbapi.OwnerThisUID {
-			evidence = append(evidence, "LoadBalancer "+l.Name+" is named after Service "+ns+"/"+name+"'s UID")
-		}
-	}
-	switch {
-	case len(against) > 0:
-		return fmt.Errorf("%w %s: %s", ErrNotTheCluster, h.Cluster, names(against))
-	case len(evidence) > 0:
-		return nil
-	}
-	why := fmt.Sprintf("none of its %d nodes has a providerID %s<UID> of a VM of the cluster in %s (%d there), and none of its %d Services has the UID a LoadBalancer of the cluster was named after",
-		len(g.Nodes), harvester.ProviderIDPrefix, h.Namespace, len(h.ClusterVMs()), len(g.Services))
-	if e := g.Errors[clusterstate.KindNode]; e != "" {
-		why += " (" + e + ")"
-	}
-	if e := h.Failed(clusterstate.KindVM); e != "" {
-		why += " (" + e + ")"
-	}
-	return fmt.Errorf("%w %s: %s; check --guest-kubeconfig, --cluster-name and --namespace, or leave out --guest-kubeconfig", ErrNotTheCluster, h.Cluster, why)
-}
-
-// names joins up to 3 items.
-func names(list []string) string {
-	if len(list) > 3 {
-		return strings.Join(list[:3], "; ") + fmt.Sprintf(" and %d more", len(list)-3)
-	}
-	return strings.Join(list, "; ")
-}
 
 // SelectLive lists the cloud provider's LoadBalancers of h's cluster (its
 // cloudprovider.harvesterhci.io/cluster, serviceNamespace and serviceName
@@ -99,7 +32,7 @@ func SelectLive(h *clusterstate.Harvester, g *clusterstate.Guest) (candidates, k
 	if e := h.Failed(clusterstate.KindLoadBalancer); e != "" {
 		return nil, nil, fmt.Errorf("find leftover LoadBalancers: %s", e)
 	}
-	if err := VerifyGuest(h, g); err != nil {
+	if err := clusterstate.VerifyGuest(h.Identity(), g); err != nil {
 		return nil, nil, fmt.Errorf("find leftover LoadBalancers: %w", err)
 	}
 	for _, l := range h.LoadBalancers {

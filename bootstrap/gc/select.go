@@ -55,7 +55,7 @@ type Selection struct {
 // Select lists the leftovers of h's cluster, in deletion order
 // (LoadBalancers, cloud-init Secrets, volumes, then the credential), as of
 // now. With the live guest g (nil without one) it first checks that g is
-// the cluster (VerifyGuest) and then treats the cluster as live whatever
+// the cluster (clusterstate.VerifyGuest) and then treats the cluster as live whatever
 // VMs the namespace holds: only the LoadBalancers g no longer needs
 // (SelectLive), never the credential the guest's cloud provider uses. It
 // refuses when a kind it decides by could not be listed.

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/validation/path"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/harvester-kit/harvester-machine/internal/field"
@@ -153,7 +154,29 @@ func (o AccessObjects) List() []runtime.Object {
 	return append(out, o.TokenSecret)
 }
 
-// BuildAccess builds the ServiceAccount, its bindings and token Secret.
+// BoundTo is the token Secret sec bound to the ServiceAccount of UID uid
+// (annotation kubernetes.io/service-account.uid; sec unchanged when uid is
+// ""). kube-controller-manager's token controller fills such a Secret only
+// while the ServiceAccount of its name has that UID, and deletes it
+// otherwise (pkg/controller/serviceaccount/tokens_controller.go, syncSecret:
+// getServiceAccount with the UID, then deleteToken): a ServiceAccount made
+// later under the name has another UID and never gets its token into it.
+// A driver credential's admission policy refuses a token Secret without
+// the UID of the guest ServiceAccount it names (driverpolicy.go).
+func BoundTo(sec *corev1.Secret, uid types.UID) *corev1.Secret {
+	if uid == "" {
+		return sec
+	}
+	out := sec.DeepCopy()
+	if out.Annotations == nil {
+		out.Annotations = map[string]string{}
+	}
+	out.Annotations[corev1.ServiceAccountUIDKey] = string(uid)
+	return out
+}
+
+// BuildAccess builds the ServiceAccount, its bindings and token Secret
+// (bound to the ServiceAccount's UID once it is known: BoundTo).
 func BuildAccess(a Access) AccessObjects {
 	labels := ownLabels(a.ClusterName)
 	if a.IssuedBy != "" {

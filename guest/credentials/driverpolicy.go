@@ -76,6 +76,11 @@ func DriverIdentityOfToken(token string) (DriverIdentity, bool) {
 	return DriverIdentity{Namespace: ns, ServiceAccount: name}, true
 }
 
+// refusedOtherUID ends the policy's refusal of a token Secret whose
+// ServiceAccount has another UID (EnsureAccess asks again while the
+// policy's parameters hold an earlier account of the name).
+const refusedOtherUID = "the driver credential may not make a token for another UID"
+
 // cel quotes s as a CEL string literal.
 func cel(s string) string { b, _ := json.Marshal(s); return string(b) }
 
@@ -83,7 +88,10 @@ func cel(s string) string { b, _ := json.Marshal(s); return string(b) }
 // Every check runs once per ServiceAccount of the request's namespace
 // (params): "params is not the target, or is a guest credential's"
 // refuses a target that exists and is not this tool's guest
-// ServiceAccount.
+// ServiceAccount. A check cannot see that no param is the target (each
+// sees one), so a token Secret must carry its target's UID: one for a
+// name nobody has carries a UID nobody has, and Kubernetes' token
+// controller fills it for no ServiceAccount and deletes it (BoundTo).
 func driverPolicyValidations(d DriverIdentity) []admissionv1.Validation {
 	labels := func(obj string) string {
 		return fmt.Sprintf("has(%[1]s.metadata.labels) && %[2]s in %[1]s.metadata.labels && %[1]s.metadata.labels[%[2]s] == %[3]s && %[4]s in %[1]s.metadata.labels",
@@ -92,7 +100,10 @@ func driverPolicyValidations(d DriverIdentity) []admissionv1.Validation {
 	issued := fmt.Sprintf("%[1]s in object.metadata.labels && object.metadata.labels[%[1]s] == %[2]s", cel(LabelIssuedBy), cel(d.LabelValue()))
 	guestParam := labels("params")
 	tokenSecret := fmt.Sprintf("request.resource.group == '' && request.resource.resource == 'secrets' && has(object.type) && object.type == %s", cel(string(corev1.SecretTypeServiceAccountToken)))
-	target := fmt.Sprintf("(has(object.metadata.annotations) && %[1]s in object.metadata.annotations ? object.metadata.annotations[%[1]s] : '')", cel(corev1.ServiceAccountNameKey))
+	annotation := func(key string) string {
+		return fmt.Sprintf("(has(object.metadata.annotations) && %[1]s in object.metadata.annotations ? object.metadata.annotations[%[1]s] : '')", cel(key))
+	}
+	target, uid := annotation(corev1.ServiceAccountNameKey), annotation(corev1.ServiceAccountUIDKey)
 	// An empty subresource is absent from the request, not "".
 	subResource := "(has(request.subResource) ? request.subResource : '')"
 	binding := "request.resource.group == 'rbac.authorization.k8s.io' && request.resource.resource == 'rolebindings'"
@@ -100,15 +111,22 @@ func driverPolicyValidations(d DriverIdentity) []admissionv1.Validation {
 	guestLabels := fmt.Sprintf("the harvester-bootstrap labels %s=%s and %s", addons.LabelManagedBy, addons.ManagedBy, LabelCluster)
 	return []admissionv1.Validation{
 		{
-			Expression: fmt.Sprintf("!(%s) || (%s && %s && object.metadata.name == %s + %s)", tokenSecret, labels("object"), issued, target, cel(tokenSecretSuffix)),
-			Message: fmt.Sprintf("the driver credential may make a service-account token Secret only for a guest credential of harvester-bootstrap: named <service account>%s, with %s and %s=%s",
-				tokenSecretSuffix, guestLabels, LabelIssuedBy, d.LabelValue()),
+			Expression: fmt.Sprintf("!(%s) || (%s && %s && object.metadata.name == %s + %s && %s != '')", tokenSecret, labels("object"), issued, target, cel(tokenSecretSuffix), uid),
+			Message: fmt.Sprintf("the driver credential may make a service-account token Secret only for a guest credential of harvester-bootstrap: named <service account>%s, "+
+				"with %s and %s=%s, and annotation %s the UID of that guest ServiceAccount",
+				tokenSecretSuffix, guestLabels, LabelIssuedBy, d.LabelValue(), corev1.ServiceAccountUIDKey),
 			Reason: ptrReason(metav1.StatusReasonForbidden),
 		},
 		{
-			Expression:        fmt.Sprintf("!(%s) || params.metadata.name != %s || (%s)", tokenSecret, target, guestParam),
-			MessageExpression: "'ServiceAccount ' + params.metadata.name + ' is not a guest credential of harvester-bootstrap (it lacks " + guestLabels + "): the driver credential may not make a token for it'",
-			Reason:            ptrReason(metav1.StatusReasonForbidden),
+			// The target by name or by UID: a ServiceAccount of this tool,
+			// both its name and its UID. One that does not exist has no
+			// params, but a token Secret carrying its UID is never filled.
+			Expression: fmt.Sprintf("!(%[1]s) || (params.metadata.name != %[2]s && params.metadata.uid != %[3]s) || (params.metadata.name == %[2]s && params.metadata.uid == %[3]s && %[4]s)",
+				tokenSecret, target, uid, guestParam),
+			MessageExpression: fmt.Sprintf("params.metadata.name != %[1]s ? 'UID ' + %[2]s + ' is ServiceAccount ' + params.metadata.name + \"'s, not \" + %[1]s + \"'s: the driver credential may not make a token for it\" : "+
+				"params.metadata.uid != %[2]s ? 'ServiceAccount ' + params.metadata.name + ' has UID ' + params.metadata.uid + ', not ' + %[2]s + ': %[4]s' : "+
+				"'ServiceAccount ' + params.metadata.name + ' is not a guest credential of harvester-bootstrap (it lacks %[3]s): the driver credential may not make a token for it'", target, uid, guestLabels, refusedOtherUID),
+			Reason: ptrReason(metav1.StatusReasonForbidden),
 		},
 		{
 			Expression:        "request.resource.resource != 'serviceaccounts' || " + subResource + " != 'token' || params.metadata.name != request.name || (" + guestParam + ")",

@@ -101,7 +101,7 @@ func (h *Harvester) setGrantSubjects(ctx context.Context, ns string, update func
 			if err != nil {
 				return err
 			}
-			if err := o.Patch(ctx, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: addons.FieldManager}); err != nil {
+			if _, err := o.Patch(ctx, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: addons.FieldManager}); err != nil {
 				return fmt.Errorf("set the subjects of %s: %w", o, err)
 			}
 			h.Log.Info("grant subjects set", "object", o.String(), "subjects", len(want))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	authnv1 "k8s.io/api/authentication/v1"
@@ -15,8 +16,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
@@ -80,12 +83,41 @@ func (h *Harvester) EnsureAccess(ctx context.Context, a Access) error {
 			return err
 		}
 	}
+	var uid types.UID
 	for _, obj := range objs {
-		if err := h.apply(ctx, obj); err != nil {
+		apply := h.apply
+		if sec, ok := obj.(*corev1.Secret); ok {
+			obj, apply = BoundTo(sec, uid), h.applyToken
+		}
+		applied, err := apply(ctx, obj)
+		if err != nil {
 			return err
+		}
+		if _, ok := obj.(*corev1.ServiceAccount); ok {
+			uid = applied.GetUID()
 		}
 	}
 	return nil
+}
+
+// paramCacheBackoff bounds how long applyToken waits (about 5 s) for
+// kube-apiserver's admission-policy parameters, a watch-fed cache with no
+// object to watch, to hold a ServiceAccount re-created under the same name.
+var paramCacheBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 7, Cap: 2 * time.Second}
+
+// applyToken applies the token Secret; while a driver credential's policy
+// refuses it because its parameters still hold an earlier ServiceAccount
+// of the name (another UID: rotate, or a revoke just before), it asks again.
+func (h *Harvester) applyToken(ctx context.Context, obj runtime.Object) (metav1.Object, error) {
+	var applied metav1.Object
+	err := retry.OnError(paramCacheBackoff, func(err error) bool {
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), refusedOtherUID)
+	}, func() error {
+		var err error
+		applied, err = h.apply(ctx, obj)
+		return err
+	})
+	return applied, err
 }
 
 // DropClusterWide deletes the ClusterRoleBinding of harvesterhci.io:
@@ -148,7 +180,7 @@ func (h *Harvester) EnsureGrant(ctx context.Context, ns string, o GrantOptions) 
 		return fmt.Errorf("grant namespace %s: %w", ns, err)
 	}
 	for _, obj := range objs {
-		if err := h.apply(ctx, obj); err != nil {
+		if _, err := h.apply(ctx, obj); err != nil {
 			return fmt.Errorf("grant namespace %s: %w", ns, err)
 		}
 	}
@@ -179,21 +211,22 @@ func (h *Harvester) EnsureGrant(ctx context.Context, ns string, o GrantOptions) 
 
 func kindOf(obj runtime.Object) string { return obj.GetObjectKind().GroupVersionKind().Kind }
 
-// apply server-side applies obj.
-func (h *Harvester) apply(ctx context.Context, obj runtime.Object) error {
+// apply server-side applies obj and returns the object as stored.
+func (h *Harvester) apply(ctx context.Context, obj runtime.Object) (metav1.Object, error) {
 	o, err := h.objectFor(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	b, err := json.Marshal(obj)
+	var applied metav1.Object
 	if err == nil {
-		err = o.Patch(ctx, types.ApplyPatchType, b, metav1.PatchOptions{FieldManager: addons.FieldManager, Force: ptr.To(true)})
+		applied, err = o.Patch(ctx, types.ApplyPatchType, b, metav1.PatchOptions{FieldManager: addons.FieldManager, Force: ptr.To(true)})
 	}
 	if err != nil {
-		return fmt.Errorf("apply %s: %w", o, err)
+		return nil, fmt.Errorf("apply %s: %w", o, err)
 	}
 	h.Log.Info("applied", "object", o.String())
-	return nil
+	return applied, nil
 }
 
 // TokenSecret waits (watch) until the token controller has filled the
@@ -386,7 +419,7 @@ func (h *Harvester) MigrateNamespace(ctx context.Context, ns string) ([]string, 
 		if crb.Name != a.ClusterRoleBindingName() || a.Validate() != nil {
 			continue
 		}
-		if err := h.apply(ctx, BuildAccess(a).CSIRoleBinding); err != nil {
+		if _, err := h.apply(ctx, BuildAccess(a).CSIRoleBinding); err != nil {
 			return migrated, fmt.Errorf("migrate %s/%s: %w", ns, a.ServiceAccount, err)
 		}
 		if _, err := h.DropClusterWide(ctx, a); err != nil {

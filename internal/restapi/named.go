@@ -41,7 +41,7 @@ type AdmissionKinds interface {
 type Named struct {
 	Kind, Resource, Namespace, Name string
 	Get                             func(context.Context) (metav1.Object, error)
-	Patch                           func(context.Context, types.PatchType, []byte, metav1.PatchOptions) error
+	Patch                           func(context.Context, types.PatchType, []byte, metav1.PatchOptions) (metav1.Object, error)
 	Delete                          func(context.Context, metav1.DeleteOptions) error
 	Watch                           kubeapi.Kind
 }
@@ -67,9 +67,13 @@ func named[T, L runtime.Object](kind, resource, ns, name string, example runtime
 			m, _ := any(o).(metav1.Object)
 			return m, err
 		},
-		func(ctx context.Context, pt types.PatchType, b []byte, opts metav1.PatchOptions) error {
-			_, err := c.Patch(ctx, name, pt, b, opts)
-			return err
+		func(ctx context.Context, pt types.PatchType, b []byte, opts metav1.PatchOptions) (metav1.Object, error) {
+			o, err := c.Patch(ctx, name, pt, b, opts)
+			if err != nil {
+				return nil, err
+			}
+			m, _ := any(o).(metav1.Object)
+			return m, nil
 		},
 		func(ctx context.Context, opts metav1.DeleteOptions) error { return c.Delete(ctx, name, opts) },
 		kubeapi.KindOf[L](kind, example, c)}

@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/harvester-kit/harvester-machine/guest/credentials"
 )
 
 // The attacks of issue 33, items 2 and 4, are written with client-go and
@@ -93,6 +95,10 @@ func TestDriverCredentialCannotTakeTokens(t *testing.T) {
 	t.Cleanup(func() {
 		_ = kube.CoreV1().ServiceAccounts(attackNS).Delete(context.Background(), victimSA, metav1.DeleteOptions{})
 	})
+	victim, err := kube.CoreV1().ServiceAccounts(attackNS).Get(ctx, victimSA, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// 1. A plain token Secret for the victim.
 	tokenSecret := func(name string, labels map[string]string) *corev1.Secret {
@@ -107,7 +113,8 @@ func TestDriverCredentialCannotTakeTokens(t *testing.T) {
 	refused(t, "create a service-account-token Secret for "+victimSA, err)
 
 	// 2. The same, dressed as a guest credential of this tool (its labels,
-	// its name rule, even the driver's own issued-by label). The policy
+	// its name rule, even the driver's own issued-by label, and the
+	// victim's UID, which the policy demands since issue 41). The policy
 	// judges the target by the namespace's ServiceAccounts as its params,
 	// which kube-apiserver reads from a cache: a ServiceAccount created a
 	// moment ago may not be in it yet (docs/reliability.md). Wait, with
@@ -117,15 +124,20 @@ func TestDriverCredentialCannotTakeTokens(t *testing.T) {
 		"harvester-bootstrap.harvesterhci.io/issued-by-driver": attackDriverNS + "." + attackDriver}
 	cleanupSecret(victimSA + "-token")
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	withUID := tokenSecret(victimSA+"-token", dressed)
+	withUID.Annotations[corev1.ServiceAccountUIDKey] = string(victim.UID)
 	for {
-		_, err := drv.CoreV1().Secrets(attackNS).Create(ctx, tokenSecret(victimSA+"-token", dressed), dry)
+		_, err := drv.CoreV1().Secrets(attackNS).Create(ctx, withUID, dry)
 		if apierrors.IsForbidden(err) || ctx.Err() != nil {
 			break
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	_, err = drv.CoreV1().Secrets(attackNS).Create(ctx, tokenSecret(victimSA+"-token", dressed), metav1.CreateOptions{})
-	refused(t, "create a token Secret for "+victimSA+" in the tool's labels", err)
+	_, err = drv.CoreV1().Secrets(attackNS).Create(ctx, withUID, metav1.CreateOptions{})
+	refused(t, "create a token Secret for "+victimSA+" in the tool's labels, with its UID", err)
+	if err != nil && !strings.Contains(err.Error(), "ServiceAccount "+victimSA+" is not a guest credential") {
+		t.Errorf("refused for another reason than the victim's: %v", err)
+	}
 
 	// 3. A TokenRequest.
 	_, err = drv.CoreV1().ServiceAccounts(attackNS).CreateToken(ctx, victimSA, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{}}, metav1.CreateOptions{})
@@ -172,7 +184,7 @@ func TestDriverCredentialCannotTakeTokens(t *testing.T) {
 	}
 
 	// What --harvester-cloud-provider does with this credential still works.
-	checkDriverMakesGuestCredential(t, ctx, kc)
+	checkDriverMakesGuestCredential(t, ctx, kc, attackGuest, attackNS)
 
 	// Someone else's token Secret in the namespace: revoke names it and
 	// deletes the guest token the driver made.
@@ -200,16 +212,17 @@ func TestDriverCredentialCannotTakeTokens(t *testing.T) {
 
 const attackGuest = "e2e-attack-guest"
 
-// checkDriverMakesGuestCredential makes a guest credential with the driver
-// credential through the driver itself (rancher-machine create with
-// --harvester-cloud-provider would need a VM; the driver's code path is
-// the same call), and checks its token works.
-func checkDriverMakesGuestCredential(t *testing.T, ctx context.Context, kc string) {
+// checkDriverMakesGuestCredential makes a guest credential of cluster in
+// ns with the driver credential through the driver itself (rancher-machine
+// create with --harvester-cloud-provider would need a VM; the driver's
+// code path is the same call), checks its token works and returns its
+// filled token Secret and Access; revoked after the test.
+func checkDriverMakesGuestCredential(t *testing.T, ctx context.Context, kc, cluster, ns string) (*corev1.Secret, credentials.Access) {
 	t.Helper()
 	t.Cleanup(func() {
-		_, _ = bootstrapErr("kubeconfig", "revoke", "--cluster-name", attackGuest, "--namespace", attackNS)
+		_, _ = bootstrapErr("kubeconfig", "revoke", "--cluster-name", cluster, "--namespace", ns)
 	})
-	h, a := issueGuestAsDriver(t, ctx, kc, attackGuest, attackNS)
+	h, a := issueGuestAsDriver(t, ctx, kc, cluster, ns)
 	sec, err := h.TokenSecret(ctx, a)
 	if err != nil {
 		t.Fatalf("the guest token Secret the driver made: %v", err)
@@ -220,7 +233,8 @@ func checkDriverMakesGuestCredential(t *testing.T, ctx context.Context, kc strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !can(t, ctx, guest, "patch", "kubevirt.io", "virtualmachines", attackNS) {
-		t.Errorf("the guest credential the driver made may not patch VMs in %s", attackNS)
+	if !can(t, ctx, guest, "patch", "kubevirt.io", "virtualmachines", ns) {
+		t.Errorf("the guest credential the driver made may not patch VMs in %s", ns)
 	}
+	return sec, a
 }

@@ -33,6 +33,7 @@ func TestMaintenanceCheckGuestQuorum(t *testing.T) {
 		`--harvester-vgpu-info={"vGPURequests":[{"name":"gpu1","deviceName":"`+profile+`"}]}`)
 	guest, _ := guestClients(t, cluster)
 	checkNodesJoined(t, guest, machines)
+	ccmInit(t, guest) // --guest-kubeconfig is taken only once a node's providerID names its VM
 	on := map[string]string{}
 	for _, m := range machines {
 		vmi, err := env.virt.KubevirtV1().VirtualMachineInstances(vmNamespace).Get(testContext(t), m, metav1.GetOptions{})
@@ -96,24 +97,31 @@ func TestMaintenanceCheckGuestQuorum(t *testing.T) {
 // before the hosts) and returns its stdout and exit status.
 func runMaintenanceCheck(t *testing.T, args ...string) (string, int) {
 	t.Helper()
+	out, stderr, code := maintenanceCheckStderr(t, args...)
+	if code != 0 {
+		t.Logf("maintenance-check %v: exit %d\n%s", args, code, stderr)
+	}
+	return out, code
+}
+
+// maintenanceCheckStderr runs maintenance-check (flags before the hosts)
+// and returns its stdout, stderr and exit status.
+func maintenanceCheckStderr(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
 	bin, err := simtest.Bin("harvester-bootstrap")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.CommandContext(testContext(t), bin, append([]string{"maintenance-check", "--kubeconfig", env.sim.Kubeconfig}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	var e strings.Builder
+	cmd.Stderr = &e
 	out, err := cmd.Output()
-	code := 0
 	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	if code != 0 {
-		t.Logf("maintenance-check %v: exit %d\n%s", args, code, stderr.String())
-	}
-	return string(out), code
+	return string(out), e.String(), code
 }
 
 // setHostAllocatable sets a host's allocatable count of a device-plugin

@@ -199,7 +199,8 @@ func nodeReady(n *corev1.Node) bool {
 }
 
 // checkNodesJoined waits until every machine is a Ready Node of the guest
-// cluster, registered as kubelet with the external cloud provider does.
+// cluster, registered as kubelet with the external cloud provider does
+// (the uninitialized taint until the cloud provider sets the providerID).
 func checkNodesJoined(t testing.TB, guest kubernetes.Interface, machines []string) {
 	t.Helper()
 	poll(t, fmt.Sprintf("%d Ready nodes", len(machines)), func(ctx context.Context) (bool, string) {
@@ -222,10 +223,10 @@ func checkNodesJoined(t testing.TB, guest kubernetes.Interface, machines []strin
 			t.Fatalf("node %s: %v", name, err)
 		}
 		ip := vmiIP(t, ctx, name)
-		if !slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool {
+		if n.Spec.ProviderID == "" && !slices.ContainsFunc(n.Spec.Taints, func(tn corev1.Taint) bool {
 			return tn.Key == harvester.TaintUninitialized && tn.Value == "true" && tn.Effect == corev1.TaintEffectNoSchedule
 		}) {
-			t.Errorf("node %s taints = %v, want %s=true:NoSchedule", name, n.Spec.Taints, harvester.TaintUninitialized)
+			t.Errorf("node %s taints = %v, want %s=true:NoSchedule until the cloud provider initialises it", name, n.Spec.Taints, harvester.TaintUninitialized)
 		}
 		if n.Annotations[harvester.AnnProvidedNodeIP] != ip || ip == "" {
 			t.Errorf("node %s provided-node-ip = %q, want the VM's address %q", name, n.Annotations[harvester.AnnProvidedNodeIP], ip)

@@ -93,6 +93,7 @@ func TestUpgradeKeepsGuestNodesReady(t *testing.T) {
 	t.Cleanup(func() { simtest.NoPluginLeft(t, m.Store) })
 	guest, _ := guestClients(t, cluster)
 	checkNodesJoined(t, guest, names)
+	ccmInit(t, guest) // --guest-kubeconfig is taken only once a node's providerID names its VM
 	ip, uid := map[string]string{}, map[string]string{}
 	for i, n := range names {
 		vmi, err := env.virt.KubevirtV1().VirtualMachineInstances(vmNamespace).Get(testContext(t), n, metav1.GetOptions{})
