@@ -64,6 +64,9 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := r.writeRefusals(w); err != nil {
+		return err
+	}
 	for _, l := range r.Losses {
 		kind := "LOSS"
 		if !l.Certain {
