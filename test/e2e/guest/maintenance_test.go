@@ -2,10 +2,7 @@ package guest
 
 import (
 	"encoding/json"
-	"errors"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,24 +91,14 @@ func TestMaintenanceCheckGuestQuorum(t *testing.T) {
 // before the hosts) and returns its stdout and exit status.
 func runMaintenanceCheck(t *testing.T, args ...string) (string, int) {
 	t.Helper()
-	bin, err := simtest.Bin("harvester-bootstrap")
+	out, stderr, code, err := simtest.RunBin(testContext(t), "harvester-bootstrap", append([]string{"maintenance-check", "--kubeconfig", env.sim.Kubeconfig}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(testContext(t), bin, append([]string{"maintenance-check", "--kubeconfig", env.sim.Kubeconfig}, args...)...)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	code := 0
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
 	if code != 0 {
-		t.Logf("maintenance-check %v: exit %d\n%s", args, code, stderr.String())
+		t.Logf("maintenance-check %v: exit %d\n%s", args, code, stderr)
 	}
-	return string(out), code
+	return out, code
 }
 
 // setHostAllocatable sets a host's allocatable count of a device-plugin
