@@ -288,12 +288,24 @@ func latestNodeEvent(ctx context.Context, kube kubernetes.Interface, host, reaso
 	}
 	var best corev1.Event
 	for _, e := range list.Items {
-		if e.LastTimestamp.Time.Before(since) || (best.Message != "" && e.CreationTimestamp.Before(&best.CreationTimestamp)) {
+		if e.LastTimestamp.Time.Before(since) || (best.Message != "" && !newerEvent(&e, &best)) {
 			continue
 		}
 		best = e
 	}
 	return best.Message
+}
+
+// newerEvent: a was created after b; within the same second (the
+// timestamps' resolution) the later write, by resourceVersion (an etcd
+// revision on kube-apiserver), decides.
+func newerEvent(a, b *corev1.Event) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return b.CreationTimestamp.Before(&a.CreationTimestamp)
+	}
+	ra, _ := strconv.ParseUint(a.ResourceVersion, 10, 64)
+	rb, _ := strconv.ParseUint(b.ResourceVersion, 10, 64)
+	return ra > rb
 }
 
 func orUnknown(s string) string {

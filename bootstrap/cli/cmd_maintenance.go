@@ -24,7 +24,7 @@ const (
 )
 
 // errWouldBreak makes maintenance-check exit 1 once the report is printed.
-var errWouldBreak = errors.New("maintenance-check: a VM would block the drain or a guest cluster would lose a quorum or a pool (see above)")
+var errWouldBreak = errors.New("maintenance-check: Harvester would refuse a host, a VM would block the drain or a guest cluster would lose a quorum or a pool (see above)")
 
 func maintenanceCheckCommand() *ucli.Command {
 	return &ucli.Command{
@@ -38,7 +38,10 @@ func maintenanceCheckCommand() *ucli.Command {
 			"LiveMigrateIfPossible or not) or no other Ready host matches its node affinity; with --force it stops those\n" +
 			"VMs; then the drain migrates LiveMigrate/LiveMigrateIfPossible VMs, shuts down strategy None, and blocks on a\n" +
 			"migration no host can take (phase Scheduling, then Failed after 300 s, evicted again); maintain-status is set\n" +
-			"running only once the drain finished. --upgrade: every host, one at a time, in Harvester's order (etcd hosts,\n" +
+			"running only once the drain finished. VMs labelled harvesterhci.io/maintain-mode-strategy (Shutdown,\n" +
+			"ShutdownAndRestartAfterEnable, ShutdownAndRestartAfterDisable) are shut down instead (with --force only if they\n" +
+			"cannot migrate; else they stay and block). A control-plane host is refused while another is in maintenance,\n" +
+			"or when it is the only one (Harvester's reason quoted; hosts named together go in one after the other). --upgrade: every host, one at a time, in Harvester's order (etcd hosts,\n" +
 			"then control-plane hosts, then workers, by name); its pre-drain stops VMs with host devices, a nodeSelector or\n" +
 			"a node affinity no other host matches, KubeVirt migrates the LiveMigratable ones (one no host can take is shut\n" +
 			"down once its migration timed out after 300 s), it stops at once a VM whose kubevirt-evacuation-* migration\n" +

@@ -186,8 +186,8 @@ func TestUpgradeRestoreVM(t *testing.T) {
 			if v.Action != ShutDown || v.Restored != c.restored || !strings.Contains(v.Why, c.why) {
 				t.Errorf("verdict %+v, want shut down, restored %v, why with %q", v, c.restored, c.why)
 			}
-			if (r.Refused != "") != (c.refused != "") || !strings.HasPrefix(r.Refused, c.refused) || (c.refused != "" && !r.Failed()) {
-				t.Errorf("refused %q, want %q", r.Refused, c.refused)
+			if (r.UpgradeRefused != "") != (c.refused != "") || !strings.HasPrefix(r.UpgradeRefused, c.refused) || (c.refused != "" && !r.Failed()) {
+				t.Errorf("refused %q, want %q", r.UpgradeRefused, c.refused)
 			}
 		})
 	}

@@ -55,6 +55,11 @@ type VM struct {
 	// Restored: shut down, and started again once its host is upgraded
 	// (the upgrade's restore-VM option, Options.RestoreVM).
 	Restored bool `json:"restored,omitempty"`
+	// MaintainModeStrategy is the VM's harvesterhci.io/maintain-mode-strategy
+	// when it is one that stops the VM; Restart says when Harvester starts
+	// it again (RestartOnEnable, RestartOnDisable, RestartNever).
+	MaintainModeStrategy string `json:"maintainModeStrategy,omitempty"`
+	Restart              string `json:"restart,omitempty"`
 }
 
 // Loss is a guest cluster losing a quorum or a whole pool.
@@ -82,15 +87,20 @@ type Result struct {
 	VMs     []VM     `json:"vms"`
 	Losses  []Loss   `json:"losses"`
 	Notes   []string `json:"notes,omitempty"`
-	// RestoreVM and Refused: see Options.RestoreVM and upgradeRefusal.
-	RestoreVM bool   `json:"restoreVM,omitempty"`
-	Refused   string `json:"refused,omitempty"`
+	// RestoreVM and UpgradeRefused: see Options.RestoreVM and
+	// upgradeRefusal.
+	RestoreVM      bool   `json:"restoreVM,omitempty"`
+	UpgradeRefused string `json:"upgradeRefused,omitempty"`
+
+	// Refused are the hosts Harvester refuses maintenance mode for (their
+	// VMs stay where they are).
+	Refused []Refusal `json:"refused,omitempty"`
 }
 
 // Failed reports whether anything would block or a cluster certainly lose
 // a quorum or a pool.
 func (r *Result) Failed() bool {
-	if r.Refused != "" {
+	if r.UpgradeRefused != "" || len(r.Refused) > 0 {
 		return true
 	}
 	for _, v := range r.VMs {
@@ -125,7 +135,7 @@ func Check(h *clusterstate.Hosts, hosts []string, o Options) (Result, error) {
 	w := newWorld(h)
 	var restoreNote string
 	o.RestoreVM, restoreNote = restoreVMOption(h.UpgradeConfig, o)
-	res := Result{Upgrade: upgrade, Force: o.Force && !upgrade, RestoreVM: o.RestoreVM && upgrade, Refused: w.upgradeRefusal(o)}
+	res := Result{Upgrade: upgrade, Force: o.Force && !upgrade, RestoreVM: o.RestoreVM && upgrade, UpgradeRefused: w.upgradeRefusal(o)}
 	var steps [][]string
 	if upgrade {
 		res.Hosts = UpgradeOrder(h.Nodes)
@@ -144,7 +154,9 @@ func Check(h *clusterstate.Hosts, hosts []string, o Options) (Result, error) {
 		if len(unknown) > 0 {
 			return res, fmt.Errorf("unknown hosts %s: Harvester's hosts are %s", strings.Join(unknown, ", "), strings.Join(w.nodeNames(), ", "))
 		}
-		steps = [][]string{res.Hosts}
+		var allowed []string
+		allowed, res.Refused = w.controlPlaneRule(res.Hosts)
+		steps = [][]string{allowed}
 	}
 	groups := w.groups()
 	lost := map[string]bool{}
@@ -284,10 +296,12 @@ func (w *world) judge(p *placed, unavailable map[string]bool, o Options) VM {
 		}
 	} else if gate := w.maintenanceGate(p, unavailable); gate != "" {
 		if o.Force {
-			v.Action, v.Why = ShutDown, "forced maintenance stops it: "+gate
+			v.Action, v.Why = ShutDown, "forced maintenance stops it: "+gate+overridden(p, &v)
 		} else {
 			v.Action, v.Why = Blocks, "Harvester refuses maintenance mode without force: "+gate+"; with force it stops the VM"
 		}
+		return v
+	} else if w.maintainMode(p, o, &v) {
 		return v
 	}
 	if v.Action != Migrates {
@@ -307,7 +321,7 @@ func (w *world) judge(p *placed, unavailable map[string]bool, o Options) VM {
 	}
 	v.Targets = targets
 	v.To = w.pick(targets)
-	v.Why = "live migration to one of " + strings.Join(targets, ", ")
+	v.Why += "live migration to one of " + strings.Join(targets, ", ")
 	return v
 }
 

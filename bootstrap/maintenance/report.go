@@ -70,10 +70,13 @@ func (r *Result) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if r.Refused != "" {
-		if _, err := fmt.Fprintf(w, "REFUSED %s\n", r.Refused); err != nil {
+	if r.UpgradeRefused != "" {
+		if _, err := fmt.Fprintf(w, "REFUSED %s\n", r.UpgradeRefused); err != nil {
 			return err
 		}
+	}
+	if err := r.writeRefusals(w); err != nil {
+		return err
 	}
 	for _, l := range r.Losses {
 		kind := "LOSS"

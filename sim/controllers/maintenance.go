@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -101,19 +100,19 @@ func (s *sim) drainHost(ctx context.Context, node *corev1.Node) error {
 		}
 		var strategyVMs []string
 		for _, vmi := range vmis {
-			v := vmi.Labels[harvester.LabelMaintainModeStrategy]
-			if !slices.Contains(harvester.MaintainModeShutdownValues, v) {
+			v := vmi.Labels[labelMaintainModeStrategy]
+			if !slices.Contains(shutdownStrategies, v) {
 				continue
 			}
-			vm := controllerVMNameOf(vmi)
+			vm := findVM(vmi)
 			if vm == "" {
 				return fmt.Errorf("no valid VM owner found for VMI %s", vmi.Name)
 			}
 			strategyVMs = append(strategyVMs, vmi.Namespace+"/"+vm)
-			if v == harvester.MaintainModeShutdown {
+			if v == strategyShutdown {
 				continue
 			}
-			if err := s.annotateVM(ctx, vmi.Namespace, vm, harvester.AnnMaintainModeStrategyNodeName, node.Name); err != nil {
+			if err := s.annotateVM(ctx, vmi.Namespace, vm, annMaintainModeStrategyNodeName, node.Name); err != nil {
 				return err
 			}
 		}
@@ -162,10 +161,10 @@ func (s *sim) drainHost(ctx context.Context, node *corev1.Node) error {
 }
 
 // drainVMIs evicts the launcher pod of every VMI on the host, as the
-// drain does (skipping VMs whose maintain-mode strategy shuts them down,
-// and those already stopped): evictions that migrate mark the VMI for
-// evacuation, allowed ones shut the guest down. It returns the VMIs the
-// drain still waits for, with why.
+// drain does (skipping the pods maintainModeStrategyFilter skips, and
+// waiting for the VMs already stopped): evictions that migrate mark the
+// VMI for evacuation, allowed ones shut the guest down. It returns the
+// VMIs the drain still waits for, with why.
 func (s *sim) drainVMIs(ctx context.Context, host string, vmis []*kubevirtv1.VirtualMachineInstance, stopped []string) ([]string, error) {
 	var waiting []string
 	var evacuate []*kubevirtv1.VirtualMachineInstance
@@ -174,7 +173,10 @@ func (s *sim) drainVMIs(ctx context.Context, host string, vmis []*kubevirtv1.Vir
 		if vmi.IsFinal() || vmi.DeletionTimestamp != nil && vmi.Status.NodeName != host {
 			continue
 		}
-		if slices.Contains(harvester.MaintainModeShutdownValues, vmi.Labels[harvester.LabelMaintainModeStrategy]) || slices.Contains(stopped, key) {
+		if s.drainSkips(vmi, host) {
+			continue // neither evicted nor waited for
+		}
+		if slices.Contains(stopped, key) {
 			if vmi.DeletionTimestamp == nil {
 				waiting = append(waiting, key+": being stopped")
 			}
@@ -314,12 +316,13 @@ func (s *sim) noteMigration(u *unstructured.Unstructured) {
 // completeMaintenance is Harvester's maintain controller: once no VMI is
 // labelled with the host, the VMs shut down with strategy
 // ShutdownAndRestartAfterEnable for it start again and the host is
-// maintain-status completed.
+// maintain-status completed. Until then it says what it waits for.
 func (s *sim) completeMaintenance(ctx context.Context, node *corev1.Node) error {
-	if len(s.vmisOnHost(node.Name)) > 0 {
+	if left := s.vmisOnHost(node.Name); len(left) > 0 {
+		s.maintainWaits(ctx, node, left)
 		return nil
 	}
-	if err := s.restartMaintenanceVMs(ctx, node.Name, harvester.MaintainModeShutdownAndRestartAfterEnable, false); err != nil {
+	if err := s.restartAfterEnable(ctx, node.Name); err != nil {
 		return err
 	}
 	_, err := s.updateNode(ctx, node.Name, func(n *corev1.Node) bool {
@@ -335,23 +338,20 @@ func (s *sim) completeMaintenance(ctx context.Context, node *corev1.Node) error 
 	return err
 }
 
-// restartMaintenanceVMs starts the VMs labelled with the strategy whose
-// node annotation names the host: the maintain controller sets the run
-// strategy saved in harvesterhci.io/vmRunStrategy (else RerunOnFailure);
-// the disable action (start=true) calls the start subresource, which for
-// a Halted VM sets Always.
-func (s *sim) restartMaintenanceVMs(ctx context.Context, host, strategy string, start bool) error {
-	return restartMaintenanceVMs(ctx, s.dyn, host, strategy, start)
-}
-
-func restartMaintenanceVMs(ctx context.Context, dyn dynamic.Interface, host, strategy string, start bool) error {
+// restartAfterEnable starts the VMs labelled
+// ShutdownAndRestartAfterEnable whose node annotation names the host: the
+// maintain controller sets the run strategy saved in
+// harvesterhci.io/vmRunStrategy (else RerunOnFailure) and removes the
+// annotation.
+func (s *sim) restartAfterEnable(ctx context.Context, host string) error {
+	dyn, strategy := s.dyn, strategyShutdownAndRestartAfterEnable
 	list, err := dyn.Resource(gvrVM).Namespace("").List(ctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(labels.Set{harvester.LabelMaintainModeStrategy: strategy}).String()})
+		LabelSelector: labels.SelectorFromSet(labels.Set{labelMaintainModeStrategy: strategy}).String()})
 	if err != nil {
-		return fmt.Errorf("list vms with %s=%s: %w", harvester.LabelMaintainModeStrategy, strategy, err)
+		return fmt.Errorf("list vms with %s=%s: %w", labelMaintainModeStrategy, strategy, err)
 	}
 	for _, u := range list.Items {
-		if u.GetAnnotations()[harvester.AnnMaintainModeStrategyNodeName] != host {
+		if u.GetAnnotations()[annMaintainModeStrategyNodeName] != host {
 			continue
 		}
 		vms := dyn.Resource(gvrVM).Namespace(u.GetNamespace())
@@ -361,19 +361,16 @@ func restartMaintenanceVMs(ctx context.Context, dyn dynamic.Interface, host, str
 				return err
 			}
 			ann := cur.GetAnnotations()
-			if ann[harvester.AnnMaintainModeStrategyNodeName] != host {
+			if ann[annMaintainModeStrategyNodeName] != host {
 				return nil
 			}
-			rs := ann[harvester.AnnRunStrategy]
+			rs := ann[annVMRunStrategy]
 			if rs == "" {
 				rs = string(kubevirtv1.RunStrategyRerunOnFailure)
 			}
-			if start {
-				rs = string(kubevirtv1.RunStrategyAlways)
-			}
 			_ = unstructured.SetNestedField(cur.Object, rs, "spec", "runStrategy")
 			unstructured.RemoveNestedField(cur.Object, "spec", "running")
-			delete(ann, harvester.AnnMaintainModeStrategyNodeName)
+			delete(ann, annMaintainModeStrategyNodeName)
 			cur.SetAnnotations(ann)
 			_, err = vms.Update(ctx, cur, metav1.UpdateOptions{})
 			return err

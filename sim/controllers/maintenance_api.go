@@ -94,7 +94,10 @@ func DisableMaintenance(ctx context.Context, kube kubernetes.Interface, dyn dyna
 	if err != nil {
 		return fmt.Errorf("disable maintenance of %s: %w", host, err)
 	}
-	return restartMaintenanceVMs(ctx, dyn, host, harvester.MaintainModeShutdownAndRestartAfterDisable, true)
+	if err := startAfterDisable(ctx, kube, dyn, host); err != nil {
+		return fmt.Errorf("disable maintenance of %s: %w", host, err)
+	}
+	return nil
 }
 
 // StopVM is `virtctl stop` for the simulator's VMs and Harvester's

@@ -79,6 +79,9 @@ func (s *sim) reconcileVM(ctx context.Context, key string) (time.Duration, error
 		in.SpecError = errors.Join(specErrs...)
 		return 0, s.writeVMStatus(ctx, u, in)
 	}
+	if err := s.syncMaintainModeLabel(ctx, &vm, in.VMI); err != nil {
+		return 0, err
+	}
 	in.Strategy = strategy
 	in.WantRunning = strategy == kubevirtv1.RunStrategyAlways || strategy == kubevirtv1.RunStrategyRerunOnFailure
 

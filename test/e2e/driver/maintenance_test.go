@@ -32,7 +32,7 @@ type checkResult struct {
 		Targets    []string `json:"targets"`
 		Restored   bool     `json:"restored"`
 	} `json:"vms"`
-	Refused string `json:"refused"`
+	Refused string `json:"upgradeRefused"`
 	Losses  []struct {
 		Group   string `json:"group"`
 		Members int    `json:"members"`

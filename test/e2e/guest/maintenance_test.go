@@ -2,10 +2,7 @@ package guest
 
 import (
 	"encoding/json"
-	"errors"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,20 +105,11 @@ func runMaintenanceCheck(t *testing.T, args ...string) (string, int) {
 // and returns its stdout, stderr and exit status.
 func maintenanceCheckStderr(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	bin, err := simtest.Bin("harvester-bootstrap")
+	stdout, stderr, code, err := simtest.RunBin(testContext(t), "harvester-bootstrap", append([]string{"maintenance-check", "--kubeconfig", env.sim.Kubeconfig}, args...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(testContext(t), bin, append([]string{"maintenance-check", "--kubeconfig", env.sim.Kubeconfig}, args...)...)
-	var e strings.Builder
-	cmd.Stderr = &e
-	out, err := cmd.Output()
-	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return string(out), e.String(), code
+	return stdout, stderr, code
 }
 
 // setHostAllocatable sets a host's allocatable count of a device-plugin

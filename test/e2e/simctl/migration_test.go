@@ -171,15 +171,8 @@ func preferHost(host string) *corev1.Affinity {
 // other is stopped (runStrategy Halted) and the host is completed;
 // disable uncordons it and removes the annotation.
 func TestMaintenance(t *testing.T) {
-	ns := testNamespace(t)
-	aloneOnHosts(t, ns)
 	const host = "harvester-node-2"
-	// A failure must not leave the host cordoned for the tests after it.
-	t.Cleanup(func() {
-		if t.Failed() {
-			_, _ = simCLI(t, "maintenance disable", host)
-		}
-	})
+	ns := maintenanceScene(t, host)
 	for _, name := range []string{"m-a", "m-b"} {
 		createVM(t, ns, name, vmOpts{userData: agentCloudConfig, affinity: preferHost(host)})
 	}

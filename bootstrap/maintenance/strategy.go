@@ -1,0 +1,145 @@
+package maintenance
+
+import (
+	"fmt"
+
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
+)
+
+// When a VM that maintenance stopped for its maintain-mode strategy is
+// started again (VM.Restart).
+const (
+	RestartOnEnable  = "when the host's maintenance completes"
+	RestartOnDisable = "when maintenance mode is disabled"
+	RestartNever     = "never"
+)
+
+// restartOf is when Harvester v1.8 starts a VM again that maintenance
+// stopped for strategy s: ShutdownAndRestartAfterEnable by the maintain
+// controller (pkg/controller/master/node/maintain_controller.go) once no
+// VMI is left on the host, with the run strategy saved in
+// harvesterhci.io/vmRunStrategy (else RerunOnFailure), so on another host;
+// ShutdownAndRestartAfterDisable by the node action disableMaintenanceMode
+// (pkg/api/node/formatter.go, the start subresource); Shutdown never.
+// Both restarts look for the VM's annotation
+// harvesterhci.io/maintain-mode-strategy-node-name, which only the
+// unforced path writes.
+func restartOf(s string) string {
+	switch s {
+	case harvester.MaintainModeShutdownAndRestartAfterEnable:
+		return RestartOnEnable
+	case harvester.MaintainModeShutdownAndRestartAfterDisable:
+		return RestartOnDisable
+	}
+	return RestartNever
+}
+
+// launcherLabels are the labels of p's virt-launcher pod on its host, the
+// pod the drain looks at; without one in the snapshot (pods not listed, or
+// a pod the check's own moves would make) the VMI's labels, which KubeVirt
+// copies into a new launcher pod.
+func (w *world) launcherLabels(p *placed) map[string]string {
+	for i := range w.h.Pods {
+		pod := &w.h.Pods[i]
+		if pod.Spec.NodeName == p.node && pod.DeletionTimestamp == nil &&
+			pod.Labels[kubevirtv1.AppLabel] == "virt-launcher" && pod.Labels[kubevirtv1.CreatedByLabel] == string(p.vmi.UID) {
+			return pod.Labels
+		}
+	}
+	return p.vmi.Labels
+}
+
+// maintainMode applies the maintain-mode strategy rule of Harvester v1.8's
+// maintenance mode to v (p's verdict so far, after the non-migratable
+// gate passed) and reports whether it decided the verdict; it names the
+// strategy on v in any case.
+//
+// Without force (nodedrain controller OnNodeChange): the VMs of the
+// host's VMIs labelled with a shutdown strategy (listVMILabelMaintainModeStrategy)
+// are stopped (findAndStopVM: runStrategy Halted) before the drain, after
+// the restarting ones are annotated with the host. With force only the
+// non-migratable VMs are stopped (the strategy is overridden), and the
+// drain never evicts a pod maintainModeStrategyFilter skips: such a VM
+// keeps running on the host, and the maintain controller, which waits
+// until no VMI is left, never sets maintain-status completed.
+func (w *world) maintainMode(p *placed, o Options, v *VM) bool {
+	s := harvester.MaintainModeStrategy(p.vmi, p.vm)
+	if s == "" {
+		return false
+	}
+	v.MaintainModeStrategy = s
+	label := "maintain-mode-strategy " + s + " (label " + harvester.LabelMaintainModeStrategy + ")"
+	if o.Force {
+		if !harvester.DrainSkipsPod(w.launcherLabels(p)) {
+			// A label given to a running VM does not reach its pod.
+			v.Why = label + ": forced maintenance does not stop it, and its launcher pod lacks the labels maintainModeStrategyFilter " +
+				"skips, so the drain evicts it: " + v.Why
+			return false
+		}
+		v.Action = Blocks
+		v.Why = label + ": forced maintenance stops only the VMs Harvester would refuse maintenance for, and the drain never evicts its " +
+			"launcher pod (maintainModeStrategyFilter): it keeps running on the host, maintain-status stays running and never completed"
+		return true
+	}
+	if harvester.VMOwnerOf(p.vmi) == "" {
+		v.Action, v.Why = Blocks, label+": Harvester's nodedrain controller fails on the host: no valid VM owner found for VMI "+p.vmi.Name
+		return true
+	}
+	v.Action, v.Restart = ShutDown, restartOf(s)
+	v.Why = label + ": Harvester stops it (runStrategy Halted) instead of migrating it; started again: " + v.Restart
+	if s == harvester.MaintainModeShutdownAndRestartAfterDisable {
+		v.Why += w.afterDisable(p.vmi.Status.NodeName, v)
+	}
+	return true
+}
+
+// afterDisable is what v1.8's disableMaintenanceMode really does to the
+// ShutdownAndRestartAfterDisable VMs of host: for the first it lists it
+// calls KubeVirt's start subresource (a patch of the VM), then updates
+// the VM it listed from its cache to drop the annotation; that update
+// carries the resourceVersion from before the start, kube-apiserver
+// refuses it (conflict) and the action returns the error. So one such VM
+// runs again (keeping its annotation) and any other stays off. It sets
+// v.Restart when there are several and returns the note for v.Why.
+func (w *world) afterDisable(host string, v *VM) string {
+	n := w.afterDisableCount(host)
+	if n > 1 {
+		v.Restart = fmt.Sprintf("for one of the host's %d such VMs only, when maintenance mode is disabled", n)
+		return fmt.Sprintf(" (disableMaintenanceMode starts the first of the host's %d it lists, in no set order, then its update of that VM "+
+			"conflicts with the start and the action fails: the others stay off)", n)
+	}
+	return " (disableMaintenanceMode then fails: its update of the VM conflicts with the start, the VM keeps its annotation " +
+		harvester.AnnMaintainModeStrategyNodeName + ")"
+}
+
+// afterDisableCount is how many VMs disableMaintenanceMode would look at
+// for host: the ShutdownAndRestartAfterDisable VMIs on it, which the
+// nodedrain controller annotates, and the VMs annotated with it already.
+func (w *world) afterDisableCount(host string) int {
+	seen := map[string]bool{}
+	for _, p := range w.vmis {
+		if p.vmi.Status.NodeName == host && harvester.MaintainModeStrategy(p.vmi, p.vm) == harvester.MaintainModeShutdownAndRestartAfterDisable {
+			seen[p.vmi.Namespace+"/"+p.vmi.Name] = true
+		}
+	}
+	for _, vm := range w.h.VMs {
+		if vm.Labels[harvester.LabelMaintainModeStrategy] == harvester.MaintainModeShutdownAndRestartAfterDisable &&
+			vm.Annotations[harvester.AnnMaintainModeStrategyNodeName] == host {
+			seen[vm.Namespace+"/"+vm.Name] = true
+		}
+	}
+	return len(seen)
+}
+
+// overridden is what forced maintenance does to a labelled VM it stops as
+// non-migratable: it is not annotated with the host, so never restarted.
+func overridden(p *placed, v *VM) string {
+	s := harvester.MaintainModeStrategy(p.vmi, p.vm)
+	if s == "" {
+		return ""
+	}
+	v.MaintainModeStrategy, v.Restart = s, RestartNever
+	return "; force overrides its maintain-mode-strategy " + s + ": never started again"
+}
