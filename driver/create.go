@@ -15,6 +15,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/removal"
 	"github.com/harvester-kit/harvester-machine/driver/staticaddr"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
@@ -88,9 +89,9 @@ func (d *Driver) Create() (err error) {
 	switch {
 	case static != nil:
 		ip = static.Held.String()
-		d.claimer().CheckWithDHCP(ctx, api, static)
+		staticaddr.CheckWithDHCP(ctx, api, d.machine(), static)
 	case managed != nil:
-		ip = d.claimer().HoldManaged(ctx, api, managed.Name, managed.MAC, managed.DHCPPool, vmi)
+		ip = staticaddr.HoldManaged(ctx, api, d.machine(), managed.Name, managed.MAC, managed.DHCPPool, vmi)
 	}
 	d.IPAddress = ip
 	log.Infof("%s: running, address %s", d.MachineName, ip)
@@ -129,18 +130,18 @@ func (d *Driver) createSecretThenVM(ctx context.Context, api *harvesterapi.API, 
 // as made. A failure after the VM exists removes the VM, and garbage
 // collection the rest.
 func (d *Driver) createWithStaticAddress(ctx context.Context, api *harvesterapi.API, undo *rollback, plan vmspec.VMPlan, secret *corev1.Secret, vm *kubevirtv1.VirtualMachine, s *staticaddr.Plan) (*corev1.Secret, error) {
-	free, err := d.claimer().FreeAddresses(ctx, api, s)
+	free, err := staticaddr.FreeAddresses(ctx, api, d.machine(), s)
 	if err != nil {
 		return nil, err
 	}
 	halted := kubevirtv1.RunStrategyHalted
 	vm.Spec.RunStrategy = &halted
-	d.secretPending = true
+	d.machine().SecretPending = true
 	created, err := d.createMachineVM(ctx, api, undo, plan, vm)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.claimer().ClaimAddress(ctx, api, s, free, created); err != nil {
+	if err := staticaddr.ClaimAddress(ctx, api, d.machine(), s, free, created); err != nil {
 		return nil, err
 	}
 	d.HeldAddress, d.HeldInterface = s.Held.String(), s.NICName()
@@ -157,7 +158,7 @@ func (d *Driver) createWithStaticAddress(ctx context.Context, api *harvesterapi.
 	if err != nil {
 		return nil, err
 	}
-	d.secretPending = false
+	d.machine().SecretPending = false
 	return made, api.StartVM(ctx, d.VMNamespace, created.Name, created.UID, plan.RunStrategy, s.Annotations())
 }
 
@@ -167,7 +168,7 @@ func (d *Driver) createMachineVM(ctx context.Context, api *harvesterapi.API, und
 	log.Infof("%s: creating VM %s/%s (%d CPU, %d GiB, %d disk(s), %d NIC(s)) with %s", d.MachineName, d.VMNamespace, vm.Name, plan.CPU, plan.MemoryGiB, len(plan.Disks), len(plan.NICs), version.String(BinaryName))
 	created, err := d.createVM(ctx, api, vm)
 	if !errors.Is(err, errNameTaken) {
-		undo.add(func(c context.Context) error { return d.remover().RemoveMachine(c, api) })
+		undo.add(func(c context.Context) error { return removal.RemoveMachine(c, api, d.machine()) })
 	}
 	if err != nil {
 		return nil, err
@@ -290,7 +291,7 @@ func (d *Driver) removeOwnSecret(ctx context.Context, api *harvesterapi.API, nam
 	if err := api.DeleteSecret(ctx, d.VMNamespace, name, s.UID); err != nil {
 		return err
 	}
-	return d.remover().WaitRemoved(ctx, api, harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: name, UID: s.UID})
+	return removal.WaitRemoved(ctx, api, d.machine(), harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: name, UID: s.UID})
 }
 
 // managedNIC is the machine's first NIC on a network managed DHCP serves

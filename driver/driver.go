@@ -47,9 +47,8 @@ type Driver struct {
 	storeOnConfirm string
 	// createdRV is the resource version of the VM this process created.
 	createdRV string
-	// secretPending: this process created the VM before its cloud-init
-	// Secret (static addresses), and the Secret is not made yet.
-	secretPending bool
+	// m is the machine the concern packages see (see machine).
+	m *machine.Machine
 }
 
 // New returns a driver with the flag defaults, for plugin.RegisterDriver.
@@ -79,7 +78,7 @@ func (d *Driver) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("load harvester driver config: %w", err)
 	}
 	*d = Driver(target)
-	d.parsed = nil
+	d.parsed, d.m = nil, nil
 	d.useCommandCredentials(os.Args, os.Getenv)
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/removal"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
@@ -261,7 +262,7 @@ func TestRemoveFindsDisksByLabel(t *testing.T) {
 		fakePVC("someone-elses", ownedBy("other")),
 		fakeSecret(ownedBy(testMachineID)),
 	}, nil)
-	r, err := d.remover().Find(context.Background(), d.api, nil)
+	r, err := removal.Find(context.Background(), d.api, d.machine(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func TestRemoveKeepsForeignVolumeOfOwnVM(t *testing.T) {
 	vm := fakeVM(testMachineID, "uid-1")
 	vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "users-data"
 	d, _ := newFakeDriver(t, testCluster, []runtime.Object{fakePVC("users-data", nil)}, []runtime.Object{vm})
-	r, err := d.remover().Find(context.Background(), d.api, nil)
+	r, err := removal.Find(context.Background(), d.api, d.machine(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

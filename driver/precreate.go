@@ -230,5 +230,5 @@ func (d *Driver) checkCapacity(ctx context.Context, api *harvesterapi.API, in vm
 	if p, err := vmspec.PlanFromConfig(d.Config, in, d.MachineName, images); err == nil {
 		plan = &p
 	}
-	return capacity.Checker{Machine: d.machine()}.Check(ctx, api, plan, in.VGPUs, in.Static != nil, managedDHCP)
+	return capacity.Check(ctx, api, d.machine(), plan, in.VGPUs, in.Static != nil, managedDHCP)
 }

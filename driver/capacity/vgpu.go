@@ -12,6 +12,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
@@ -24,7 +25,7 @@ var vgpuHolders = harvester.LabelVGPUs + " notin (0)"
 
 // checkVGPUs reads the hosts and the VM instances that may hold vGPUs and
 // checks that some host offers every vGPU profile the machine asks for.
-func (d Checker) checkVGPUs(ctx context.Context, api *harvesterapi.API, vgpus []config.VGPURequest) []error {
+func checkVGPUs(ctx context.Context, api *harvesterapi.API, m *machine.Machine, vgpus []config.VGPURequest) []error {
 	nodes, err := api.ListNodes(ctx)
 	if apierrors.IsForbidden(err) {
 		log.Warnf("cannot list the hosts (forbidden); skipping the vGPU capacity check")
@@ -32,7 +33,7 @@ func (d Checker) checkVGPUs(ctx context.Context, api *harvesterapi.API, vgpus []
 	} else if err != nil {
 		return []error{err}
 	}
-	vmis, err := api.ListVMIs(ctx, d.VMNamespace, vgpuHolders)
+	vmis, err := api.ListVMIs(ctx, m.Config.VMNamespace, vgpuHolders)
 	if err != nil {
 		return []error{err}
 	}

@@ -9,6 +9,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
@@ -23,21 +24,21 @@ import (
 // the machine's and its VM is gone: it carries the machine's ID and is
 // controlled by no VM but the machine's own (recorded UID). Another
 // VMI of the name is left alone (nil), and logged.
-func (d Remover) orphanedVMI(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachineInstance, error) {
-	vmi, err := api.GetVMI(ctx, d.VMNamespace, d.MachineName)
-	vmi, err = harvesterapi.Absent(d.MachineName, vmi, err)
+func orphanedVMI(ctx context.Context, api *harvesterapi.API, m *machine.Machine) (*kubevirtv1.VirtualMachineInstance, error) {
+	vmi, err := api.GetVMI(ctx, m.Config.VMNamespace, m.Name)
+	vmi, err = harvesterapi.Absent(m.Name, vmi, err)
 	if err != nil || vmi == nil {
 		return nil, err
 	}
-	owned, why := d.OwnsLabels(d.MachineName, vmi.Labels)
-	if owned && d.Legacy() {
+	owned, why := m.Ownership.OwnsLabels(m.Name, vmi.Labels)
+	if owned && m.Ownership.Legacy() {
 		owned, why = false, "this machine recorded no ID to prove it is its own"
 	}
-	if c := metav1.GetControllerOf(vmi); owned && c != nil && (d.VMUID == "" || string(c.UID) != d.VMUID) {
+	if c := metav1.GetControllerOf(vmi); owned && c != nil && (m.Ownership.VMUID == "" || string(c.UID) != m.Ownership.VMUID) {
 		owned, why = false, fmt.Sprintf("it is controlled by VM UID %s, not by this machine's VM", c.UID)
 	}
 	if !owned {
-		log.Infof("%s: keeping VM instance %s/%s: %s", d.MachineName, d.VMNamespace, vmi.Name, why)
+		log.Infof("%s: keeping VM instance %s/%s: %s", m.Name, m.Config.VMNamespace, vmi.Name, why)
 		return nil, nil
 	}
 	return vmi, nil

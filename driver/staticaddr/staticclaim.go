@@ -88,13 +88,13 @@ func (t takenAddresses) describe(r staticip.Range) string {
 // address (two lists, by label, so that the cost does not grow with the
 // driver's other machines): the machines of the same range (a claim
 // deleted by hand) and every VMI the driver did not make.
-func (d Claimer) takenOn(ctx context.Context, api *harvesterapi.API, s *Plan) (takenAddresses, error) {
-	taken, err := d.claimedOn(ctx, api, s)
+func takenOn(ctx context.Context, api *harvesterapi.API, m *machine.Machine, s *Plan) (takenAddresses, error) {
+	taken, err := claimedOn(ctx, api, m, s)
 	if err != nil {
 		return nil, err
 	}
 	for _, sel := range []string{staticip.LabelRange + "=" + staticip.RangeValue(s.Network.String(), s.Range.String()), "!" + harvester.LabelMachineID} {
-		vmis, err := api.ListVMIs(ctx, d.VMNamespace, sel)
+		vmis, err := api.ListVMIs(ctx, m.Config.VMNamespace, sel)
 		if err != nil {
 			return nil, err
 		}
@@ -117,9 +117,9 @@ func (t takenAddresses) reportedBy(vmis []kubevirtv1.VirtualMachineInstance, s *
 
 // claimedOn reads the claims of the static NIC's network and what managed
 // DHCP gave away in the range.
-func (d Claimer) claimedOn(ctx context.Context, api *harvesterapi.API, s *Plan) (takenAddresses, error) {
+func claimedOn(ctx context.Context, api *harvesterapi.API, m *machine.Machine, s *Plan) (takenAddresses, error) {
 	taken := takenAddresses{}
-	claims, err := api.ListConfigMaps(ctx, d.VMNamespace, staticip.LabelClaim+"="+staticip.NetworkValue(s.Network.String()))
+	claims, err := api.ListConfigMaps(ctx, m.Config.VMNamespace, staticip.LabelClaim+"="+staticip.NetworkValue(s.Network.String()))
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func (d Claimer) claimedOn(ctx context.Context, api *harvesterapi.API, s *Plan) 
 		}
 		taken[c.Address.Addr()] = "held by machine " + c.Machine
 	}
-	if err := d.takenByDHCP(ctx, api, s, taken); err != nil {
+	if err := takenByDHCP(ctx, api, m, s, taken); err != nil {
 		return nil, err
 	}
 	return taken, nil
@@ -139,13 +139,13 @@ func (d Claimer) claimedOn(ctx context.Context, api *harvesterapi.API, s *Plan) 
 // takenByDHCP adds the range's addresses managed DHCP has given to other
 // MACs, or excluded or reserved, on the static NIC's network (one get of
 // its IPPool; skipped with a warning when the credential may not read it).
-func (d Claimer) takenByDHCP(ctx context.Context, api *harvesterapi.API, s *Plan, taken takenAddresses) error {
+func takenByDHCP(ctx context.Context, api *harvesterapi.API, m *machine.Machine, s *Plan, taken takenAddresses) error {
 	if s.Pool == nil {
 		return nil
 	}
 	pool, err := api.GetDHCPPool(ctx, s.Pool.Namespace, s.Pool.Name)
 	if apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
-		log.Warnf("%s: cannot read managed-DHCP IPPool %s (%v); its allocations are not checked", d.MachineName, s.Pool, err)
+		log.Warnf("%s: cannot read managed-DHCP IPPool %s (%v); its allocations are not checked", m.Name, s.Pool, err)
 		return nil
 	}
 	if err != nil || pool.Status.IPv4 == nil {
@@ -194,8 +194,8 @@ func addressesOnNetwork(vmi kubevirtv1.VirtualMachineInstance, network string) [
 // too (one get), so that an object of its claim's name made outside the
 // driver is found, and skipped, before anything is created. With no free
 // address the error names the range and what holds it.
-func (d Claimer) FreeAddresses(ctx context.Context, api *harvesterapi.API, s *Plan) ([]netip.Addr, error) {
-	taken, err := d.takenOn(ctx, api, s)
+func FreeAddresses(ctx context.Context, api *harvesterapi.API, m *machine.Machine, s *Plan) ([]netip.Addr, error) {
+	taken, err := takenOn(ctx, api, m, s)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (d Claimer) FreeAddresses(ctx context.Context, api *harvesterapi.API, s *Pl
 		if err != nil {
 			return nil, fmt.Errorf("%w; nothing was created", err)
 		}
-		holder, err := api.GetConfigMap(ctx, d.VMNamespace, staticip.ClaimName(s.Network.String(), free[0]))
+		holder, err := api.GetConfigMap(ctx, m.Config.VMNamespace, staticip.ClaimName(s.Network.String(), free[0]))
 		if apierrors.IsNotFound(err) {
 			return free, nil
 		}
@@ -230,17 +230,17 @@ func (t takenAddresses) holdBy(a netip.Addr, cm *corev1.ConfigMap) {
 // it with the VM) and, when the name is taken (another machine won it, or
 // a claim whose VM is gone awaits the garbage collector), tries the next
 // free address, reading the claims again after every few lost races.
-func (d Claimer) ClaimAddress(ctx context.Context, api *harvesterapi.API, s *Plan, free []netip.Addr, vm *kubevirtv1.VirtualMachine) error {
+func ClaimAddress(ctx context.Context, api *harvesterapi.API, m *machine.Machine, s *Plan, free []netip.Addr, vm *kubevirtv1.VirtualMachine) error {
 	const relistAfter = 4
 	lost := takenAddresses{}
 	for len(free) > 0 {
 		a := free[0]
 		free = free[1:]
-		claim, err := api.CreateConfigMap(ctx, d.claimObject(s, a, vm))
+		claim, err := api.CreateConfigMap(ctx, claimObject(m, s, a, vm))
 		if err == nil {
 			s.Held = a
-			d.HeldClaim, d.HeldClaimUID = claim.Name, string(claim.UID)
-			log.Infof("%s: holds address %s (range %s) for %s", d.MachineName, s.Range.WithPrefix(a), s.Range, s.NICName())
+			m.Held.HeldClaim, m.Held.HeldClaimUID = claim.Name, string(claim.UID)
+			log.Infof("%s: holds address %s (range %s) for %s", m.Name, s.Range.WithPrefix(a), s.Range, s.NICName())
 			return nil
 		}
 		if !apierrors.IsAlreadyExists(err) {
@@ -248,7 +248,7 @@ func (d Claimer) ClaimAddress(ctx context.Context, api *harvesterapi.API, s *Pla
 		}
 		lost[a] = "taken meanwhile"
 		if len(lost)%relistAfter == 0 || len(free) == 0 {
-			taken, err := d.takenOn(ctx, api, s)
+			taken, err := takenOn(ctx, api, m, s)
 			if err != nil {
 				return err
 			}
@@ -266,20 +266,20 @@ func (d Claimer) ClaimAddress(ctx context.Context, api *harvesterapi.API, s *Pla
 }
 
 // claimObject is the claim of address a for the machine, owned by vm.
-func (d Claimer) claimObject(s *Plan, a netip.Addr, vm *kubevirtv1.VirtualMachine) *corev1.ConfigMap {
+func claimObject(m *machine.Machine, s *Plan, a netip.Addr, vm *kubevirtv1.VirtualMachine) *corev1.ConfigMap {
 	network := s.Network.String()
-	labels := harvester.MachineLabels(d.VMNamespace, d.MachineName, d.ClusterName)
+	labels := harvester.MachineLabels(m.Config.VMNamespace, m.Name, m.Config.ClusterName)
 	labels[staticip.LabelClaim] = staticip.NetworkValue(network)
-	labels[staticip.LabelMachine] = harvester.LabelValue(d.MachineName)
-	labels[harvester.LabelMachineID] = d.MachineID
+	labels[staticip.LabelMachine] = harvester.LabelValue(m.Name)
+	labels[harvester.LabelMachineID] = m.Ownership.MachineID
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: staticip.ClaimName(network, a), Namespace: d.VMNamespace, Labels: labels,
+			Name: staticip.ClaimName(network, a), Namespace: m.Config.VMNamespace, Labels: labels,
 			OwnerReferences: []metav1.OwnerReference{machine.VMOwnerReference(vm)},
 		},
 		Data: staticip.ClaimData(staticip.Claim{
 			Address: netip.PrefixFrom(a, s.Range.Prefix.Bits()), Range: s.Range.String(), Network: network,
-			NIC: s.NICName(), MAC: s.MAC, Machine: d.MachineName,
+			NIC: s.NICName(), MAC: s.MAC, Machine: m.Name,
 		}),
 	}
 }
@@ -319,5 +319,3 @@ func NICReports(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface, nic 
 	return false
 }
 
-// Claimer claims and checks one machine's address.
-type Claimer struct{ *machine.Machine }
