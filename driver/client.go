@@ -29,12 +29,13 @@ func (d *Driver) client() (*harvesterapi.API, error) {
 }
 
 // harvesterConfig is the client configuration of the command's credential:
-// the one validation parsed (create), else parsed now (parseKubeconfig).
+// the one validation parsed (create), else parsed now
+// (config.ParseKubeconfig).
 func (d *Driver) harvesterConfig() (*rest.Config, error) {
 	if d.parsed != nil && d.parsed.Harvester != nil && d.sessionKubeconfig == "" {
 		return d.parsed.Harvester, nil
 	}
-	cfg, err := parseKubeconfig(d.kubeconfig())
+	cfg, err := config.ParseKubeconfig(d.kubeconfig())
 	if err != nil {
 		return nil, config.FlagError(config.FlagKubeconfigContent, err)
 	}

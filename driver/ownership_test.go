@@ -289,25 +289,6 @@ func TestRemoveKeepsForeignVolumeOfOwnVM(t *testing.T) {
 	}
 }
 
-// TestPreCreateRefusesLeftovers: a disk of an earlier machine of the name
-// makes the name unusable, and the problem says which; the VM and Secret
-// names are not read (Create's own creates find them taken), the VM
-// instance's is (see TestPreCreateRefusesOrphanedVMI).
-func TestPreCreateRefusesLeftovers(t *testing.T) {
-	d, f := newFakeDriver(t, testCluster, []runtime.Object{fakePVC(testMachine+"-disk-0", nil), fakeSecret(nil)}, nil)
-	claims := []string{testMachine + "-disk-0", testMachine + "-disk-1"}
-	problems := d.checkNameFree(context.Background(), d.api, claims)
-	got := errors.Join(problems...)
-	if len(problems) != 1 || !strings.Contains(got.Error(), "volume (PVC) named "+testMachine+"-disk-0 already exists") {
-		t.Errorf("got %v", got)
-	}
-	for _, a := range append(f.kube.Actions(), f.virt.Actions()...) {
-		if r := a.GetResource().Resource; r != "persistentvolumeclaims" && r != "virtualmachineinstances" {
-			t.Errorf("read %s %s", a.GetVerb(), r)
-		}
-	}
-}
-
 // TestRestartRestoresRunStrategy: a restart whose VMI delete fails puts
 // back the run strategy it found.
 func TestRestartRestoresRunStrategy(t *testing.T) {

@@ -1,7 +1,7 @@
 // Package capacity checks, before a machine is created, that it fits its
 // namespace's quotas (Kubernetes' and Harvester's rules, with the memory
-// overhead and the launcher pod's requests) and that its vGPUs have room;
-// and that its Secret stays within the API server's size limit.
+// overhead and the launcher pod's requests) and that its vGPUs have room.
+// The flags' bounds and the Secret's size limit are config's.
 package capacity
 
 import (
@@ -40,7 +40,6 @@ func Check(ctx context.Context, api *harvesterapi.API, m *machine.Machine, plan 
 	}
 	return problems
 }
-
 
 func checkQuotas(ctx context.Context, api *harvesterapi.API, m *machine.Machine, plan vmspec.VMPlan, env quotaEnv) []error {
 	quotas, err := api.ListResourceQuotas(ctx, m.Config.VMNamespace)

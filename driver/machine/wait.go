@@ -71,7 +71,7 @@ func (m *Machine) WaitVMI(parent context.Context, api *harvesterapi.API, fromRV,
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
 		return nil, m.timeoutError(parent, api, what, p.last)
 	}
-	return nil, config.APIError("watch VMI "+ns+"/"+name, err)
+	return nil, api.Explain("watch VMI "+ns+"/"+name, err)
 }
 
 // listAndWatchVMI waits for goal from the VMI's current state on.

@@ -130,4 +130,3 @@ func restoreRunStrategy(parent context.Context, api *harvesterapi.API, m *machin
 	}
 	return fmt.Errorf("%w; restoring run strategy %s also failed: %w", restartErr, rs, err)
 }
-

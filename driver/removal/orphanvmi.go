@@ -3,14 +3,12 @@ package removal
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
@@ -42,37 +40,4 @@ func orphanedVMI(ctx context.Context, api *harvesterapi.API, m *machine.Machine)
 		return nil, nil
 	}
 	return vmi, nil
-}
-
-// VMIHoldsName is pre-create's problem for a VMI that holds the machine's
-// name (no VM of the name can run while it exists), saying whose it is.
-func VMIHoldsName(vmi *kubevirtv1.VirtualMachineInstance) error {
-	return fmt.Errorf("a VM instance (VMI) %s/%s already exists and holds the machine's name: %s; "+
-		"remove it (kubectl delete vmi -n %s %s) or `rancher-machine rm` the machine it belongs to, or choose another name",
-		vmi.Namespace, vmi.Name, whoseVMI(vmi), vmi.Namespace, vmi.Name)
-}
-
-// whoseVMI says what a VMI's owner references and labels show about whose
-// it is.
-func whoseVMI(vmi *kubevirtv1.VirtualMachineInstance) string {
-	var parts []string
-	if c := metav1.GetControllerOf(vmi); c != nil {
-		parts = append(parts, fmt.Sprintf("it is the instance of %s %s (UID %s)", c.Kind, c.Name, c.UID))
-	} else {
-		parts = append(parts, "it belongs to no VM (a VM deleted with --cascade=orphan leaves its instance running)")
-	}
-	l := vmi.Labels
-	switch {
-	case l[harvester.LabelMachineID] != "":
-		who := "made by the machine with " + harvester.LabelMachineID + "=" + l[harvester.LabelMachineID]
-		if c := l[harvester.LabelGuestCluster]; c != "" {
-			who += " of guest cluster " + c
-		}
-		parts = append(parts, who)
-	case l[harvester.LabelCreator] != "":
-		parts = append(parts, "made by "+l[harvester.LabelCreator])
-	default:
-		parts = append(parts, "it carries none of the driver's labels")
-	}
-	return strings.Join(parts, ", ")
 }

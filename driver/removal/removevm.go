@@ -11,7 +11,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
@@ -85,7 +84,7 @@ func removeWithVM(ctx context.Context, api *harvesterapi.API, m *machine.Machine
 		err = WaitRemoved(ctx, api, m, targets...)
 	}
 	if err != nil {
-		return goneError(ctx, m, harvesterapi.KindPVC+"s "+strings.Join(claims, ", "), err)
+		return goneError(ctx, api, m, harvesterapi.KindPVC+"s "+strings.Join(claims, ", "), err)
 	}
 	// KubeVirt releases the VM only once its instance is gone; a VM deleted
 	// with its dependents orphaned (by someone else) does not wait: make
@@ -116,15 +115,15 @@ func waitSecretGone(ctx context.Context, api *harvesterapi.API, m *machine.Machi
 		err = WaitRemoved(ctx, api, m, vmTarget, secretTarget)
 	}
 	if err != nil {
-		return goneError(ctx, m, "VM "+vm.Name+" and Secret "+name, err)
+		return goneError(ctx, api, m, "VM "+vm.Name+" and Secret "+name, err)
 	}
 	return nil
 }
 
 // goneError explains a wait for deletion that did not end.
-func goneError(ctx context.Context, m *machine.Machine, what string, err error) error {
+func goneError(ctx context.Context, api *harvesterapi.API, m *machine.Machine, what string, err error) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("timed out after %s waiting for %s in %s to be deleted", m.WaitTimeout(), what, m.Config.VMNamespace)
 	}
-	return config.APIError("watch "+what, err)
+	return api.Explain("watch "+what, err)
 }

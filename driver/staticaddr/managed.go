@@ -10,6 +10,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
@@ -90,4 +91,15 @@ func CheckWithDHCP(ctx context.Context, api *harvesterapi.API, m *machine.Machin
 	default:
 		log.Infof("%s: managed DHCP (IPPool %s) accounts for the held %s", m.Name, s.Pool, s.Held)
 	}
+}
+
+// ManagedNIC is the machine's first NIC on a network managed DHCP serves
+// (nil: none).
+func ManagedNIC(plan vmspec.VMPlan) *vmspec.NICPlan {
+	for i := range plan.NICs {
+		if plan.NICs[i].DHCPPool != nil {
+			return &plan.NICs[i]
+		}
+	}
+	return nil
 }
