@@ -8,9 +8,6 @@ import (
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
-	"github.com/harvester-kit/harvester-machine/driver/power"
-	"github.com/harvester-kit/harvester-machine/driver/removal"
-	"github.com/harvester-kit/harvester-machine/driver/staticaddr"
 )
 
 // client returns the Harvester API of the command's credential, built
@@ -32,12 +29,13 @@ func (d *Driver) client() (*harvesterapi.API, error) {
 }
 
 // harvesterConfig is the client configuration of the command's credential:
-// the one validation parsed (create), else parsed now (parseKubeconfig).
+// the one validation parsed (create), else parsed now
+// (config.ParseKubeconfig).
 func (d *Driver) harvesterConfig() (*rest.Config, error) {
 	if d.parsed != nil && d.parsed.Harvester != nil && d.sessionKubeconfig == "" {
 		return d.parsed.Harvester, nil
 	}
-	cfg, err := parseKubeconfig(d.kubeconfig())
+	cfg, err := config.ParseKubeconfig(d.kubeconfig())
 	if err != nil {
 		return nil, config.FlagError(config.FlagKubeconfigContent, err)
 	}
@@ -53,12 +51,12 @@ func (d *Driver) apiOptions() harvesterapi.Options {
 	return harvesterapi.Options{CallTimeout: timeout, TimeoutSource: config.FlagField(config.FlagAPITimeout), Rejected: config.CredentialsRejected}
 }
 
-// machine is the machine as the concern packages see it: the driver's
-// stored state (shared) and this command's facts.
+// machine is the machine as the concern packages see it, built once per
+// command (the driver's stored state, shared, and this command's facts)
+// and passed to them by hand.
 func (d *Driver) machine() *machine.Machine {
-	return &machine.Machine{Config: &d.Config, Ownership: &d.Ownership, Held: &d.Held, MachineName: d.MachineName, SecretPending: d.secretPending}
+	if d.m == nil || d.m.Name != d.MachineName {
+		d.m = &machine.Machine{Config: &d.Config, Ownership: &d.Ownership, Held: &d.Held, Name: d.MachineName}
+	}
+	return d.m
 }
-
-func (d *Driver) power() power.Control        { return power.Control{Machine: d.machine()} }
-func (d *Driver) remover() removal.Remover    { return removal.Remover{Machine: d.machine()} }
-func (d *Driver) claimer() staticaddr.Claimer { return staticaddr.Claimer{Machine: d.machine()} }

@@ -5,12 +5,8 @@ import (
 	"testing"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
-	"github.com/harvester-kit/harvester-machine/driver/vmspec"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest"
 )
-
-func proxyKubeconfig() string {
-	return strings.Replace(testKubeconfig, "https://127.0.0.1:6443", "https://rancher.example.com/k8s/clusters/c-m-abcd1234", 1)
-}
 
 func TestCloudProviderValidation(t *testing.T) {
 	cases := []struct {
@@ -71,45 +67,6 @@ func TestCloudProviderValidation(t *testing.T) {
 	}
 }
 
-func TestGuestServer(t *testing.T) {
-	c := config.Config{KubeconfigContent: testKubeconfig}
-	harvester, err := parseKubeconfig(c.KubeconfigContent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := GuestServer(c, harvester); err != nil || got != "https://127.0.0.1:6443" {
-		t.Errorf("default: %q %v, want the kubeconfig's server", got, err)
-	}
-	c.CloudProviderServer = "https://10.0.0.10:6443"
-	if got, err := GuestServer(c, harvester); err != nil || got != c.CloudProviderServer {
-		t.Errorf("flag: %q %v, want %q", got, err, c.CloudProviderServer)
-	}
-}
-
-func TestCloudProviderFlagNamesAvoidUserdataWords(t *testing.T) {
-	for _, f := range []string{config.FlagCloudProvider, config.FlagCloudProviderServer} {
-		for _, w := range []string{"user-data", "userdata", "custom-data", "cloud-config"} {
-			if strings.Contains(f, w) {
-				t.Errorf("flag %s contains %q: rancher-machine would pass its install script through it", f, w)
-			}
-		}
-	}
-}
-
-// TestGuestAddonsManagementNetwork: a machine with several NICs tells the
-// cloud provider its first network is the management network; one NIC
-// leaves the cloud provider's own choice.
-func TestGuestAddonsManagementNetwork(t *testing.T) {
-	one := []vmspec.NICPlan{{Name: "nic-0", Network: config.ObjectRef{Namespace: "default", Name: "vlan1"}}}
-	two := append(one, vmspec.NICPlan{Name: "nic-1", Network: config.ObjectRef{Namespace: "storage", Name: "vlan20"}})
-	if o := guestAddons("g", one); o.LB.ManagementNetwork != "" || o.ClusterName != "g" || !o.KubeVIP {
-		t.Errorf("one NIC: %+v", o)
-	}
-	o := guestAddons("g", two)
-	if got := o.LB.CCMArgs(); len(got) != 1 || got[0] != "--management-network=default/vlan1" {
-		t.Errorf("two NICs: CCM args %q", got)
-	}
-	if err := o.Validate(); err != nil {
-		t.Error(err)
-	}
+func proxyKubeconfig() string {
+	return strings.Replace(drivertest.Kubeconfig, "https://127.0.0.1:6443", "https://rancher.example.com/k8s/clusters/c-m-abcd1234", 1)
 }

@@ -65,7 +65,7 @@ func (d *Driver) checkNamespace(ctx context.Context, api *harvesterapi.API, nsSe
 		case apierrors.IsForbidden(err):
 			log.Warnf("cannot read namespace %s (forbidden); skipping that check", d.VMNamespace)
 		default:
-			problems = append(problems, notFoundOr(err, config.FlagProblem(config.FlagVMNamespace, "namespace %q does not exist", d.VMNamespace)))
+			problems = append(problems, harvesterapi.NotFoundOr(err, config.FlagProblem(config.FlagVMNamespace, "namespace %q does not exist", d.VMNamespace)))
 		}
 	}
 	if d.ClusterUID == "" && d.NamespaceUID == "" && len(problems) == 0 {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest"
 	"github.com/harvester-kit/harvester-machine/internal/field"
 )
 
@@ -21,7 +22,7 @@ func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) 
 
 func validValues() map[string]any {
 	return map[string]any{
-		config.FlagKubeconfigContent: testKubeconfig,
+		config.FlagKubeconfigContent: drivertest.Kubeconfig,
 		config.FlagImageName:         "default/ubuntu-22.04",
 		config.FlagNetworkName:       "default/vlan1",
 		config.FlagSSHUser:           "ubuntu",
@@ -40,7 +41,7 @@ func TestSetConfigFromFlagsValid(t *testing.T) {
 	d := New()
 	d.MachineName = "c1-pool1-abcde"
 	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{
-		config.FlagKubeconfigContent: b64(testKubeconfig),
+		config.FlagKubeconfigContent: b64(drivertest.Kubeconfig),
 		config.FlagDiskInfo:          b64(`{"disks":[{"imageName":"default/ubuntu-22.04","size":20,"bootOrder":1}]}`),
 		config.FlagUserData:          b64("#cloud-config\npackages: [htop]\n"),
 		config.FlagNetworkData:       "version: 2\nethernets:\n  enp1s0:\n    dhcp4: true\n",
@@ -48,7 +49,7 @@ func TestSetConfigFromFlagsValid(t *testing.T) {
 	}))); err != nil {
 		t.Fatalf("valid config rejected: %v", err)
 	}
-	if d.KubeconfigContent != testKubeconfig {
+	if d.KubeconfigContent != drivertest.Kubeconfig {
 		t.Errorf("base64 kubeconfig not decoded")
 	}
 	if !strings.HasPrefix(d.UserData, "#cloud-config") || !strings.HasPrefix(d.DiskInfo, "{") || !strings.HasPrefix(d.VMAffinity, "{") {
@@ -164,32 +165,6 @@ func TestCloudConfigFileRead(t *testing.T) {
 	}
 }
 
-func TestDecodePlainOrBase64(t *testing.T) {
-	cases := []struct {
-		name, in, want string
-		ok             func(string) bool
-	}{
-		{"plain json", `{"a":1}`, `{"a":1}`, config.IsJSONObject},
-		{"base64 json", b64(`{"a":1}`), `{"a":1}`, config.IsJSONObject},
-		{"raw url base64 json", base64.RawURLEncoding.EncodeToString([]byte(`{"a":"??>"}`)), `{"a":"??>"}`, config.IsJSONObject},
-		{"wrapped base64", b64(`{"a":1}`)[:8] + "\n" + b64(`{"a":1}`)[8:], `{"a":1}`, config.IsJSONObject},
-		{"plain user data that is valid base64", "abcd", "abcd", config.IsUserData},
-		{"plain cloud-config", "#cloud-config\na: b\n", "#cloud-config\na: b\n", config.IsUserData},
-		{"base64 script", b64("#!/bin/sh\necho hi\n"), "#!/bin/sh\necho hi\n", config.IsUserData},
-		{"base64 of non-utf8", base64.StdEncoding.EncodeToString([]byte{0xff, 0xfe, 0x00}), base64.StdEncoding.EncodeToString([]byte{0xff, 0xfe, 0x00}), config.IsUserData},
-		{"base64 of plain words stays plain", b64("hello world"), b64("hello world"), config.IsJSONObject},
-		{"kubeconfig base64", b64(testKubeconfig), testKubeconfig, config.IsKubeconfig},
-		{"empty", "", "", config.IsJSONObject},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := config.DecodePlainOrBase64(tc.in, tc.ok); got != tc.want {
-				t.Errorf("got %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestCredentialsFrom(t *testing.T) {
 	env := func(v string) func(string) string {
 		return func(k string) string {
@@ -208,7 +183,7 @@ func TestCredentialsFrom(t *testing.T) {
 	}{
 		{"none", []string{"rancher-machine", "rm", "-y", "m"}, "", "", false},
 		{"env", []string{"rm"}, "ENV", "ENV", true},
-		{"arg with = and padding wins", []string{"rm", "--harvester-kubeconfig-content=" + b64(testKubeconfig+"# padded\n")}, "ENV", testKubeconfig + "# padded\n", true},
+		{"arg with = and padding wins", []string{"rm", "--harvester-kubeconfig-content=" + b64(drivertest.Kubeconfig+"# padded\n")}, "ENV", drivertest.Kubeconfig + "# padded\n", true},
 		{"arg separate", []string{"rm", "--harvester-kubeconfig-content", "PLAIN", "m"}, "", "PLAIN", true},
 	}
 	for _, tc := range cases {

@@ -11,10 +11,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/driver/capacity"
+	"github.com/harvester-kit/harvester-machine/driver/cloudcred"
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/removal"
 	"github.com/harvester-kit/harvester-machine/driver/staticaddr"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
@@ -55,8 +56,8 @@ func (d *Driver) Create() (err error) {
 		return err
 	}
 	var goal machine.Goal = machine.RunningWithAddress
-	static := staticPlanOf(in.Static, plan)
-	managed := managedNIC(plan)
+	static := staticaddr.PlanOf(in.Static, plan)
+	managed := staticaddr.ManagedNIC(plan)
 	var made *corev1.Secret
 	if static == nil {
 		made, err = d.createSecretThenVM(ctx, api, &undo, plan, secret, vm)
@@ -88,9 +89,9 @@ func (d *Driver) Create() (err error) {
 	switch {
 	case static != nil:
 		ip = static.Held.String()
-		d.claimer().CheckWithDHCP(ctx, api, static)
+		staticaddr.CheckWithDHCP(ctx, api, d.machine(), static)
 	case managed != nil:
-		ip = d.claimer().HoldManaged(ctx, api, managed.Name, managed.MAC, managed.DHCPPool, vmi)
+		ip = staticaddr.HoldManaged(ctx, api, d.machine(), managed.Name, managed.MAC, managed.DHCPPool, vmi)
 	}
 	d.IPAddress = ip
 	log.Infof("%s: running, address %s", d.MachineName, ip)
@@ -129,21 +130,20 @@ func (d *Driver) createSecretThenVM(ctx context.Context, api *harvesterapi.API, 
 // as made. A failure after the VM exists removes the VM, and garbage
 // collection the rest.
 func (d *Driver) createWithStaticAddress(ctx context.Context, api *harvesterapi.API, undo *rollback, plan vmspec.VMPlan, secret *corev1.Secret, vm *kubevirtv1.VirtualMachine, s *staticaddr.Plan) (*corev1.Secret, error) {
-	free, err := d.claimer().FreeAddresses(ctx, api, s)
+	free, err := staticaddr.FreeAddresses(ctx, api, d.machine(), s)
 	if err != nil {
 		return nil, err
 	}
 	halted := kubevirtv1.RunStrategyHalted
 	vm.Spec.RunStrategy = &halted
-	d.secretPending = true
+	d.machine().SecretPending = true
 	created, err := d.createMachineVM(ctx, api, undo, plan, vm)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.claimer().ClaimAddress(ctx, api, s, free, created); err != nil {
+	if err := staticaddr.ClaimAddress(ctx, api, d.machine(), s, free, created); err != nil {
 		return nil, err
 	}
-	d.HeldAddress, d.HeldInterface = s.Held.String(), s.NICName()
 	data, err := s.NetworkData(d.NetworkData)
 	if err != nil {
 		return nil, err
@@ -157,17 +157,17 @@ func (d *Driver) createWithStaticAddress(ctx context.Context, api *harvesterapi.
 	if err != nil {
 		return nil, err
 	}
-	d.secretPending = false
+	d.machine().SecretPending = false
 	return made, api.StartVM(ctx, d.VMNamespace, created.Name, created.UID, plan.RunStrategy, s.Annotations())
 }
 
 // createMachineVM creates the VM, registers its removal as an undo step
 // and records its UID.
 func (d *Driver) createMachineVM(ctx context.Context, api *harvesterapi.API, undo *rollback, plan vmspec.VMPlan, vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
-	log.Infof("%s: creating VM %s/%s (%d CPU, %d GiB, %d disk(s), %d NIC(s)) with %s", d.MachineName, d.VMNamespace, vm.Name, plan.CPU, plan.MemoryGiB, len(plan.Disks), len(plan.NICs), version.String(BinaryName))
+	log.Infof("%s: creating VM %s/%s (%d CPU, %d GiB, %d disk(s), %d NIC(s)) with %s", d.MachineName, d.VMNamespace, vm.Name, plan.CPU, plan.MemoryGiB, len(plan.Disks), len(plan.NICs), version.String(config.BinaryName))
 	created, err := d.createVM(ctx, api, vm)
 	if !errors.Is(err, errNameTaken) {
-		undo.add(func(c context.Context) error { return d.remover().RemoveMachine(c, api) })
+		undo.add(func(c context.Context) error { return removal.RemoveMachine(c, api, d.machine()) })
 	}
 	if err != nil {
 		return nil, err
@@ -215,10 +215,10 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (vmspe
 	for _, ref := range refs {
 		img, err := api.GetImage(ctx, ref.Namespace, ref.Name)
 		if err != nil {
-			return vmspec.VMPlan{}, nil, nil, notFoundOr(err, fmt.Errorf("image %s does not exist; nothing was created", ref))
+			return vmspec.VMPlan{}, nil, nil, harvesterapi.NotFoundOr(err, fmt.Errorf("image %s does not exist; nothing was created", ref))
 		}
 		if ok, msg := harvesterapi.ConditionTrue(img.Status.Conditions, "Imported"); !ok {
-			return vmspec.VMPlan{}, nil, nil, fmt.Errorf("image %s is not imported (condition Imported is not True%s); nothing was created", ref, suffix(msg))
+			return vmspec.VMPlan{}, nil, nil, fmt.Errorf("image %s is not imported (condition Imported is not True%s); nothing was created", ref, harvesterapi.MessageSuffix(msg))
 		}
 		images[ref.String()] = vmspec.ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
 	}
@@ -232,7 +232,7 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (vmspe
 	for i, nic := range plan.NICs {
 		labels, err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name)
 		if err != nil {
-			return plan, nil, nil, notFoundOr(err, fmt.Errorf("network %s does not exist; nothing was created", nic.Network))
+			return plan, nil, nil, harvesterapi.NotFoundOr(err, fmt.Errorf("network %s does not exist; nothing was created", nic.Network))
 		}
 		if ns, name := dhcpapi.PoolOf(labels); name != "" {
 			plan.NICs[i].DHCPPool = &config.ObjectRef{Namespace: ns, Name: name}
@@ -242,7 +242,7 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (vmspe
 	if err != nil {
 		return plan, nil, nil, err
 	}
-	files, err := d.cloudProviderFiles(ctx, api, plan.NICs)
+	files, err := cloudcred.Files(ctx, api, d.machine(), plan.NICs)
 	if err != nil {
 		return plan, nil, nil, err
 	}
@@ -250,7 +250,7 @@ func (d *Driver) buildMachine(ctx context.Context, api *harvesterapi.API) (vmspe
 	if err != nil {
 		return plan, nil, nil, fmt.Errorf("build cloud-init user data: %w", err)
 	}
-	if err := capacity.CheckSecretSize(len(userData), len(d.NetworkData), capacity.SecretParts(d.Config)); err != nil {
+	if err := config.CheckSecretSize(len(userData), len(d.NetworkData), config.SecretParts(d.Config)); err != nil {
 		return plan, nil, nil, err
 	}
 	vm, err := vmspec.BuildVM(plan)
@@ -290,26 +290,5 @@ func (d *Driver) removeOwnSecret(ctx context.Context, api *harvesterapi.API, nam
 	if err := api.DeleteSecret(ctx, d.VMNamespace, name, s.UID); err != nil {
 		return err
 	}
-	return d.remover().WaitRemoved(ctx, api, harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: name, UID: s.UID})
-}
-
-// managedNIC is the machine's first NIC on a network managed DHCP serves
-// (nil: none).
-func managedNIC(plan vmspec.VMPlan) *vmspec.NICPlan {
-	for i := range plan.NICs {
-		if plan.NICs[i].DHCPPool != nil {
-			return &plan.NICs[i]
-		}
-	}
-	return nil
-}
-
-// staticPlanOf is the static address plan of the machine's static NIC (nil:
-// none).
-func staticPlanOf(s *config.StaticAddressing, plan vmspec.VMPlan) *staticaddr.Plan {
-	if s == nil || s.NIC >= len(plan.NICs) {
-		return nil
-	}
-	nic := plan.NICs[s.NIC]
-	return &staticaddr.Plan{StaticAddressing: *s, Network: nic.Network, MAC: nic.MAC, Pool: nic.DHCPPool}
+	return removal.WaitRemoved(ctx, api, d.machine(), harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: name, UID: s.UID})
 }

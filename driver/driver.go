@@ -15,15 +15,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
-	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 )
-
-// DriverName is the name rancher-machine knows the driver by.
-const DriverName = "harvester"
-
-// BinaryName is the plugin binary's name: rancher-machine looks for
-// docker-machine-driver-<DriverName> on PATH.
-const BinaryName = "docker-machine-driver-" + DriverName
 
 // Driver implements drivers.Driver for Harvester.
 type Driver struct {
@@ -33,7 +25,7 @@ type Driver struct {
 	machine.Held
 
 	// parsed are the JSON flags of Config, parsed (see inputs).
-	parsed *vmspec.Inputs
+	parsed *config.Inputs
 	// api is the Harvester API of the current credentials (lazily built).
 	api *harvesterapi.API
 	// sessionKubeconfig is a credential from this command's arguments or
@@ -47,9 +39,8 @@ type Driver struct {
 	storeOnConfirm string
 	// createdRV is the resource version of the VM this process created.
 	createdRV string
-	// secretPending: this process created the VM before its cloud-init
-	// Secret (static addresses), and the Secret is not made yet.
-	secretPending bool
+	// m is the machine the concern packages see (see machine).
+	m *machine.Machine
 }
 
 // New returns a driver with the flag defaults, for plugin.RegisterDriver.
@@ -61,7 +52,7 @@ func New() *Driver {
 }
 
 // DriverName returns "harvester".
-func (d *Driver) DriverName() string { return DriverName }
+func (d *Driver) DriverName() string { return config.DriverName }
 
 // UnmarshalJSON loads the stored machine config and then re-reads the
 // credentials from this process's arguments and environment (the plugin
@@ -79,7 +70,7 @@ func (d *Driver) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("load harvester driver config: %w", err)
 	}
 	*d = Driver(target)
-	d.parsed = nil
+	d.parsed, d.m = nil, nil
 	d.useCommandCredentials(os.Args, os.Getenv)
 	return nil
 }

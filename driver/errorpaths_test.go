@@ -315,10 +315,10 @@ func TestInputsParsedOnLoad(t *testing.T) {
 // and cloud-provider files), the pre-create check does not, and Create
 // only renders that document with the machine's key.
 func TestUserDataMergedOncePerCommand(t *testing.T) {
-	merge := mergeUserData
-	t.Cleanup(func() { mergeUserData = merge })
+	merge := config.MergeUserData
+	t.Cleanup(func() { config.MergeUserData = merge })
 	merges := 0
-	mergeUserData = func(in cloudinit.Input, user ...cloudinit.Part) (*cloudinit.Document, error) {
+	config.MergeUserData = func(in cloudinit.Input, user ...cloudinit.Part) (*cloudinit.Document, error) {
 		merges++
 		return merge(in, user...)
 	}

@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/harvester-kit/harvester-machine/driver/capacity"
 	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/internal/field"
@@ -82,7 +82,7 @@ func buildAccepted(t *testing.T, d *Driver) {
 	if err != nil {
 		t.Fatalf("accepted user data does not build: %v", err)
 	}
-	if err := capacity.CheckSecretSize(len(userData), len(d.NetworkData), capacity.SecretParts(d.Config)); err != nil {
+	if err := config.CheckSecretSize(len(userData), len(d.NetworkData), config.SecretParts(d.Config)); err != nil {
 		t.Fatalf("accepted user data is over the Secret limit: %v", err)
 	}
 }
@@ -164,11 +164,11 @@ func FuzzNetworkData(f *testing.F) {
 }
 
 func FuzzKubeconfigContent(f *testing.F) {
-	fuzzSeeds(f, testKubeconfig, "clusters: 5\n", "apiVersion: v1\nkind: Config\n",
-		strings.Replace(testKubeconfig, "token: secret-token", "exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/true", 1))
+	fuzzSeeds(f, drivertest.Kubeconfig, "clusters: 5\n", "apiVersion: v1\nkind: Config\n",
+		strings.Replace(drivertest.Kubeconfig, "token: secret-token", "exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/true", 1))
 	f.Fuzz(func(t *testing.T, v string) {
 		fuzzFlag(t, config.FlagKubeconfigContent, v)
-		_, err := parseKubeconfig(v)
+		_, err := config.ParseKubeconfig(v)
 		cfg, lerr := clientcmd.Load([]byte(v))
 		if err == nil || lerr != nil {
 			return
@@ -178,21 +178,6 @@ func FuzzKubeconfigContent(f *testing.F) {
 				if len(secret) >= 4 && strings.Contains(err.Error(), secret) {
 					t.Fatalf("a secret of the kubeconfig is in the error: %v", err)
 				}
-			}
-		}
-	})
-}
-
-// FuzzDecodePlainOrBase64: the decoding returns the value itself or a
-// decoding of it that has the expected form; it never panics.
-func FuzzDecodePlainOrBase64(f *testing.F) {
-	fuzzSeeds(f, `{"a":1}`, "abcd", "version: 2\n", "#cloud-config\n", "", "  \n", "YWJj\nZGVm", "e30", "e30=")
-	forms := []func(string) bool{config.IsJSONObject, config.IsYAMLMapping, config.IsUserData, config.IsKubeconfig}
-	f.Fuzz(func(t *testing.T, v string) {
-		for _, ok := range forms {
-			got := config.DecodePlainOrBase64(v, ok)
-			if got != v && !ok(got) {
-				t.Fatalf("decoded %q to %q, which does not have the expected form", v, got)
 			}
 		}
 	})

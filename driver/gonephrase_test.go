@@ -14,6 +14,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
 )
 
@@ -137,7 +138,7 @@ func TestBrokenKubeconfigKeepsMachine(t *testing.T) {
 				kubeObjs, virtObjs := machineObjects(true)
 				d, f := newFakeDriver(t, testCluster, kubeObjs, virtObjs)
 				d.api = nil
-				d.sessionKubeconfig = strings.Replace(testKubeconfig, tc.from, tc.to, 1)
+				d.sessionKubeconfig = strings.Replace(drivertest.Kubeconfig, tc.from, tc.to, 1)
 				var err error
 				if cmd == "rm" {
 					err = d.Remove()

@@ -12,9 +12,8 @@ import (
 
 	cryptossh "golang.org/x/crypto/ssh"
 
-	"github.com/harvester-kit/harvester-machine/driver/capacity"
 	"github.com/harvester-kit/harvester-machine/driver/config"
-	"github.com/harvester-kit/harvester-machine/driver/staticaddr"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 )
 
@@ -36,7 +35,7 @@ func TestOversizedValuesRejected(t *testing.T) {
 	}{
 		{"memory", map[string]any{config.FlagMemorySize: 9999999999}, []string{"--harvester-memory-size: 9999999999 GiB is too large", "largest valid value is 8589934591"}},
 		{"disk", map[string]any{config.FlagDiskSize: 99999999999}, []string{"--harvester-disk-size: 99999999999 GiB is too large", "largest valid value is 8589934591"}},
-		{"reserved memory", map[string]any{config.FlagMemorySize: 9999999999, config.FlagReservedMemorySize: 1 << 62}, []string{"--harvester-reserved-memory-size:", "largest valid value is " + strconv.Itoa(capacity.MaxReservedMemoryMiB)}},
+		{"reserved memory", map[string]any{config.FlagMemorySize: 9999999999, config.FlagReservedMemorySize: 1 << 62}, []string{"--harvester-reserved-memory-size:", "largest valid value is " + strconv.Itoa(config.MaxReservedMemoryMiB)}},
 		{"disk-info size", map[string]any{config.FlagDiskInfo: `{"disks":[{"imageName":"default/ubuntu-22.04","size":99999999999}]}`}, []string{"--harvester-disk-info: disks[0]: size 99999999999 GiB is too large", "8589934591"}},
 		{"cpu", map[string]any{config.FlagCPUCount: 1 << 40}, []string{"--harvester-cpu-count:", "largest valid value is 4294967295"}},
 		{"wait timeout", map[string]any{config.FlagWaitTimeout: 1 << 62}, []string{"--harvester-wait-timeout:", "largest valid value is 9223372036"}},
@@ -55,8 +54,8 @@ func TestOversizedValuesRejected(t *testing.T) {
 		})
 	}
 	// The largest valid values still build a VM.
-	c := config.Config{VMNamespace: "default", CPUCount: 1, MemoryGiB: capacity.MaxMemoryGiB, ReservedMemoryMiB: -1,
-		ImageName: "default/img", DiskSizeGiB: capacity.MaxDiskGiB, NetworkName: "default/vlan1"}
+	c := config.Config{VMNamespace: "default", CPUCount: 1, MemoryGiB: config.MaxMemoryGiB, ReservedMemoryMiB: -1,
+		ImageName: "default/img", DiskSizeGiB: config.MaxDiskGiB, NetworkName: "default/vlan1"}
 	p, err := planOf(t, c, "m", map[string]vmspec.ImageFacts{"default/img": {StorageClassName: "sc"}})
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +65,7 @@ func TestOversizedValuesRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	mem := vm.Spec.Template.Spec.Domain.Resources.Limits.Memory()
-	if got, want := mem.Value(), int64(capacity.MaxMemoryGiB)<<30; got != want {
+	if got, want := mem.Value(), int64(config.MaxMemoryGiB)<<30; got != want {
 		t.Errorf("memory quantity %d bytes, want %d", got, want)
 	}
 }
@@ -74,18 +73,18 @@ func TestOversizedValuesRejected(t *testing.T) {
 // User data that would make the cloud-init Secret larger than Kubernetes
 // allows is rejected at validation, naming the flag and the limit.
 func TestUserDataOverSecretLimit(t *testing.T) {
-	big := "#cloud-config\nwrite_files:\n- path: /big\n  content: " + strings.Repeat("a", capacity.MaxSecretBytes) + "\n"
+	big := "#cloud-config\nwrite_files:\n- path: /big\n  content: " + strings.Repeat("a", config.MaxSecretBytes) + "\n"
 	err := validateErr(t, map[string]any{config.FlagUserData: big})
 	if err == nil || !strings.Contains(err.Error(), "--harvester-user-data: the machine's cloud-init Secret would hold") ||
 		!strings.Contains(err.Error(), "1048576 bytes") {
 		t.Fatalf("want the Secret limit error naming --harvester-user-data, got %v", err)
 	}
-	nd := "version: 1\nconfig:\n- type: physical\n  name: " + strings.Repeat("e", capacity.MaxSecretBytes) + "\n"
+	nd := "version: 1\nconfig:\n- type: physical\n  name: " + strings.Repeat("e", config.MaxSecretBytes) + "\n"
 	if err := validateErr(t, map[string]any{config.FlagNetworkData: nd}); err == nil || !strings.Contains(err.Error(), "--harvester-network-data: the machine's cloud-init Secret") {
 		t.Fatalf("want the Secret limit error naming --harvester-network-data, got %v", err)
 	}
 	// Half the limit is fine.
-	ok := "#cloud-config\nwrite_files:\n- path: /big\n  content: " + strings.Repeat("a", capacity.MaxSecretBytes/2) + "\n"
+	ok := "#cloud-config\nwrite_files:\n- path: /big\n  content: " + strings.Repeat("a", config.MaxSecretBytes/2) + "\n"
 	if err := validateErr(t, map[string]any{config.FlagUserData: ok}); err != nil {
 		t.Fatalf("half a MiB rejected: %v", err)
 	}
@@ -202,7 +201,7 @@ func TestNetworkDataV2Structure(t *testing.T) {
 		"version: 2\nrenderer: networkd\nethernets:\n  eth0:\n    addresses:\n    - 10.0.0.5/24: {lifetime: 0}\n",
 	}
 	for _, nd := range valid {
-		if err := staticaddr.ValidateNetworkData(nd); err != nil {
+		if err := config.ValidateNetworkData(nd); err != nil {
 			t.Errorf("valid v2 %q rejected: %v", nd, err)
 		}
 	}
@@ -234,7 +233,7 @@ func TestKubeconfigContentPluginsRejected(t *testing.T) {
 		"tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token",
 		"auth-provider:\n      name: oidc\n      config: {idp-issuer-url: https://x}",
 	} {
-		kc := strings.Replace(testKubeconfig, "token: secret-token", user, 1)
+		kc := strings.Replace(drivertest.Kubeconfig, "token: secret-token", user, 1)
 		err := validateErr(t, map[string]any{config.FlagKubeconfigContent: kc})
 		if err == nil || !strings.Contains(err.Error(), `--harvester-kubeconfig-content: user "u" may not use exec or auth-provider plugins or a tokenFile`) {
 			t.Errorf("user %q: got %v", user, err)

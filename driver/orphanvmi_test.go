@@ -2,8 +2,6 @@ package driver
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,8 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // controlledBy makes vmi the instance of the VM of that UID.
@@ -49,32 +45,5 @@ func TestRemoveDeletesOrphanedVMI(t *testing.T) {
 				t.Errorf("VMI deleted: %v, want %v (get: %v)", gone, tc.deleted, err)
 			}
 		})
-	}
-}
-
-// TestPreCreateRefusesOrphanedVMI: a VM instance holding the machine's
-// name is a pre-create problem that says whose it is.
-func TestPreCreateRefusesOrphanedVMI(t *testing.T) {
-	cases := []struct {
-		name string
-		vmi  *kubevirtv1.VirtualMachineInstance
-		want []string
-	}{
-		{"orphaned machine's", fakeVMI("abc", "u"), []string{
-			"a VM instance (VMI) " + testNS + "/" + testMachine + " already exists and holds the machine's name",
-			"it belongs to no VM (a VM deleted with --cascade=orphan leaves its instance running)",
-			"made by the machine with " + harvester.LabelMachineID + "=abc of guest cluster c1",
-			"kubectl delete vmi -n " + testNS + " " + testMachine}},
-		{"another VM's", controlledBy(&kubevirtv1.VirtualMachineInstance{ObjectMeta: metav1.ObjectMeta{Name: testMachine, Namespace: testNS}}, "uid-x"), []string{
-			"it is the instance of VirtualMachine " + testMachine + " (UID uid-x)", "it carries none of the driver's labels"}},
-	}
-	for _, tc := range cases {
-		d, _ := newFakeDriver(t, testCluster, nil, []runtime.Object{tc.vmi})
-		got := errors.Join(d.checkNameFree(context.Background(), d.api, nil)...)
-		for _, w := range tc.want {
-			if got == nil || !strings.Contains(got.Error(), w) {
-				t.Errorf("%s: got %v, want %q", tc.name, got, w)
-			}
-		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/removal"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
@@ -261,7 +262,7 @@ func TestRemoveFindsDisksByLabel(t *testing.T) {
 		fakePVC("someone-elses", ownedBy("other")),
 		fakeSecret(ownedBy(testMachineID)),
 	}, nil)
-	r, err := d.remover().Find(context.Background(), d.api, nil)
+	r, err := removal.Find(context.Background(), d.api, d.machine(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,31 +280,12 @@ func TestRemoveKeepsForeignVolumeOfOwnVM(t *testing.T) {
 	vm := fakeVM(testMachineID, "uid-1")
 	vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "users-data"
 	d, _ := newFakeDriver(t, testCluster, []runtime.Object{fakePVC("users-data", nil)}, []runtime.Object{vm})
-	r, err := d.remover().Find(context.Background(), d.api, nil)
+	r, err := removal.Find(context.Background(), d.api, d.machine(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(r.Claims) != 0 || r.VM == nil {
 		t.Errorf("claims %v vm %v", r.Claims, r.VM)
-	}
-}
-
-// TestPreCreateRefusesLeftovers: a disk of an earlier machine of the name
-// makes the name unusable, and the problem says which; the VM and Secret
-// names are not read (Create's own creates find them taken), the VM
-// instance's is (see TestPreCreateRefusesOrphanedVMI).
-func TestPreCreateRefusesLeftovers(t *testing.T) {
-	d, f := newFakeDriver(t, testCluster, []runtime.Object{fakePVC(testMachine+"-disk-0", nil), fakeSecret(nil)}, nil)
-	claims := []string{testMachine + "-disk-0", testMachine + "-disk-1"}
-	problems := d.checkNameFree(context.Background(), d.api, claims)
-	got := errors.Join(problems...)
-	if len(problems) != 1 || !strings.Contains(got.Error(), "volume (PVC) named "+testMachine+"-disk-0 already exists") {
-		t.Errorf("got %v", got)
-	}
-	for _, a := range append(f.kube.Actions(), f.virt.Actions()...) {
-		if r := a.GetResource().Resource; r != "persistentvolumeclaims" && r != "virtualmachineinstances" {
-			t.Errorf("read %s %s", a.GetVerb(), r)
-		}
 	}
 }
 

@@ -91,27 +91,27 @@ func (d *Driver) vmiAddress(what string, selectAddr func([]kubevirtv1.VirtualMac
 
 // Start sets the run strategy to RerunOnFailure and waits until the VM runs
 // with an address.
-func (d *Driver) Start() error { return d.withPower(power.Control.Start) }
+func (d *Driver) Start() error { return d.withPower(power.Start) }
 
 // Stop halts the VM (run strategy Halted) and waits until its VMI is gone.
-func (d *Driver) Stop() error { return d.withPower(power.Control.Stop) }
+func (d *Driver) Stop() error { return d.withPower(power.Stop) }
 
 // Kill halts the VM and deletes its VMI without grace period, then waits
 // until the VMI is gone.
-func (d *Driver) Kill() error { return d.withPower(power.Control.Kill) }
+func (d *Driver) Kill() error { return d.withPower(power.Kill) }
 
 // Restart deletes the running VMI and waits until a new one (new UID) runs
 // with an address; a stopped machine is started. It runs the VM with
 // strategy Always meanwhile and then restores the strategy it found,
 // whether the restart succeeded or not.
-func (d *Driver) Restart() error { return d.withPower(power.Control.Restart) }
+func (d *Driver) Restart() error { return d.withPower(power.Restart) }
 
 // withPower runs op on the machine's VM once the session is confirmed.
-func (d *Driver) withPower(op func(power.Control, context.Context, *harvesterapi.API) error) error {
+func (d *Driver) withPower(op func(context.Context, *harvesterapi.API, *machine.Machine) error) error {
 	ctx := context.Background()
 	api, err := d.session(ctx)
 	if err != nil {
 		return err
 	}
-	return op(d.power(), ctx, api)
+	return op(ctx, api, d.machine())
 }

@@ -7,6 +7,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/removal"
 )
 
 // Remove deletes what this machine created and nothing else: its VM (only
@@ -37,7 +38,7 @@ func (d *Driver) remove() error {
 	if err != nil {
 		return fmt.Errorf("remove: %w", err)
 	}
-	return d.remover().RemoveMachineOf(ctx, api, vm)
+	return removal.RemoveMachineOf(ctx, api, d.machine(), vm)
 }
 
 // confirmByVM confirms the cluster by the VM of the recorded UID when it

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
 )
 
-// kubeconfigFor is testKubeconfig pointing at addr.
+// kubeconfigFor is drivertest.Kubeconfig pointing at addr.
 func kubeconfigFor(addr string) string {
-	return strings.Replace(testKubeconfig, "127.0.0.1:6443", addr, 1)
+	return strings.Replace(drivertest.Kubeconfig, "127.0.0.1:6443", addr, 1)
 }
 
 // silentServer accepts connections and never answers; it returns its

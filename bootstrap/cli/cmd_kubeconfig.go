@@ -11,6 +11,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/guest/nodefiles"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
@@ -30,7 +31,7 @@ func credentialFlags() []ucli.Flag {
 	return append(accessFlags(),
 		&ucli.StringFlag{Name: FlagServer, Usage: "Harvester API `URL` as reachable from the guests, e.g. the VIP https://10.0.0.10:6443 (default: the server of --kubeconfig)", EnvVars: env(FlagServer)},
 		&ucli.DurationFlag{Name: FlagTTL, Usage: "issue a time-bound token (TokenRequest) valid for `DURATION` (>= 10m) instead of the long-lived Secret token", EnvVars: env(FlagTTL)},
-		&ucli.BoolFlag{Name: FlagCSIClusterWide, Usage: "bind " + credentials.CSIRoleName + " with a ClusterRoleBinding, as Harvester's own kubeconfig endpoint does. " +
+		&ucli.BoolFlag{Name: FlagCSIClusterWide, Usage: "bind " + harvester.CSIDriverRole + " with a ClusterRoleBinding, as Harvester's own kubeconfig endpoint does. " +
 			"WARNING: the guest's token may then patch every VM (disks, cloud-init, run strategy) and touch every snapshot and backup in EVERY namespace; " +
 			"by default it is bound in --namespace only", EnvVars: env(FlagCSIClusterWide)},
 		&ucli.BoolFlag{Name: FlagNoRWX, Usage: noRWXUsage, EnvVars: env(FlagNoRWX)},

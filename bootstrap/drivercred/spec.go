@@ -29,10 +29,6 @@ const (
 // DefaultServiceAccount names the driver's ServiceAccount by default.
 const DefaultServiceAccount = "docker-machine-driver-harvester"
 
-// LabelCredential marks every object of one driver credential; its value
-// is the ServiceAccount's <namespace>.<name> as a label value.
-const LabelCredential = credentials.LabelDriverCredential
-
 // Spec names one driver credential.
 type Spec struct {
 	ServiceAccount    string   // default DefaultServiceAccount
@@ -82,7 +78,8 @@ func (s Spec) RBACName() string {
 	return "harvester-bootstrap:driver:" + s.Namespace + ":" + s.ServiceAccount
 }
 
-// LabelValue is the LabelCredential value of the credential.
+// LabelValue is the credentials.LabelDriverCredential value of the
+// credential.
 func (s Spec) LabelValue() string { return s.Identity().LabelValue() }
 
 // Identity is the credential's ServiceAccount.
@@ -92,17 +89,17 @@ func (s Spec) Identity() credentials.DriverIdentity {
 
 // Labels are on every object of the credential.
 func (s Spec) Labels() map[string]string {
-	return map[string]string{addons.LabelManagedBy: addons.ManagedBy, LabelCredential: s.LabelValue()}
+	return map[string]string{addons.LabelManagedBy: addons.ManagedBy, credentials.LabelDriverCredential: s.LabelValue()}
 }
 
 // Selector selects every object of the credential.
 func (s Spec) Selector() string {
-	return addons.LabelManagedBy + "=" + addons.ManagedBy + "," + LabelCredential + "=" + s.LabelValue()
+	return addons.LabelManagedBy + "=" + addons.ManagedBy + "," + credentials.LabelDriverCredential + "=" + s.LabelValue()
 }
 
 // Owns reports whether labels mark an object as this credential's.
 func (s Spec) Owns(labels map[string]string) bool {
-	return labels[addons.LabelManagedBy] == addons.ManagedBy && labels[LabelCredential] == s.LabelValue()
+	return labels[addons.LabelManagedBy] == addons.ManagedBy && labels[credentials.LabelDriverCredential] == s.LabelValue()
 }
 
 // OwnsBinding reports whether rb is one of the credential's RoleBindings:

@@ -4,6 +4,7 @@ package main
 
 import (
 	"github.com/harvester-kit/harvester-machine/driver"
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/internal/pluginlog"
 	"github.com/harvester-kit/harvester-machine/internal/pluginserver"
 	"github.com/harvester-kit/harvester-machine/internal/version"
@@ -11,6 +12,6 @@ import (
 
 func main() {
 	pluginlog.Route()
-	pluginlog.Debugf("%s", version.String(driver.BinaryName))
+	pluginlog.Debugf("%s", version.String(config.BinaryName))
 	pluginserver.Serve(driver.New())
 }

@@ -1,7 +1,7 @@
 // Package capacity checks, before a machine is created, that it fits its
 // namespace's quotas (Kubernetes' and Harvester's rules, with the memory
-// overhead and the launcher pod's requests) and that its vGPUs have room;
-// and that its Secret stays within the API server's size limit.
+// overhead and the launcher pod's requests) and that its vGPUs have room.
+// The flags' bounds and the Secret's size limit are config's.
 package capacity
 
 import (
@@ -29,26 +29,23 @@ import (
 // that could not be planned (its images failed: that is reported);
 // staticClaim: the machine claims a static address; managedDHCP: what the
 // network check found.
-func (d Checker) Check(ctx context.Context, api *harvesterapi.API, plan *vmspec.VMPlan, vgpus []config.VGPURequest, staticClaim, managedDHCP bool) []error {
+func Check(ctx context.Context, api *harvesterapi.API, m *machine.Machine, plan *vmspec.VMPlan, vgpus []config.VGPURequest, staticClaim, managedDHCP bool) []error {
 	var problems []error
 	if plan != nil {
 		env := quotaEnv{staticClaim: staticClaim, managedDHCP: managedDHCP}
-		problems = append(problems, d.checkQuotas(ctx, api, *plan, env)...)
+		problems = append(problems, checkQuotas(ctx, api, m, *plan, env)...)
 	}
 	if len(vgpus) > 0 {
-		problems = append(problems, d.checkVGPUs(ctx, api, vgpus)...)
+		problems = append(problems, checkVGPUs(ctx, api, m, vgpus)...)
 	}
 	return problems
 }
 
-// Checker checks that one machine fits its namespace and hosts.
-type Checker struct{ *machine.Machine }
-
-func (d Checker) checkQuotas(ctx context.Context, api *harvesterapi.API, plan vmspec.VMPlan, env quotaEnv) []error {
-	quotas, err := api.ListResourceQuotas(ctx, d.VMNamespace)
+func checkQuotas(ctx context.Context, api *harvesterapi.API, m *machine.Machine, plan vmspec.VMPlan, env quotaEnv) []error {
+	quotas, err := api.ListResourceQuotas(ctx, m.Config.VMNamespace)
 	switch {
 	case apierrors.IsForbidden(err):
-		log.Warnf("cannot list the resource quotas of namespace %s (forbidden); skipping the quota check", d.VMNamespace)
+		log.Warnf("cannot list the resource quotas of namespace %s (forbidden); skipping the quota check", m.Config.VMNamespace)
 		return nil
 	case err != nil:
 		return []error{err}
@@ -64,15 +61,15 @@ func (d Checker) checkQuotas(ctx context.Context, api *harvesterapi.API, plan vm
 		}
 		if q.Labels[harvester.LabelDefaultResourceQuota] == "true" && ns == nil {
 			memory = true
-			if ns, err = api.GetNamespace(ctx, d.VMNamespace); err != nil {
-				log.Warnf("cannot read namespace %s for its project quota (%v); checking its ResourceQuotas only", d.VMNamespace, err)
+			if ns, err = api.GetNamespace(ctx, m.Config.VMNamespace); err != nil {
+				log.Warnf("cannot read namespace %s for its project quota (%v); checking its ResourceQuotas only", m.Config.VMNamespace, err)
 				ns = nil
 			}
 		}
 	}
 	env.overcommit = overcommitSetting(ctx, api, requests)
-	if d.CloudProvider != "" {
-		env.credential = d.credentialToMake(ctx, api, quotas.Items)
+	if m.Config.CloudProvider != "" {
+		env.credential = credentialToMake(ctx, api, m, quotas.Items)
 	}
 	if memory {
 		env.ratio = setting(ctx, api, harvester.SettingMemoryOverheadRatio, harvester.DefaultMemoryOverheadRatio)
@@ -147,7 +144,7 @@ func hostArch(ctx context.Context, api *harvesterapi.API) string {
 // credential in the VM namespace Create would make (the cluster's first
 // machine makes them, later ones reuse them). Each is read only when an
 // unscoped quota counts its kind; one that cannot be read is not counted.
-func (d Checker) credentialToMake(ctx context.Context, api *harvesterapi.API, quotas []corev1.ResourceQuota) credentialObjects {
+func credentialToMake(ctx context.Context, api *harvesterapi.API, m *machine.Machine, quotas []corev1.ResourceQuota) credentialObjects {
 	counts := map[corev1.ResourceName]bool{}
 	for i := range quotas {
 		if !harvester.QuotaScoped(&quotas[i]) {
@@ -156,7 +153,7 @@ func (d Checker) credentialToMake(ctx context.Context, api *harvesterapi.API, qu
 			}
 		}
 	}
-	a := credentials.Access{ClusterName: d.ClusterName, Namespace: d.VMNamespace}.WithDefaults()
+	a := credentials.Access{ClusterName: m.Config.ClusterName, Namespace: m.Config.VMNamespace}.WithDefaults()
 	missing := func(err error) bool {
 		if err != nil && !apierrors.IsNotFound(err) {
 			log.Warnf("%v; not counting it against the namespace's quotas", err)

@@ -38,7 +38,7 @@ func TestQuotaShortfalls(t *testing.T) {
 	// tables of 2730Mi (5591041 bytes).
 	c := baseConfig()
 	c.DiskSizeGiB = 30
-	in, _ := vmspec.ParseInputs(c)
+	in, _ := config.ParseInputs(c)
 	plan, err := vmspec.PlanFromConfig(c, in, "c1-pool1-x7k2p", testImages)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +95,7 @@ func TestQuotaShortfalls(t *testing.T) {
 
 func TestMigratingVMsAreNotCountedTwice(t *testing.T) {
 	c := baseConfig()
-	in, _ := vmspec.ParseInputs(c)
+	in, _ := config.ParseInputs(c)
 	plan, _ := vmspec.PlanFromConfig(c, in, "m", testImages)
 	rq := quota("default-xyz", map[string]string{harvester.LabelDefaultResourceQuota: "true"}, map[string]string{"limits.cpu": "100"}, map[string]string{"limits.cpu": "4"})
 	rq.Annotations = map[string]string{harvester.AnnotationMigratingUIDPrefix + "uid-1": `{"limits.cpu":"2"}`}
@@ -175,7 +175,7 @@ func TestQuotaAskFollowsHarvester(t *testing.T) {
 		if c.modify != nil {
 			c.modify(&cfg)
 		}
-		in, err := vmspec.ParseInputs(cfg)
+		in, err := config.ParseInputs(cfg)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -210,7 +210,7 @@ func TestQuotaAskFollowsHarvester(t *testing.T) {
 // machine makes counts against unscoped quotas alone.
 func TestScopedQuotas(t *testing.T) {
 	c := baseConfig()
-	in, _ := vmspec.ParseInputs(c)
+	in, _ := config.ParseInputs(c)
 	plan, err := vmspec.PlanFromConfig(c, in, "m", testImages)
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestScopedQuotas(t *testing.T) {
 // when the machine makes them, in both quota forms.
 func TestQuotaCountsWhatCreateMakes(t *testing.T) {
 	c := baseConfig()
-	in, _ := vmspec.ParseInputs(c)
+	in, _ := config.ParseInputs(c)
 	plan, err := vmspec.PlanFromConfig(c, in, "m", testImages)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
@@ -24,7 +25,7 @@ var vgpuHolders = harvester.LabelVGPUs + " notin (0)"
 
 // checkVGPUs reads the hosts and the VM instances that may hold vGPUs and
 // checks that some host offers every vGPU profile the machine asks for.
-func (d Checker) checkVGPUs(ctx context.Context, api *harvesterapi.API, vgpus []config.VGPURequest) []error {
+func checkVGPUs(ctx context.Context, api *harvesterapi.API, m *machine.Machine, vgpus []config.VGPURequest) []error {
 	nodes, err := api.ListNodes(ctx)
 	if apierrors.IsForbidden(err) {
 		log.Warnf("cannot list the hosts (forbidden); skipping the vGPU capacity check")
@@ -32,7 +33,7 @@ func (d Checker) checkVGPUs(ctx context.Context, api *harvesterapi.API, vgpus []
 	} else if err != nil {
 		return []error{err}
 	}
-	vmis, err := api.ListVMIs(ctx, d.VMNamespace, vgpuHolders)
+	vmis, err := api.ListVMIs(ctx, m.Config.VMNamespace, vgpuHolders)
 	if err != nil {
 		return []error{err}
 	}
@@ -109,37 +110,3 @@ func describeWant(want map[string]int64, profiles []string) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// ValidateVGPUs checks the vGPU requests as the VM they become needs
-// them. KubeVirt (v1.7) admits any GPU name, but virt-launcher names each
-// GPU's libvirt device alias after it ("ua-gpu-<name>"), and libvirt
-// refuses an alias that is not unique in the domain or has characters
-// other than letters, digits, '_' and '-': such a VM is created and never
-// starts. So names must be unique and of those characters.
-func ValidateVGPUs(vgpus []config.VGPURequest) []error {
-	var errs []error
-	seen := map[string]int{}
-	for i, r := range vgpus {
-		at := func(format string, args ...any) {
-			errs = append(errs, config.FlagProblem(config.FlagVGPUInfo, "vGPURequests[%d]: "+format, append([]any{i}, args...)...))
-		}
-		if r.Name == "" || r.DeviceName == "" {
-			at("needs both name and deviceName")
-		}
-		if r.Name == "" {
-			continue
-		}
-		if strings.Trim(r.Name, vgpuNameChars) != "" {
-			at("name %q may only have letters, digits, '_' and '-' (it names the GPU's device in the VM)", r.Name)
-		}
-		if j, dup := seen[r.Name]; dup {
-			at("name %q is already the name of vGPURequests[%d]; give each vGPU its own name", r.Name, j)
-			continue
-		}
-		seen[r.Name] = i
-	}
-	return errs
-}
-
-// vgpuNameChars are the characters of a vGPU name (see validateVGPUs).
-const vgpuNameChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"

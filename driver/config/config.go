@@ -1,7 +1,10 @@
-// Package config is the driver's flags: their names, defaults and
-// environment variables, the Config read from them, the JSON flags' types
-// and the parsed static-address flags, and the errors that name a flag.
-// It makes no API call.
+// Package config is the driver's flags and every check of them: their
+// names, defaults and environment variables, the Config read from them,
+// the JSON flags' types and their one parse (Inputs), the parsed
+// static-address flags, their bounds, Validate (each problem naming its
+// flag), the kubeconfig's one parse, the user data's merge, and the errors
+// that name a flag. It makes no API call; the checks that need the
+// cluster are precheck's and capacity's.
 package config
 
 // Config is the machine configuration read from the flags. Fields without a

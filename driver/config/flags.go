@@ -153,3 +153,10 @@ func CreateFlags() []mcnflag.Flag {
 		str(FlagStaticInterface, "NIC that gets the static address: nic-<i>, the i-th interface (default nic-0)", ""),
 	}
 }
+
+// DriverName is the name rancher-machine knows the driver by.
+const DriverName = "harvester"
+
+// BinaryName is the plugin binary's name: rancher-machine looks for
+// docker-machine-driver-<DriverName> on PATH.
+const BinaryName = "docker-machine-driver-" + DriverName

@@ -52,11 +52,11 @@ func ParseStatic(c Config) (*StaticAddressing, error) {
 	}
 	s.Range = r
 	if c.StaticGateway != "" {
-		if s.Gateway, err = staticip.ParseGateway(c.StaticGateway, r); err != nil {
+		if s.Gateway, err = parseGateway(c.StaticGateway, r); err != nil {
 			flagErr(FlagStaticGateway, err)
 		}
 	}
-	if s.DNS, err = staticip.ParseDNS(c.StaticDNS); err != nil {
+	if s.DNS, err = parseDNS(c.StaticDNS); err != nil {
 		flagErr(FlagStaticDNS, err)
 	}
 	if c.StaticInterface != "" {
@@ -68,4 +68,21 @@ func ParseStatic(c Config) (*StaticAddressing, error) {
 		s.NIC = n
 	}
 	return s, errors.Join(errs...)
+}
+
+// validateStaticNIC checks the static NIC against the machine's
+// interfaces.
+func validateStaticNIC(s *StaticAddressing, nics []NetworkInterface) []error {
+	if s == nil {
+		return nil
+	}
+	switch {
+	case s.NIC == NoNIC:
+		// The interface name is refused already (ParseStatic).
+	case len(nics) > 0 && s.NIC >= len(nics):
+		return []error{FlagProblem(FlagStaticInterface, "%s does not exist: the machine has %d interface(s), nic-0 to %s", s.NICName(), len(nics), NICName(len(nics)-1))}
+	case len(nics) > 0 && nics[s.NIC].Type == InterfaceTypeMasquerade:
+		return []error{FlagProblem(FlagStaticInterface, "%s uses masquerade binding (the pod network's address); a static address needs a bridge interface", s.NICName())}
+	}
+	return nil
 }

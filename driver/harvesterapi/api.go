@@ -97,8 +97,9 @@ func (a *API) server() string {
 	return a.config.Host
 }
 
-// explain wraps an API error with the operation's name; a 401 becomes the
-// credential-rejected error of Options.
-func (a *API) explain(op string, err error) error {
+// Explain wraps the error of a call made outside API's methods (watches,
+// the guest credential's calls) with the operation's name; a 401 becomes
+// the credential-rejected error of Options.
+func (a *API) Explain(op string, err error) error {
 	return kubeapi.Explain(op, err, a.opts.Rejected)
 }

@@ -124,5 +124,5 @@ func (a *API) waitGone(ctx context.Context, k kubeapi.Kind, ns, name string, uid
 		}
 		return fmt.Errorf("timed out after %s waiting for %s %s/%s to be deleted%s", waitTimeout, k.Name, ns, name, detail)
 	}
-	return a.explain(fmt.Sprintf("watch %s %s/%s", k.Name, ns, name), err)
+	return a.Explain(fmt.Sprintf("watch %s %s/%s", k.Name, ns, name), err)
 }

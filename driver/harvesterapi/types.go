@@ -61,3 +61,12 @@ func ConditionTrue(conds []Condition, t string) (bool, string) {
 	}
 	return false, ""
 }
+
+// MessageSuffix is a condition's message (ConditionTrue) as the end of
+// a sentence, ": message", or "" when it has none.
+func MessageSuffix(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ": " + msg
+}

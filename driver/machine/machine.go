@@ -24,13 +24,14 @@ type Held struct {
 	HeldClaimUID  string
 }
 
-// Machine is one machine: the driver's stored state, shared (the pointers
-// point into the driver), and this command's facts.
+// Machine is one machine, built once per command and passed by hand to
+// the concern packages: the driver's stored state (the pointers point into
+// the driver, so a change is seen everywhere) and this command's facts.
 type Machine struct {
-	*config.Config
-	*Ownership
-	*Held
-	MachineName string
+	Config    *config.Config
+	Ownership *Ownership
+	Held      *Held
+	Name      string
 	// SecretPending: this process created the VM before its cloud-init
 	// Secret (static addresses), and the Secret is not made yet.
 	SecretPending bool
@@ -38,26 +39,26 @@ type Machine struct {
 
 // OwnVM returns the machine's VM, nil when there is none, or an error
 // wrapping ErrNotOwned when the VM of that name is not the machine's.
-func (d *Machine) OwnVM(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachine, error) {
-	vm, err := api.GetVM(ctx, d.VMNamespace, d.MachineName)
-	vm, err = harvesterapi.Absent(d.MachineName, vm, err)
+func (m *Machine) OwnVM(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachine, error) {
+	vm, err := api.GetVM(ctx, m.Config.VMNamespace, m.Name)
+	vm, err = harvesterapi.Absent(m.Name, vm, err)
 	if err != nil || vm == nil {
 		return nil, err
 	}
-	return d.CheckOwnVM(vm)
+	return m.CheckOwnVM(vm)
 }
 
 // CurrentVM is the machine's VM as this process last saw it, when fresh
 // (Create just made it and watched it), else as read now (see ownVM).
-func (d *Machine) CurrentVM(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachine, error) {
-	if vm := api.Seen().FreshVM(d.VMNamespace, d.MachineName); vm != nil {
-		return d.CheckOwnVM(vm)
+func (m *Machine) CurrentVM(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachine, error) {
+	if vm := api.Seen().FreshVM(m.Config.VMNamespace, m.Name); vm != nil {
+		return m.CheckOwnVM(vm)
 	}
-	return d.OwnVM(ctx, api)
+	return m.OwnVM(ctx, api)
 }
 
-func (d *Machine) CheckOwnVM(vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
-	if err := d.CheckOwned("VM", d.MachineName, vm); err != nil {
+func (m *Machine) CheckOwnVM(vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
+	if err := m.Ownership.CheckOwned("VM", m.Name, vm); err != nil {
 		return nil, err
 	}
 	return vm, nil
@@ -65,13 +66,13 @@ func (d *Machine) CheckOwnVM(vm *kubevirtv1.VirtualMachine) (*kubevirtv1.Virtual
 
 // OwnSecret returns the Secret called name if it is the machine's, nil if
 // there is none, or an error wrapping ErrNotOwned.
-func (d *Machine) OwnSecret(ctx context.Context, api *harvesterapi.API, name string) (*corev1.Secret, error) {
-	s, err := api.GetSecret(ctx, d.VMNamespace, name)
+func (m *Machine) OwnSecret(ctx context.Context, api *harvesterapi.API, name string) (*corev1.Secret, error) {
+	s, err := api.GetSecret(ctx, m.Config.VMNamespace, name)
 	s, err = harvesterapi.Absent(name, s, err)
 	if err != nil || s == nil {
 		return nil, err
 	}
-	if err := d.CheckOwned("Secret", d.MachineName, s); err != nil {
+	if err := m.Ownership.CheckOwned("Secret", m.Name, s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -79,13 +80,13 @@ func (d *Machine) OwnSecret(ctx context.Context, api *harvesterapi.API, name str
 
 // GetVMI returns the machine's VMI, nil when there is none, or an error
 // wrapping ErrNotOwned when the VMI of that name is not the machine's.
-func (d *Machine) GetVMI(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachineInstance, error) {
-	vmi, err := api.GetVMI(ctx, d.VMNamespace, d.MachineName)
-	vmi, err = harvesterapi.Absent(d.MachineName, vmi, err)
+func (m *Machine) GetVMI(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachineInstance, error) {
+	vmi, err := api.GetVMI(ctx, m.Config.VMNamespace, m.Name)
+	vmi, err = harvesterapi.Absent(m.Name, vmi, err)
 	if err != nil || vmi == nil {
 		return nil, err
 	}
-	if err := d.CheckOwned("VMI", d.MachineName, vmi); err != nil {
+	if err := m.Ownership.CheckOwned("VMI", m.Name, vmi); err != nil {
 		return nil, err
 	}
 	return vmi, nil
@@ -93,9 +94,9 @@ func (d *Machine) GetVMI(ctx context.Context, api *harvesterapi.API) (*kubevirtv
 
 // CurrentVMI is the machine's VMI as this process last saw it, when
 // fresh (Create's wait just saw it), else as read now.
-func (d *Machine) CurrentVMI(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachineInstance, error) {
-	if vmi := api.Seen().FreshVMI(d.VMNamespace, d.MachineName); vmi != nil {
+func (m *Machine) CurrentVMI(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachineInstance, error) {
+	if vmi := api.Seen().FreshVMI(m.Config.VMNamespace, m.Name); vmi != nil {
 		return vmi, nil
 	}
-	return d.GetVMI(ctx, api)
+	return m.GetVMI(ctx, api)
 }

@@ -27,11 +27,11 @@ import (
 // the wait is over.
 type Goal func(vmi *kubevirtv1.VirtualMachineInstance) bool
 
-func (d *Machine) WaitTimeout() time.Duration {
-	if d.WaitTimeoutSeconds <= 0 {
+func (m *Machine) WaitTimeout() time.Duration {
+	if m.Config.WaitTimeoutSeconds <= 0 {
 		return config.DefaultWaitTimeoutSeconds * time.Second
 	}
-	return time.Duration(d.WaitTimeoutSeconds) * time.Second
+	return time.Duration(m.Config.WaitTimeoutSeconds) * time.Second
 }
 
 // WaitVMI watches the machine's VMI until goal is met, logging progress,
@@ -41,12 +41,12 @@ func (d *Machine) WaitTimeout() time.Duration {
 // otherwise (or when that watch cannot go on) it lists and watches. On
 // timeout it reports what was last seen. The wait ends at once, with
 // ErrVMDeleted, when the machine's VM is deleted.
-func (d *Machine) WaitVMI(parent context.Context, api *harvesterapi.API, fromRV, what string, goal Goal) (*kubevirtv1.VirtualMachineInstance, error) {
-	timed, cancelTimeout := context.WithTimeout(parent, d.WaitTimeout())
+func (m *Machine) WaitVMI(parent context.Context, api *harvesterapi.API, fromRV, what string, goal Goal) (*kubevirtv1.VirtualMachineInstance, error) {
+	timed, cancelTimeout := context.WithTimeout(parent, m.WaitTimeout())
 	defer cancelTimeout()
-	ctx, stop := d.whileVMExists(timed, api, fromRV)
+	ctx, stop := m.whileVMExists(timed, api, fromRV)
 	defer stop()
-	ns, name := d.VMNamespace, d.MachineName
+	ns, name := m.Config.VMNamespace, m.Name
 	vmis := api.VMIs(ns)
 	p := &progress{machine: name}
 	check := func(vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
@@ -59,7 +59,7 @@ func (d *Machine) WaitVMI(parent context.Context, api *harvesterapi.API, fromRV,
 		met, err = kubeapi.WaitFrom(ctx, vmis, name, fromRV, check)
 	}
 	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
-		met, err = d.listAndWatchVMI(ctx, api, vmis, p, goal)
+		met, err = m.listAndWatchVMI(ctx, api, vmis, p, goal)
 	}
 	if err == nil {
 		api.Seen().RememberVMI(met)
@@ -69,14 +69,14 @@ func (d *Machine) WaitVMI(parent context.Context, api *harvesterapi.API, fromRV,
 		return nil, fmt.Errorf("VM %s/%s: %w while waiting for it %s; last seen: %s", ns, name, cause, what, DescribeVMI(p.last))
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
-		return nil, d.timeoutError(parent, api, what, p.last)
+		return nil, m.timeoutError(parent, api, what, p.last)
 	}
-	return nil, config.APIError("watch VMI "+ns+"/"+name, err)
+	return nil, api.Explain("watch VMI "+ns+"/"+name, err)
 }
 
 // listAndWatchVMI waits for goal from the VMI's current state on.
-func (d *Machine) listAndWatchVMI(ctx context.Context, api *harvesterapi.API, vmis kubeapi.Kind, p *progress, goal Goal) (*kubevirtv1.VirtualMachineInstance, error) {
-	ns, name := d.VMNamespace, d.MachineName
+func (m *Machine) listAndWatchVMI(ctx context.Context, api *harvesterapi.API, vmis kubeapi.Kind, p *progress, goal Goal) (*kubevirtv1.VirtualMachineInstance, error) {
+	ns, name := m.Config.VMNamespace, m.Name
 	var met *kubevirtv1.VirtualMachineInstance
 	// The precondition sees the informer's store, which may be newer than
 	// the events still queued: it checks the goal without logging, so the
@@ -117,9 +117,9 @@ var ErrVMDeleted = errors.New("the VM was deleted by someone else")
 // deleted, being deleted or replaced. With fromRV it watches the changes
 // after that resource version only (one request); the VMs it sees are
 // remembered for GetState.
-func (d *Machine) whileVMExists(parent context.Context, api *harvesterapi.API, fromRV string) (context.Context, context.CancelFunc) {
-	return whileExists(parent, api, api.VMs(d.VMNamespace), d.VMNamespace, d.MachineName, fromRV, ErrVMDeleted, func(vm *kubevirtv1.VirtualMachine) bool {
-		if vm != nil && vm.DeletionTimestamp == nil && (d.VMUID == "" || string(vm.UID) == d.VMUID) {
+func (m *Machine) whileVMExists(parent context.Context, api *harvesterapi.API, fromRV string) (context.Context, context.CancelFunc) {
+	return whileExists(parent, api, api.VMs(m.Config.VMNamespace), m.Config.VMNamespace, m.Name, fromRV, ErrVMDeleted, func(vm *kubevirtv1.VirtualMachine) bool {
+		if vm != nil && vm.DeletionTimestamp == nil && (m.Ownership.VMUID == "" || string(vm.UID) == m.Ownership.VMUID) {
 			api.Seen().RememberVM(vm)
 			return true
 		}
@@ -149,7 +149,7 @@ const SecretWatchDelay = 5 * time.Second
 // if the instance is not past Scheduling after delay; the watch starts at
 // fromRV, the Secret's resource version as created, so a deletion before
 // it started is seen too.
-func (d *Machine) WhileSecretNeeded(parent context.Context, api *harvesterapi.API, name string, uid types.UID, fromRV string,
+func (m *Machine) WhileSecretNeeded(parent context.Context, api *harvesterapi.API, name string, uid types.UID, fromRV string,
 	delay time.Duration) (ctx context.Context, guard func(Goal) Goal, stop context.CancelFunc) {
 	mounted := make(chan struct{})
 	var once sync.Once
@@ -179,16 +179,16 @@ func (d *Machine) WhileSecretNeeded(parent context.Context, api *harvesterapi.AP
 			case <-watchCtx.Done():
 			}
 		}()
-		gone := waitGone(watchCtx, api, api.Secrets(d.VMNamespace), d.VMNamespace, name, fromRV, func(s *corev1.Secret) bool {
+		gone := waitGone(watchCtx, api, api.Secrets(m.Config.VMNamespace), m.Config.VMNamespace, name, fromRV, func(s *corev1.Secret) bool {
 			if s != nil && s.DeletionTimestamp == nil && s.UID == uid {
 				return true
 			}
 			// The rollback's wait for the Secret's deletion could not see it.
-			api.Seen().SawDeleted(harvesterapi.KindSecret, d.VMNamespace, name)
+			api.Seen().SawDeleted(harvesterapi.KindSecret, m.Config.VMNamespace, name)
 			return false
 		})
 		if gone {
-			cancel(d.SecretDeleted(name))
+			cancel(m.SecretDeleted(name))
 		}
 	}()
 	return ctx, guard, func() { cancel(context.Canceled) }
@@ -202,8 +202,8 @@ func pastScheduling(vmi *kubevirtv1.VirtualMachineInstance) bool {
 
 // SecretDeleted is the error of a create whose cloud-init Secret name was
 // deleted by someone else.
-func (d *Machine) SecretDeleted(name string) error {
-	return fmt.Errorf("its cloud-init Secret %s/%s was deleted by someone else (%w)", d.VMNamespace, name, ErrSecretDeleted)
+func (m *Machine) SecretDeleted(name string) error {
+	return fmt.Errorf("its cloud-init Secret %s/%s was deleted by someone else (%w)", m.Config.VMNamespace, name, ErrSecretDeleted)
 }
 
 // whileExists returns a context that is cancelled with cause as soon as
@@ -284,9 +284,9 @@ func phaseName(p kubevirtv1.VirtualMachineInstancePhase) string {
 
 // timeoutError says what was last seen: phase, conditions, recent events and
 // a hint about the guest agent when the VMI runs without an address.
-func (d *Machine) timeoutError(parent context.Context, api *harvesterapi.API, what string, last *kubevirtv1.VirtualMachineInstance) error {
+func (m *Machine) timeoutError(parent context.Context, api *harvesterapi.API, what string, last *kubevirtv1.VirtualMachineInstance) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "timed out after %s waiting for VM %s/%s %s; last seen: %s", d.WaitTimeout(), d.VMNamespace, d.MachineName, what, DescribeVMI(last))
+	fmt.Fprintf(&b, "timed out after %s waiting for VM %s/%s %s; last seen: %s", m.WaitTimeout(), m.Config.VMNamespace, m.Name, what, DescribeVMI(last))
 	if last != nil {
 		var conds []string
 		for _, c := range last.Status.Conditions {
@@ -306,15 +306,15 @@ func (d *Machine) timeoutError(parent context.Context, api *harvesterapi.API, wh
 			}
 		}
 	}
-	if ev := d.recentEvents(parent, api, 5); len(ev) > 0 {
+	if ev := m.recentEvents(parent, api, 5); len(ev) > 0 {
 		fmt.Fprintf(&b, "; recent events: %s", strings.Join(ev, " | "))
 	}
 	return errors.New(b.String())
 }
 
 // recentEvents returns the last n events about the machine's VM and VMI.
-func (d *Machine) recentEvents(parent context.Context, api *harvesterapi.API, n int) []string {
-	items, err := api.ListEvents(parent, d.VMNamespace, d.MachineName)
+func (m *Machine) recentEvents(parent context.Context, api *harvesterapi.API, n int) []string {
+	items, err := api.ListEvents(parent, m.Config.VMNamespace, m.Name)
 	if err != nil {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
@@ -29,14 +30,14 @@ const diagnoseBudget = 3 * time.Second
 // and Harvester's rule; any other error is returned as it is. It reads
 // the VMI and its host (two requests, only after a timeout, within
 // diagnoseBudget).
-func (d Remover) explainTimeout(parent context.Context, api *harvesterapi.API, err error) error {
+func explainTimeout(parent context.Context, api *harvesterapi.API, m *machine.Machine, err error) error {
 	var explained *HostDown
 	if errors.As(err, &explained) {
 		return err // a nested removal explained it already
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), diagnoseBudget)
 	defer cancel()
-	vmi, gerr := api.GetVMI(ctx, d.VMNamespace, d.MachineName)
+	vmi, gerr := api.GetVMI(ctx, m.Config.VMNamespace, m.Name)
 	if gerr != nil || vmi == nil || vmi.Status.NodeName == "" {
 		return err
 	}

@@ -94,7 +94,7 @@ func TestHostDownError(t *testing.T) {
 // that fails, leaves the timeout error as it was.
 func TestExplainTimeout(t *testing.T) {
 	timeout := fmt.Errorf("timed out after 10s waiting for VMI default/%s to be deleted: %w", testMachine, context.DeadlineExceeded)
-	d := Remover{&machine.Machine{Config: &config.Config{VMNamespace: "default"}, MachineName: testMachine}}
+	m := &machine.Machine{Config: &config.Config{VMNamespace: "default"}, Name: testMachine}
 	api := func(node *corev1.Node, vmi *kubevirtv1.VirtualMachineInstance, listFails bool) (*harvesterapi.API, *kubefake.Clientset) {
 		var objs []runtime.Object
 		if node != nil {
@@ -115,7 +115,7 @@ func TestExplainTimeout(t *testing.T) {
 	since := time.Now().Add(-time.Minute)
 
 	a, kube := api(host(corev1.ConditionUnknown, since), stuckVMI(), false)
-	err := d.explainTimeout(context.Background(), a, timeout)
+	err := explainTimeout(context.Background(), a, m, timeout)
 	var hd *HostDown
 	if !errors.As(err, &hd) || !errors.Is(err, context.DeadlineExceeded) ||
 		!strings.Contains(err.Error(), "harvester-node-2, which is NotReady") || !strings.Contains(err.Error(), "the machine is kept") ||
@@ -125,13 +125,13 @@ func TestExplainTimeout(t *testing.T) {
 	if n := len(kube.Actions()); n != 1 {
 		t.Errorf("reading the host took %d requests, want 1: %v", n, kube.Actions())
 	}
-	if again := d.explainTimeout(context.Background(), a, err); again.Error() != err.Error() || !errors.Is(again, context.DeadlineExceeded) {
+	if again := explainTimeout(context.Background(), a, m, err); again.Error() != err.Error() || !errors.Is(again, context.DeadlineExceeded) {
 		t.Errorf("an explained error is explained again: %v", again)
 	}
 	// A parent already cancelled does not stop the reads (they have their own budget).
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := d.explainTimeout(cancelled, a, timeout); !errors.As(err, &hd) {
+	if err := explainTimeout(cancelled, a, m, timeout); !errors.As(err, &hd) {
 		t.Errorf("with the parent cancelled: %v", err)
 	}
 
@@ -147,7 +147,7 @@ func TestExplainTimeout(t *testing.T) {
 		"VMI not placed on host": {host(corev1.ConditionUnknown, since), func() *kubevirtv1.VirtualMachineInstance { v := stuckVMI(); v.Status.NodeName = ""; return v }(), false},
 	} {
 		a, _ := api(c.node, c.vmi, c.listFail)
-		if err := d.explainTimeout(context.Background(), a, timeout); err.Error() != timeout.Error() {
+		if err := explainTimeout(context.Background(), a, m, timeout); err.Error() != timeout.Error() {
 			t.Errorf("%s: %v, want the timeout error unchanged", name, err)
 		}
 	}

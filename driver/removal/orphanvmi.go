@@ -3,13 +3,12 @@ package removal
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
@@ -23,55 +22,22 @@ import (
 // the machine's and its VM is gone: it carries the machine's ID and is
 // controlled by no VM but the machine's own (recorded UID). Another
 // VMI of the name is left alone (nil), and logged.
-func (d Remover) orphanedVMI(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachineInstance, error) {
-	vmi, err := api.GetVMI(ctx, d.VMNamespace, d.MachineName)
-	vmi, err = harvesterapi.Absent(d.MachineName, vmi, err)
+func orphanedVMI(ctx context.Context, api *harvesterapi.API, m *machine.Machine) (*kubevirtv1.VirtualMachineInstance, error) {
+	vmi, err := api.GetVMI(ctx, m.Config.VMNamespace, m.Name)
+	vmi, err = harvesterapi.Absent(m.Name, vmi, err)
 	if err != nil || vmi == nil {
 		return nil, err
 	}
-	owned, why := d.OwnsLabels(d.MachineName, vmi.Labels)
-	if owned && d.Legacy() {
+	owned, why := m.Ownership.OwnsLabels(m.Name, vmi.Labels)
+	if owned && m.Ownership.Legacy() {
 		owned, why = false, "this machine recorded no ID to prove it is its own"
 	}
-	if c := metav1.GetControllerOf(vmi); owned && c != nil && (d.VMUID == "" || string(c.UID) != d.VMUID) {
+	if c := metav1.GetControllerOf(vmi); owned && c != nil && (m.Ownership.VMUID == "" || string(c.UID) != m.Ownership.VMUID) {
 		owned, why = false, fmt.Sprintf("it is controlled by VM UID %s, not by this machine's VM", c.UID)
 	}
 	if !owned {
-		log.Infof("%s: keeping VM instance %s/%s: %s", d.MachineName, d.VMNamespace, vmi.Name, why)
+		log.Infof("%s: keeping VM instance %s/%s: %s", m.Name, m.Config.VMNamespace, vmi.Name, why)
 		return nil, nil
 	}
 	return vmi, nil
-}
-
-// VMIHoldsName is pre-create's problem for a VMI that holds the machine's
-// name (no VM of the name can run while it exists), saying whose it is.
-func VMIHoldsName(vmi *kubevirtv1.VirtualMachineInstance) error {
-	return fmt.Errorf("a VM instance (VMI) %s/%s already exists and holds the machine's name: %s; "+
-		"remove it (kubectl delete vmi -n %s %s) or `rancher-machine rm` the machine it belongs to, or choose another name",
-		vmi.Namespace, vmi.Name, whoseVMI(vmi), vmi.Namespace, vmi.Name)
-}
-
-// whoseVMI says what a VMI's owner references and labels show about whose
-// it is.
-func whoseVMI(vmi *kubevirtv1.VirtualMachineInstance) string {
-	var parts []string
-	if c := metav1.GetControllerOf(vmi); c != nil {
-		parts = append(parts, fmt.Sprintf("it is the instance of %s %s (UID %s)", c.Kind, c.Name, c.UID))
-	} else {
-		parts = append(parts, "it belongs to no VM (a VM deleted with --cascade=orphan leaves its instance running)")
-	}
-	l := vmi.Labels
-	switch {
-	case l[harvester.LabelMachineID] != "":
-		who := "made by the machine with " + harvester.LabelMachineID + "=" + l[harvester.LabelMachineID]
-		if c := l[harvester.LabelGuestCluster]; c != "" {
-			who += " of guest cluster " + c
-		}
-		parts = append(parts, who)
-	case l[harvester.LabelCreator] != "":
-		parts = append(parts, "made by "+l[harvester.LabelCreator])
-	default:
-		parts = append(parts, "it carries none of the driver's labels")
-	}
-	return strings.Join(parts, ", ")
 }

@@ -1,3 +1,6 @@
+// Package removal deletes a machine: its VM, its volumes, its cloud-init
+// Secret and its address claim, only what carries the machine's labels, and
+// waits until they are gone.
 package removal
 
 import (
@@ -59,86 +62,86 @@ func (r Removal) withVM() bool {
 	return true
 }
 
-func (d Remover) RemoveMachine(parent context.Context, api *harvesterapi.API) error {
-	return d.RemoveMachineOf(parent, api, nil)
+func RemoveMachine(parent context.Context, api *harvesterapi.API, m *machine.Machine) error {
+	return RemoveMachineOf(parent, api, m, nil)
 }
 
 // RemoveMachineOf removes the machine; vm, when not nil, is its VM as
 // just read. A removal that runs out of time because the machine's VM
 // instance sits on a host that is down says so (see explainTimeout).
-func (d Remover) RemoveMachineOf(parent context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) error {
-	ctx, cancel := context.WithTimeout(parent, d.WaitTimeout())
+func RemoveMachineOf(parent context.Context, api *harvesterapi.API, m *machine.Machine, vm *kubevirtv1.VirtualMachine) error {
+	ctx, cancel := context.WithTimeout(parent, m.WaitTimeout())
 	defer cancel()
-	err := d.removeMachineOf(ctx, api, vm)
+	err := removeMachineOf(ctx, api, m, vm)
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && parent.Err() == nil {
-		return d.explainTimeout(parent, api, err)
+		return explainTimeout(parent, api, m, err)
 	}
 	return err
 }
 
-func (d Remover) removeMachineOf(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) error {
-	r, err := d.Find(ctx, api, vm)
+func removeMachineOf(ctx context.Context, api *harvesterapi.API, m *machine.Machine, vm *kubevirtv1.VirtualMachine) error {
+	r, err := Find(ctx, api, m, vm)
 	if err != nil {
-		return fmt.Errorf("remove machine %s: %w", d.MachineName, err)
+		return fmt.Errorf("remove machine %s: %w", m.Name, err)
 	}
 	defer r.listed.stream.Stop()
 	if r.withVM() {
-		return d.removeWithVM(ctx, api, r)
+		return removeWithVM(ctx, api, m, r)
 	}
 	claims := slices.Sorted(maps.Keys(r.Claims))
 	var targets []harvesterapi.Target
 	if r.VM != nil {
-		if err := d.markClaimsForRemoval(ctx, api, r.VM.UID, claims); err != nil {
+		if err := markClaimsForRemoval(ctx, api, m, r.VM.UID, claims); err != nil {
 			return err
 		}
-		log.Infof("%s: deleting VM %s/%s (UID %s)", d.MachineName, d.VMNamespace, r.VM.Name, r.VM.UID)
-		if err := api.DeleteVM(ctx, d.VMNamespace, r.VM.Name, r.VM.UID); err != nil {
+		log.Infof("%s: deleting VM %s/%s (UID %s)", m.Name, m.Config.VMNamespace, r.VM.Name, r.VM.UID)
+		if err := api.DeleteVM(ctx, m.Config.VMNamespace, r.VM.Name, r.VM.UID); err != nil {
 			return err
 		}
 		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindVM, Name: r.VM.Name, UID: r.VM.UID}, harvesterapi.Target{Kind: harvesterapi.KindVMI, Name: r.VM.Name})
-		targets = append(targets, d.heldClaimTargets()...)
+		targets = append(targets, heldClaimTargets(m)...)
 	}
 	if r.vmi != nil {
-		log.Infof("%s: deleting VM instance %s/%s (UID %s), left running without its VM", d.MachineName, d.VMNamespace, r.vmi.Name, r.vmi.UID)
-		if err := api.DeleteVMI(ctx, d.VMNamespace, r.vmi.Name, r.vmi.UID, nil); err != nil {
+		log.Infof("%s: deleting VM instance %s/%s (UID %s), left running without its VM", m.Name, m.Config.VMNamespace, r.vmi.Name, r.vmi.UID)
+		if err := api.DeleteVMI(ctx, m.Config.VMNamespace, r.vmi.Name, r.vmi.UID, nil); err != nil {
 			return err
 		}
 		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindVMI, Name: r.vmi.Name, UID: r.vmi.UID})
 	}
 	var errs []error
 	for _, c := range claims {
-		log.Infof("%s: deleting volume %s/%s", d.MachineName, d.VMNamespace, c)
-		errs = append(errs, api.DeletePVC(ctx, d.VMNamespace, c, r.Claims[c]))
+		log.Infof("%s: deleting volume %s/%s", m.Name, m.Config.VMNamespace, c)
+		errs = append(errs, api.DeletePVC(ctx, m.Config.VMNamespace, c, r.Claims[c]))
 		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindPVC, Name: c, UID: r.Claims[c]})
 	}
 	if s := r.Secret; s != nil {
-		errs = append(errs, api.DeleteSecret(ctx, d.VMNamespace, s.Name, s.UID))
+		errs = append(errs, api.DeleteSecret(ctx, m.Config.VMNamespace, s.Name, s.UID))
 		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: s.Name, UID: s.UID})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if err := d.WaitRemoved(ctx, api, targets...); err != nil {
+	if err := WaitRemoved(ctx, api, m, targets...); err != nil {
 		return err
 	}
-	log.Infof("%s: removed %s", d.MachineName, r.describe())
+	log.Infof("%s: removed %s", m.Name, r.describe())
 	return nil
 }
 
 // WaitRemoved waits, with watches, until every target in the VM namespace
 // is gone.
-func (d Remover) WaitRemoved(ctx context.Context, api *harvesterapi.API, targets ...harvesterapi.Target) error {
-	return api.WaitRemoved(ctx, d.VMNamespace, d.WaitTimeout(), targets)
+func WaitRemoved(ctx context.Context, api *harvesterapi.API, m *machine.Machine, targets ...harvesterapi.Target) error {
+	return api.WaitRemoved(ctx, m.Config.VMNamespace, m.WaitTimeout(), targets)
 }
 
 // heldClaimTargets is the machine's address claim, if it holds one: the
 // garbage collector deletes it once the VM is gone, which frees the
 // address for the next machine.
-func (d Remover) heldClaimTargets() []harvesterapi.Target {
-	if d.HeldClaim == "" {
+func heldClaimTargets(m *machine.Machine) []harvesterapi.Target {
+	if m.Held.HeldClaim == "" {
 		return nil
 	}
-	return []harvesterapi.Target{{Kind: harvesterapi.KindClaim, Name: d.HeldClaim, UID: types.UID(d.HeldClaimUID)}}
+	return []harvesterapi.Target{{Kind: harvesterapi.KindClaim, Name: m.Held.HeldClaim, UID: types.UID(m.Held.HeldClaimUID)}}
 }
 
 func (r Removal) describe() string {
@@ -167,34 +170,34 @@ func (r Removal) describe() string {
 // Find finds the machine's objects and checks, before anything is
 // deleted, that each one of the machine's names is the machine's own.
 // vm, when not nil, is the VM as just read.
-func (d Remover) Find(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) (Removal, error) {
+func Find(ctx context.Context, api *harvesterapi.API, m *machine.Machine, vm *kubevirtv1.VirtualMachine) (Removal, error) {
 	var err error
 	if vm != nil {
-		vm, err = d.CheckOwnVM(vm)
+		vm, err = m.CheckOwnVM(vm)
 	} else {
-		vm, err = d.OwnVM(ctx, api)
+		vm, err = m.OwnVM(ctx, api)
 	}
 	if err != nil {
 		return Removal{}, err
 	}
 	r := Removal{VM: vm}
 	if vm == nil {
-		if r.vmi, err = d.orphanedVMI(ctx, api); err != nil {
+		if r.vmi, err = orphanedVMI(ctx, api, m); err != nil {
 			return Removal{}, err
 		}
 	}
-	if r.Claims, r.labelled, r.listed, err = d.claimsToRemove(ctx, api, vm); err != nil {
+	if r.Claims, r.labelled, r.listed, err = claimsToRemove(ctx, api, m, vm); err != nil {
 		return Removal{}, err
 	}
-	secretName := vmspec.UserDataSecretName(d.MachineName)
+	secretName := vmspec.UserDataSecretName(m.Name)
 	if vm != nil {
 		if s := userDataSecretOf(vm); s != "" {
 			secretName = s
 		}
-		r.secretWithVM = d.VMUID != "" && string(vm.UID) == d.VMUID && secretName == vmspec.UserDataSecretName(d.MachineName)
+		r.secretWithVM = m.Ownership.VMUID != "" && string(vm.UID) == m.Ownership.VMUID && secretName == vmspec.UserDataSecretName(m.Name)
 	}
 	if !r.secretWithVM {
-		if r.Secret, err = d.OwnSecret(ctx, api, secretName); err != nil {
+		if r.Secret, err = m.OwnSecret(ctx, api, secretName); err != nil {
 			r.listed.stream.Stop()
 			return Removal{}, err
 		}
@@ -212,16 +215,16 @@ type pvcListing struct {
 
 // ownedPVCs lists the volumes carrying the machine's labels: streamed,
 // or where the server does not stream, listed.
-func (d Remover) ownedPVCs(ctx context.Context, api *harvesterapi.API) ([]corev1.PersistentVolumeClaim, pvcListing, error) {
-	selector := d.OwnerSelector(d.MachineName)
-	stream, items, err := api.StreamPVCs(ctx, d.VMNamespace, selector)
+func ownedPVCs(ctx context.Context, api *harvesterapi.API, m *machine.Machine) ([]corev1.PersistentVolumeClaim, pvcListing, error) {
+	selector := m.Ownership.OwnerSelector(m.Name)
+	stream, items, err := api.StreamPVCs(ctx, m.Config.VMNamespace, selector)
 	if err == nil {
 		return items, pvcListing{stream: stream}, nil
 	}
 	if !errors.Is(err, kubeapi.ErrWatchEnded) || ctx.Err() != nil {
 		return nil, pvcListing{}, err
 	}
-	list, err := api.ListPVCs(ctx, d.VMNamespace, selector)
+	list, err := api.ListPVCs(ctx, m.Config.VMNamespace, selector)
 	if err != nil {
 		return nil, pvcListing{}, err
 	}
@@ -233,9 +236,9 @@ func (d Remover) ownedPVCs(ctx context.Context, api *harvesterapi.API) ([]corev1
 // VM uses that the machine did not create is kept; with
 // removeAllPersistentVolumeClaims every volume of the guest cluster.
 // labelled are those found by label, as listed.
-func (d Remover) claimsToRemove(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine) (out map[string]types.UID, labelled map[string]bool, listed pvcListing, err error) {
+func claimsToRemove(ctx context.Context, api *harvesterapi.API, m *machine.Machine, vm *kubevirtv1.VirtualMachine) (out map[string]types.UID, labelled map[string]bool, listed pvcListing, err error) {
 	out, labelled = map[string]types.UID{}, map[string]bool{}
-	owned, listed, err := d.ownedPVCs(ctx, api)
+	owned, listed, err := ownedPVCs(ctx, api, m)
 	if err != nil {
 		return nil, nil, listed, err
 	}
@@ -247,7 +250,7 @@ func (d Remover) claimsToRemove(ctx context.Context, api *harvesterapi.API, vm *
 	if vm == nil {
 		return out, labelled, listed, nil
 	}
-	more, err := d.vmClaimsToRemove(ctx, api, vm, out)
+	more, err := vmClaimsToRemove(ctx, api, m, vm, out)
 	if err != nil {
 		listed.stream.Stop()
 		return nil, nil, pvcListing{}, err
@@ -261,14 +264,14 @@ func (d Remover) claimsToRemove(ctx context.Context, api *harvesterapi.API, vm *
 // vmClaimsToRemove adds to the label-found claims those the VM uses that
 // are the machine's, and with removeAllPersistentVolumeClaims every
 // volume of the guest cluster.
-func (d Remover) vmClaimsToRemove(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine, found map[string]types.UID) (map[string]types.UID, error) {
+func vmClaimsToRemove(ctx context.Context, api *harvesterapi.API, m *machine.Machine, vm *kubevirtv1.VirtualMachine, found map[string]types.UID) (map[string]types.UID, error) {
 	out := map[string]types.UID{}
 	templated := templateClaimNames(vm)
 	for _, name := range ClaimsToRemove(vm) {
 		if _, ok := found[name]; ok {
 			continue
 		}
-		p, err := api.GetPVC(ctx, d.VMNamespace, name)
+		p, err := api.GetPVC(ctx, m.Config.VMNamespace, name)
 		p, err = harvesterapi.Absent(name, p, err)
 		if err != nil || p == nil {
 			if err != nil {
@@ -276,14 +279,14 @@ func (d Remover) vmClaimsToRemove(ctx context.Context, api *harvesterapi.API, vm
 			}
 			continue
 		}
-		if ok, why := d.OwnsLabels(d.MachineName, p.Labels); ok || (d.Legacy() && templated[name]) {
+		if ok, why := m.Ownership.OwnsLabels(m.Name, p.Labels); ok || (m.Ownership.Legacy() && templated[name]) {
 			out[name] = p.UID
 		} else {
-			log.Infof("%s: keeping volume %s/%s that the VM uses: %s", d.MachineName, d.VMNamespace, name, why)
+			log.Infof("%s: keeping volume %s/%s that the VM uses: %s", m.Name, m.Config.VMNamespace, name, why)
 		}
 	}
 	if cluster := vm.Labels[harvester.LabelGuestCluster]; vm.Annotations[harvester.AnnotationRemoveAllPVCs] == "true" && cluster != "" {
-		all, err := api.ListPVCs(ctx, d.VMNamespace, labels.SelectorFromSet(labels.Set{harvester.LabelGuestCluster: cluster}).String())
+		all, err := api.ListPVCs(ctx, m.Config.VMNamespace, labels.SelectorFromSet(labels.Set{harvester.LabelGuestCluster: cluster}).String())
 		if err != nil {
 			return nil, err
 		}
@@ -347,10 +350,10 @@ func userDataSecretOf(vm *kubevirtv1.VirtualMachine) string {
 
 // markClaimsForRemoval sets harvesterhci.io/removedPersistentVolumeClaims on
 // the VM of that UID, retrying on conflicts.
-func (d Remover) markClaimsForRemoval(ctx context.Context, api *harvesterapi.API, uid types.UID, claims []string) error {
-	err := api.UpdateVM(ctx, d.VMNamespace, d.MachineName, "record the volumes to remove", func(vm *kubevirtv1.VirtualMachine) (bool, error) {
+func markClaimsForRemoval(ctx context.Context, api *harvesterapi.API, m *machine.Machine, uid types.UID, claims []string) error {
+	err := api.UpdateVM(ctx, m.Config.VMNamespace, m.Name, "record the volumes to remove", func(vm *kubevirtv1.VirtualMachine) (bool, error) {
 		if vm.UID != uid {
-			return false, fmt.Errorf("VM %s was replaced (UID %s, expected %s) while it was being removed: %w", d.MachineName, vm.UID, uid, machine.ErrNotOwned)
+			return false, fmt.Errorf("VM %s was replaced (UID %s, expected %s) while it was being removed: %w", m.Name, vm.UID, uid, machine.ErrNotOwned)
 		}
 		if vm.Annotations == nil {
 			vm.Annotations = map[string]string{}

@@ -11,8 +11,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
@@ -28,8 +28,8 @@ import (
 // waits with one watch until the Secret is gone (so the VM is), one until
 // the volumes are, and until the VM instance is (one list when it already
 // is gone, and a watch when not).
-func (d Remover) removeWithVM(ctx context.Context, api *harvesterapi.API, r Removal) error {
-	ns, vm := d.VMNamespace, r.VM
+func removeWithVM(ctx context.Context, api *harvesterapi.API, m *machine.Machine, r Removal) error {
+	ns, vm := m.Config.VMNamespace, r.VM
 	claims := slices.Sorted(maps.Keys(r.Claims))
 	rv := vm.ResourceVersion
 	if want := strings.Join(claims, ","); vm.Annotations[harvester.AnnotationRemovedPVCs] != want {
@@ -38,13 +38,13 @@ func (d Remover) removeWithVM(ctx context.Context, api *harvesterapi.API, r Remo
 		case apierrors.IsNotFound(err), err == nil && patched.DeletionTimestamp != nil:
 			// Deleted meanwhile by someone else, maybe before Harvester
 			// saw the annotation: find and delete what is left one by one.
-			return d.RemoveMachineOf(ctx, api, nil)
+			return RemoveMachineOf(ctx, api, m, nil)
 		case err != nil:
 			return fmt.Errorf("record the volumes to remove: %w", err)
 		}
 		rv = patched.ResourceVersion
 	}
-	log.Infof("%s: deleting VM %s/%s (UID %s) with its instance, cloud-init Secret and volumes", d.MachineName, ns, vm.Name, vm.UID)
+	log.Infof("%s: deleting VM %s/%s (UID %s) with its instance, cloud-init Secret and volumes", m.Name, ns, vm.Name, vm.UID)
 	if err := api.DeleteVM(ctx, ns, vm.Name, vm.UID); err != nil {
 		return err
 	}
@@ -55,44 +55,44 @@ func (d Remover) removeWithVM(ctx context.Context, api *harvesterapi.API, r Remo
 	var errs []error
 	for _, c := range claims {
 		if !used[c] {
-			log.Infof("%s: deleting volume %s/%s", d.MachineName, ns, c)
+			log.Infof("%s: deleting volume %s/%s", m.Name, ns, c)
 			errs = append(errs, api.DeletePVC(ctx, ns, c, r.Claims[c]))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	if d.SecretPending {
+	if m.SecretPending {
 		// A create rolled back before it made the Secret: wait for the VM.
-		if err := d.WaitRemoved(ctx, api, harvesterapi.Target{Kind: harvesterapi.KindVM, Name: vm.Name, UID: vm.UID}); err != nil {
+		if err := WaitRemoved(ctx, api, m, harvesterapi.Target{Kind: harvesterapi.KindVM, Name: vm.Name, UID: vm.UID}); err != nil {
 			return err
 		}
-	} else if err := d.waitSecretGone(ctx, api, vm, rv); err != nil {
+	} else if err := waitSecretGone(ctx, api, m, vm, rv); err != nil {
 		return err
 	}
 	var err error
 	if r.listed.stream != nil {
 		err = r.listed.stream.WaitGone(ctx, claims)
 	} else {
-		err = kubeapi.WaitGoneFrom(ctx, api.PVCs(ns), d.OwnerSelector(d.MachineName), r.listed.rv, claims)
+		err = kubeapi.WaitGoneFrom(ctx, api.PVCs(ns), m.Ownership.OwnerSelector(m.Name), r.listed.rv, claims)
 	}
 	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
 		var targets []harvesterapi.Target
 		for _, c := range claims {
 			targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindPVC, Name: c, UID: r.Claims[c]})
 		}
-		err = d.WaitRemoved(ctx, api, targets...)
+		err = WaitRemoved(ctx, api, m, targets...)
 	}
 	if err != nil {
-		return d.goneError(ctx, harvesterapi.KindPVC+"s "+strings.Join(claims, ", "), err)
+		return goneError(ctx, api, m, harvesterapi.KindPVC+"s "+strings.Join(claims, ", "), err)
 	}
 	// KubeVirt releases the VM only once its instance is gone; a VM deleted
 	// with its dependents orphaned (by someone else) does not wait: make
 	// sure the instance is gone too (one read when it already is).
-	if err := d.WaitRemoved(ctx, api, append([]harvesterapi.Target{{Kind: harvesterapi.KindVMI, Name: vm.Name}}, d.heldClaimTargets()...)...); err != nil {
+	if err := WaitRemoved(ctx, api, m, append([]harvesterapi.Target{{Kind: harvesterapi.KindVMI, Name: vm.Name}}, heldClaimTargets(m)...)...); err != nil {
 		return err
 	}
-	log.Infof("%s: removed %s", d.MachineName, r.describe())
+	log.Infof("%s: removed %s", m.Name, r.describe())
 	return nil
 }
 
@@ -102,8 +102,8 @@ func (d Remover) removeWithVM(ctx context.Context, api *harvesterapi.API, r Remo
 // gone, so this waits for both. A Secret this process saw gone already (a
 // failed create's rollback deleted it in an earlier step) says nothing of
 // the VM, and no watch from rv would see it go: then it waits for the VM.
-func (d Remover) waitSecretGone(ctx context.Context, api *harvesterapi.API, vm *kubevirtv1.VirtualMachine, rv string) error {
-	ns, name := d.VMNamespace, userDataSecretOf(vm)
+func waitSecretGone(ctx context.Context, api *harvesterapi.API, m *machine.Machine, vm *kubevirtv1.VirtualMachine, rv string) error {
+	ns, name := m.Config.VMNamespace, userDataSecretOf(vm)
 	vmTarget := harvesterapi.Target{Kind: harvesterapi.KindVM, Name: vm.Name, UID: vm.UID}
 	secretTarget := harvesterapi.Target{Kind: harvesterapi.KindSecret, Name: name}
 	target := secretTarget
@@ -112,18 +112,18 @@ func (d Remover) waitSecretGone(ctx context.Context, api *harvesterapi.API, vm *
 	}
 	err := api.WaitGoneAfter(ctx, ns, rv, target)
 	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
-		err = d.WaitRemoved(ctx, api, vmTarget, secretTarget)
+		err = WaitRemoved(ctx, api, m, vmTarget, secretTarget)
 	}
 	if err != nil {
-		return d.goneError(ctx, "VM "+vm.Name+" and Secret "+name, err)
+		return goneError(ctx, api, m, "VM "+vm.Name+" and Secret "+name, err)
 	}
 	return nil
 }
 
 // goneError explains a wait for deletion that did not end.
-func (d Remover) goneError(ctx context.Context, what string, err error) error {
+func goneError(ctx context.Context, api *harvesterapi.API, m *machine.Machine, what string, err error) error {
 	if ctx.Err() != nil {
-		return fmt.Errorf("timed out after %s waiting for %s in %s to be deleted", d.WaitTimeout(), what, d.VMNamespace)
+		return fmt.Errorf("timed out after %s waiting for %s in %s to be deleted", m.WaitTimeout(), what, m.Config.VMNamespace)
 	}
-	return config.APIError("watch "+what, err)
+	return api.Explain("watch "+what, err)
 }

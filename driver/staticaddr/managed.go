@@ -10,6 +10,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
@@ -42,10 +43,10 @@ func addressOn(ifaces []kubevirtv1.VirtualMachineInstanceNetworkInterface, nic s
 
 // dhcpAllocation is the address managed DHCP allocated to mac, from the
 // VM's VirtualMachineNetworkConfig (one get); false when none is known.
-func (d Claimer) dhcpAllocation(ctx context.Context, api *harvesterapi.API, mac string) (netip.Addr, bool) {
-	cfg, err := api.GetNetworkConfig(ctx, d.VMNamespace, d.MachineName)
+func dhcpAllocation(ctx context.Context, api *harvesterapi.API, m *machine.Machine, mac string) (netip.Addr, bool) {
+	cfg, err := api.GetNetworkConfig(ctx, m.Config.VMNamespace, m.Name)
 	if err != nil {
-		log.Debugf("%s: managed-DHCP network config: %v", d.MachineName, err)
+		log.Debugf("%s: managed-DHCP network config: %v", m.Name, err)
 		return netip.Addr{}, false
 	}
 	for _, st := range cfg.Status.NetworkConfigs {
@@ -60,13 +61,13 @@ func (d Claimer) dhcpAllocation(ctx context.Context, api *harvesterapi.API, mac 
 // HoldManaged records the address the guest leased from managed DHCP on
 // the NIC (MAC mac, on a network IPPool pool serves) (GetIP reports it from then on) and checks it against the
 // add-on's allocation for the NIC's MAC.
-func (d Claimer) HoldManaged(ctx context.Context, api *harvesterapi.API, nic, mac string, pool *config.ObjectRef, vmi *kubevirtv1.VirtualMachineInstance) string {
+func HoldManaged(ctx context.Context, api *harvesterapi.API, m *machine.Machine, nic, mac string, pool *config.ObjectRef, vmi *kubevirtv1.VirtualMachineInstance) string {
 	addr, _ := addressOn(vmi.Status.Interfaces, nic)
-	d.HeldAddress, d.HeldInterface = addr.String(), nic
-	if alloc, ok := d.dhcpAllocation(ctx, api, mac); ok && alloc != addr {
-		log.Warnf("%s: %s reports %s but managed DHCP (IPPool %s) allocated %s to its MAC %s", d.MachineName, nic, addr, pool, alloc, mac)
+	m.Held.HeldAddress, m.Held.HeldInterface = addr.String(), nic
+	if alloc, ok := dhcpAllocation(ctx, api, m, mac); ok && alloc != addr {
+		log.Warnf("%s: %s reports %s but managed DHCP (IPPool %s) allocated %s to its MAC %s", m.Name, nic, addr, pool, alloc, mac)
 	} else if ok {
-		log.Infof("%s: managed DHCP (IPPool %s) allocated %s to %s (MAC %s)", d.MachineName, pool, addr, nic, mac)
+		log.Infof("%s: managed DHCP (IPPool %s) allocated %s to %s (MAC %s)", m.Name, pool, addr, nic, mac)
 	}
 	return addr.String()
 }
@@ -76,18 +77,29 @@ func (d Claimer) HoldManaged(ctx context.Context, api *harvesterapi.API, nic, ma
 // the add-on ignores the static-ip annotation (before its v1.9 line), so
 // its pool also spends that address on the machine while it lives
 // (harvester#5452).
-func (d Claimer) CheckWithDHCP(ctx context.Context, api *harvesterapi.API, s *Plan) {
+func CheckWithDHCP(ctx context.Context, api *harvesterapi.API, m *machine.Machine, s *Plan) {
 	if s.Pool == nil {
 		return
 	}
-	alloc, ok := d.dhcpAllocation(ctx, api, s.MAC)
+	alloc, ok := dhcpAllocation(ctx, api, m, s.MAC)
 	switch {
 	case !ok:
-		log.Warnf("%s: managed DHCP (IPPool %s) shows no allocation for %s (MAC %s) yet", d.MachineName, s.Pool, s.NICName(), s.MAC)
+		log.Warnf("%s: managed DHCP (IPPool %s) shows no allocation for %s (MAC %s) yet", m.Name, s.Pool, s.NICName(), s.MAC)
 	case alloc != s.Held:
 		log.Warnf("%s: managed DHCP (IPPool %s) allocated %s to %s (MAC %s), not the held %s: the add-on ignores the static-ip.harvesterhci.io annotation (it needs vm-dhcp-controller's v1.9 line), so its pool also spends %s on this machine while it lives (harvester#5452)",
-			d.MachineName, s.Pool, alloc, s.NICName(), s.MAC, s.Held, alloc)
+			m.Name, s.Pool, alloc, s.NICName(), s.MAC, s.Held, alloc)
 	default:
-		log.Infof("%s: managed DHCP (IPPool %s) accounts for the held %s", d.MachineName, s.Pool, s.Held)
+		log.Infof("%s: managed DHCP (IPPool %s) accounts for the held %s", m.Name, s.Pool, s.Held)
 	}
+}
+
+// ManagedNIC is the machine's first NIC on a network managed DHCP serves
+// (nil: none).
+func ManagedNIC(plan vmspec.VMPlan) *vmspec.NICPlan {
+	for i := range plan.NICs {
+		if plan.NICs[i].DHCPPool != nil {
+			return &plan.NICs[i]
+		}
+	}
+	return nil
 }

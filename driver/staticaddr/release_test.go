@@ -45,15 +45,15 @@ func TestAddressHeldUntilVMIGone(t *testing.T) {
 	old.Status.NodeName = "harvester-node-2"
 	old.Status.Interfaces = []kubevirtv1.VirtualMachineInstanceNetworkInterface{{Name: "nic-0", IP: "10.0.0.10", IPs: []string{"10.0.0.10"}}}
 
-	claimer := func(vmis ...runtime.Object) (Claimer, *harvesterapi.API) {
+	claimer := func(vmis ...runtime.Object) (*machine.Machine, *harvesterapi.API) {
 		api := harvesterapi.FromClients(restapifake.Clients{Kube: kubefake.NewSimpleClientset(), Virt: virtfake.NewSimpleClientset(vmis...)}, nil, nil,
 			harvesterapi.Options{CallTimeout: time.Second})
-		return Claimer{&machine.Machine{Config: &config.Config{VMNamespace: "default"}, MachineName: "c1-pool1-new"}}, api
+		return &machine.Machine{Config: &config.Config{VMNamespace: "default"}, Name: "c1-pool1-new"}, api
 	}
 	ctx := context.Background()
 
 	c, api := claimer(old)
-	free, err := c.FreeAddresses(ctx, api, plan)
+	free, err := FreeAddresses(ctx, api, c, plan)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,12 +65,12 @@ func TestAddressHeldUntilVMIGone(t *testing.T) {
 	other.Name, other.UID = "c1-pool1-other", "vmi-other"
 	other.Status.Interfaces[0].IP, other.Status.Interfaces[0].IPs = "10.0.0.11", []string{"10.0.0.11"}
 	c, api = claimer(old, other)
-	if _, err := c.FreeAddresses(ctx, api, plan); err == nil || !strings.Contains(err.Error(), "10.0.0.10 in use by VM c1-pool1-old") {
+	if _, err := FreeAddresses(ctx, api, c, plan); err == nil || !strings.Contains(err.Error(), "10.0.0.10 in use by VM c1-pool1-old") {
 		t.Errorf("range full: %v, want the old VM named as holding 10.0.0.10", err)
 	}
 
 	c, api = claimer()
-	free, err = c.FreeAddresses(ctx, api, plan)
+	free, err = FreeAddresses(ctx, api, c, plan)
 	if err != nil || len(free) != 2 || free[0] != netip.MustParseAddr("10.0.0.10") {
 		t.Errorf("old VMI gone: free %v (%v), want 10.0.0.10 first again", free, err)
 	}

@@ -12,27 +12,17 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/yamlutil"
 )
 
-// ValidateStatic checks the static NIC against the machine's interfaces
-// and the user's network data (which must be version 2 to be merged).
-func ValidateStatic(c config.Config, s *config.StaticAddressing, nics []config.NetworkInterface) []error {
-	if s == nil {
+// CheckNetworkData checks that the user's network data takes the static
+// NIC (it must be version 2 to be merged): the one check of the flags that
+// needs the network data's renderer, which config.Validate calls.
+func CheckNetworkData(c config.Config, s *config.StaticAddressing) []error {
+	if s == nil || c.NetworkData == "" {
 		return nil
 	}
-	var errs []error
-	switch {
-	case s.NIC == config.NoNIC:
-		// The interface name is refused already (parseStatic).
-	case len(nics) > 0 && s.NIC >= len(nics):
-		errs = append(errs, config.FlagProblem(config.FlagStaticInterface, "%s does not exist: the machine has %d interface(s), nic-0 to %s", s.NICName(), len(nics), config.NICName(len(nics)-1)))
-	case len(nics) > 0 && nics[s.NIC].Type == config.InterfaceTypeMasquerade:
-		errs = append(errs, config.FlagProblem(config.FlagStaticInterface, "%s uses masquerade binding (the pod network's address); a static address needs a bridge interface", s.NICName()))
+	if _, err := MergeStaticNetworkData(c.NetworkData, StaticNIC{ID: s.NICName(), MAC: "02:00:00:00:00:00", Address: netip.PrefixFrom(s.Range.First, s.Range.Prefix.Bits())}); err != nil {
+		return []error{config.FlagError(config.FlagNetworkData, err)}
 	}
-	if c.NetworkData != "" {
-		if _, err := MergeStaticNetworkData(c.NetworkData, StaticNIC{ID: s.NICName(), MAC: "02:00:00:00:00:00", Address: netip.PrefixFrom(s.Range.First, s.Range.Prefix.Bits())}); err != nil {
-			errs = append(errs, config.FlagError(config.FlagNetworkData, err))
-		}
-	}
-	return errs
+	return nil
 }
 
 // StaticNIC is one machine's static NIC, resolved: what its network data
@@ -120,7 +110,7 @@ func MergeStaticNetworkData(user string, n StaticNIC) ([]byte, error) {
 	}
 	eth := mappingValue(root, "ethernets")
 	switch {
-	case eth == nil || isNull(eth):
+	case eth == nil || (eth.Kind == yaml.ScalarNode && eth.Tag == "!!null"):
 		eth = &yaml.Node{Kind: yaml.MappingNode}
 		setMapping(root, "ethernets", eth)
 	case eth.Kind != yaml.MappingNode:
@@ -153,6 +143,17 @@ func setMapping(m *yaml.Node, key string, value *yaml.Node) {
 		return
 	}
 	m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, value)
+}
+
+// mappingValue is the value of key in mapping m, or nil.
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	if i := mappingIndex(m, key); i >= 0 {
+		return m.Content[i+1]
+	}
+	return nil
 }
 
 func mappingIndex(m *yaml.Node, key string) int {

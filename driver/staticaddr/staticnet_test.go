@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harvester-kit/harvester-machine/driver/config"
 	goldenfile "github.com/harvester-kit/harvester-machine/internal/golden"
 )
 
@@ -31,7 +32,7 @@ func TestMergeStaticNetworkData(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := ValidateNetworkData(string(got)); err != nil {
+			if err := config.ValidateNetworkData(string(got)); err != nil {
 				t.Fatalf("the rendered network data does not validate: %v\n%s", err, got)
 			}
 			golden(t, "networkdata-"+tc.name+".yaml", got)

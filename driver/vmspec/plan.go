@@ -99,7 +99,7 @@ const defaultImageDiskGiB = 40
 // PlanFromConfig resolves a validated Config and its parsed JSON flags into
 // a VMPlan. images maps <namespace>/<name> to what is known about each
 // image the config uses.
-func PlanFromConfig(c config.Config, in Inputs, machineName string, images map[string]ImageFacts) (VMPlan, error) {
+func PlanFromConfig(c config.Config, in config.Inputs, machineName string, images map[string]ImageFacts) (VMPlan, error) {
 	labels := harvester.MachineLabels(c.VMNamespace, machineName, c.ClusterName)
 	p := VMPlan{
 		Name: machineName, Namespace: c.VMNamespace,
@@ -168,7 +168,7 @@ func PlanFromConfig(c config.Config, in Inputs, machineName string, images map[s
 // virtual size (virtualSizes: <namespace>/<name> -> bytes; 0 or absent:
 // unknown, not judged): the VM would not boot from a truncated volume, or
 // Longhorn refuses the volume only after the VM exists (harvester#4905).
-func DisksFitImages(c config.Config, in Inputs, virtualSizes map[string]int64) []error {
+func DisksFitImages(c config.Config, in config.Inputs, virtualSizes map[string]int64) []error {
 	var errs []error
 	for i, d := range in.Disks {
 		if d.ImageName == "" || d.Size <= 0 {
@@ -210,7 +210,7 @@ func KeyPairRef(c config.Config) (*config.ObjectRef, error) {
 }
 
 // PlanNICs resolves the machine's interfaces (networks as <namespace>/<name>).
-func PlanNICs(c config.Config, in Inputs) ([]NICPlan, error) {
+func PlanNICs(c config.Config, in config.Inputs) ([]NICPlan, error) {
 	var nics []NICPlan
 	for i, n := range in.NICs {
 		network, err := config.ParseRef(n.NetworkName, c.VMNamespace)

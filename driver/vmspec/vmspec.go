@@ -1,5 +1,5 @@
-// Package vmspec plans a machine's VM from its Config and parsed flags
-// (Inputs, VMPlan) and builds the VM and its cloud-init Secret from the
+// Package vmspec plans a machine's VM (VMPlan) from its Config and parsed
+// flags (config.Inputs) and builds the VM and its cloud-init Secret from the
 // plan. Pure functions: no API call, no I/O.
 package vmspec
 

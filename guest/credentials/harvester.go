@@ -141,12 +141,9 @@ func (h *Harvester) DropClusterWide(ctx context.Context, a Access) (bool, error)
 	if err := o.DeleteAndWait(ctx, crb.UID); err != nil {
 		return false, err
 	}
-	h.Log.Info("deleted the cluster-wide binding of "+CSIRoleName+"; the RoleBinding in the VM namespace replaces it", "clusterRoleBinding", name)
+	h.Log.Info("deleted the cluster-wide binding of "+harvester.CSIDriverRole+"; the RoleBinding in the VM namespace replaces it", "clusterRoleBinding", name)
 	return true, nil
 }
-
-// CSIRoleName is Harvester's ClusterRole of the CSI driver, for messages.
-const CSIRoleName = harvester.CSIDriverRole
 
 // EnsureGrant creates or updates, idempotently, the grant of VM namespace
 // ns (grant.go); an object of one of its names that this tool did not

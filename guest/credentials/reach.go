@@ -14,6 +14,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/internal/field"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // A driver credential may read every Secret of the namespaces it serves:
@@ -153,7 +154,7 @@ func (h *Harvester) CheckClusterWide(ctx context.Context, a Access) error {
 	if len(served) > 0 {
 		return field.Invalid(FieldCSIClusterWide, "true", "namespace %s is served by the driver credential(s) %s, which may read every Secret there: "+
 			"this credential's token would reach every namespace through them; leave --csi-cluster-wide out (the default binds %s in %s only), or put the guest in a namespace no driver credential serves",
-			a.Namespace, strings.Join(served, ", "), CSIRoleName, a.Namespace)
+			a.Namespace, strings.Join(served, ", "), harvester.CSIDriverRole, a.Namespace)
 	}
 	return nil
 }

@@ -28,21 +28,26 @@ var forbidden = map[string][]string{
 
 // driverLayers lists, for each package of driver/, the packages of driver/
 // it may import, directly or through another package (its tests too): the
-// libmachine adapter (driver) on top; the concerns (static addresses,
-// capacity, removal, power) under it, none importing another; the machine
-// (identity, ownership, waits) under those; the pure VM spec and the
-// flags (config) and the Harvester API layer at the bottom. A new package
-// of driver/ must be placed here.
+// libmachine adapter (driver) on top; the concerns under it (static
+// addresses, capacity, removal, power, the pre-create checks that need the
+// cluster, the cloud-provider credential), none importing another, each
+// taking the one machine by hand; the machine (identity, ownership, waits)
+// and the pure VM spec under those; the flags and their checks (config)
+// and the Harvester API layer at the bottom; drivertest, what their tests
+// share, imports none. A new package of driver/ must be placed here.
 var driverLayers = map[string][]string{
-	"driver":              {"driver/capacity", "driver/config", "driver/harvesterapi", "driver/machine", "driver/power", "driver/removal", "driver/staticaddr", "driver/vmspec"},
+	"driver":              {"driver/capacity", "driver/cloudcred", "driver/config", "driver/drivertest", "driver/harvesterapi", "driver/machine", "driver/power", "driver/precheck", "driver/removal", "driver/staticaddr", "driver/vmspec"},
 	"driver/capacity":     {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
+	"driver/cloudcred":    {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
+	"driver/precheck":     {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
 	"driver/removal":      {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
+	"driver/staticaddr":   {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
 	"driver/power":        {"driver/config", "driver/harvesterapi", "driver/machine"},
-	"driver/staticaddr":   {"driver/config", "driver/harvesterapi", "driver/machine"},
 	"driver/machine":      {"driver/config", "driver/harvesterapi"},
-	"driver/vmspec":       {"driver/config"},
-	"driver/config":       {},
+	"driver/vmspec":       {"driver/config", "driver/drivertest"},
+	"driver/config":       {"driver/drivertest"},
 	"driver/harvesterapi": {},
+	"driver/drivertest":   {},
 }
 
 // pkg is what `go list -json` says of one package.
@@ -177,6 +182,9 @@ func TestDriverUpwardImportIsCaught(t *testing.T) {
 		{ImportPath: module + "driver/removal", XTestImports: []string{module + "driver/power"}},
 		{ImportPath: module + "driver/staticaddr", Deps: []string{module + "driver/capacity"}},
 		{ImportPath: module + "driver/harvesterapi", Deps: []string{module + "driver/config"}},
+		{ImportPath: module + "driver/precheck", Deps: []string{module + "driver/capacity"}},
+		{ImportPath: module + "driver/cloudcred", TestImports: []string{module + "driver/removal"}},
+		{ImportPath: module + "driver/config", Deps: []string{module + "driver/vmspec"}},
 	}
 	for _, p := range cases {
 		if bad, _ := driverUpward(p); len(bad) != 1 {

@@ -1,0 +1,36 @@
+package harvesterapi
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubevirtv1 "kubevirt.io/api/core/v1"
+)
+
+func (a *API) GetVMI(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachineInstance, error) {
+	obj, err := do(ctx, a, "get VMI "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachineInstance, error) {
+		return a.kube.VirtualMachineInstances(ns).Get(c, name, metav1.GetOptions{})
+	})
+	return obj, a.seen.noteAbsent(KindVMI, ns, name, err)
+}
+
+// DeleteVMI deletes the VMI of that UID (grace nil: the default period).
+func (a *API) DeleteVMI(ctx context.Context, ns, name string, uid types.UID, grace *int64) error {
+	a.seen.forgetMachine()
+	return remove(ctx, a, KindVMI, ns, name, uid, grace, func(c context.Context, o metav1.DeleteOptions) error {
+		return a.kube.VirtualMachineInstances(ns).Delete(c, name, o)
+	})
+}
+
+// ListVMIs lists the VM instances of a namespace matching a label
+// selector.
+func (a *API) ListVMIs(ctx context.Context, ns, selector string) ([]kubevirtv1.VirtualMachineInstance, error) {
+	list, err := do(ctx, a, "list VMIs in "+ns+" labelled "+selector, func(c context.Context) (*kubevirtv1.VirtualMachineInstanceList, error) {
+		return a.kube.VirtualMachineInstances(ns).List(c, metav1.ListOptions{LabelSelector: selector})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
