@@ -214,7 +214,7 @@ func upgradeRestoresVGPUPool(t *testing.T, cluster, kubeconfig string, machines 
 	t.Helper()
 	args := []string{"--upgrade", "--cluster-name", cluster, "--namespace", vmNamespace, "--guest-kubeconfig", kubeconfig, "-o", "json"}
 	var res struct {
-		Refused string `json:"refused"`
+		Refused string `json:"upgradeRefused"`
 		VMs     []struct {
 			VM, Action string
 			Restored   bool
