@@ -57,6 +57,8 @@ func (m *Machine) CurrentVM(ctx context.Context, api *harvesterapi.API) (*kubevi
 	return m.OwnVM(ctx, api)
 }
 
+// CheckOwnVM returns vm when it is the machine's, else an error wrapping
+// ErrNotOwned.
 func (m *Machine) CheckOwnVM(vm *kubevirtv1.VirtualMachine) (*kubevirtv1.VirtualMachine, error) {
 	if err := m.Ownership.CheckOwned("VM", m.Name, vm); err != nil {
 		return nil, err
