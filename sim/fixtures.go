@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 	"github.com/harvester-kit/harvester-machine/sim/subresources"
 )
 
@@ -46,7 +46,7 @@ func buildHosts(hosts, zones int) []*corev1.Node {
 		name := hostName(i)
 		nodes = append(nodes, &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-				harvester.HostnameKey: name, harvester.RegionKey: Region, harvester.ZoneKey: zoneName(i % zones),
+				corev1.LabelHostname: name, corev1.LabelTopologyRegion: Region, corev1.LabelTopologyZone: zoneName(i % zones),
 				"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", simLabel: "true",
 				// virt-handler's node labeller: the host runs VMs, and the
 				// machine type the driver's VMs ask for.
@@ -117,9 +117,9 @@ func buildHarvesterFixtures(publicKey string) ([]*unstructured.Unstructured, err
 	// The settings the VM mutator and the node-down controller read, as
 	// Harvester ships them: the default set, no value.
 	for name, def := range map[string]string{
-		harvester.SettingOvercommit:          harvester.DefaultOvercommit,
-		harvester.SettingMemoryOverheadRatio: harvester.DefaultMemoryOverheadRatio,
-		harvester.SettingVMForceResetPolicy:  harvester.DefaultVMForceResetPolicy,
+		hv.SettingOvercommit:          hv.DefaultOvercommit,
+		hv.SettingMemoryOverheadRatio: hv.DefaultMemoryOverheadRatio,
+		hv.SettingVMForceResetPolicy:  hv.DefaultVMForceResetPolicy,
 	} {
 		objs = append(objs, &harvesterv1.Setting{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "harvesterhci.io/v1beta1", Kind: "Setting"},

@@ -17,9 +17,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"github.com/harvester-kit/harvester-machine/sim/controllers"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 const (
@@ -225,10 +225,10 @@ func EnterMaintenance(ctx context.Context, kube kubernetes.Interface, dyn dynami
 			return false, nil
 		}
 		ann := n.Annotations
-		_, requested := ann[harvester.AnnDrainRequested]
-		status, inMaintenance := ann[harvester.AnnMaintainStatus]
+		_, requested := ann[hv.AnnDrainRequested]
+		status, inMaintenance := ann[hv.AnnMaintainStatus]
 		switch {
-		case status == harvester.MaintainCompleted:
+		case status == hv.MaintainCompleted:
 			return true, nil
 		case !inMaintenance && !requested:
 			refused = true

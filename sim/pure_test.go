@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/sim/kubevip"
 )
 
@@ -47,7 +46,7 @@ func TestBuildHostsSpreadsZonesRoundRobin(t *testing.T) {
 	nodes := buildHosts(5, 2)
 	want := []string{"sim-zone-a", "sim-zone-b", "sim-zone-a", "sim-zone-b", "sim-zone-a"}
 	for i, n := range nodes {
-		if n.Name != hostName(i) || n.Labels[harvester.ZoneKey] != want[i] || n.Labels[harvester.RegionKey] != Region || n.Labels[harvester.HostnameKey] != n.Name {
+		if n.Name != hostName(i) || n.Labels[corev1.LabelTopologyZone] != want[i] || n.Labels[corev1.LabelTopologyRegion] != Region || n.Labels[corev1.LabelHostname] != n.Name {
 			t.Errorf("host %d = %s %v", i, n.Name, n.Labels)
 		}
 	}
@@ -86,7 +85,7 @@ func TestVMRowsJoinVMIs(t *testing.T) {
 		}}
 	}
 	vmi := unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"name": "a", "namespace": "default", "annotations": map[string]any{harvester.ZoneKey: "sim-zone-b"}},
+		"metadata": map[string]any{"name": "a", "namespace": "default", "annotations": map[string]any{corev1.LabelTopologyZone: "sim-zone-b"}},
 		"status": map[string]any{"phase": "Running", "nodeName": "harvester-node-1",
 			"interfaces": []any{map[string]any{"name": "nic-1", "ipAddress": "10.52.0.7"}, map[string]any{"name": "nic-2"}}},
 	}}

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 var (
@@ -32,7 +32,7 @@ func harvesterClusterRoles() []*rbacv1.ClusterRole {
 	labels := map[string]string{"app.kubernetes.io/name": "harvester", "app.kubernetes.io/part-of": "harvester", "app.kubernetes.io/component": "apiserver", simLabel: "true"}
 	return []*rbacv1.ClusterRole{
 		{
-			ObjectMeta: metav1.ObjectMeta{Name: harvester.CloudProviderRole, Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Name: hv.CloudProviderRole, Labels: labels},
 			Rules: []rbacv1.PolicyRule{
 				rule("loadbalancer.harvesterhci.io", []string{"loadbalancers"}, []string{"get", "list", "watch", "update", "create", "delete"}),
 				rule("subresources.kubevirt.io", []string{
@@ -46,7 +46,7 @@ func harvesterClusterRoles() []*rbacv1.ClusterRole {
 			},
 		},
 		{
-			ObjectMeta: metav1.ObjectMeta{Name: harvester.CSIDriverRole, Labels: labels},
+			ObjectMeta: metav1.ObjectMeta{Name: hv.CSIDriverRole, Labels: labels},
 			Rules: []rbacv1.PolicyRule{
 				rule("storage.k8s.io", []string{"storageclasses", "volumeattachments"}, readVerbs),
 				rule("harvesterhci.io", []string{"networkfilesystems", "networkfilesystems/status", "volumeremotebackups", "volumeremoterestores"}, anyVerb),
@@ -60,8 +60,8 @@ func harvesterClusterRoles() []*rbacv1.ClusterRole {
 			},
 		},
 		{
-			ObjectMeta: metav1.ObjectMeta{Name: harvester.AuthenticatedRole, Labels: map[string]string{simLabel: "true"}},
-			Rules:      harvester.AuthenticatedRules(),
+			ObjectMeta: metav1.ObjectMeta{Name: hv.AuthenticatedRole, Labels: map[string]string{simLabel: "true"}},
+			Rules:      hv.AuthenticatedRules(),
 		},
 	}
 }
@@ -70,14 +70,14 @@ func harvesterClusterRoles() []*rbacv1.ClusterRole {
 // and, in harvester-public, the built-in view role, as Harvester does.
 func authenticatedBindings() (*rbacv1.ClusterRoleBinding, *rbacv1.RoleBinding) {
 	labels := map[string]string{simLabel: "true"}
-	everyone := []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: harvester.AuthenticatedGroup}}
+	everyone := []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: hv.AuthenticatedGroup}}
 	crb := &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: harvester.AuthenticatedRole, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: hv.AuthenticatedRole, Labels: labels},
 		Subjects:   everyone,
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: harvester.AuthenticatedRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: hv.AuthenticatedRole},
 	}
 	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: harvester.PublicRoleBinding, Namespace: harvester.PublicNamespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: hv.PublicRoleBinding, Namespace: hv.PublicNamespace, Labels: labels},
 		Subjects:   everyone,
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"},
 	}
@@ -118,7 +118,7 @@ func waitViewAggregated(ctx context.Context, kube kubernetes.Interface) error {
 // Kubernetes ones: Harvester's own, its public one and Longhorn's.
 func simNamespaces() []*corev1.Namespace {
 	var out []*corev1.Namespace
-	for _, name := range []string{SystemNamespace, harvester.PublicNamespace, LonghornNamespace} {
+	for _, name := range []string{SystemNamespace, hv.PublicNamespace, LonghornNamespace} {
 		out = append(out, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{simLabel: "true"}}})
 	}
 	return out

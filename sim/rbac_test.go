@@ -10,7 +10,7 @@ import (
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // ruleLines are rules as sorted one-line texts: the order of rules and of
@@ -84,7 +84,7 @@ func TestGuestRolesMatchHarvesterChart(t *testing.T) {
 			chart[role.Name] = role
 		}
 	}
-	for _, name := range []string{harvester.CloudProviderRole, harvester.CSIDriverRole} {
+	for _, name := range []string{hv.CloudProviderRole, hv.CSIDriverRole} {
 		want, ok := chart[name]
 		if !ok {
 			t.Errorf("Harvester's chart (%s) has no ClusterRole %s", dir, name)
@@ -106,10 +106,10 @@ func TestAuthenticatedRBACMatchesHarvester(t *testing.T) {
 		settings: parseGoPackage(t, filepath.Join(dir, "pkg", "settings")),
 	}
 	whitelist := src.stringList(t, src.settings, src.settings.varValue("WhiteListedSettings"))
-	if !slices.Equal(whitelist, harvester.AuthenticatedSettings) {
-		t.Errorf("Harvester's WhiteListedSettings are %q, the simulator's %q", whitelist, harvester.AuthenticatedSettings)
+	if !slices.Equal(whitelist, hv.AuthenticatedSettings) {
+		t.Errorf("Harvester's WhiteListedSettings are %q, the simulator's %q", whitelist, hv.AuthenticatedSettings)
 	}
-	role := src.composite(t, "ClusterRole", harvester.AuthenticatedRole)
+	role := src.composite(t, "ClusterRole", hv.AuthenticatedRole)
 	var rules []rbacv1.PolicyRule
 	for _, e := range field(role, "Rules").(*ast.CompositeLit).Elts {
 		r := e.(*ast.CompositeLit)
@@ -118,8 +118,8 @@ func TestAuthenticatedRBACMatchesHarvester(t *testing.T) {
 			Verbs: src.stringList(t, src.data, field(r, "Verbs")), ResourceNames: src.stringList(t, src.data, field(r, "ResourceNames")),
 		})
 	}
-	if d := rulesDiff(rules, simRole(t, harvester.AuthenticatedRole).Rules); d != "" {
-		t.Errorf("ClusterRole %s differs from Harvester's pkg/data/rbac.go:%s", harvester.AuthenticatedRole, d)
+	if d := rulesDiff(rules, simRole(t, hv.AuthenticatedRole).Rules); d != "" {
+		t.Errorf("ClusterRole %s differs from Harvester's pkg/data/rbac.go:%s", hv.AuthenticatedRole, d)
 	}
 	crb, rb := authenticatedBindings()
 	for _, c := range []struct {

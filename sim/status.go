@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
@@ -46,7 +45,7 @@ func vmRows(vms, vmis []unstructured.Unstructured) []vmRow {
 		if vmi := byKey[vm.GetNamespace()+"/"+vm.GetName()]; vmi != nil {
 			r.phase = orDash(nested(vmi, "status", "phase"))
 			r.host = orDash(nested(vmi, "status", "nodeName"))
-			r.zone = orDash(vmi.GetAnnotations()[harvester.ZoneKey])
+			r.zone = orDash(vmi.GetAnnotations()[corev1.LabelTopologyZone])
 			ifaces, _, _ := unstructured.NestedSlice(vmi.Object, "status", "interfaces")
 			var ips []string
 			for _, i := range ifaces {
@@ -94,7 +93,7 @@ func PrintStatus(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOST\tREGION\tZONE\tREADY\tTAINTS")
 	for _, n := range nodes.Items {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, n.Labels[harvester.RegionKey], n.Labels[harvester.ZoneKey], hostReady(&n), nodeTaints(&n))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Name, n.Labels[corev1.LabelTopologyRegion], n.Labels[corev1.LabelTopologyZone], hostReady(&n), nodeTaints(&n))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "NAMESPACE\tVM\tSTATUS\tPHASE\tHOST\tZONE\tIP")

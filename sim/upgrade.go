@@ -15,9 +15,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/bootstrap/maintenance"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/sim/controllers"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 func upgradeCommand() *cli.Command {
@@ -48,7 +47,7 @@ func upgradeCommand() *cli.Command {
 }
 
 // Upgrade runs the pre-drain of each host in Harvester's upgrade order
-// (maintenance.UpgradeOrder). A host whose VMIs are not gone within
+// (hv.UpgradeOrder). A host whose VMIs are not gone within
 // timeout is reported blocked, and the upgrade goes on to the next host
 // (the real one would wait forever); the error names every blocked host.
 // With restoreVM, the VMs vm-live-migrate-detector stopped on a host are
@@ -60,7 +59,7 @@ func Upgrade(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interfa
 	}
 	var reports []UpgradeReport
 	var blocked []string
-	for _, host := range maintenance.UpgradeOrder(nodes.Items) {
+	for _, host := range hv.UpgradeOrder(nodes.Items) {
 		hr, err := preDrain(ctx, kube, dyn, host, timeout)
 		rep := UpgradeReport{HostReport: hr}
 		if err == nil && restoreVM {
@@ -96,7 +95,7 @@ func preDrain(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interf
 	if err != nil {
 		return rep, err
 	}
-	stops, err := harvester.UpgradeStops(vmis, nodes.Items)
+	stops, err := hv.NonLiveMigratable(vmis, nodes.Items)
 	if err != nil {
 		return rep, fmt.Errorf("pre-drain %s: vm-live-migrate-detector: %w", host, err)
 	}
@@ -187,19 +186,19 @@ func setDrainTaint(ctx context.Context, kube kubernetes.Interface, host string, 
 		}
 		var taints []corev1.Taint
 		for _, t := range n.Spec.Taints {
-			if t.Key != harvester.TaintKubeVirtDrain {
+			if t.Key != hv.TaintKubeVirtDrain {
 				taints = append(taints, t)
 			}
 		}
 		if on {
-			taints = append(taints, corev1.Taint{Key: harvester.TaintKubeVirtDrain, Value: "draining", Effect: corev1.TaintEffectNoSchedule})
+			taints = append(taints, corev1.Taint{Key: hv.TaintKubeVirtDrain, Value: "draining", Effect: corev1.TaintEffectNoSchedule})
 		}
 		n.Spec.Taints = taints
 		_, err = kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("taint %s %s: %w", host, harvester.TaintKubeVirtDrain, err)
+		return fmt.Errorf("taint %s %s: %w", host, hv.TaintKubeVirtDrain, err)
 	}
 	return nil
 }

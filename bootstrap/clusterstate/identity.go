@@ -120,7 +120,7 @@ func serviceEvidence(id Identity, g *Guest) []string {
 		if l.Labels[harvester.LabelLBCluster] != id.Cluster || ns == "" || name == "" {
 			continue
 		}
-		if svc := g.Service(ns, name); svc != nil && lbapi.NameOwner(l.Name, id.Cluster, ns, name, string(svc.UID)) == lbapi.OwnerThisUID {
+		if svc := g.Service(ns, name); svc != nil && NameOwner(l.Name, id.Cluster, ns, name, string(svc.UID)) == OwnerThisUID {
 			evidence = append(evidence, "LoadBalancer "+l.Name+" is named after Service "+ns+"/"+name+"'s UID")
 		}
 	}

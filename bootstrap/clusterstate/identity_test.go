@@ -31,7 +31,7 @@ func providerNode(name, providerID string) corev1.Node {
 func TestVerifyGuest(t *testing.T) {
 	vms := []kubevirtv1.VirtualMachine{identityVM("default", "a-p-a1", "a", "vm-a1"), identityVM("default", "b-p-b1", "b", "vm-b1"),
 		identityVM("other", "c4-p-1", "c4", "vm-c4"), {ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "plain", UID: "vm-plain"}}}
-	lb := lbapi.LoadBalancer{ObjectMeta: metav1.ObjectMeta{Name: lbapi.CloudProviderName("a", "default", "web", "u1"), Namespace: "default",
+	lb := lbapi.LoadBalancer{ObjectMeta: metav1.ObjectMeta{Name: CloudProviderName("a", "default", "web", "u1"), Namespace: "default",
 		Labels: map[string]string{harvester.LabelLBCluster: "a", harvester.LabelLBServiceNamespace: "default", harvester.LabelLBServiceName: "web"}}}
 	web := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", UID: "u1"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer}}
 	byLB := Identity{Target: Target{Cluster: "a", Namespace: "default"}, VMs: vms, ByLoadBalancer: true, LoadBalancers: []lbapi.LoadBalancer{lb}}

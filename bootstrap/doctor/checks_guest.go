@@ -176,7 +176,7 @@ func lbOfService(h *clusterstate.Harvester, svc corev1.Service) *lbapi.LoadBalan
 		switch {
 		case l.Labels[harvester.LabelLBCluster] != h.Cluster:
 			other = l
-		case lbapi.NameOwner(l.Name, h.Cluster, svc.Namespace, svc.Name, string(svc.UID)) == lbapi.OwnerThisUID:
+		case clusterstate.NameOwner(l.Name, h.Cluster, svc.Namespace, svc.Name, string(svc.UID)) == clusterstate.OwnerThisUID:
 			return l
 		default:
 			earlier = l

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/bootstrap/loadbalancer"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
@@ -87,10 +88,10 @@ func LoadBalancers(s *clusterstate.Snapshot) Row {
 
 // requirements are what the cluster's LoadBalancers ask of a pool: what a
 // Service without annotations asks, and each LoadBalancer's own.
-func requirements(h *clusterstate.Harvester) []lbapi.Requirement {
-	reqs := []lbapi.Requirement{{Namespace: h.Namespace, Cluster: h.Cluster}}
+func requirements(h *clusterstate.Harvester) []loadbalancer.Requirement {
+	reqs := []loadbalancer.Requirement{{Namespace: h.Namespace, Cluster: h.Cluster}}
 	for _, l := range clusterLBs(h) {
-		if r := lbapi.RequirementOf(&l); !slices.Contains(reqs, r) {
+		if r := loadbalancer.RequirementOf(&l); !slices.Contains(reqs, r) {
 			reqs = append(reqs, r)
 		}
 	}
@@ -106,13 +107,13 @@ func IPPools(s *clusterstate.Snapshot) Row {
 	}
 	var seen, bad []string
 	for _, r := range requirements(h) {
-		p, err := lbapi.SelectPool(h.IPPools, r)
+		p, err := loadbalancer.SelectPool(h.IPPools, r)
 		if err != nil {
 			bad = append(bad, err.Error())
 			continue
 		}
 		desc := fmt.Sprintf("%s %d of %d free", p.Name, p.Status.Available, p.Status.Total)
-		if lbapi.IsGlobal(p) {
+		if loadbalancer.IsGlobal(p) {
 			desc += " (global pool)"
 		}
 		if p.Status.Available <= 0 {

@@ -156,7 +156,7 @@ func healthy() *clusterstate.Snapshot {
 	va := storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-1111"}, Status: storagev1.VolumeAttachmentStatus{Attached: true}}
 	svc := corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default", UID: "uid-web"}, Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer},
 		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "192.168.100.2"}}}}}
-	lb := loadBalancer(lbapi.CloudProviderName(cluster, "default", "web", "uid-web"), cluster, "192.168.100.2")
+	lb := loadBalancer(clusterstate.CloudProviderName(cluster, "default", "web", "uid-web"), cluster, "192.168.100.2")
 	lb.Status.AllocatedAddress.IP = "192.168.100.2"
 	kv := rendered(addons.KubeVIPObjects(addons.DefaultOptions(cluster)))
 	return &clusterstate.Snapshot{
@@ -295,7 +295,7 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 			s.Harvester.IPPools, s.Harvester.LoadBalancers = nil, nil
 			s.Guest.Services = nil
 		}},
-		{CheckLeftovers, Warn, "LoadBalancer default/" + lbapi.CloudProviderName(cluster, "default", "web", "uid-web"), func(s *clusterstate.Snapshot) {
+		{CheckLeftovers, Warn, "LoadBalancer default/" + clusterstate.CloudProviderName(cluster, "default", "web", "uid-web"), func(s *clusterstate.Snapshot) {
 			s.Harvester.VMs, s.Harvester.VMIs, s.Guest = nil, nil, nil
 		}},
 		{CheckNodes, Fail, "taint node.cloudprovider.kubernetes.io/uninitialized", func(s *clusterstate.Snapshot) {
@@ -312,7 +312,7 @@ func TestEachCheckFailsOnItsCause(t *testing.T) {
 			s.Guest.Deployments = []appsv1.Deployment{ccm("--cluster-name", "other")}
 		}},
 		{CheckCCMCluster, Fail, "no harvester-cloud-provider", func(s *clusterstate.Snapshot) { s.Guest.Deployments = nil }},
-		{CheckGuestServices, Fail, "default/web: LoadBalancer " + lbapi.CloudProviderName(cluster, "default", "web", "uid-web") + ` carries cluster "kubernetes"`, func(s *clusterstate.Snapshot) {
+		{CheckGuestServices, Fail, "default/web: LoadBalancer " + clusterstate.CloudProviderName(cluster, "default", "web", "uid-web") + ` carries cluster "kubernetes"`, func(s *clusterstate.Snapshot) {
 			s.Harvester.LoadBalancers[0].Labels[harvester.LabelLBCluster] = DefaultCCMCluster
 		}},
 		{CheckGuestServices, Fail, "no Harvester LoadBalancer", func(s *clusterstate.Snapshot) { s.Harvester.LoadBalancers = nil }},

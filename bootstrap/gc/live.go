@@ -66,12 +66,12 @@ func LeftBehind(cluster string, l *lbapi.LoadBalancer, g *clusterstate.Guest) (w
 	case svc.Spec.Type != corev1.ServiceTypeLoadBalancer:
 		return "Service " + ref + " is of type " + string(svc.Spec.Type) + ", no longer LoadBalancer", ""
 	}
-	switch lbapi.NameOwner(l.Name, cluster, ns, name, string(svc.UID)) {
-	case lbapi.OwnerOtherUID:
+	switch clusterstate.NameOwner(l.Name, cluster, ns, name, string(svc.UID)) {
+	case clusterstate.OwnerOtherUID:
 		return "Service " + ref + " was re-created (UID " + string(svc.UID) + "); this LoadBalancer belongs to an earlier one", ""
-	case lbapi.OwnerUnknown:
+	case clusterstate.OwnerUnknown:
 		return "", "Service " + ref + " is of type LoadBalancer and this LoadBalancer carries its labels, but its name is not what any cloud provider release " +
-			"derives from that Service (for its UID " + string(svc.UID) + ": " + lbapi.CloudProviderName(cluster, ns, name, string(svc.UID)) +
+			"derives from that Service (for its UID " + string(svc.UID) + ": " + clusterstate.CloudProviderName(cluster, ns, name, string(svc.UID)) +
 			"), so it cannot be shown to belong to another UID; kept"
 	}
 	return "", ""

@@ -25,7 +25,7 @@ func service(name, uid string, typ corev1.ServiceType) corev1.Service {
 // default/svc with UID uid.
 func ccmLB(cluster, svc, uid string) lbapi.LoadBalancer {
 	return lbapi.LoadBalancer{ObjectMeta: metav1.ObjectMeta{
-		Name: lbapi.CloudProviderName(cluster, "default", svc, uid), Namespace: ns, UID: types.UID("lb-" + svc + uid),
+		Name: clusterstate.CloudProviderName(cluster, "default", svc, uid), Namespace: ns, UID: types.UID("lb-" + svc + uid),
 		Labels: map[string]string{harvester.LabelLBCluster: cluster, harvester.LabelLBServiceNamespace: "default", harvester.LabelLBServiceName: svc},
 	}}
 }

@@ -1,6 +1,7 @@
 // Package daemonset holds where the DaemonSet controller and the scheduler
-// let a daemon pod run: doctor judges kube-vip's nodes with it, and the
-// simulator runs the real kube-vip on those nodes.
+// let a daemon pod run: doctor judges kube-vip's nodes with it and
+// maintenance-check a launcher pod's hosts (the simulator places kube-vip
+// by its own reading, sim/kubevip).
 package daemonset
 
 import (

@@ -115,19 +115,3 @@ func UpgradeStopReason(vmi *kubevirtv1.VirtualMachineInstance, current string, n
 	}
 	return UpgradeStopNodeAffinity, nil
 }
-
-// UpgradeStops is UpgradeStopReason over the VMIs of one host (each on its
-// status.nodeName): the namespace/name of those the pre-drain stops.
-func UpgradeStops(vmis []*kubevirtv1.VirtualMachineInstance, nodes []corev1.Node) ([]string, error) {
-	var out []string
-	for _, vmi := range vmis {
-		why, err := UpgradeStopReason(vmi, vmi.Status.NodeName, nodes)
-		if err != nil {
-			return out, err
-		}
-		if why != "" {
-			out = append(out, vmi.Namespace+"/"+vmi.Name)
-		}
-	}
-	return out, nil
-}

@@ -66,12 +66,6 @@ func TestUpgradeStopReason(t *testing.T) {
 			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
 		}
 	}
-	stops, err := UpgradeStops([]*kubevirtv1.VirtualMachineInstance{vmi(func(v *kubevirtv1.VirtualMachineInstance) {
-		v.Status.NodeName, v.Spec.NodeSelector = "a", map[string]string{"zone": "1"}
-	})}, three)
-	if err != nil || !slices.Equal(stops, []string{"ns/v"}) {
-		t.Errorf("UpgradeStops = %v, %v", stops, err)
-	}
 }
 
 func TestNonMigratableKeys(t *testing.T) {

@@ -45,14 +45,6 @@ func EvictionOf(s kubevirtv1.EvictionStrategy, migratable bool) Eviction {
 	return EvictionShutsDown
 }
 
-// EvacuatedOnDrainTaint is KubeVirt's evacuation controller on a host
-// tainted kubevirt.io/drain: it migrates a VMI whose strategy migrates on
-// eviction (LiveMigrate, or LiveMigrateIfPossible when migratable) and
-// that is LiveMigratable; it leaves every other VMI where it is.
-func EvacuatedOnDrainTaint(s kubevirtv1.EvictionStrategy, migratable bool) bool {
-	return migratable && (s == kubevirtv1.EvictionStrategyLiveMigrate || s == kubevirtv1.EvictionStrategyLiveMigrateIfPossible)
-}
-
 // EvictionStrategy is the VMI's eviction strategy as KubeVirt resolves
 // it, and where it came from: the VMI's, else its VM template's (vm may be
 // nil), else KubeVirt's configuration kv (None when it sets none), else,

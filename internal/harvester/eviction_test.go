@@ -17,23 +17,19 @@ func TestEvictionOf(t *testing.T) {
 		strategy   kubevirtv1.EvictionStrategy
 		migratable bool
 		want       Eviction
-		evacuated  bool
 	}{
-		{kubevirtv1.EvictionStrategyLiveMigrate, true, EvictionMigrates, true},
-		{kubevirtv1.EvictionStrategyLiveMigrate, false, EvictionRefused, false},
-		{kubevirtv1.EvictionStrategyLiveMigrateIfPossible, true, EvictionMigrates, true},
-		{kubevirtv1.EvictionStrategyLiveMigrateIfPossible, false, EvictionShutsDown, false},
-		{kubevirtv1.EvictionStrategyNone, true, EvictionShutsDown, false},
-		{kubevirtv1.EvictionStrategyNone, false, EvictionShutsDown, false},
-		{kubevirtv1.EvictionStrategyExternal, true, EvictionRefused, false},
-		{kubevirtv1.EvictionStrategyExternal, false, EvictionRefused, false},
-		{"Sideways", true, EvictionShutsDown, false}, // the admitter's switch has no case for it
+		{kubevirtv1.EvictionStrategyLiveMigrate, true, EvictionMigrates},
+		{kubevirtv1.EvictionStrategyLiveMigrate, false, EvictionRefused},
+		{kubevirtv1.EvictionStrategyLiveMigrateIfPossible, true, EvictionMigrates},
+		{kubevirtv1.EvictionStrategyLiveMigrateIfPossible, false, EvictionShutsDown},
+		{kubevirtv1.EvictionStrategyNone, true, EvictionShutsDown},
+		{kubevirtv1.EvictionStrategyNone, false, EvictionShutsDown},
+		{kubevirtv1.EvictionStrategyExternal, true, EvictionRefused},
+		{kubevirtv1.EvictionStrategyExternal, false, EvictionRefused},
+		{"Sideways", true, EvictionShutsDown}, // the admitter's switch has no case for it
 	} {
 		if got := EvictionOf(tc.strategy, tc.migratable); got != tc.want {
 			t.Errorf("EvictionOf(%s, migratable %v) = %d, want %d", tc.strategy, tc.migratable, got, tc.want)
-		}
-		if got := EvacuatedOnDrainTaint(tc.strategy, tc.migratable); got != tc.evacuated {
-			t.Errorf("EvacuatedOnDrainTaint(%s, migratable %v) = %v, want %v", tc.strategy, tc.migratable, got, tc.evacuated)
 		}
 	}
 }

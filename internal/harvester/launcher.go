@@ -12,10 +12,10 @@ import (
 // The virt-launcher pod as KubeVirt v1.7's virt-controller renders it
 // (pkg/virt-controller/services/template.go, renderLaunchManifest).
 const (
-	// LauncherContainer is the name of the container that runs the VM.
-	LauncherContainer = "compute"
-	// LauncherImage stands for the virt-launcher image (nothing runs it).
-	LauncherImage = "virt-launcher"
+	// launcherContainer is the name of the container that runs the VM.
+	launcherContainer = "compute"
+	// launcherImage stands for the virt-launcher image (nothing runs it).
+	launcherImage = "virt-launcher"
 	// launcherEphemeralStorage is the ephemeral storage KubeVirt adds to
 	// the compute container's request (ephemeralStorageOverheadSize).
 	launcherEphemeralStorage = "50M"
@@ -47,7 +47,7 @@ const (
 //     30 s, the readiness gate kubevirt.io/virtual-machine-unpaused, no
 //     service links and no service-account token.
 //
-// Not rendered (the simulator has no kubelet and runs no containers):
+// Not rendered:
 // volumes, init and sidecar containers, security contexts, image pull
 // secrets and the devices.kubevirt.io/{kvm,tun,vhost-net} limits.
 // KubeVirt sets no activeDeadlineSeconds, so the pod is NotTerminating,
@@ -79,7 +79,7 @@ func LauncherPod(spec *kubevirtv1.VirtualMachineInstanceSpec, arch, ratio string
 		Subdomain:                     spec.Subdomain,
 		TerminationGracePeriodSeconds: &grace,
 		RestartPolicy:                 corev1.RestartPolicyNever,
-		Containers: []corev1.Container{{Name: LauncherContainer, Image: LauncherImage,
+		Containers: []corev1.Container{{Name: launcherContainer, Image: launcherImage,
 			Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}},
 		NodeSelector:                 launcherNodeSelector(spec),
 		DNSConfig:                    spec.DNSConfig.DeepCopy(),

@@ -4,15 +4,9 @@ package harvester
 // pkg/util/drainhelper, pkg/util/constants.go, pkg/api/node).
 const (
 	// AnnMaintainStatus is on a host in maintenance mode: running once its
-	// drain is done, completed once no VMI is left on it.
+	// drain is done, MaintainCompleted once no VMI is left on it.
 	AnnMaintainStatus = "harvesterhci.io/maintain-status"
-	MaintainRunning   = "running"
 	MaintainCompleted = "completed"
-	// AnnDrainRequested and AnnDrainForced are what the node action
-	// enableMaintenanceMode writes ("true"); the nodedrain controller acts
-	// on them and removes them.
-	AnnDrainRequested = "harvesterhci.io/drain-requested"
-	AnnDrainForced    = "harvesterhci.io/drain-forced"
 	// LabelMaintainModeStrategy on a VM(I) asks maintenance to shut it
 	// down instead of migrating it (values below); the VM is then
 	// annotated AnnMaintainModeStrategyNodeName with the host.

@@ -9,23 +9,17 @@ const (
 	CSIDriverRole     = "harvesterhci.io:csi-driver"
 )
 
-// What Harvester v1.8 grants every authenticated user (its pkg/data
-// rbac.go and public.go): the ClusterRole and ClusterRoleBinding
-// AuthenticatedRole for the group AuthenticatedGroup, and the built-in view
-// role in PublicNamespace (RoleBinding PublicRoleBinding).
-const (
-	AuthenticatedRole  = "harvester-authenticated"
-	AuthenticatedGroup = "system:authenticated"
-	PublicNamespace    = "harvester-public"
-	PublicRoleBinding  = "harvester-public"
-)
+// PublicNamespace is the namespace whose built-in view role Harvester v1.8
+// binds to every authenticated user (its pkg/data/public.go).
+const PublicNamespace = "harvester-public"
 
 // AuthenticatedSettings are the settings every authenticated user may get
 // and watch (Harvester's settings.WhiteListedSettings): server-version among
 // them, which the guests' CSI driver reads at start-up.
 var AuthenticatedSettings = []string{"server-version", "default-storage-class", "harvester-csi-ccm-versions", "default-vm-termination-grace-period-seconds"}
 
-// AuthenticatedRules are the rules of AuthenticatedRole: a credential made
+// AuthenticatedRules are the rules of Harvester's ClusterRole
+// harvester-authenticated (pkg/data/rbac.go): a credential made
 // for Harvester holds them whatever it is bound to.
 func AuthenticatedRules() []rbacv1.PolicyRule {
 	return []rbacv1.PolicyRule{

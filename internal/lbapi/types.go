@@ -1,7 +1,8 @@
 // Package lbapi is Harvester's load balancer API as the simulator,
 // harvester-bootstrap doctor and gc see it: the LoadBalancer and IPPool
 // types of loadbalancer.harvesterhci.io/v1beta1, their labels and
-// annotations, and the rule that picks a LoadBalancer's IP pool.
+// annotations: plumbing, no rule (the simulator plays the pool choice in
+// sim/lb, doctor judges it in bootstrap/loadbalancer).
 package lbapi
 
 import (

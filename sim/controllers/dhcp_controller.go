@@ -18,8 +18,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // The simulated vm-dhcp-controller: one reconcile per managed-DHCP IPPool
@@ -87,7 +87,7 @@ func (s *sim) reconcileDHCPPool(ctx context.Context, key string) (time.Duration,
 
 // labelNetwork puts the pool's labels on the network it serves.
 func (s *sim) labelNetwork(ctx context.Context, network, poolNS, poolName string) error {
-	netNS, netName, err := harvester.SplitNamespacedName(network, "")
+	netNS, netName, err := hv.ParseRef(network, "")
 	if err != nil {
 		return nil // an invalid networkName serves nothing
 	}

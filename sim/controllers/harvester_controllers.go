@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // reconcileImage imports a VirtualMachineImage at once: its storage class
@@ -49,7 +49,7 @@ func (s *sim) ensureImageStorageClass(ctx context.Context, img *harvesterv1.Virt
 	}
 	sc := &storagev1.StorageClass{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
-			harvester.AnnotationImageID: img.Namespace + "/" + img.Name}},
+			hv.AnnotationImageID: img.Namespace + "/" + img.Name}},
 		Provisioner: LonghornProvisioner,
 		Parameters: map[string]string{
 			"backingImage": img.Namespace + "-" + img.Name, "migratable": "true",

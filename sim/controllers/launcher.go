@@ -18,7 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
+	"github.com/harvester-kit/harvester-machine/sim/launcherpod"
 )
 
 // The virt-launcher pod's labels and annotations, as KubeVirt v1.7 sets
@@ -36,7 +37,7 @@ const (
 
 // launcherPod is the virt-launcher pod KubeVirt v1.7's virt-controller
 // creates for vmi (renderLaunchManifest): the spec is
-// harvester.LauncherPod's, for the VMI's architecture (amd64 when empty,
+// launcherpod.LauncherPod's, for the VMI's architecture (amd64 when empty,
 // as virt-api defaults it) and the memory overhead ratio; the metadata is
 //   - generateName virt-launcher-<vmi>-, in the VMI's namespace;
 //   - labels: the VMI's, then kubevirt.io: virt-launcher,
@@ -60,7 +61,7 @@ func launcherPod(vmi *kubevirtv1.VirtualMachineInstance, ratio string) *corev1.P
 	if spec.Architecture == "" {
 		spec.Architecture = defaultArch
 	}
-	pod := harvester.LauncherPod(spec, spec.Architecture, ratio)
+	pod := launcherpod.LauncherPod(spec, spec.Architecture, ratio)
 	host := launcherHostname(vmi)
 	pod.Spec.Hostname = host
 	pod.Namespace = vmi.Namespace
@@ -82,7 +83,7 @@ func launcherPod(vmi *kubevirtv1.VirtualMachineInstance, ratio string) *corev1.P
 		pod.Annotations[k] = v
 	}
 	pod.Annotations[kubevirtv1.DomainAnnotation] = vmi.Name
-	pod.Annotations[annDefaultContainer] = harvester.LauncherContainer
+	pod.Annotations[annDefaultContainer] = launcherpod.LauncherContainer
 	pod.Annotations[kubevirtv1.MigrationTransportUnixAnnotation] = "true"
 	pod.Annotations[annEvictOnly] = ""
 	pod.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(vmi, kubevirtv1.VirtualMachineInstanceGroupVersionKind)}
@@ -241,16 +242,16 @@ const (
 // overheadRatio is the additional-guest-memory-overhead-ratio setting's
 // value (its default when unset), which Harvester hands to KubeVirt.
 func (s *sim) overheadRatio(ctx context.Context) string {
-	u, err := s.dyn.Resource(gvrSetting).Get(ctx, harvester.SettingMemoryOverheadRatio, metav1.GetOptions{})
+	u, err := s.dyn.Resource(gvrSetting).Get(ctx, hv.SettingMemoryOverheadRatio, metav1.GetOptions{})
 	if err != nil {
-		return harvester.DefaultMemoryOverheadRatio
+		return hv.DefaultMemoryOverheadRatio
 	}
 	for _, field := range []string{"value", "default"} {
 		if v, _ := u.Object[field].(string); v != "" {
 			return v
 		}
 	}
-	return harvester.DefaultMemoryOverheadRatio
+	return hv.DefaultMemoryOverheadRatio
 }
 
 // podCondition returns the pod's condition of that type, or nil.
@@ -281,8 +282,8 @@ func (s *sim) startLauncher(ctx context.Context, pod *corev1.Pod) error {
 		corev1.ContainersReady, corev1.PodReady, kubevirtv1.VirtualMachineUnpaused} {
 		setPodCondition(p, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})
 	}
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: harvester.LauncherContainer, Image: harvester.LauncherImage,
-		ImageID: harvester.LauncherImage, Ready: true, Started: ptrTo(true),
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: launcherpod.LauncherContainer, Image: launcherpod.LauncherImage,
+		ImageID: launcherpod.LauncherImage, Ready: true, Started: ptrTo(true),
 		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}}}
 	if _, err := s.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		return fmt.Errorf("start launcher pod %s/%s: %w", p.Namespace, p.Name, err)
@@ -323,8 +324,8 @@ func (s *sim) endLauncherPod(ctx context.Context, pod *corev1.Pod, phase corev1.
 	if phase == corev1.PodFailed {
 		exit = 1
 	}
-	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: harvester.LauncherContainer, Image: harvester.LauncherImage,
-		ImageID: harvester.LauncherImage, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: launcherpod.LauncherContainer, Image: launcherpod.LauncherImage,
+		ImageID: launcherpod.LauncherImage, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 			ExitCode: exit, FinishedAt: now, Reason: map[bool]string{true: "Completed", false: "Error"}[exit == 0]}}}}
 	if _, err := s.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("finish launcher pod %s/%s: %w", p.Namespace, p.Name, err)

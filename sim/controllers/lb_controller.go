@@ -148,7 +148,7 @@ func (s *sim) allocate(ctx context.Context, l *lbapi.LoadBalancer, f fault.Patte
 			return lbapi.AllocatedAddress{}, lb.NoAllocatorError(l.Spec.IPPool)
 		}
 	default:
-		if chosen, err = lbapi.SelectPool(pools, lbapi.RequirementOf(l)); err != nil {
+		if chosen, err = lb.SelectPool(pools, l); err != nil {
 			return lbapi.AllocatedAddress{}, err
 		}
 	}
@@ -216,7 +216,7 @@ func (s *sim) reconcilePool(ctx context.Context, name string) error {
 	if err := fromUnstructured(u, &p); err != nil {
 		return fmt.Errorf("decode IPPool %s: %w", name, err)
 	}
-	if lbapi.IsGlobal(&p) && p.Labels[lbapi.LabelGlobalPool] != "true" {
+	if lb.IsGlobalPool(&p) && p.Labels[lbapi.LabelGlobalPool] != "true" {
 		_, err := s.updateMeta(ctx, gvrPool, "", name, func(u *unstructured.Unstructured) bool {
 			l := u.GetLabels()
 			if l == nil {

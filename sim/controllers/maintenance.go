@@ -17,7 +17,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
+	"github.com/harvester-kit/harvester-machine/sim/kv"
 )
 
 // Event reasons on a host (Node, events in namespace default) for what
@@ -42,7 +43,7 @@ func (s *sim) reconcileNode(ctx context.Context, name string) (time.Duration, er
 	if err != nil || node.DeletionTimestamp != nil {
 		return 0, nil
 	}
-	if _, ok := node.Annotations[harvester.AnnDrainRequested]; ok {
+	if _, ok := node.Annotations[hv.AnnDrainRequested]; ok {
 		return 0, s.drainHost(ctx, node.DeepCopy())
 	}
 	var again time.Duration
@@ -57,7 +58,7 @@ func (s *sim) reconcileNode(ctx context.Context, name string) (time.Duration, er
 			}
 		}
 	}
-	if node.Annotations[harvester.AnnMaintainStatus] == harvester.MaintainRunning {
+	if node.Annotations[hv.AnnMaintainStatus] == hv.MaintainRunning {
 		return again, s.completeMaintenance(ctx, node)
 	}
 	return again, nil
@@ -83,7 +84,7 @@ func (s *sim) vmisOnHost(host string) []*kubevirtv1.VirtualMachineInstance {
 // drain (kubectl's, through the eviction API) played by KubeVirt's
 // eviction rule on each VMI (evictionOf).
 func (s *sim) drainHost(ctx context.Context, node *corev1.Node) error {
-	_, forced := node.Annotations[harvester.AnnDrainForced]
+	_, forced := node.Annotations[hv.AnnDrainForced]
 	hosts := s.hosts()
 	if err := drainPossible(node, hosts); err != nil {
 		return s.refuseMaintenance(ctx, node, "enabling maintenance mode is impossible: "+err.Error())
@@ -149,12 +150,12 @@ func (s *sim) drainHost(ctx context.Context, node *corev1.Node) error {
 		return nil
 	}
 	_, err = s.updateNode(ctx, node.Name, func(n *corev1.Node) bool {
-		if _, ok := n.Annotations[harvester.AnnDrainRequested]; !ok {
+		if _, ok := n.Annotations[hv.AnnDrainRequested]; !ok {
 			return false
 		}
-		n.Annotations[harvester.AnnMaintainStatus] = harvester.MaintainRunning
-		delete(n.Annotations, harvester.AnnDrainRequested)
-		delete(n.Annotations, harvester.AnnDrainForced)
+		n.Annotations[hv.AnnMaintainStatus] = hv.MaintainRunning
+		delete(n.Annotations, hv.AnnDrainRequested)
+		delete(n.Annotations, hv.AnnDrainForced)
 		return true
 	})
 	return err
@@ -187,15 +188,15 @@ func (s *sim) drainVMIs(ctx context.Context, host string, vmis []*kubevirtv1.Vir
 		}
 		ev, why := evictionOf(vmi)
 		switch ev {
-		case harvester.EvictionShutsDown:
+		case kv.ShutsDown:
 			if err := s.shutdownVMI(ctx, vmi.Namespace, vmi.Name, vmi.UID); err != nil {
 				return nil, err
 			}
 			s.log.Info("drain evicts vmi: guest shut down", "node", host, "vmi", key, "why", why)
-		case harvester.EvictionMigrates:
+		case kv.Migrates:
 			evacuate = append(evacuate, vmi)
 			waiting = append(waiting, key+": live migration ("+s.migrationProgress(vmi)+")")
-		case harvester.EvictionRefused:
+		case kv.Refused:
 			waiting = append(waiting, key+": eviction refused, "+why)
 		}
 	}
@@ -326,10 +327,10 @@ func (s *sim) completeMaintenance(ctx context.Context, node *corev1.Node) error 
 		return err
 	}
 	_, err := s.updateNode(ctx, node.Name, func(n *corev1.Node) bool {
-		if n.Annotations[harvester.AnnMaintainStatus] != harvester.MaintainRunning {
+		if n.Annotations[hv.AnnMaintainStatus] != hv.MaintainRunning {
 			return false
 		}
-		n.Annotations[harvester.AnnMaintainStatus] = harvester.MaintainCompleted
+		n.Annotations[hv.AnnMaintainStatus] = hv.MaintainCompleted
 		return true
 	})
 	if err == nil {
@@ -396,12 +397,12 @@ func (s *sim) refuseMaintenance(ctx context.Context, node *corev1.Node, msg stri
 		if n.ResourceVersion != node.ResourceVersion {
 			return false
 		}
-		_, a := n.Annotations[harvester.AnnMaintainStatus]
-		_, b := n.Annotations[harvester.AnnDrainRequested]
-		_, c := n.Annotations[harvester.AnnDrainForced]
-		delete(n.Annotations, harvester.AnnMaintainStatus)
-		delete(n.Annotations, harvester.AnnDrainRequested)
-		delete(n.Annotations, harvester.AnnDrainForced)
+		_, a := n.Annotations[hv.AnnMaintainStatus]
+		_, b := n.Annotations[hv.AnnDrainRequested]
+		_, c := n.Annotations[hv.AnnDrainForced]
+		delete(n.Annotations, hv.AnnMaintainStatus)
+		delete(n.Annotations, hv.AnnDrainRequested)
+		delete(n.Annotations, hv.AnnDrainForced)
 		return a || b || c
 	})
 	return err

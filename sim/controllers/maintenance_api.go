@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // EnableMaintenance is Harvester's node action enableMaintenanceMode: it
@@ -51,9 +51,9 @@ func EnableMaintenance(ctx context.Context, kube kubernetes.Interface, host stri
 		if n.Annotations == nil {
 			n.Annotations = map[string]string{}
 		}
-		n.Annotations[harvester.AnnDrainRequested] = "true"
+		n.Annotations[hv.AnnDrainRequested] = "true"
 		if force {
-			n.Annotations[harvester.AnnDrainForced] = "true"
+			n.Annotations[hv.AnnDrainForced] = "true"
 		}
 		upd, err := kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		if err == nil {
@@ -80,14 +80,14 @@ func DisableMaintenance(ctx context.Context, kube kubernetes.Interface, dyn dyna
 		}
 		n.Spec.Unschedulable = false
 		for i, t := range n.Spec.Taints {
-			if t.Key == harvester.TaintKubeVirtDrain {
+			if t.Key == hv.TaintKubeVirtDrain {
 				n.Spec.Taints = append(n.Spec.Taints[:i], n.Spec.Taints[i+1:]...)
 				break
 			}
 		}
-		delete(n.Annotations, harvester.AnnDrainRequested)
-		delete(n.Annotations, harvester.AnnDrainForced)
-		delete(n.Annotations, harvester.AnnMaintainStatus)
+		delete(n.Annotations, hv.AnnDrainRequested)
+		delete(n.Annotations, hv.AnnDrainForced)
+		delete(n.Annotations, hv.AnnMaintainStatus)
 		_, err = kube.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{})
 		return err
 	})

@@ -8,9 +8,11 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
+	"github.com/harvester-kit/harvester-machine/sim/kv"
 )
 
 // Keys of Harvester's non-migratable VM map (pkg/util/constants.go).
@@ -30,15 +32,15 @@ var (
 // node only when there are exactly three such nodes and none of them
 // carries the maintain-status annotation.
 func drainPossible(node *corev1.Node, nodes []corev1.Node) error {
-	_, cp := node.Labels[harvester.LabelRoleControlPlane]
-	_, etcd := node.Labels[harvester.LabelRoleEtcd]
+	_, cp := node.Labels[hv.LabelRoleControlPlane]
+	_, etcd := node.Labels[hv.LabelRoleEtcd]
 	if !cp && !etcd {
 		return nil
 	}
 	members := map[string]corev1.Node{}
 	for _, n := range nodes {
-		_, c := n.Labels[harvester.LabelRoleControlPlane]
-		_, e := n.Labels[harvester.LabelRoleEtcd]
+		_, c := n.Labels[hv.LabelRoleControlPlane]
+		_, e := n.Labels[hv.LabelRoleEtcd]
 		if c || e {
 			members[n.Name] = n
 		}
@@ -48,7 +50,7 @@ func drainPossible(node *corev1.Node, nodes []corev1.Node) error {
 	}
 	available := 0
 	for _, n := range members {
-		if _, ok := n.Annotations[harvester.AnnMaintainStatus]; !ok {
+		if _, ok := n.Annotations[hv.AnnMaintainStatus]; !ok {
 			available++
 		}
 	}
@@ -59,23 +61,10 @@ func drainPossible(node *corev1.Node, nodes []corev1.Node) error {
 }
 
 // nonMigratableVMs is Harvester's FindNonMigratableVMS without Longhorn's
-// last-healthy-replica check (harvester.NonMigratableKeys per VMI): names
-// (namespace/name, sorted) by key.
+// last-healthy-replica check (hv.NonMigratable): names (namespace/name,
+// sorted) by key.
 func nonMigratableVMs(vmis []*kubevirtv1.VirtualMachineInstance, source string, nodes []corev1.Node) (map[string][]string, error) {
-	out := map[string][]string{}
-	for _, vmi := range vmis {
-		keys, err := harvester.NonMigratableKeys(vmi, source, nodes, nil)
-		if err != nil {
-			return nil, fmt.Errorf("error while checking vmi scheduling requirements: %w", err)
-		}
-		for _, k := range keys {
-			out[k] = append(out[k], vmi.Namespace+"/"+vmi.Name)
-		}
-	}
-	for k := range out {
-		sort.Strings(out[k])
-	}
-	return out, nil
+	return hv.NonMigratable(vmis, source, nodes)
 }
 
 // maintenanceRefusal is the error Harvester's nodedrain controller gives
@@ -105,13 +94,20 @@ func uniqueVMs(m map[string][]string) []string {
 	return slices.Compact(out)
 }
 
-// evictionOf is KubeVirt's rule for evicting the VMI's launcher pod
-// (harvester.EvictionOf, the strategy resolved as Harvester configures
-// KubeVirt), and why.
-func evictionOf(vmi *kubevirtv1.VirtualMachineInstance) (harvester.Eviction, string) {
-	s, _ := harvester.EvictionStrategy(vmi, nil, nil)
+// clusterEvictionStrategy stands for the KubeVirt CR's
+// configuration.evictionStrategy, which the simulator does not hold. It is
+// LiveMigrate; KubeVirt's default when the CR sets none is None
+// (kv.DefaultEvictionStrategy), and Harvester v1.8's chart sets none: a
+// known difference (docs/sim.md), kept until KubeVirt's own virt-api
+// defaults the VMIs.
+var clusterEvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyLiveMigrate)
+
+// evictionOf is what KubeVirt does with an eviction of the VMI's launcher
+// pod (kv.LauncherEviction), and why.
+func evictionOf(vmi *kubevirtv1.VirtualMachineInstance) (kv.Eviction, string) {
+	s := *kv.EvictionStrategy(vmi, clusterEvictionStrategy)
 	ok, why := isLiveMigratable(vmi)
-	ev := harvester.EvictionOf(s, ok)
+	ev := kv.LauncherEviction(vmi, clusterEvictionStrategy)
 	switch s {
 	case kubevirtv1.EvictionStrategyExternal:
 		return ev, "eviction strategy External: left to another controller"
@@ -132,25 +128,24 @@ func evictionOf(vmi *kubevirtv1.VirtualMachineInstance) (harvester.Eviction, str
 // isLiveMigratable is the VMI's LiveMigratable condition being True, and
 // its reason and message.
 func isLiveMigratable(vmi *kubevirtv1.VirtualMachineInstance) (bool, string) {
-	st, reason, msg := harvester.LiveMigratable(vmi)
-	if st == corev1.ConditionUnknown && reason == "" {
-		return false, "no LiveMigratable condition"
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == kubevirtv1.VirtualMachineInstanceIsMigratable {
+			return kv.Migratable(vmi), c.Reason + ": " + c.Message
+		}
 	}
-	return st == corev1.ConditionTrue, reason + ": " + msg
+	return false, "no LiveMigratable condition"
 }
 
 // evacuatedByTaint: KubeVirt's evacuation controller migrates the VMI
 // off a host tainted kubevirt.io/drain.
 func evacuatedByTaint(vmi *kubevirtv1.VirtualMachineInstance) bool {
-	s, _ := harvester.EvictionStrategy(vmi, nil, nil)
-	ok, _ := isLiveMigratable(vmi)
-	return harvester.EvacuatedOnDrainTaint(s, ok)
+	return kv.EvacuatedFromDrainedHost(vmi, clusterEvictionStrategy)
 }
 
 // hasDrainTaint: the host carries kubevirt.io/drain (NoSchedule).
 func hasDrainTaint(n *corev1.Node) bool {
 	for _, t := range n.Spec.Taints {
-		if t.Key == harvester.TaintKubeVirtDrain && t.Effect == corev1.TaintEffectNoSchedule {
+		if t.Key == hv.TaintKubeVirtDrain && t.Effect == corev1.TaintEffectNoSchedule {
 			return true
 		}
 	}

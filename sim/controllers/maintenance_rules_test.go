@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/kv"
 )
 
 func vmiWith(name string, strategy *kubevirtv1.EvictionStrategy, migratable corev1.ConditionStatus, reason string) *kubevirtv1.VirtualMachineInstance {
@@ -29,15 +29,15 @@ func TestEvictionOf(t *testing.T) {
 		name     string
 		strategy *kubevirtv1.EvictionStrategy
 		mig      corev1.ConditionStatus
-		want     harvester.Eviction
+		want     kv.Eviction
 	}{
-		{"default (Harvester: LiveMigrate), migratable", nil, corev1.ConditionTrue, harvester.EvictionMigrates},
-		{"LiveMigrate, not migratable", &lm, corev1.ConditionFalse, harvester.EvictionRefused},
-		{"LiveMigrateIfPossible, migratable", &ifp, corev1.ConditionTrue, harvester.EvictionMigrates},
-		{"LiveMigrateIfPossible, not migratable", &ifp, corev1.ConditionFalse, harvester.EvictionShutsDown},
-		{"LiveMigrateIfPossible, no condition", &ifp, "", harvester.EvictionShutsDown},
-		{"None", &none, corev1.ConditionTrue, harvester.EvictionShutsDown},
-		{"External", &ext, corev1.ConditionTrue, harvester.EvictionRefused},
+		{"default (Harvester: LiveMigrate), migratable", nil, corev1.ConditionTrue, kv.Migrates},
+		{"LiveMigrate, not migratable", &lm, corev1.ConditionFalse, kv.Refused},
+		{"LiveMigrateIfPossible, migratable", &ifp, corev1.ConditionTrue, kv.Migrates},
+		{"LiveMigrateIfPossible, not migratable", &ifp, corev1.ConditionFalse, kv.ShutsDown},
+		{"LiveMigrateIfPossible, no condition", &ifp, "", kv.ShutsDown},
+		{"None", &none, corev1.ConditionTrue, kv.ShutsDown},
+		{"External", &ext, corev1.ConditionTrue, kv.Refused},
 	} {
 		if got, why := evictionOf(vmiWith("v", tc.strategy, tc.mig, "R")); got != tc.want {
 			t.Errorf("%s: %v (%s), want %v", tc.name, got, why, tc.want)

@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // GVRMigration is KubeVirt's VirtualMachineInstanceMigration.
@@ -225,7 +225,7 @@ func (s *sim) advanceVMIMigration(ctx context.Context, m *kubevirtv1.VirtualMach
 	copyTopology := false
 	if owner := controllerVMNameOf(vmi); owner != "" {
 		if vm := getCached(s.vms, vmi.Namespace, owner); vm != nil {
-			copyTopology = vm.GetLabels()[harvester.LabelCreator] == harvester.CreatorValue
+			copyTopology = vm.GetLabels()[hv.LabelCreator] == hv.CreatorNodeDriver
 		}
 	}
 	_, err := s.updateMeta(ctx, gvrVMI, vmi.Namespace, vmi.Name, func(cur *unstructured.Unstructured) bool {
@@ -270,7 +270,7 @@ func (s *sim) advanceVMIMigration(ctx context.Context, m *kubevirtv1.VirtualMach
 			lbls[LabelVMINodeName] = ms.TargetNode
 			delete(lbls, kubevirtv1.MigrationTargetNodeNameLabel)
 			if copyTopology {
-				for _, k := range []string{harvester.ZoneKey, harvester.RegionKey, harvester.HostnameKey} {
+				for _, k := range []string{corev1.LabelTopologyZone, corev1.LabelTopologyRegion, corev1.LabelHostname} {
 					if v, ok := hostLabels[k]; ok {
 						ann[k] = v
 					}

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // Harvester v1.8's node-down controller
@@ -20,7 +20,7 @@ import (
 // taint-eviction and pod GC controllers act on the taints.
 
 var (
-	taintDrain        = corev1.Taint{Key: harvester.TaintKubevirtDrain, Effect: corev1.TaintEffectNoSchedule}
+	taintDrain        = corev1.Taint{Key: hv.TaintKubeVirtDrain, Effect: corev1.TaintEffectNoSchedule}
 	taintOutOfService = corev1.Taint{Key: corev1.TaintNodeOutOfService, Effect: corev1.TaintEffectNoExecute}
 )
 
@@ -42,7 +42,7 @@ type nodeDownPlan struct {
 // so is a disabled policy. A drain taint without the Drained condition
 // (someone else's taint) is an error: the real controller dereferences
 // the missing condition and crashes.
-func planNodeDown(node *corev1.Node, policy harvester.VMForceResetPolicy, policyErr error, now time.Time) (nodeDownPlan, error) {
+func planNodeDown(node *corev1.Node, policy hv.VMForceResetPolicy, policyErr error, now time.Time) (nodeDownPlan, error) {
 	ready := nodeCondition(node, corev1.NodeReady)
 	if ready == nil {
 		return nodeDownPlan{}, fmt.Errorf("can't find %s condition in node %s", corev1.NodeReady, node.Name)
@@ -51,7 +51,7 @@ func planNodeDown(node *corev1.Node, policy harvester.VMForceResetPolicy, policy
 	case corev1.ConditionFalse:
 		return nodeDownPlan{}, nil
 	case corev1.ConditionTrue:
-		if hasTaint(node, taintDrain.Key) || hasTaint(node, taintOutOfService.Key) || nodeCondition(node, harvester.NodeConditionDrained) != nil {
+		if hasTaint(node, taintDrain.Key) || hasTaint(node, taintOutOfService.Key) || nodeCondition(node, hv.NodeConditionDrained) != nil {
 			return nodeDownPlan{removeTaints: true}, nil
 		}
 		return nodeDownPlan{}, nil
@@ -65,11 +65,11 @@ func planNodeDown(node *corev1.Node, policy harvester.VMForceResetPolicy, policy
 	if !policy.Enable {
 		return nodeDownPlan{}, nil
 	}
-	drained := nodeCondition(node, harvester.NodeConditionDrained)
+	drained := nodeCondition(node, hv.NodeConditionDrained)
 	hasDrain, hasOOS := hasTaint(node, taintDrain.Key), hasTaint(node, taintOutOfService.Key)
 	if hasDrain && drained == nil {
 		return nodeDownPlan{}, fmt.Errorf("node %s has taint %s but no %s condition: Harvester's node-down controller fails on it (nil condition)",
-			node.Name, taintDrain.Key, harvester.NodeConditionDrained)
+			node.Name, taintDrain.Key, hv.NodeConditionDrained)
 	}
 	switch {
 	case hasDrain && hasOOS:
@@ -107,19 +107,19 @@ func hasTaint(node *corev1.Node, key string) bool {
 // util.SetNodeStatusCondition does: the transition time changes only
 // with the status, the heartbeat always.
 func setDrained(node *corev1.Node, status corev1.ConditionStatus, now metav1.Time) {
-	reason := harvester.ReasonDraining
+	reason := hv.ReasonDraining
 	if status == corev1.ConditionTrue {
-		reason = harvester.ReasonDrained
+		reason = hv.ReasonDrained
 	}
-	if c := nodeCondition(node, harvester.NodeConditionDrained); c != nil {
+	if c := nodeCondition(node, hv.NodeConditionDrained); c != nil {
 		if c.Status != status {
 			c.Status, c.LastTransitionTime = status, now
 		}
-		c.LastHeartbeatTime, c.Reason, c.Message = now, reason, harvester.MessageDrained
+		c.LastHeartbeatTime, c.Reason, c.Message = now, reason, hv.MessageDrained
 		return
 	}
 	node.Status.Conditions = append(node.Status.Conditions, corev1.NodeCondition{
-		Type: harvester.NodeConditionDrained, Status: status, Reason: reason, Message: harvester.MessageDrained,
+		Type: hv.NodeConditionDrained, Status: status, Reason: reason, Message: hv.MessageDrained,
 		LastTransitionTime: now, LastHeartbeatTime: now,
 	})
 }
@@ -127,15 +127,15 @@ func setDrained(node *corev1.Node, status corev1.ConditionStatus, now metav1.Tim
 // forceResetPolicy reads vm-force-reset-policy from the cache as
 // Harvester's settings provider does: the value, else the default, and
 // Harvester's built-in default when the Setting does not exist.
-func (s *sim) forceResetPolicy() (harvester.VMForceResetPolicy, error) {
-	value := harvester.DefaultVMForceResetPolicy
-	if obj, err := s.settings.Get(harvester.SettingVMForceResetPolicy); err == nil { // cluster scoped: no namespace in the key
+func (s *sim) forceResetPolicy() (hv.VMForceResetPolicy, error) {
+	value := hv.DefaultVMForceResetPolicy
+	if obj, err := s.settings.Get(hv.SettingVMForceResetPolicy); err == nil { // cluster scoped: no namespace in the key
 		u, _ := obj.(*unstructured.Unstructured)
 		v, _, _ := unstructured.NestedString(u.UnstructuredContent(), "value")
 		d, _, _ := unstructured.NestedString(u.UnstructuredContent(), "default")
-		value = harvester.SettingValue(v, d)
+		value = hv.SettingValue(v, d)
 	}
-	return harvester.ParseVMForceResetPolicy(value)
+	return hv.DecodeVMForceResetPolicy(value)
 }
 
 // reconcileNodeDown applies planNodeDown to a host: the taint first (an
@@ -169,10 +169,10 @@ func (s *sim) reconcileNodeDown(ctx context.Context, name string) (time.Duration
 			}
 			s.log.Info("node-down: host Ready again, taints removed", "node", name)
 		}
-		if nodeCondition(node, harvester.NodeConditionDrained) != nil {
-			node.Status.Conditions = slices.DeleteFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == harvester.NodeConditionDrained })
+		if nodeCondition(node, hv.NodeConditionDrained) != nil {
+			node.Status.Conditions = slices.DeleteFunc(node.Status.Conditions, func(c corev1.NodeCondition) bool { return c.Type == hv.NodeConditionDrained })
 			if _, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-				return 0, fmt.Errorf("failed to reset the %s condition of node %s: %w", harvester.NodeConditionDrained, name, err)
+				return 0, fmt.Errorf("failed to reset the %s condition of node %s: %w", hv.NodeConditionDrained, name, err)
 			}
 		}
 		return 0, nil
@@ -186,7 +186,7 @@ func (s *sim) reconcileNodeDown(ctx context.Context, name string) (time.Duration
 	if plan.drained != "" {
 		setDrained(node, plan.drained, now)
 		if _, err := nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
-			return 0, fmt.Errorf("failed to set the %s condition of node %s: %w", harvester.NodeConditionDrained, name, err)
+			return 0, fmt.Errorf("failed to set the %s condition of node %s: %w", hv.NodeConditionDrained, name, err)
 		}
 	}
 	return 0, nil

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // TestPlanNodeDown walks Harvester v1.8's node-down rules as
@@ -21,7 +21,7 @@ import (
 func TestPlanNodeDown(t *testing.T) {
 	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
 	ago := func(s int) metav1.Time { return metav1.NewTime(now.Add(-time.Duration(s) * time.Second)) }
-	policy := harvester.VMForceResetPolicy{Enable: true, Period: 15, VMMigrationTimeout: 180}
+	policy := hv.VMForceResetPolicy{Enable: true, Period: 15, VMMigrationTimeout: 180}
 	node := func(ready corev1.ConditionStatus, readySince int, drained corev1.ConditionStatus, drainedSince int, taints ...string) *corev1.Node {
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "harvester-node-1"}}
 		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, LastTransitionTime: ago(readySince)}}
@@ -37,7 +37,7 @@ func TestPlanNodeDown(t *testing.T) {
 	cases := []struct {
 		name    string
 		node    *corev1.Node
-		policy  harvester.VMForceResetPolicy
+		policy  hv.VMForceResetPolicy
 		want    nodeDownPlan
 		wantErr string
 	}{
@@ -51,7 +51,7 @@ func TestPlanNodeDown(t *testing.T) {
 			nodeDownPlan{drained: corev1.ConditionTrue}, ""},
 		{"both taints, Drained True: nothing", node(corev1.ConditionUnknown, 300, corev1.ConditionTrue, 100, drain, oos), policy, nodeDownPlan{}, ""},
 		{"Ready False (kubelet reports): nothing", node(corev1.ConditionFalse, 999, "", 0), policy, nodeDownPlan{}, ""},
-		{"disabled policy: nothing", node(corev1.ConditionUnknown, 999, "", 0), harvester.VMForceResetPolicy{Period: 1}, nodeDownPlan{}, ""},
+		{"disabled policy: nothing", node(corev1.ConditionUnknown, 999, "", 0), hv.VMForceResetPolicy{Period: 1}, nodeDownPlan{}, ""},
 		{"Ready again: remove", node(corev1.ConditionTrue, 1, corev1.ConditionTrue, 10, drain, oos), policy, nodeDownPlan{removeTaints: true}, ""},
 		{"Ready, only the condition left: remove", node(corev1.ConditionTrue, 1, corev1.ConditionTrue, 10), policy, nodeDownPlan{removeTaints: true}, ""},
 		{"Ready, nothing of it: nothing", node(corev1.ConditionTrue, 1, "", 0), policy, nodeDownPlan{}, ""},

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 const (
@@ -59,7 +59,7 @@ func (s *sim) reconcilePVC(ctx context.Context, key string) (time.Duration, erro
 	if err != nil {
 		return 0, nil // the binder reports a missing class
 	}
-	if ref := cached.Annotations[harvester.AnnotationImageID]; ref != "" {
+	if ref := cached.Annotations[hv.AnnotationImageID]; ref != "" {
 		if img := s.checkImage(ref); !img.Found || !img.Imported {
 			return 0, nil // re-queued when images change
 		}

@@ -13,8 +13,8 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // handler calls fn with the object of every add, update and delete.
@@ -263,8 +263,8 @@ func controllerVMName(u *unstructured.Unstructured) string {
 func (s *sim) enqueueDrainingHosts() {
 	nodes, _ := s.kubeInformers.Core().V1().Nodes().Lister().List(labels.Everything())
 	for _, n := range nodes {
-		_, requested := n.Annotations[harvester.AnnDrainRequested]
-		if requested || n.Annotations[harvester.AnnMaintainStatus] == harvester.MaintainRunning || hasDrainTaint(n) {
+		_, requested := n.Annotations[hv.AnnDrainRequested]
+		if requested || n.Annotations[hv.AnnMaintainStatus] == hv.MaintainRunning || hasDrainTaint(n) {
 			s.nodeQ.add(n.Name)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // VMFinalizer is Harvester v1.8's VM controller's (a wrangler OnRemove
@@ -64,7 +64,7 @@ func (s *sim) reconcileVM(ctx context.Context, key string) (time.Duration, error
 		return 0, s.writeVMStatus(ctx, u, in)
 	}
 	strategy, err := vm.RunStrategy()
-	templates, tplErr := parseClaimTemplates(vm.Annotations[harvester.AnnotationVolumeClaimTemplates])
+	templates, tplErr := parseClaimTemplates(vm.Annotations[hv.AnnotationVolumeClaimTemplates])
 	var specErrs []error
 	if err != nil {
 		specErrs = append(specErrs, fmt.Errorf("spec.running and spec.runStrategy: %w", err))
@@ -226,8 +226,8 @@ func (s *sim) ensureClaims(ctx context.Context, vm *kubevirtv1.VirtualMachine, t
 		}
 		pvc.Annotations[AnnOwnedBy] = owned
 		if pvc.Spec.StorageClassName == nil {
-			if imgRef := pvc.Annotations[harvester.AnnotationImageID]; imgRef != "" {
-				_, imgName, _ := harvester.SplitNamespacedName(imgRef, "")
+			if imgRef := pvc.Annotations[hv.AnnotationImageID]; imgRef != "" {
+				_, imgName, _ := hv.ParseRef(imgRef, "")
 				pvc.Spec.StorageClassName = ptr.To(imageStorageClassName(imgName))
 			}
 		}
@@ -302,18 +302,18 @@ func (s *sim) startBlockOf(vm *kubevirtv1.VirtualMachine, templates []corev1.Per
 	for _, c := range claims {
 		if pvc, err := lister.Get(c); err == nil {
 			pvcs[c] = pvc
-			checkImage(pvc.Annotations[harvester.AnnotationImageID])
+			checkImage(pvc.Annotations[hv.AnnotationImageID])
 		}
 	}
 	for _, t := range templates {
-		checkImage(t.Annotations[harvester.AnnotationImageID])
+		checkImage(t.Annotations[hv.AnnotationImageID])
 	}
 	return volumeBlock(claims, templates, pvcs, images)
 }
 
 // checkImage looks an image ("ns/name") up in the cache.
 func (s *sim) checkImage(ref string) imageCheck {
-	ns, name, err := harvester.SplitNamespacedName(ref, "")
+	ns, name, err := hv.ParseRef(ref, "")
 	if err != nil {
 		return imageCheck{}
 	}

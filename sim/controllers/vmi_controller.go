@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // Labels and annotations the VMI controller sets.
@@ -223,7 +223,7 @@ func (s *sim) bindVMI(ctx context.Context, c *vmiContext, node string) error {
 	if n, err := s.kubeInformers.Core().V1().Nodes().Lister().Get(node); err == nil {
 		hostLabels = n.Labels
 	}
-	copyTopology := c.vm != nil && c.vm.GetLabels()[harvester.LabelCreator] == harvester.CreatorValue
+	copyTopology := c.vm != nil && c.vm.GetLabels()[hv.LabelCreator] == hv.CreatorNodeDriver
 	u, err := s.updateMeta(ctx, gvrVMI, c.u.GetNamespace(), c.u.GetName(), func(cur *unstructured.Unstructured) bool {
 		if cur.GetUID() != c.u.GetUID() {
 			return false
@@ -243,7 +243,7 @@ func (s *sim) bindVMI(ctx context.Context, c *vmiContext, node string) error {
 			if ann == nil {
 				ann = map[string]string{}
 			}
-			for _, k := range []string{harvester.ZoneKey, harvester.RegionKey, harvester.HostnameKey} {
+			for _, k := range []string{corev1.LabelTopologyZone, corev1.LabelTopologyRegion, corev1.LabelHostname} {
 				if v, ok := hostLabels[k]; ok && ann[k] != v {
 					ann[k] = v
 					changed = true
@@ -412,8 +412,8 @@ func (s *sim) guestSources(c *vmiContext) guestSources {
 		if err != nil {
 			continue
 		}
-		ref := pvc.Annotations[harvester.AnnotationImageID]
-		imgNS, imgName, err := harvester.SplitNamespacedName(ref, "")
+		ref := pvc.Annotations[hv.AnnotationImageID]
+		imgNS, imgName, err := hv.ParseRef(ref, "")
 		if err != nil {
 			continue
 		}

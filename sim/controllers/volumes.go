@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // Harvester annotations and labels about VM disks.
@@ -34,21 +34,21 @@ func parseClaimTemplates(ann string) ([]corev1.PersistentVolumeClaim, error) {
 	}
 	var pvcs []corev1.PersistentVolumeClaim
 	if err := decodeStrictJSON([]byte(ann), &pvcs); err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", harvester.AnnotationVolumeClaimTemplates, err)
+		return nil, fmt.Errorf("annotation %s: %w", hv.AnnotationVolumeClaimTemplates, err)
 	}
 	var errs []error
 	seen := map[string]bool{}
 	for i, p := range pvcs {
 		switch {
 		case p.Name == "":
-			errs = append(errs, fmt.Errorf("annotation %s: item %d has no metadata.name", harvester.AnnotationVolumeClaimTemplates, i))
+			errs = append(errs, fmt.Errorf("annotation %s: item %d has no metadata.name", hv.AnnotationVolumeClaimTemplates, i))
 		case seen[p.Name]:
-			errs = append(errs, fmt.Errorf("annotation %s: claim %q listed twice", harvester.AnnotationVolumeClaimTemplates, p.Name))
+			errs = append(errs, fmt.Errorf("annotation %s: claim %q listed twice", hv.AnnotationVolumeClaimTemplates, p.Name))
 		}
 		seen[p.Name] = true
-		if id, ok := p.Annotations[harvester.AnnotationImageID]; ok {
-			if _, _, err := harvester.SplitNamespacedName(id, ""); err != nil {
-				errs = append(errs, fmt.Errorf("annotation %s: claim %q: %s: %w", harvester.AnnotationVolumeClaimTemplates, p.Name, harvester.AnnotationImageID, err))
+		if id, ok := p.Annotations[hv.AnnotationImageID]; ok {
+			if _, _, err := hv.ParseRef(id, ""); err != nil {
+				errs = append(errs, fmt.Errorf("annotation %s: claim %q: %s: %w", hv.AnnotationVolumeClaimTemplates, p.Name, hv.AnnotationImageID, err))
 			}
 		}
 	}
@@ -130,16 +130,16 @@ func marshalOwners(owners []ownerEntry) string {
 // sorted names of existing PVCs only.
 func claimsToDelete(vmAnnotations, vmLabels map[string]string, pvcs []corev1.PersistentVolumeClaim) []string {
 	want := map[string]bool{}
-	for _, n := range strings.Split(vmAnnotations[harvester.AnnotationRemovedPVCs], ",") {
+	for _, n := range strings.Split(vmAnnotations[hv.AnnotationRemovedPVCs], ",") {
 		if n = strings.TrimSpace(n); n != "" {
 			want[n] = true
 		}
 	}
-	cluster := vmLabels[harvester.LabelGuestCluster]
-	removeAll := vmAnnotations[harvester.AnnotationRemoveAllPVCs] == "true" && cluster != ""
+	cluster := vmLabels[hv.LabelGuestCluster]
+	removeAll := vmAnnotations[hv.AnnotationRemoveAllPVCs] == "true" && cluster != ""
 	var out []string
 	for _, p := range pvcs {
-		if want[p.Name] || (removeAll && p.Labels[harvester.LabelGuestCluster] == cluster) {
+		if want[p.Name] || (removeAll && p.Labels[hv.LabelGuestCluster] == cluster) {
 			out = append(out, p.Name)
 		}
 	}
@@ -201,12 +201,12 @@ func volumeBlock(claims []string, templates []corev1.PersistentVolumeClaim, pvcs
 				fmt.Sprintf("persistentvolumeclaim %q not found", name))
 			continue
 		}
-		if ref := source.Annotations[harvester.AnnotationImageID]; ref != "" {
+		if ref := source.Annotations[hv.AnnotationImageID]; ref != "" {
 			img := images[ref]
 			switch {
 			case !img.Found:
 				note(kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding, "ImageNotFound",
-					fmt.Sprintf("claim %q: image %s (annotation %s) does not exist", name, ref, harvester.AnnotationImageID))
+					fmt.Sprintf("claim %q: image %s (annotation %s) does not exist", name, ref, hv.AnnotationImageID))
 				continue
 			case !img.Imported:
 				note(kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding, "ImageNotReady",

@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 func TestParseClaimTemplates(t *testing.T) {
@@ -80,7 +80,7 @@ func TestClaimsToDelete(t *testing.T) {
 	pvc := func(name, cluster string) corev1.PersistentVolumeClaim {
 		p := corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if cluster != "" {
-			p.Labels = map[string]string{harvester.LabelGuestCluster: cluster}
+			p.Labels = map[string]string{hv.LabelGuestCluster: cluster}
 		}
 		return p
 	}
@@ -91,12 +91,12 @@ func TestClaimsToDelete(t *testing.T) {
 		labels map[string]string
 		want   []string
 	}{
-		{"nothing", nil, map[string]string{harvester.LabelGuestCluster: "c1"}, nil},
-		{"removed list", map[string]string{harvester.AnnotationRemovedPVCs: "vm1-disk-0, missing,"}, nil, []string{"vm1-disk-0"}},
-		{"remove all", map[string]string{harvester.AnnotationRemoveAllPVCs: "true"}, map[string]string{harvester.LabelGuestCluster: "c1"},
+		{"nothing", nil, map[string]string{hv.LabelGuestCluster: "c1"}, nil},
+		{"removed list", map[string]string{hv.AnnotationRemovedPVCs: "vm1-disk-0, missing,"}, nil, []string{"vm1-disk-0"}},
+		{"remove all", map[string]string{hv.AnnotationRemoveAllPVCs: "true"}, map[string]string{hv.LabelGuestCluster: "c1"},
 			[]string{"vm1-data", "vm1-disk-0", "vm2-disk-0"}},
-		{"remove all without cluster label", map[string]string{harvester.AnnotationRemoveAllPVCs: "true"}, nil, nil},
-		{"remove all false", map[string]string{harvester.AnnotationRemoveAllPVCs: "false", harvester.AnnotationRemovedPVCs: "plain"}, map[string]string{harvester.LabelGuestCluster: "c1"},
+		{"remove all without cluster label", map[string]string{hv.AnnotationRemoveAllPVCs: "true"}, nil, nil},
+		{"remove all false", map[string]string{hv.AnnotationRemoveAllPVCs: "false", hv.AnnotationRemovedPVCs: "plain"}, map[string]string{hv.LabelGuestCluster: "c1"},
 			[]string{"plain"}},
 	}
 	for _, tt := range tests {
@@ -124,7 +124,7 @@ func TestVolumeBlock(t *testing.T) {
 	withImage := func(name, img string, phase corev1.PersistentVolumeClaimPhase) *corev1.PersistentVolumeClaim {
 		p := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}, Status: corev1.PersistentVolumeClaimStatus{Phase: phase}}
 		if img != "" {
-			p.Annotations = map[string]string{harvester.AnnotationImageID: img}
+			p.Annotations = map[string]string{hv.AnnotationImageID: img}
 		}
 		return p
 	}

@@ -28,7 +28,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // ControlPlanes starts and stops guest clusters' API servers.
@@ -69,7 +69,7 @@ func Start(ctx context.Context, cfg *rest.Config, planes ControlPlanes, log *slo
 	if err != nil {
 		return fmt.Errorf("start guest clusters: %w", err)
 	}
-	selector := func(o *metav1.ListOptions) { o.LabelSelector = harvester.LabelGuestCluster }
+	selector := func(o *metav1.ListOptions) { o.LabelSelector = hv.LabelGuestCluster }
 	dynInf := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, metav1.NamespaceAll, selector)
 	c := &controller{
 		log: log, planes: planes, kube: kube,
@@ -86,7 +86,7 @@ func Start(ctx context.Context, cfg *rest.Config, planes ControlPlanes, log *slo
 			obj = d.Obj
 		}
 		if u, ok := obj.(*unstructured.Unstructured); ok {
-			if name := u.GetLabels()[harvester.LabelGuestCluster]; name != "" {
+			if name := u.GetLabels()[hv.LabelGuestCluster]; name != "" {
 				c.queue.Add(name)
 			}
 		}
@@ -155,7 +155,7 @@ func (c *controller) clustersIn(namespace string) []string {
 	var out []string
 	for _, o := range list {
 		if u, ok := o.(*unstructured.Unstructured); ok {
-			if name := u.GetLabels()[harvester.LabelGuestCluster]; name != "" && !seen[name] {
+			if name := u.GetLabels()[hv.LabelGuestCluster]; name != "" && !seen[name] {
 				seen[name] = true
 				out = append(out, name)
 			}
@@ -166,7 +166,7 @@ func (c *controller) clustersIn(namespace string) []string {
 
 // clusterVMs lists the cluster's VMs, sorted by namespace and name.
 func (c *controller) clusterVMs(cluster string) []*unstructured.Unstructured {
-	sel := labels.SelectorFromSet(labels.Set{harvester.LabelGuestCluster: cluster})
+	sel := labels.SelectorFromSet(labels.Set{hv.LabelGuestCluster: cluster})
 	list, _ := c.vms.List(sel)
 	var out []*unstructured.Unstructured
 	for _, o := range list {

@@ -7,8 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/sim/userdata"
 )
 
@@ -63,7 +63,7 @@ func TestNodeLifecycle(t *testing.T) {
 			t.Errorf("label %s = %q, want %q", k, n.Labels[k], v)
 		}
 	}
-	if n.Annotations[harvester.AnnProvidedNodeIP] != "10.0.0.5" || !hasTaint(n, harvester.TaintUninitialized, corev1.TaintEffectNoSchedule) {
+	if n.Annotations[cloudproviderapi.AnnotationAlphaProvidedIPAddr] != "10.0.0.5" || !hasTaint(n, cloudproviderapi.TaintExternalCloudProvider, corev1.TaintEffectNoSchedule) {
 		t.Fatalf("registered node = %+v, want provided IP and the uninitialized taint", n.ObjectMeta)
 	}
 	st, _ := NodeStatus(n, true, "10.0.0.5", now)
@@ -78,10 +78,10 @@ func TestNodeLifecycle(t *testing.T) {
 		t.Fatalf("stopped node = %+v %+v, want Ready Unknown and unreachable taints", n.Spec, n.Status.Conditions)
 	}
 	_, sp = NodeStatus(n, true, "10.0.0.9", now)
-	if !sp || hasTaint(n, TaintUnreachable, corev1.TaintEffectNoSchedule) || n.Annotations[harvester.AnnProvidedNodeIP] != "10.0.0.9" {
+	if !sp || hasTaint(n, TaintUnreachable, corev1.TaintEffectNoSchedule) || n.Annotations[cloudproviderapi.AnnotationAlphaProvidedIPAddr] != "10.0.0.9" {
 		t.Fatalf("restarted node = %+v, want unreachable taints gone and the new address", n.ObjectMeta)
 	}
-	if !hasTaint(n, harvester.TaintUninitialized, corev1.TaintEffectNoSchedule) {
+	if !hasTaint(n, cloudproviderapi.TaintExternalCloudProvider, corev1.TaintEffectNoSchedule) {
 		t.Fatal("the uninitialized taint is the cloud provider's to remove")
 	}
 }

@@ -9,8 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	cloudproviderapi "k8s.io/cloud-provider/api"
 )
 
 // Keys kubelet (with --cloud-provider=external) and the node lifecycle
@@ -86,9 +85,9 @@ func BuildNode(name, ip string) *corev1.Node {
 				LabelHostname: name, LabelOS: "linux", LabelArch: "amd64", LabelBetaOS: "linux", LabelBetaArch: "amd64",
 				LabelRoleControlPlane: "true", LabelRoleMaster: "true", LabelRoleEtcd: "true",
 			},
-			Annotations: map[string]string{harvester.AnnProvidedNodeIP: ip},
+			Annotations: map[string]string{cloudproviderapi.AnnotationAlphaProvidedIPAddr: ip},
 		},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: harvester.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule}}},
 	}
 }
 
@@ -130,11 +129,11 @@ func NodeStatus(node *corev1.Node, running bool, ip string, now time.Time) (stat
 		if !slices.Equal(node.Status.Addresses, addrs) {
 			node.Status.Addresses, statusChanged = addrs, true
 		}
-		if node.Annotations[harvester.AnnProvidedNodeIP] != ip {
+		if node.Annotations[cloudproviderapi.AnnotationAlphaProvidedIPAddr] != ip {
 			if node.Annotations == nil {
 				node.Annotations = map[string]string{}
 			}
-			node.Annotations[harvester.AnnProvidedNodeIP], specChanged = ip, true
+			node.Annotations[cloudproviderapi.AnnotationAlphaProvidedIPAddr], specChanged = ip, true
 		}
 		if node.Status.NodeInfo.KubeletVersion == "" {
 			node.Status.NodeInfo = corev1.NodeSystemInfo{KubeletVersion: KubeletVersion, OperatingSystem: "linux", Architecture: "amd64",

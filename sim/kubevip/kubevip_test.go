@@ -3,6 +3,7 @@ package kubevip
 import (
 	"encoding/binary"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -11,26 +12,30 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/harvester-kit/harvester-machine/guest/addons"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	cloudproviderapi "k8s.io/cloud-provider/api"
+	"sigs.k8s.io/yaml"
 )
 
-// chartDaemonSet is kube-vip's DaemonSet as harvester-bootstrap renders it.
+// chartDaemonSet is kube-vip's DaemonSet as a guest cluster holds it:
+// testdata/daemonset.yaml, as harvester-bootstrap rendered it for kube-vip
+// v1.2.3 (a fixture: the simulator runs whatever DaemonSet the guest holds,
+// and imports nothing of the product).
 func chartDaemonSet(t *testing.T) *appsv1.DaemonSet {
 	t.Helper()
-	for _, o := range addons.KubeVIPObjects(addons.DefaultOptions("guest")) {
-		if ds, ok := o.(*appsv1.DaemonSet); ok {
-			return ds
-		}
+	b, err := os.ReadFile("testdata/daemonset.yaml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no DaemonSet among the kube-vip objects")
-	return nil
+	var ds appsv1.DaemonSet
+	if err := yaml.UnmarshalStrict(b, &ds); err != nil {
+		t.Fatal(err)
+	}
+	return &ds
 }
 
 func TestSchedulable(t *testing.T) {
 	ds := chartDaemonSet(t)
-	uninitialized := corev1.Taint{Key: harvester.TaintUninitialized, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+	uninitialized := corev1.Taint{Key: cloudproviderapi.TaintExternalCloudProvider, Value: "true", Effect: corev1.TaintEffectNoSchedule}
 	cases := []struct {
 		name   string
 		labels map[string]string
@@ -41,7 +46,7 @@ func TestSchedulable(t *testing.T) {
 		{"K3s server", map[string]string{"node-role.kubernetes.io/control-plane": "true"}, nil, true, ""},
 		{"RKE1 control plane", map[string]string{"node-role.kubernetes.io/controlplane": "true"}, nil, true, ""},
 		{"worker", map[string]string{"kubernetes.io/hostname": "w"}, nil, false, "required node affinity"},
-		{"not initialised by the cloud provider", map[string]string{"node-role.kubernetes.io/control-plane": "true"}, []corev1.Taint{uninitialized}, false, "taint " + harvester.TaintUninitialized + ":NoSchedule not tolerated"},
+		{"not initialised by the cloud provider", map[string]string{"node-role.kubernetes.io/control-plane": "true"}, []corev1.Taint{uninitialized}, false, "taint " + cloudproviderapi.TaintExternalCloudProvider + ":NoSchedule not tolerated"},
 		{"unreachable (daemon pods tolerate it)", map[string]string{"node-role.kubernetes.io/control-plane": "true"},
 			[]corev1.Taint{{Key: "node.kubernetes.io/unreachable", Effect: corev1.TaintEffectNoExecute}}, true, ""},
 		{"control-plane taint (tolerated by the chart)", map[string]string{"node-role.kubernetes.io/control-plane": "true"},

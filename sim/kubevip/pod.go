@@ -15,8 +15,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/harvester-kit/harvester-machine/internal/daemonset"
 )
 
 // DaemonSetName is the DaemonSet (in kube-system) whose pods the simulator
@@ -32,15 +30,6 @@ const (
 type Node struct {
 	Node *corev1.Node
 	IP   string
-}
-
-// Schedulable says whether the DaemonSet places a pod on node, as the
-// DaemonSet controller and the scheduler decide (internal/daemonset, which
-// doctor judges kube-vip's nodes with); when not, why says which rule
-// failed.
-func Schedulable(ds *appsv1.DaemonSet, node *corev1.Node) (ok bool, why string) {
-	why = daemonset.WhyNotOn(ds.Spec.Template.Spec, node)
-	return why == "", why
 }
 
 // Container is the kube-vip container of the DaemonSet's pod template.

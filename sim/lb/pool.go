@@ -1,8 +1,8 @@
 // Package lb is the pure part of the simulated Harvester load balancer
-// controller: IP pool address allocation and backend selection. The
-// LoadBalancer and IPPool types and the pool-matching rule are Harvester's
-// API, shared with harvester-bootstrap in internal/lbapi. The controller
-// that does the API calls lives in sim/controllers.
+// controller: the pool choice (ippool.go), IP pool address allocation and
+// backend selection. The LoadBalancer and IPPool types are Harvester's
+// API (internal/lbapi, plumbing). The controller that does the API calls
+// lives in sim/controllers.
 package lb
 
 import (

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // AnnotationGuestOS on a VirtualMachineImage is what qemu-guest-agent in a
@@ -73,7 +73,7 @@ func (s *Server) imageOf(ctx context.Context, vmi *kubevirtv1.VirtualMachineInst
 		if err != nil {
 			return nil, fmt.Errorf("guestosinfo: read pvc %s: %w", claim, err)
 		}
-		ns, name, err := harvester.SplitNamespacedName(pvc.Annotations[harvester.AnnotationImageID], vmi.Namespace)
+		ns, name, err := hv.ParseRef(pvc.Annotations[hv.AnnotationImageID], vmi.Namespace)
 		if err != nil {
 			continue
 		}

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // maxReview bounds a request body (a VM is far smaller).
@@ -54,20 +54,20 @@ func (m *mutator) admit(req *reviewv1.AdmissionRequest) *reviewv1.AdmissionRespo
 		if err := json.Unmarshal(req.OldObject.Raw, &old); err != nil {
 			return refuse(fmt.Sprintf("decode VirtualMachine: %v", err))
 		}
-		mutateResources = harvester.ResourcesNeedMutation(&old, &vm)
+		mutateResources = hv.ResourcesChanged(&old, &vm)
 	}
 	mutated := vm.DeepCopy()
 	if mutateResources {
 		s, err := m.mutatorSettings(&vm)
 		if err == nil {
-			err = harvester.MutateVMResources(mutated, s)
+			err = hv.MutateResources(mutated, s)
 		}
 		if err != nil {
 			m.log.Info("webhook: VM refused", "namespace", req.Namespace, "name", req.Name, "operation", req.Operation, "err", err)
 			return refuse(err.Error())
 		}
 	}
-	harvester.DefaultCPUTopology(mutated)
+	hv.DefaultCPU(mutated)
 	ops := resourcePatch(&vm, mutated)
 	if len(ops) == 0 {
 		return &reviewv1.AdmissionResponse{Allowed: true}
@@ -81,21 +81,18 @@ func (m *mutator) admit(req *reviewv1.AdmissionRequest) *reviewv1.AdmissionRespo
 }
 
 // mutatorSettings reads the two settings as Harvester's mutator does: no
-// overcommit-config (or an empty one) means no resource mutation; a
-// missing overhead ratio means the reserved memory applies.
-func (m *mutator) mutatorSettings(vm *kubevirtv1.VirtualMachine) (harvester.MutatorSettings, error) {
-	s := harvester.MutatorSettings{ARM: vm.Spec.Template.Spec.Architecture == "arm64"}
-	value, ok, err := m.settings.Setting(harvester.SettingOvercommit)
-	if err != nil || !ok || value == "" {
-		return s, err
+// overcommit-config (or an empty one) means no resource mutation.
+func (m *mutator) mutatorSettings(vm *kubevirtv1.VirtualMachine) (hv.MutatorInput, error) {
+	in := hv.MutatorInput{ARM: vm.Spec.Template.Spec.Architecture == "arm64"}
+	value, ok, err := m.settings.Setting(hv.SettingOvercommit)
+	if err != nil || !ok {
+		return in, err
 	}
-	o, err := harvester.ParseOvercommit(value)
-	if err != nil {
-		return s, err
+	if in.Overcommit, err = hv.DecodeOvercommit(value); err != nil || in.Overcommit == nil {
+		return in, err
 	}
-	s.Overcommit = &o
-	s.OverheadRatio, _, err = m.settings.Setting(harvester.SettingMemoryOverheadRatio)
-	return s, err
+	in.OverheadRatio, _, err = m.settings.Setting(hv.SettingMemoryOverheadRatio)
+	return in, err
 }
 
 // refuse is Harvester's refusal: its webhook answers an error as an

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // settingsMap is a Settings of fixed values (value already defaulted).
@@ -30,7 +30,7 @@ func (s settingsMap) Setting(name string) (string, bool, error) {
 }
 
 // shipped are Harvester's defaults, as a fresh Harvester has them.
-var shipped = settingsMap{harvester.SettingOvercommit: harvester.DefaultOvercommit, harvester.SettingMemoryOverheadRatio: harvester.DefaultMemoryOverheadRatio}
+var shipped = settingsMap{hv.SettingOvercommit: hv.DefaultOvercommit, hv.SettingMemoryOverheadRatio: hv.DefaultMemoryOverheadRatio}
 
 func vmWith(cpu, memory string, change func(*kubevirtv1.VirtualMachine)) *kubevirtv1.VirtualMachine {
 	vm := &kubevirtv1.VirtualMachine{
@@ -147,12 +147,12 @@ func TestMutatorCreate(t *testing.T) {
 			vm.Spec.Template.Spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
 		}), want{"200m", "2730Mi", "4Gi", 1, 2}},
 		{"GPU: memory request is the guest memory", shipped, vmWith("2", "4Gi", gpu), want{"200m", "4Gi", "4Gi", 1, 2}},
-		{"no ratio setting: 100Mi reserved", settingsMap{harvester.SettingOvercommit: harvester.DefaultOvercommit}, vmWith("2", "4Gi", gpu),
+		{"no ratio setting: 100Mi reserved", settingsMap{hv.SettingOvercommit: hv.DefaultOvercommit}, vmWith("2", "4Gi", gpu),
 			want{"200m", "3996Mi", "3996Mi", 1, 2}},
 		{"reserved memory annotation", shipped, vmWith("2", "4Gi", func(vm *kubevirtv1.VirtualMachine) {
-			vm.Annotations = map[string]string{harvester.AnnotationReservedMemory: "256Mi"}
+			vm.Annotations = map[string]string{hv.AnnotationReservedMemory: "256Mi"}
 		}), want{"200m", "2730Mi", "3840Mi", 1, 2}},
-		{"overcommit changed", settingsMap{harvester.SettingOvercommit: `{"cpu":200,"memory":200,"storage":100}`}, vmWith("2", "4Gi", nil),
+		{"overcommit changed", settingsMap{hv.SettingOvercommit: `{"cpu":200,"memory":200,"storage":100}`}, vmWith("2", "4Gi", nil),
 			want{"1", "2Gi", "3996Mi", 1, 2}},
 		{"no CPU: Harvester's default topology", shipped, vmWith("2", "4Gi", func(vm *kubevirtv1.VirtualMachine) {
 			vm.Spec.Template.Spec.Domain.CPU = nil
@@ -161,7 +161,7 @@ func TestMutatorCreate(t *testing.T) {
 			vm.Spec.Template.Spec.Architecture = "arm64"
 		}), want{"200m", "2730Mi", "4Gi", 0, 2}},
 		{"no overcommit setting: resources left alone", settingsMap{}, vmWith("2", "4Gi", nil), want{cores: 2}},
-		{"empty overcommit setting: resources left alone", settingsMap{harvester.SettingOvercommit: ""}, vmWith("2", "4Gi", nil), want{cores: 2}},
+		{"empty overcommit setting: resources left alone", settingsMap{hv.SettingOvercommit: ""}, vmWith("2", "4Gi", nil), want{cores: 2}},
 	}
 	for _, c := range cases {
 		resp, raw := review(t, c.settings, reviewv1.Create, nil, c.vm)
@@ -188,12 +188,16 @@ func TestMutatorRefuses(t *testing.T) {
 		message  string
 	}{
 		{"reserved memory not below the limit", shipped, vmWith("2", "1Gi", func(vm *kubevirtv1.VirtualMachine) {
-			vm.Annotations = map[string]string{harvester.AnnotationReservedMemory: "1Gi"}
+			vm.Annotations = map[string]string{hv.AnnotationReservedMemory: "1Gi"}
 		}), "reservedMemory can't be equal or greater than limits.memory  1073741824 1073741824"},
-		{"guest memory under 10Mi", settingsMap{harvester.SettingOvercommit: harvester.DefaultOvercommit}, vmWith("1", "105Mi", nil),
+		{"guest memory under 10Mi", settingsMap{hv.SettingOvercommit: hv.DefaultOvercommit}, vmWith("1", "105Mi", nil),
 			"guest memory is under the minimum requirement (10 Mi), original: 110100480, final: 5242880"},
-		{"overcommit setting not JSON", settingsMap{harvester.SettingOvercommit: "{"}, vmWith("1", "1Gi", nil),
-			"setting overcommit-config: unexpected end of JSON input"},
+		// getOvercommit returns json.Unmarshal's error unwrapped
+		// (pkg/webhook/resources/virtualmachine/mutator.go), and the
+		// webhook answers it as werror.NewInternalError(err.Error())
+		// (pkg/webhook/types/admission.go).
+		{"overcommit setting not JSON", settingsMap{hv.SettingOvercommit: "{"}, vmWith("1", "1Gi", nil),
+			"unexpected end of JSON input"},
 	}
 	for _, c := range cases {
 		resp, _ := review(t, c.settings, reviewv1.Create, nil, c.vm)
@@ -209,7 +213,7 @@ func TestMutatorUpdate(t *testing.T) {
 		resp, raw := review(t, shipped, reviewv1.Create, nil, vmWith("2", "4Gi", nil))
 		return applied(t, resp, raw)
 	}
-	changed := settingsMap{harvester.SettingOvercommit: `{"cpu":200,"memory":200,"storage":100}`, harvester.SettingMemoryOverheadRatio: "1.5"}
+	changed := settingsMap{hv.SettingOvercommit: `{"cpu":200,"memory":200,"storage":100}`, hv.SettingMemoryOverheadRatio: "1.5"}
 	cases := []struct {
 		name   string
 		change func(*kubevirtv1.VirtualMachine)

@@ -2,7 +2,7 @@
 // them: an HTTPS server kube-apiserver calls for admission.k8s.io/v1
 // AdmissionReviews, registered as Harvester registers its own (names and
 // path of Harvester v1.8's webhook server). It plays the resource part of
-// the VM mutator (internal/harvester.MutateVMResources); the rest of
+// the VM mutator (sim/hv.MutateResources); the rest of
 // Harvester's mutator is not played.
 package webhook
 

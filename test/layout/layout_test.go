@@ -1,7 +1,9 @@
 // Package layout checks that the module's import arrows point down only:
 // cmd/ -> the front ends (driver/, bootstrap/) -> guest/ -> internal/;
-// sim/ and test/ may import the others. Inside driver/ the packages are
-// layered too (see driverLayers).
+// test/ may import the others. Inside driver/ the packages are layered too
+// (see driverLayers). sim/ imports no package of the product, only the
+// plumbing of internal/ that simPlumbing lists: the simulator is nobody's
+// oracle but Harvester's.
 package layout
 
 import (
@@ -49,6 +51,13 @@ var driverLayers = map[string][]string{
 	"driver/harvesterapi": {},
 	"driver/drivertest":   {},
 }
+
+// simPlumbing are the only packages outside sim/ that a package of sim/
+// may import, directly or through another package (its tests too): types,
+// names and clients, no rule of the product (docs/layout.md says why each
+// is plumbing). Every rule the simulator plays is its own, written from
+// Harvester's and KubeVirt's source.
+var simPlumbing = []string{"internal/kubeapi", "internal/lbapi", "internal/dhcpapi"}
 
 // pkg is what `go list -json` says of one package.
 type pkg struct {
@@ -106,6 +115,20 @@ func upward(p pkg) []string {
 	return bad
 }
 
+// simForeign lists the imports of p, a package of sim/ (its transitive
+// dependencies, and its tests' direct imports), that are packages of the
+// module outside sim/ and not in simPlumbing.
+func simForeign(p pkg) []string {
+	var bad []string
+	for _, imp := range append(append(append([]string{}, p.Deps...), p.TestImports...), p.XTestImports...) {
+		name := strings.TrimPrefix(imp, module)
+		if t := tier(imp); t != "" && t != "sim" && !slices.Contains(simPlumbing, name) {
+			bad = append(bad, imp)
+		}
+	}
+	return bad
+}
+
 // driverUpward lists the imports of p, a package of driver/, that
 // driverLayers does not allow; ok is false for a package it does not
 // place.
@@ -131,6 +154,11 @@ func TestArrowsPointDown(t *testing.T) {
 		tiers[tier(p.ImportPath)] = true
 		for _, imp := range upward(p) {
 			t.Errorf("%s imports %s: %s may not import %s/", strings.TrimPrefix(p.ImportPath, module), strings.TrimPrefix(imp, module), tier(p.ImportPath), tier(imp))
+		}
+		if tier(p.ImportPath) == "sim" {
+			for _, imp := range simForeign(p) {
+				t.Errorf("%s imports %s: sim/ imports only %v outside sim/", strings.TrimPrefix(p.ImportPath, module), strings.TrimPrefix(imp, module), simPlumbing)
+			}
 		}
 		if tier(p.ImportPath) != "driver" {
 			continue
@@ -169,6 +197,30 @@ func TestUpwardImportIsCaught(t *testing.T) {
 	ok := pkg{ImportPath: module + "driver", Deps: []string{module + "guest/cloudinit", module + "internal/kubeapi", "k8s.io/client-go/rest"}}
 	if bad := upward(ok); len(bad) != 0 {
 		t.Errorf("downward imports flagged: %v", bad)
+	}
+}
+
+// TestSimForeignImportIsCaught: a package of sim/ that reaches the
+// product (driver/, bootstrap/, guest/, a rule of internal/), directly,
+// through another package or from its tests, is caught; the plumbing is
+// not.
+func TestSimForeignImportIsCaught(t *testing.T) {
+	cases := []pkg{
+		{ImportPath: module + "sim", Deps: []string{module + "bootstrap/maintenance"}},
+		{ImportPath: module + "sim/controllers", Deps: []string{module + "internal/harvester"}},
+		{ImportPath: module + "sim/kubevip", TestImports: []string{module + "guest/addons"}},
+		{ImportPath: module + "sim/lb", XTestImports: []string{module + "driver/config"}},
+		{ImportPath: module + "sim/webhook", Deps: []string{module + "internal/daemonset"}},
+		{ImportPath: module + "sim/fault", Deps: []string{module + "test/simtest"}},
+	}
+	for _, p := range cases {
+		if bad := simForeign(p); len(bad) != 1 {
+			t.Errorf("%s: foreign imports %v, want one", p.ImportPath, bad)
+		}
+	}
+	ok := pkg{ImportPath: module + "sim/controllers", Deps: []string{module + "sim/hv", module + "internal/kubeapi", module + "internal/lbapi", module + "internal/dhcpapi", "kubevirt.io/api/core/v1"}}
+	if bad := simForeign(ok); len(bad) != 0 {
+		t.Errorf("plumbing flagged: %v", bad)
 	}
 }
 

@@ -1,33 +1,35 @@
-package lbapi
+package loadbalancer
 
 import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
-func pool(name string, ranges []Range, sel Selector) IPPool {
-	return IPPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: IPPoolSpec{Ranges: ranges, Selector: sel}}
+func pool(name string, ranges []lbapi.Range, sel lbapi.Selector) lbapi.IPPool {
+	return lbapi.IPPool{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: lbapi.IPPoolSpec{Ranges: ranges, Selector: sel}}
 }
 
-func scope(project, namespace, cluster string) []Scope {
-	return []Scope{{Project: project, Namespace: namespace, GuestCluster: cluster}}
+func scope(project, namespace, cluster string) []lbapi.Scope {
+	return []lbapi.Scope{{Project: project, Namespace: namespace, GuestCluster: cluster}}
 }
 
 func TestSelectPool(t *testing.T) {
-	r24 := []Range{{Subnet: "10.0.0.0/24"}}
-	pools := []IPPool{
-		pool("global", r24, Selector{Scope: scope(All, All, All)}),
-		pool("cluster-a", r24, Selector{Scope: scope(All, All, "a")}),
-		pool("cluster-a-high", r24, Selector{Priority: 10, Scope: scope(All, "prod", "a")}),
-		pool("cluster-b", r24, Selector{Scope: scope(All, All, "b")}),
-		pool("vlan2", r24, Selector{Network: "default/vlan2", Scope: scope(All, "default", All)}),
-		pool("project-x", r24, Selector{Scope: scope("x", "default", All)}),
+	r24 := []lbapi.Range{{Subnet: "10.0.0.0/24"}}
+	pools := []lbapi.IPPool{
+		pool("global", r24, lbapi.Selector{Scope: scope(lbapi.All, lbapi.All, lbapi.All)}),
+		pool("cluster-a", r24, lbapi.Selector{Scope: scope(lbapi.All, lbapi.All, "a")}),
+		pool("cluster-a-high", r24, lbapi.Selector{Priority: 10, Scope: scope(lbapi.All, "prod", "a")}),
+		pool("cluster-b", r24, lbapi.Selector{Scope: scope(lbapi.All, lbapi.All, "b")}),
+		pool("vlan2", r24, lbapi.Selector{Network: "default/vlan2", Scope: scope(lbapi.All, "default", lbapi.All)}),
+		pool("project-x", r24, lbapi.Selector{Scope: scope("x", "default", lbapi.All)}),
 	}
 	noGlobal := pools[1:]
 	tests := []struct {
 		name  string
-		pools []IPPool
+		pools []lbapi.IPPool
 		req   Requirement
 		want  string
 		err   string
@@ -41,7 +43,7 @@ func TestSelectPool(t *testing.T) {
 		{"no match: global fallback", pools, Requirement{Namespace: "default", Cluster: "c"}, "global", ""},
 		{"no match, no global", noGlobal, Requirement{Namespace: "default", Cluster: "c"}, "",
 			"no matched IPPool with requirement {Network: Project: Namespace:default Cluster:c}"},
-		{"requirement * matches anything", noGlobal, Requirement{Namespace: "default", Cluster: All}, "cluster-a", ""},
+		{"requirement * matches anything", noGlobal, Requirement{Namespace: "default", Cluster: lbapi.All}, "cluster-a", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -60,24 +62,24 @@ func TestSelectPool(t *testing.T) {
 }
 
 func TestRequirementOf(t *testing.T) {
-	l := &LoadBalancer{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Annotations: map[string]string{AnnCluster: "c", AnnProject: "p"}}}
+	l := &lbapi.LoadBalancer{ObjectMeta: metav1.ObjectMeta{Namespace: "ns1", Annotations: map[string]string{lbapi.AnnCluster: "c", lbapi.AnnProject: "p"}}}
 	if got := RequirementOf(l); got != (Requirement{Project: "p", Namespace: "ns1", Cluster: "c"}) {
 		t.Fatalf("RequirementOf = %+v", got)
 	}
-	l.Annotations[AnnNamespace] = "other"
+	l.Annotations[lbapi.AnnNamespace] = "other"
 	if got := RequirementOf(l); got.Namespace != "other" {
 		t.Fatalf("namespace annotation ignored: %+v", got)
 	}
 }
 
 func TestIsGlobal(t *testing.T) {
-	if !IsGlobal(&IPPool{Spec: IPPoolSpec{Selector: Selector{Scope: scope(All, All, All)}}}) {
+	if !IsGlobal(&lbapi.IPPool{Spec: lbapi.IPPoolSpec{Selector: lbapi.Selector{Scope: scope(lbapi.All, lbapi.All, lbapi.All)}}}) {
 		t.Fatal("*/*/* pool is not global")
 	}
-	if IsGlobal(&IPPool{Spec: IPPoolSpec{Selector: Selector{Scope: append(scope(All, All, All), scope("p", All, All)...)}}}) {
+	if IsGlobal(&lbapi.IPPool{Spec: lbapi.IPPoolSpec{Selector: lbapi.Selector{Scope: append(scope(lbapi.All, lbapi.All, lbapi.All), scope("p", lbapi.All, lbapi.All)...)}}}) {
 		t.Fatal("pool with two scopes is global")
 	}
-	if !IsGlobal(&IPPool{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{LabelGlobalPool: "true"}}}) {
+	if !IsGlobal(&lbapi.IPPool{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{lbapi.LabelGlobalPool: "true"}}}) {
 		t.Fatal("labelled pool is not global")
 	}
 }

@@ -1,8 +1,10 @@
-package lbapi
+package loadbalancer
 
 import (
 	"fmt"
 	"sort"
+
+	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
 // Requirement is what a LoadBalancer asks of an IP pool: its annotations
@@ -16,9 +18,9 @@ func (r Requirement) String() string {
 }
 
 // RequirementOf reads the requirement from the LoadBalancer's annotations.
-func RequirementOf(l *LoadBalancer) Requirement {
+func RequirementOf(l *lbapi.LoadBalancer) Requirement {
 	a := l.Annotations
-	r := Requirement{Network: a[AnnNetwork], Project: a[AnnProject], Namespace: a[AnnNamespace], Cluster: a[AnnCluster]}
+	r := Requirement{Network: a[lbapi.AnnNetwork], Project: a[lbapi.AnnProject], Namespace: a[lbapi.AnnNamespace], Cluster: a[lbapi.AnnCluster]}
 	if r.Namespace == "" {
 		r.Namespace = l.Namespace
 	}
@@ -27,19 +29,21 @@ func RequirementOf(l *LoadBalancer) Requirement {
 
 // IsGlobal reports whether p is the global pool: labelled so, or its only
 // scope is */*/*.
-func IsGlobal(p *IPPool) bool {
-	if p.Labels[LabelGlobalPool] == "true" {
+func IsGlobal(p *lbapi.IPPool) bool {
+	if p.Labels[lbapi.LabelGlobalPool] == "true" {
 		return true
 	}
 	s := p.Spec.Selector.Scope
-	return len(s) == 1 && s[0].Project == All && s[0].Namespace == All && s[0].GuestCluster == All
+	return len(s) == 1 && s[0].Project == lbapi.All && s[0].Namespace == lbapi.All && s[0].GuestCluster == lbapi.All
 }
 
-func fieldMatches(scope, want string) bool { return scope == All || want == All || scope == want }
+func fieldMatches(scope, want string) bool {
+	return scope == lbapi.All || want == lbapi.All || scope == want
+}
 
 // Matches reports whether non-global pool p serves requirement r: the
 // network is equal and some scope entry matches field by field.
-func Matches(p *IPPool, r Requirement) bool {
+func Matches(p *lbapi.IPPool, r Requirement) bool {
 	if p.Spec.Selector.Network != r.Network {
 		return false
 	}
@@ -53,9 +57,9 @@ func Matches(p *IPPool, r Requirement) bool {
 
 // SelectPool picks the pool for r: the matching non-global pool of highest
 // priority (ties: by name), else the global pool.
-func SelectPool(pools []IPPool, r Requirement) (*IPPool, error) {
-	var candidates []*IPPool
-	var global *IPPool
+func SelectPool(pools []lbapi.IPPool, r Requirement) (*lbapi.IPPool, error) {
+	var candidates []*lbapi.IPPool
+	var global *lbapi.IPPool
 	for i := range pools {
 		p := &pools[i]
 		if p.DeletionTimestamp != nil {

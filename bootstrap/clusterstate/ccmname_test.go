@@ -1,4 +1,4 @@
-package lbapi
+package clusterstate
 
 import (
 	"strings"

@@ -1,0 +1,79 @@
+// Package hv holds the Harvester v1.8.0 names and rules the simulator
+// plays until Harvester's own code runs in it, each written from
+// Harvester's source in the module cache
+// (github.com/harvester/harvester@v1.8.0; Rancher's planner for the
+// upgrade order) and naming the file it reads. Harvester's packages that
+// hold them (pkg/util, pkg/settings, pkg/controller/...) are not imported:
+// they pin their own k8s.io versions (REFERENCE.md, dependency facts).
+// The product never imports this package: the simulator is nobody's
+// oracle but Harvester's (docs/layout.md).
+package hv
+
+// Host maintenance (pkg/controller/master/node/maintain_controller.go,
+// pkg/util/drainhelper/helper.go).
+const (
+	AnnMaintainStatus = "harvesterhci.io/maintain-status" // MaintainStatusAnnotationKey
+	MaintainRunning   = "running"
+	MaintainCompleted = "completed"
+	AnnDrainRequested = "harvesterhci.io/drain-requested" // drainhelper.DrainAnnotation
+	AnnDrainForced    = "harvesterhci.io/drain-forced"    // drainhelper.ForcedDrain
+)
+
+// TaintKubeVirtDrain is KubeVirt's drain taint, which Harvester's upgrade
+// pre-drain and node-down controller put on a host
+// (pkg/controller/master/upgrade/common.go, node_down_controller.go).
+const TaintKubeVirtDrain = "kubevirt.io/drain"
+
+// Node-down (pkg/controller/master/node/node_down_controller.go).
+const (
+	NodeConditionDrained = "Drained"                                         // HarvesterNodeCondDrained
+	ReasonDraining       = "HarvesterNodeIsDraining"                         // HarvesterNodeDrainedCondReasonDraining
+	ReasonDrained        = "HarvesterNodeIsDrained"                          // HarvesterNodeDrainedCondReasonDrained
+	MessageDrained       = "Node is draining due to kubelet/node not ready." // HarvesterNodeDrainedCondMsg
+)
+
+// Settings and their defaults (pkg/settings/settings.go,
+// pkg/settings/settings_helper.go).
+const (
+	SettingVMForceResetPolicy  = "vm-force-reset-policy"
+	DefaultVMForceResetPolicy  = `{"enable":true,"period":15,"vmMigrationTimeout":180}` // InitVMForceResetPolicy
+	SettingOvercommit          = "overcommit-config"
+	DefaultOvercommit          = `{"cpu":1000,"memory":150,"storage":100}`
+	SettingMemoryOverheadRatio = "additional-guest-memory-overhead-ratio"
+	DefaultMemoryOverheadRatio = "1.5" // AdditionalGuestMemoryOverheadRatioDefault
+)
+
+// Annotations and labels of VMs and volumes (pkg/util/constants.go).
+const (
+	AnnotationImageID              = "harvesterhci.io/imageId"
+	AnnotationVolumeClaimTemplates = "harvesterhci.io/volumeClaimTemplates"
+	AnnotationRemovedPVCs          = "harvesterhci.io/removedPersistentVolumeClaims" // RemovedPVCsAnnotationKey
+	AnnotationReservedMemory       = "harvesterhci.io/reservedMemory"
+	AnnotationCPUMemoryHotplug     = "harvesterhci.io/enableCPUAndMemoryHotplug" // AnnotationEnableCPUAndMemoryHotplug
+	// LabelCreator and CreatorNodeDriver: Harvester's VMI controller copies
+	// the host's topology labels onto VMIs so labelled
+	// (LabelVMCreator, VirtualMachineCreatorNodeDriver).
+	LabelCreator      = "harvesterhci.io/creator"
+	CreatorNodeDriver = "docker-machine-driver-harvester"
+	// LabelWitnessHost marks a witness host (HarvesterWitnessNodeLabelKey).
+	LabelWitnessHost = "node-role.harvesterhci.io/witness"
+)
+
+// Names Harvester v1.8.0's source does not hold: the node driver's label
+// on a guest cluster's VMs and volumes, by which the simulator plays the
+// guest clusters, and the annotation Rancher puts on a VM when it deletes
+// its cluster (REFERENCE.md, "Harvester objects the driver touches"). No
+// file of the harvester module reads either: the simulator's removal of
+// every volume of the cluster on AnnotationRemoveAllPVCs is its own.
+const (
+	LabelGuestCluster       = "guestcluster.harvesterhci.io/name"
+	AnnotationRemoveAllPVCs = "harvesterhci.io/removeAllPersistentVolumeClaims"
+)
+
+// Role labels of a host (RKE2's; Harvester reads them in
+// pkg/util/drainhelper/helper.go, util.KubeControlPlaneNodeLabelKey and
+// KubeEtcdNodeLabelKey).
+const (
+	LabelRoleControlPlane = "node-role.kubernetes.io/control-plane"
+	LabelRoleEtcd         = "node-role.kubernetes.io/etcd"
+)
