@@ -37,27 +37,49 @@ func IsGlobal(p *lbapi.IPPool) bool {
 	return len(s) == 1 && s[0].Project == lbapi.All && s[0].Namespace == lbapi.All && s[0].GuestCluster == lbapi.All
 }
 
-func fieldMatches(scope, want string) bool {
-	return scope == lbapi.All || want == lbapi.All || scope == want
+// fieldMatches: either side is "*" or both are equal; in loose mode an
+// empty field of the pool matches too.
+func fieldMatches(scope, want string, loose bool) bool {
+	return scope == lbapi.All || want == lbapi.All || scope == want || (loose && scope == "")
 }
 
 // Matches reports whether non-global pool p serves requirement r: the
-// network is equal and some scope entry matches field by field.
-func Matches(p *lbapi.IPPool, r Requirement) bool {
+// network is equal and some scope entry matches field by field (Harvester's
+// load balancer v1.8.0, pkg/ipam/selector.go, isMatch in strict mode).
+func Matches(p *lbapi.IPPool, r Requirement) bool { return matches(p, r, false) }
+
+// matches is isMatch in strict or loose mode: in loose mode the pool's
+// project and guest cluster match when empty.
+func matches(p *lbapi.IPPool, r Requirement, loose bool) bool {
 	if p.Spec.Selector.Network != r.Network {
 		return false
 	}
 	for _, s := range p.Spec.Selector.Scope {
-		if fieldMatches(s.Project, r.Project) && fieldMatches(s.Namespace, r.Namespace) && fieldMatches(s.GuestCluster, r.Cluster) {
+		if fieldMatches(s.Project, r.Project, loose) && fieldMatches(s.Namespace, r.Namespace, false) && fieldMatches(s.GuestCluster, r.Cluster, loose) {
 			return true
 		}
 	}
 	return false
 }
 
-// SelectPool picks the pool for r: the matching non-global pool of highest
-// priority (ties: by name), else the global pool.
+// SelectPool picks the pool of a cluster LoadBalancer (the cloud
+// provider's) for r as Harvester's selectIPPool does
+// (pkg/controller/loadbalancer/controller.go): the matching non-global
+// pool of highest priority (ties: by name; Harvester takes the last its
+// cache lists), else the global pool; with neither, the same in loose
+// mode. The error is Harvester's message, which prints its
+// *ipam.Requirement with %+v.
 func SelectPool(pools []lbapi.IPPool, r Requirement) (*lbapi.IPPool, error) {
+	for _, loose := range []bool{false, true} {
+		if p := selectPool(pools, r, loose); p != nil {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("no matched IPPool with requirement &%s", r)
+}
+
+// selectPool is ipam.Selector.Select in one mode, or nil.
+func selectPool(pools []lbapi.IPPool, r Requirement, loose bool) *lbapi.IPPool {
 	var candidates []*lbapi.IPPool
 	var global *lbapi.IPPool
 	for i := range pools {
@@ -71,7 +93,7 @@ func SelectPool(pools []lbapi.IPPool, r Requirement) (*lbapi.IPPool, error) {
 			}
 			continue
 		}
-		if Matches(p, r) {
+		if matches(p, r, loose) {
 			candidates = append(candidates, p)
 		}
 	}
@@ -82,11 +104,8 @@ func SelectPool(pools []lbapi.IPPool, r Requirement) (*lbapi.IPPool, error) {
 		}
 		return a.Name < b.Name
 	})
-	switch {
-	case len(candidates) > 0:
-		return candidates[0], nil
-	case global != nil:
-		return global, nil
+	if len(candidates) > 0 {
+		return candidates[0]
 	}
-	return nil, fmt.Errorf("no matched IPPool with requirement %s", r)
+	return global
 }

@@ -41,8 +41,16 @@ func TestSelectPool(t *testing.T) {
 		{"network differs: global", pools, Requirement{Network: "default/vlan3", Namespace: "default", Cluster: "a"}, "global", ""},
 		{"project scope", pools, Requirement{Project: "x", Namespace: "default"}, "project-x", ""},
 		{"no match: global fallback", pools, Requirement{Namespace: "default", Cluster: "c"}, "global", ""},
+		// Harvester's selectIPPool prints its *ipam.Requirement with %+v
+		// (load-balancer-harvester v1.8.0, pkg/controller/loadbalancer/controller.go).
 		{"no match, no global", noGlobal, Requirement{Namespace: "default", Cluster: "c"}, "",
-			"no matched IPPool with requirement {Network: Project: Namespace:default Cluster:c}"},
+			"no matched IPPool with requirement &{Network: Project: Namespace:default Cluster:c}"},
+		// Then loose mode for a cluster LoadBalancer (isMatch, pkg/ipam/selector.go):
+		// the pool's empty project and guest cluster match anything.
+		{"loose mode without a global pool", append(noGlobal[:len(noGlobal):len(noGlobal)],
+			pool("any-cluster", r24, lbapi.Selector{Scope: scope("", "default", "")})), Requirement{Project: "p", Namespace: "default", Cluster: "c"}, "any-cluster", ""},
+		{"strict mode first: the global pool over loose matches", append(pools[:len(pools):len(pools)],
+			pool("any-cluster", r24, lbapi.Selector{Scope: scope("", "default", "")})), Requirement{Project: "p", Namespace: "default", Cluster: "c"}, "global", ""},
 		{"requirement * matches anything", noGlobal, Requirement{Namespace: "default", Cluster: lbapi.All}, "cluster-a", ""},
 	}
 	for _, tc := range tests {

@@ -185,9 +185,15 @@ func Check(h *clusterstate.Hosts, hosts []string, o Options) (Result, error) {
 
 // UpgradeOrder is the order Harvester v1.8's upgrade takes the hosts in:
 // it hands the node upgrade to Rancher's provisioning of the local
-// cluster with control-plane and worker concurrency 1, which goes through
-// the etcd nodes first, then the other control-plane nodes, then the
-// workers, one at a time; within each tier by name.
+// cluster with control-plane and worker concurrency 1
+// (pkg/controller/master/upgrade/upgrade_controller.go, upgradeKubernetes),
+// whose planner goes through the etcd nodes first, then the other
+// control-plane nodes, then the workers, one at a time; within each tier
+// by the name of the host's CAPI Machine (rancher pkg/capr/planner,
+// fullReconcile and collect), which the Node's cluster.x-k8s.io/machine
+// annotation names (by host name without one). Not seen from the Nodes:
+// the planner's bootstrap tier, the etcd node etcd was initialised on
+// (its Machine's rke.cattle.io/init-node label), goes before the others.
 func UpgradeOrder(nodes []corev1.Node) []string {
 	tier := func(n corev1.Node) int {
 		switch {
@@ -198,13 +204,19 @@ func UpgradeOrder(nodes []corev1.Node) []string {
 		}
 		return 2
 	}
+	machine := func(n corev1.Node) string {
+		if m := n.Annotations[harvester.AnnMachine]; m != "" {
+			return m
+		}
+		return n.Name
+	}
 	sorted := slices.Clone(nodes)
 	sort.SliceStable(sorted, func(i, j int) bool {
 		a, b := tier(sorted[i]), tier(sorted[j])
 		if a != b {
 			return a < b
 		}
-		return sorted[i].Name < sorted[j].Name
+		return machine(sorted[i]) < machine(sorted[j])
 	})
 	out := make([]string, len(sorted))
 	for i, n := range sorted {

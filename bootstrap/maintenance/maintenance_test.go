@@ -15,6 +15,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // Fixtures are written out by hand with KubeVirt's and Harvester's keys,
@@ -291,6 +292,15 @@ func TestUpgradeOrder(t *testing.T) {
 	}
 	if got, want := UpgradeOrder(nodes), []string{"m1", "m2", "witness", "cp", "a0", "w1"}; !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)
+	}
+	// Within a tier the planner orders by Machine name (collect in
+	// pkg/capr/planner/planentry.go), which the host's
+	// cluster.x-k8s.io/machine annotation gives, not by host name.
+	for i, m := range map[int]string{0: "custom-01", 1: "custom-0a", 3: "custom-0b", 5: "custom-0c"} {
+		nodes[i].Annotations = map[string]string{harvester.AnnMachine: m}
+	}
+	if got, want := UpgradeOrder(nodes), []string{"m2", "m1", "witness", "cp", "w1", "a0"}; !slices.Equal(got, want) {
+		t.Errorf("order by Machine %v, want %v", got, want)
 	}
 }
 

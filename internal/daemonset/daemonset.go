@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 )
 
 // Tolerations are the tolerations the DaemonSet controller adds to every
@@ -59,36 +60,12 @@ func WhyNotSelected(spec corev1.PodSpec, node *corev1.Node) string {
 		}
 	}
 	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms
-		if !slices.ContainsFunc(terms, func(t corev1.NodeSelectorTerm) bool { return termMatches(t, node.Labels) }) {
+		// The scheduler's and the DaemonSet controller's own matching
+		// (component-helpers nodeaffinity): Gt and Lt, matchFields, and
+		// terms that do not parse skipped.
+		if ok, _ := nodeaffinity.NewLazyErrorNodeSelector(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution).Match(node); !ok {
 			return "no label its required node affinity asks for"
 		}
 	}
 	return ""
-}
-
-// termMatches: every expression of the term holds (In, NotIn, Exists,
-// DoesNotExist; Gt and Lt never hold here).
-func termMatches(t corev1.NodeSelectorTerm, labels map[string]string) bool {
-	if len(t.MatchExpressions) == 0 && len(t.MatchFields) == 0 {
-		return false
-	}
-	for _, e := range t.MatchExpressions {
-		v, has := labels[e.Key]
-		var holds bool
-		switch e.Operator {
-		case corev1.NodeSelectorOpIn:
-			holds = has && slices.Contains(e.Values, v)
-		case corev1.NodeSelectorOpNotIn:
-			holds = !has || !slices.Contains(e.Values, v)
-		case corev1.NodeSelectorOpExists:
-			holds = has
-		case corev1.NodeSelectorOpDoesNotExist:
-			holds = !has
-		}
-		if !holds {
-			return false
-		}
-	}
-	return len(t.MatchFields) == 0
 }

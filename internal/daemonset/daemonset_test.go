@@ -32,6 +32,15 @@ func TestWhyNotOn(t *testing.T) {
 		{"either term", corev1.PodSpec{Affinity: affinity(expr("node-role.kubernetes.io/controlplane", corev1.NodeSelectorOpExists),
 			expr("node-role.kubernetes.io/control-plane", corev1.NodeSelectorOpExists))}, node(cp), ""},
 		{"no term", corev1.PodSpec{Affinity: affinity(expr("zone", corev1.NodeSelectorOpIn, "a"))}, node(cp), "no label its required node affinity asks for"},
+		// Kubernetes' node affinity (component-helpers nodeaffinity, which
+		// the scheduler and the DaemonSet controller call): Gt compares
+		// integers, matchFields metadata.name names the node.
+		{"Gt", corev1.PodSpec{Affinity: affinity(expr("cores", corev1.NodeSelectorOpGt, "4"))}, node(map[string]string{"cores": "8"}), ""},
+		{"Gt not met", corev1.PodSpec{Affinity: affinity(expr("cores", corev1.NodeSelectorOpGt, "8"))}, node(map[string]string{"cores": "8"}), "no label its required node affinity asks for"},
+		{"matchFields another node", corev1.PodSpec{Affinity: affinity(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
+			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"other"}}}})}, node(cp), "no label its required node affinity asks for"},
+		{"matchFields this node", corev1.PodSpec{Affinity: affinity(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
+			{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"n"}}}})}, node(cp), ""},
 		{"NotIn without the label", corev1.PodSpec{Affinity: affinity(expr("zone", corev1.NodeSelectorOpNotIn, "a"))}, node(nil), ""},
 		{"uninitialized", corev1.PodSpec{}, node(nil, corev1.Taint{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: corev1.TaintEffectNoSchedule}),
 			"taint node.cloudprovider.kubernetes.io/uninitialized:NoSchedule not tolerated"},

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	schedulingcorev1 "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -87,8 +88,9 @@ const (
 // Witness hosts do not count; with one host left every VMI; else a VMI
 // with a nodeSelector, with host devices (GPUs are not looked at), or
 // whose required node affinity no other schedulable host matches. "" when
-// it is not stopped. A node affinity that does not parse is an error (the
-// helper, and so the pre-drain, fails).
+// it is not stopped. A node affinity term that does not parse is an error
+// (the helper, and so the pre-drain, fails) when, on some other
+// schedulable host, no term that parses matches.
 func UpgradeStopReason(vmi *kubevirtv1.VirtualMachineInstance, current string, nodes []corev1.Node) (string, error) {
 	var hosts []*corev1.Node
 	for i := range nodes {
@@ -104,14 +106,28 @@ func UpgradeStopReason(vmi *kubevirtv1.VirtualMachineInstance, current string, n
 	case vmi.Spec.Domain.Devices.HostDevices != nil:
 		return UpgradeStopHostDevices, nil
 	}
-	sel, err := requiredNodeSelector(vmi)
-	if err != nil {
-		return "", err
+	var terms *corev1.NodeSelector
+	if a := vmi.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		terms = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
+	migratable := false
 	for _, n := range hosts {
-		if n.Name != current && !n.Spec.Unschedulable && (sel == nil || sel.Match(n)) {
-			return "", nil
+		if n.Name == current || n.Spec.Unschedulable {
+			continue
 		}
+		// migratableByNodeAffinity: MatchNodeSelectorTerms, whose terms
+		// that do not parse are an error only when no other term matches.
+		ok := terms == nil
+		if !ok {
+			var err error
+			if ok, err = schedulingcorev1.MatchNodeSelectorTerms(n, terms); err != nil {
+				return "", err
+			}
+		}
+		migratable = migratable || ok
+	}
+	if migratable {
+		return "", nil
 	}
 	return UpgradeStopNodeAffinity, nil
 }

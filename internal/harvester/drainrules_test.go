@@ -66,6 +66,32 @@ func TestUpgradeStopReason(t *testing.T) {
 			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
 		}
 	}
+	// migratableByNodeAffinity matches with MatchNodeSelectorTerms
+	// (component-helpers): a term that does not parse (Gt wants one
+	// integer) is skipped while another term matches; it is an error as
+	// soon as a schedulable other host matches no term (the loop does not
+	// stop at a match), and nothing when there is no such host to try.
+	badTerm := corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "zone", Operator: corev1.NodeSelectorOpGt, Values: []string{"x"}}}}
+	withBad := func(zone string) *kubevirtv1.VirtualMachineInstance {
+		return vmi(func(v *kubevirtv1.VirtualMachineInstance) {
+			v.Spec.Affinity = zoneAffinity(zone)
+			sel := v.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+			sel.NodeSelectorTerms = append([]corev1.NodeSelectorTerm{badTerm}, sel.NodeSelectorTerms...)
+		})
+	}
+	if got, err := UpgradeStopReason(withBad("2"), "a", three[:2]); err != nil || got != "" {
+		t.Errorf("bad term beside a matching one: %q, %v; want not stopped", got, err)
+	}
+	if _, err := UpgradeStopReason(withBad("2"), "a", three); err == nil {
+		t.Error("bad term, a later host matching no term: no error")
+	}
+	if _, err := UpgradeStopReason(withBad("9"), "a", three); err == nil {
+		t.Error("bad term and no match: no error")
+	}
+	cordonedOthers := []corev1.Node{drainHost("a", "1"), drainHost("b", "2", cordoned)}
+	if got, err := UpgradeStopReason(withBad("9"), "a", cordonedOthers); err != nil || got != UpgradeStopNodeAffinity {
+		t.Errorf("bad term, no schedulable other host: %q, %v; want %q", got, err, UpgradeStopNodeAffinity)
+	}
 }
 
 func TestNonMigratableKeys(t *testing.T) {

@@ -14,6 +14,10 @@ const (
 	AnnMaintainModeStrategyNodeName = "harvesterhci.io/maintain-mode-strategy-node-name"
 	// AnnRunStrategy is the run strategy Harvester's VM mutator saved.
 	AnnRunStrategy = "harvesterhci.io/vmRunStrategy"
+	// AnnMachine names a host's CAPI Machine (clusterv1.MachineAnnotation;
+	// Harvester's upgrade validator refuses an upgrade while a host lacks
+	// it, pkg/webhook/resources/upgrade/validator.go).
+	AnnMachine = "cluster.x-k8s.io/machine"
 	// TaintKubeVirtDrain on a host makes KubeVirt evacuate it.
 	TaintKubeVirtDrain = "kubevirt.io/drain"
 )
