@@ -14,6 +14,18 @@
 #   release the Go module proxy serves (it refuses v1.2.3, the guests' image),
 #   needs client-go v0.36, which Kubernetes v1.34's tools cannot share.
 #   It builds at the same time as main: the cores idle while main links.
+# kubevirt: its own module (test/tools/kubevirt), KubeVirt v1.7.0's
+#   virt-api and virt-controller (thin main packages calling KubeVirt's entry
+#   points) and kubevirt-install (what virt-operator installs, from
+#   KubeVirt's install-strategy code), which harvester-sim starts. Its k8s.io
+#   and shared modules are aligned with the main module's, so most of its
+#   packages come from main's build cache. One file of kubevirt.io/client-go
+#   v1.7.0 does not compile with client-go v0.34 (kubecli's gomock mock, in
+#   a non-test file); Go refuses -overlay for files in the module cache, so
+#   the build uses a copy of that module in .cache/ with the file replaced by
+#   test/tools/kubevirt/_overlay's (a placeholder of the project's own) and a
+#   go.mod there (-modfile) that points at the copy. Nothing patched is
+#   committed.
 # lint: its own module (test/tools/lint), golangci-lint.
 #
 # A group is rebuilt only when its module's pinned versions or sources
@@ -43,6 +55,7 @@ kubevip_version=$(awk '$1=="github.com/kube-vip/kube-vip"{print $2}' "$root/test
 declare -A about=(
   [main]="about 2,700 packages (k8s.io/kubernetes, etcd server, rancher/machine and its cloud SDKs; those the product shares come from the cache `make build` filled), ~5 minutes on 2 idle cores"
   [kubevip]="about 1,000 packages (kube-vip, client-go v0.36, gobgp, nftables), ~2 minutes on 2 idle cores, alongside main (both: 11.7 CPU-minutes measured, ~6 minutes on 2 idle cores)"
+  [kubevirt]="about 1,170 packages (virt-api, virt-controller, kubevirt-install), ~900 of them shared with main (k8s.io v0.34.4) and built after it, ~1-2 minutes more on 2 idle cores"
   [lint]="about 960 packages (golangci-lint and its linters), ~3 minutes on 2 cores"
 )
 
@@ -80,12 +93,38 @@ build() {
   echo "$want" > "$stamps/$group"
 }
 
+# kubevirt_modfile writes .cache/tools/kubevirt/: a copy of
+# kubevirt.io/client-go v1.7.0 whose kubecli/generated_mock_kubevirt.go is
+# test/tools/kubevirt/_overlay's, and go.mod/go.sum = the module's own plus
+# a replace of kubevirt.io/client-go by that copy.
+kvcache="$root/.cache/kubevirt-client-go"
+kubevirt_modfile() {
+  local dir="$root/test/tools/kubevirt" src
+  src="$(GOWORK=off go env GOMODCACHE)/kubevirt.io/client-go@$(awk '$1=="kubevirt.io/client-go" && $2=="=>" {print $4}' "$dir/go.mod")"
+  (cd "$dir" && GOWORK=off go mod download kubevirt.io/client-go)
+  rm -rf "$kvcache" && mkdir -p "$kvcache"
+  cp -r "$src" "$kvcache/client-go" && chmod -R u+w "$kvcache/client-go"
+  cp "$dir/_overlay/kubecli/generated_mock_kubevirt.go" "$kvcache/client-go/kubecli/generated_mock_kubevirt.go"
+  cp "$dir/go.sum" "$kvcache/go.sum"
+  sed "s|^\(\s*kubevirt.io/client-go =>\).*|\1 $kvcache/client-go|" "$dir/go.mod" > "$kvcache/go.mod"
+  grep -q "=> $kvcache/client-go\$" "$kvcache/go.mod" || { echo "tools: $dir/go.mod replaces no kubevirt.io/client-go" >&2; return 1; }
+}
+
+# build_kubevirt builds the kubevirt group; after main when both are
+# wanted, so that it finds main's k8s.io packages compiled.
+build_kubevirt() {
+  export GOWORK=off CGO_ENABLED=1
+  kubevirt_modfile
+  build kubevirt "$root/test/tools/kubevirt" . virt-api virt-controller kubevirt-install -- \
+    -modfile "$kvcache/go.mod" -ldflags "-s -w" ./cmd/virt-api ./cmd/virt-controller ./cmd/kubevirt-install
+}
+
 wanted=("$@")
-[ "${#wanted[@]}" -gt 0 ] || wanted=(main kubevip)
+[ "${#wanted[@]}" -gt 0 ] || wanted=(main kubevip kubevirt)
 for w in "${wanted[@]}"; do
   case "$w" in
-    main|kubevip|lint) ;;
-    *) echo "tools: unknown group \"$w\": want main, kubevip or lint" >&2; exit 2 ;;
+    main|kubevip|kubevirt|lint) ;;
+    *) echo "tools: unknown group \"$w\": want main, kubevip, kubevirt or lint" >&2; exit 2 ;;
   esac
 done
 is_wanted() { [[ " ${wanted[*]} " == *" $1 "* ]]; }
@@ -99,7 +138,11 @@ if is_wanted main; then
   build main "$root" test/tools/etcd kube-apiserver kube-controller-manager kube-scheduler etcd rancher-machine -- \
     -ldflags "$kube_ldflags" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler \
-    ./test/tools/etcd github.com/rancher/machine/cmd/rancher-machine &
+    ./test/tools/etcd github.com/rancher/machine/cmd/rancher-machine && { ! is_wanted kubevirt || build_kubevirt; } &
+  pids+=($!)
+fi
+if is_wanted kubevirt && ! is_wanted main; then
+  build_kubevirt &
   pids+=($!)
 fi
 if is_wanted lint; then
