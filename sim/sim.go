@@ -1,6 +1,7 @@
-// Package sim runs a simulated Harvester: a real etcd, kube-apiserver and
-// kube-controller-manager, the Harvester/KubeVirt custom resources, fixtures,
-// and controllers that play KubeVirt and Harvester.
+// Package sim runs a simulated Harvester: a real etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler, KubeVirt's own virt-api and
+// virt-controller (sim/kubevirt), the Harvester custom resources, fixtures,
+// and controllers that play the hosts and Harvester.
 package sim
 
 import (
@@ -41,7 +42,7 @@ const (
 // Options configure a simulator run.
 type Options struct {
 	StateDir string
-	BinDir   string // where etcd, kube-apiserver, kube-controller-manager and kube-scheduler are
+	BinDir   string // where etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KubeVirt's tools are
 	Hosts    int
 	Zones    int
 
@@ -151,8 +152,17 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
+	// KubeVirt's control plane starts alongside the rest; the simulator's
+	// controllers and webhook need its CRDs first.
+	kv := &kubeVirtRun{}
+	defer kv.stop()
+	kvCRDs, kvDone := make(chan error, 1), make(chan error, 1)
+	go func() { kvDone <- kv.start(startCtx, cp, cfg, kvCRDs, log.With("component", "kubevirt")) }()
 	if err := install(startCtx, admin, o); err != nil {
 		return err
+	}
+	if err := <-kvCRDs; err != nil {
+		return startErr(err)
 	}
 	log.Debug("CRDs and fixtures installed", "after", time.Since(start).Round(time.Millisecond))
 	runCtx, stopControllers := context.WithCancel(ctx)
@@ -176,10 +186,6 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("start simulated controllers: %w", err)
 	}
-	if err := startVirtAPI(runCtx, startCtx, cfg, admin, cp.pki, log.With("component", "virt-api")); err != nil {
-		return err
-	}
-	log.Debug("virt-api (subresources.kubevirt.io) available", "after", time.Since(start).Round(time.Millisecond))
 	if err := startWebhook(runCtx, startCtx, cfg, admin, cp.pki, log.With("component", "webhook")); err != nil {
 		return err
 	}
@@ -214,18 +220,29 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := waitViewAggregated(startCtx, admin.kube); err != nil {
 		return err
 	}
+	if err := <-kvDone; err != nil {
+		return startErr(err)
+	}
+	log.Debug("KubeVirt's virt-api and virt-controller ready", "after", time.Since(start).Round(time.Millisecond))
 	log.Debug("kube-controller-manager and kube-scheduler ready", "after", time.Since(start).Round(time.Millisecond))
 	if err := os.WriteFile(filepath.Join(o.StateDir, ReadyFile), []byte(cp.URL()+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write ready file: %w", err)
 	}
 	log.Info("simulated Harvester ready", "kubeconfig", filepath.Join(o.StateDir, KubeconfigFile), "after", time.Since(start).Round(time.Millisecond))
-	return serve(ctx, cp, log)
+	return serve(ctx, cp, kv.processes(), log)
 }
 
 // serve waits for the end, restarting kube-apiserver on SIGUSR1 and
 // freezing it on SIGUSR2 (see FreezeAPIServer), and fails when a component
-// dies on its own.
-func serve(ctx context.Context, cp *controlPlane, log *slog.Logger) error {
+// (the control plane's or one of others) dies on its own.
+func serve(ctx context.Context, cp *controlPlane, others []*process, log *slog.Logger) error {
+	died := make(chan *process, len(others))
+	for _, p := range others {
+		go func() {
+			<-p.done
+			died <- p
+		}()
+	}
 	restart := make(chan os.Signal, 1)
 	signal.Notify(restart, syscall.SIGUSR1)
 	defer signal.Stop(restart)
@@ -264,6 +281,9 @@ func serve(ctx context.Context, cp *controlPlane, log *slog.Logger) error {
 			return fmt.Errorf("kube-controller-manager exited: %w", cp.kcm.err)
 		case <-cp.scheduler.done:
 			return fmt.Errorf("kube-scheduler exited: %w", cp.scheduler.err)
+		case p := <-died:
+			_, err := p.exited()
+			return err
 		}
 	}
 }
@@ -323,7 +343,7 @@ func prepareStateDir(dir string) error {
 			return fmt.Errorf("--state-dir %s: a simulator (pid %d) is already running there: stop it or pick another directory", dir, pid)
 		}
 	}
-	for _, name := range []string{"etcd", "pki", "logs", GuestsDir, KubeconfigFile, ReadyFile, APIServerPIDFile, freezeRequestFile, freezeAnswerFile, SSHKeyFile, SSHKeyFile + ".pub"} {
+	for _, name := range []string{"etcd", "pki", "logs", KubeVirtDir, GuestsDir, KubeconfigFile, ReadyFile, APIServerPIDFile, freezeRequestFile, freezeAnswerFile, SSHKeyFile, SSHKeyFile + ".pub"} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("clean state dir: %w", err)
 		}

@@ -1,0 +1,103 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/harvester-kit/harvester-machine/sim/kubevirt"
+)
+
+// KubeVirtDir is the state directory's folder of KubeVirt's control plane:
+// virt-operator's objects and certificates, the components' kubeconfigs and
+// ServiceAccount files.
+const KubeVirtDir = "kubevirt"
+
+// kubeVirtRun is KubeVirt's control plane as the simulator runs it: virt-api
+// and virt-controller from the bin dir (see sim/kubevirt).
+type kubeVirtRun struct {
+	mu    sync.Mutex
+	procs []*process
+}
+
+// start installs KubeVirt's CRDs and sends the outcome on crds (then the
+// simulator may create KubeVirt objects), does the rest of virt-operator's
+// part, starts virt-api and virt-controller, waits until both serve and
+// registers virt-api's webhooks and APIServices.
+func (k *kubeVirtRun) start(ctx context.Context, c *controlPlane, cfg *rest.Config, crds chan<- error, log *slog.Logger) error {
+	begin := time.Now()
+	kv, err := newKubeVirt(c, cfg, log)
+	if err == nil {
+		err = kv.InstallCRDs(ctx)
+	}
+	crds <- err
+	if err != nil {
+		return err
+	}
+	log.Debug("KubeVirt's CRDs established", "after", time.Since(begin).Round(time.Millisecond))
+	if err := kv.Configure(ctx); err != nil {
+		return err
+	}
+	components, err := kv.Components()
+	if err != nil {
+		return err
+	}
+	procs := make([]*process, 0, len(components))
+	for _, comp := range components {
+		p, err := startInPod(c.binDir, c.path("logs"), comp.Name, comp.ServiceAccountDir, comp.Args...)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+		k.mu.Lock()
+		k.procs = append(k.procs, p)
+		k.mu.Unlock()
+	}
+	for i, comp := range components {
+		if err := procs[i].waitUntil(ctx, comp.Name, comp.Ready); err != nil {
+			return err
+		}
+	}
+	log.Debug("virt-api and virt-controller serving", "after", time.Since(begin).Round(time.Millisecond))
+	if err := kv.Register(ctx, SystemNamespace); err != nil {
+		return err
+	}
+	log.Debug("KubeVirt's webhooks and subresources APIServices in effect", "after", time.Since(begin).Round(time.Millisecond))
+	return nil
+}
+
+func newKubeVirt(c *controlPlane, cfg *rest.Config, log *slog.Logger) (*kubevirt.ControlPlane, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	return kubevirt.New(kubevirt.Options{
+		BinDir: c.binDir, Dir: c.path(KubeVirtDir), Namespace: SystemNamespace,
+		Admin: cfg, CACert: c.pki.CACertPEM, Log: log,
+	}, ports[0], ports[1])
+}
+
+// processes are KubeVirt's processes started so far.
+func (k *kubeVirtRun) processes() []*process {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]*process(nil), k.procs...)
+}
+
+func (k *kubeVirtRun) stop() {
+	for _, p := range k.processes() {
+		p.stop(5 * time.Second)
+	}
+}
+
+// startErr wraps a failure of KubeVirt's start.
+func startErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("start KubeVirt's control plane: %w", err)
+}

@@ -1,0 +1,88 @@
+package kubevirt
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+)
+
+// The files bin/kubevirt-install writes (see
+// test/tools/kubevirt/cmd/kubevirt-install).
+const (
+	crdsFile        = "crds.yaml"
+	rbacFile        = "rbac.yaml"
+	certsFile       = "certs.yaml"
+	webhooksFile    = "webhooks.yaml"
+	apiServicesFile = "apiservices.yaml"
+)
+
+var gvrCRD = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// InstallCRDs writes virt-operator's objects with bin/kubevirt-install,
+// applies KubeVirt's CRDs and waits until each is Established. The rest of
+// the simulator may create KubeVirt objects from then on.
+func (c *ControlPlane) InstallCRDs(ctx context.Context) error {
+	if err := c.generate(ctx); err != nil {
+		return err
+	}
+	a := newApplier(c.kube.Discovery(), c.dyn)
+	if err := a.applyFiles(ctx, c.path("objects", crdsFile)); err != nil {
+		return err
+	}
+	crds, err := readObjects(c.path("objects", crdsFile))
+	if err != nil {
+		return fmt.Errorf("kubevirt: %w", err)
+	}
+	ri := c.dyn.Resource(gvrCRD)
+	k := kubeapi.KindOf[*unstructured.UnstructuredList]("CRD", &unstructured.Unstructured{}, ri)
+	for _, crd := range crds {
+		_, err := kubeapi.Wait(ctx, k, "", crd.GetName(), 0, func(u *unstructured.Unstructured) (bool, error) {
+			return u != nil && conditionTrue(u, "Established"), nil
+		})
+		if err != nil {
+			return fmt.Errorf("kubevirt: wait for CRD %s to be established: %w", crd.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// Configure does the rest of virt-operator's part before its components
+// start: the namespace, RBAC and certificates, the KubeVirt CR with its
+// status, and each component's ServiceAccount token.
+func (c *ControlPlane) Configure(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.o.Namespace}}
+	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("kubevirt: create namespace %s: %w", c.o.Namespace, err)
+	}
+	a := newApplier(c.kube.Discovery(), c.dyn)
+	if err := a.applyFiles(ctx, c.path("objects", rbacFile), c.path("objects", certsFile)); err != nil {
+		return err
+	}
+	if err := c.createKubeVirtCR(ctx); err != nil {
+		return err
+	}
+	for _, sa := range []string{apiServiceAccount, controllerServiceAccount} {
+		if err := c.writeServiceAccount(ctx, sa); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func conditionTrue(u *unstructured.Unstructured, condType string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, cond := range conds {
+		m, ok := cond.(map[string]any)
+		if ok && m["type"] == condType && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}
