@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -24,22 +25,38 @@ type kubeVirtRun struct {
 	procs []*process
 }
 
-// start installs KubeVirt's CRDs and sends the outcome on crds (then the
-// simulator may create KubeVirt objects), does the rest of virt-operator's
-// part, starts virt-api and virt-controller, waits until both serve and
-// registers virt-api's webhooks and APIServices.
-func (k *kubeVirtRun) start(ctx context.Context, c *controlPlane, cfg *rest.Config, crds chan<- error, log *slog.Logger) error {
+// start runs KubeVirt's control plane: bin/kubevirt-install at once, then,
+// once kube-apiserver serves (apiReady closed), KubeVirt's CRDs together
+// with the rest of virt-operator's objects. It sends the CRDs' outcome on
+// crds (then the simulator may create KubeVirt objects), creates the
+// KubeVirt CR, starts virt-api and virt-controller, waits until both serve
+// and registers virt-api's webhooks and APIServices.
+func (k *kubeVirtRun) start(ctx context.Context, c *controlPlane, cfg *rest.Config, apiReady <-chan struct{}, crds chan<- error, log *slog.Logger) error {
 	begin := time.Now()
 	kv, err := newKubeVirt(c, cfg, log)
 	if err == nil {
-		err = kv.InstallCRDs(ctx)
+		err = kv.Generate(ctx)
 	}
-	crds <- err
+	if err == nil {
+		select {
+		case <-apiReady:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
 	if err != nil {
+		crds <- err
 		return err
 	}
-	log.Debug("KubeVirt's CRDs established", "after", time.Since(begin).Round(time.Millisecond))
-	if err := kv.Configure(ctx); err != nil {
+	configured := make(chan error, 1)
+	go func() { configured <- kv.Configure(ctx) }()
+	err = kv.InstallCRDs(ctx)
+	crds <- err
+	if err := errors.Join(err, <-configured); err != nil {
+		return err
+	}
+	log.Debug("KubeVirt's CRDs established and objects created", "after", time.Since(begin).Round(time.Millisecond))
+	if err := kv.CreateKubeVirtCR(ctx); err != nil {
 		return err
 	}
 	components, err := kv.Components()
@@ -61,6 +78,7 @@ func (k *kubeVirtRun) start(ctx context.Context, c *controlPlane, cfg *rest.Conf
 		if err := procs[i].waitUntil(ctx, comp.Name, comp.Ready); err != nil {
 			return err
 		}
+		log.Debug(comp.Name+" ready", "after", time.Since(begin).Round(time.Millisecond))
 	}
 	log.Debug("virt-api and virt-controller serving", "after", time.Since(begin).Round(time.Millisecond))
 	if err := kv.Register(ctx, SystemNamespace); err != nil {

@@ -128,8 +128,19 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	defer cp.stop()
 
+	cfg, err := clientcmd.NewDefaultClientConfig(*cp.adminKubeconfig(), nil).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("load admin kubeconfig: %w", err)
+	}
 	startCtx, cancelStart := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancelStart()
+	// KubeVirt's control plane starts alongside the rest; the simulator's
+	// controllers and webhook need its CRDs first.
+	kv := &kubeVirtRun{}
+	defer kv.stop()
+	apiReady := make(chan struct{})
+	kvCRDs, kvDone := make(chan error, 1), make(chan error, 1)
+	go func() { kvDone <- kv.start(startCtx, cp, cfg, apiReady, kvCRDs, log.With("component", "kubevirt")) }()
 	if err := cp.startEtcd(startCtx); err != nil {
 		return err
 	}
@@ -137,6 +148,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := cp.startAPIServer(startCtx); err != nil {
 		return err
 	}
+	close(apiReady)
 	log.Info("kube-apiserver ready", "url", cp.URL(), "after", time.Since(start).Round(time.Millisecond))
 
 	kcmDone := make(chan error, 1)
@@ -144,20 +156,10 @@ func Run(ctx context.Context, o Options) (err error) {
 	schedDone := make(chan error, 1)
 	go func() { schedDone <- cp.startScheduler(startCtx) }()
 
-	cfg, err := clientcmd.NewDefaultClientConfig(*cp.adminKubeconfig(), nil).ClientConfig()
-	if err != nil {
-		return fmt.Errorf("load admin kubeconfig: %w", err)
-	}
 	admin, err := newAdminClients(cfg)
 	if err != nil {
 		return err
 	}
-	// KubeVirt's control plane starts alongside the rest; the simulator's
-	// controllers and webhook need its CRDs first.
-	kv := &kubeVirtRun{}
-	defer kv.stop()
-	kvCRDs, kvDone := make(chan error, 1), make(chan error, 1)
-	go func() { kvDone <- kv.start(startCtx, cp, cfg, kvCRDs, log.With("component", "kubevirt")) }()
 	if err := install(startCtx, admin, o); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,7 +20,7 @@ import (
 	"k8s.io/client-go/restmapper"
 )
 
-// fieldManager is whose fields the applied objects are: virt-operator's.
+// fieldManager is whose fields the created objects are: virt-operator's.
 const fieldManager = "virt-operator"
 
 // readObjects decodes a YAML stream of objects.
@@ -43,8 +44,10 @@ func readObjects(path string) ([]*unstructured.Unstructured, error) {
 	}
 }
 
-// applier applies objects of any kind the API server serves, by server-side
-// apply as virt-operator's field manager.
+// applier creates objects of any kind the API server serves, as
+// virt-operator does on a fresh cluster (a server-side apply of KubeVirt's
+// CRDs, megabytes of schema, costs seconds more). Every simulator run
+// starts clean: an object already there is left as it is.
 type applier struct {
 	dyn    dynamic.Interface
 	mapper *restmapper.DeferredDiscoveryRESTMapper
@@ -54,7 +57,7 @@ func newApplier(disc discovery.DiscoveryInterface, dyn dynamic.Interface) *appli
 	return &applier{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}
 }
 
-// applyFiles applies every object of the files, in order.
+// applyFiles creates every object of the files, in order.
 func (a *applier) applyFiles(ctx context.Context, paths ...string) error {
 	for _, p := range paths {
 		objs, err := readObjects(p)
@@ -84,10 +87,11 @@ func (a *applier) apply(ctx context.Context, o *unstructured.Unstructured) error
 	if m.Scope.Name() == meta.RESTScopeNameNamespace {
 		ri = a.dyn.Resource(m.Resource).Namespace(o.GetNamespace())
 	}
-	o.SetManagedFields(nil)
-	unstructured.RemoveNestedField(o.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(o.Object, "status")
-	_, err = ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+	_, err = ri.Create(ctx, o, metav1.CreateOptions{FieldManager: fieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
 	return err
 }
 

@@ -47,8 +47,9 @@ func deployedStatus() kubevirtv1.KubeVirtStatus {
 	}
 }
 
-// createKubeVirtCR creates the KubeVirt CR and writes its status.
-func (c *ControlPlane) createKubeVirtCR(ctx context.Context) error {
+// CreateKubeVirtCR creates Harvester's KubeVirt CR (its CRD established)
+// and writes the status virt-operator would.
+func (c *ControlPlane) CreateKubeVirtCR(ctx context.Context) error {
 	kv, err := kubeVirtCR(c.o.Namespace)
 	if err != nil {
 		return err

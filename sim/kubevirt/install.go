@@ -25,13 +25,16 @@ const (
 
 var gvrCRD = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// InstallCRDs writes virt-operator's objects with bin/kubevirt-install,
-// applies KubeVirt's CRDs and waits until each is Established. The rest of
-// the simulator may create KubeVirt objects from then on.
+// Generate writes virt-operator's objects with bin/kubevirt-install. It
+// needs no API server: the simulator runs it while kube-apiserver starts.
+func (c *ControlPlane) Generate(ctx context.Context) error {
+	return c.generate(ctx)
+}
+
+// InstallCRDs applies KubeVirt's CRDs and waits until each is
+// Established: the rest of the simulator may create KubeVirt objects from
+// then on.
 func (c *ControlPlane) InstallCRDs(ctx context.Context) error {
-	if err := c.generate(ctx); err != nil {
-		return err
-	}
 	a := newApplier(c.kube.Discovery(), c.dyn)
 	if err := a.applyFiles(ctx, c.path("objects", crdsFile)); err != nil {
 		return err
@@ -53,9 +56,9 @@ func (c *ControlPlane) InstallCRDs(ctx context.Context) error {
 	return nil
 }
 
-// Configure does the rest of virt-operator's part before its components
-// start: the namespace, RBAC and certificates, the KubeVirt CR with its
-// status, and each component's ServiceAccount token.
+// Configure does the part of virt-operator's work that needs no CRD (the
+// simulator runs it while the CRDs are being established): the namespace,
+// RBAC and certificates, and each component's ServiceAccount token.
 func (c *ControlPlane) Configure(ctx context.Context) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.o.Namespace}}
 	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -63,9 +66,6 @@ func (c *ControlPlane) Configure(ctx context.Context) error {
 	}
 	a := newApplier(c.kube.Discovery(), c.dyn)
 	if err := a.applyFiles(ctx, c.path("objects", rbacFile), c.path("objects", certsFile)); err != nil {
-		return err
-	}
-	if err := c.createKubeVirtCR(ctx); err != nil {
 		return err
 	}
 	for _, sa := range []string{apiServiceAccount, controllerServiceAccount} {

@@ -67,11 +67,15 @@ type ControlPlane struct {
 
 // New prepares KubeVirt's control plane on the two loopback ports given.
 func New(o Options, virtAPIPort, controllerPort int) (*ControlPlane, error) {
-	kube, err := kubernetes.NewForConfig(o.Admin)
+	// virt-operator's burst of writes at install; client-go's default
+	// limit (5 requests a second) would make it take seconds.
+	cfg := rest.CopyConfig(o.Admin)
+	cfg.QPS, cfg.Burst = 200, 400
+	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubevirt: clients: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(o.Admin)
+	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubevirt: clients: %w", err)
 	}
