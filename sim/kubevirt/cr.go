@@ -15,8 +15,8 @@ import (
 //go:embed kubevirt-cr.yaml
 var kubeVirtCRYAML []byte
 
-// kubeVirtCR is Harvester v1.8.0's KubeVirt CR in namespace.
-func kubeVirtCR(namespace string) (*kubevirtv1.KubeVirt, error) {
+// KubeVirtCR is Harvester v1.8.0's KubeVirt CR (kubevirt-cr.yaml) in namespace.
+func KubeVirtCR(namespace string) (*kubevirtv1.KubeVirt, error) {
 	var kv kubevirtv1.KubeVirt
 	if err := yaml.UnmarshalStrict(kubeVirtCRYAML, &kv); err != nil {
 		return nil, fmt.Errorf("kubevirt: decode the KubeVirt CR: %w", err)
@@ -50,7 +50,7 @@ func deployedStatus() kubevirtv1.KubeVirtStatus {
 // CreateKubeVirtCR creates Harvester's KubeVirt CR (its CRD established)
 // and writes the status virt-operator would.
 func (c *ControlPlane) CreateKubeVirtCR(ctx context.Context) error {
-	kv, err := kubeVirtCR(c.o.Namespace)
+	kv, err := KubeVirtCR(c.o.Namespace)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func (c *ControlPlane) waitValidator(ctx context.Context, namespace string) erro
 		return last != nil && strings.Contains(last.Error(), RunningAndRunStrategy), nil
 	})
 	if err != nil {
-		return fmt.Errorf("kubevirt: KubeVirt's VM validator is not called: %w (last answer: %v)", err, last)
+		return fmt.Errorf("kubevirt: KubeVirt's VM validator is not called: %w (last answer: %w)", err, last)
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ kubevip_version=$(awk '$1=="github.com/kube-vip/kube-vip"{print $2}' "$root/test
 # time / 2, measured after `make build` with an empty GOCACHE (2026-11-26:
 # make build 3.9 CPU-minutes, main and kubevip together 11.7).
 declare -A about=(
-  [main]="about 2,700 packages (k8s.io/kubernetes, etcd server, rancher/machine and its cloud SDKs; those the product shares come from the cache `make build` filled), ~5 minutes on 2 idle cores"
+  [main]="about 2,700 packages (k8s.io/kubernetes, etcd server, rancher/machine and its cloud SDKs; those the product shares come from the cache make build filled), ~5 minutes on 2 idle cores"
   [kubevip]="about 1,000 packages (kube-vip, client-go v0.36, gobgp, nftables), ~2 minutes on 2 idle cores, alongside main (both: 11.7 CPU-minutes measured, ~6 minutes on 2 idle cores)"
   [kubevirt]="about 1,170 packages (virt-api, virt-controller, kubevirt-install), ~900 of them shared with main (k8s.io v0.34.4) and built after it, ~1-2 minutes more on 2 idle cores"
   [lint]="about 960 packages (golangci-lint and its linters), ~3 minutes on 2 cores"

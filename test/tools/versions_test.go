@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/sim/kubevirt"
 )
 
 // requiredVersion returns the version go.mod at path requires of module.
@@ -123,9 +124,13 @@ func goModVersions(t *testing.T, path string) map[string]string {
 // TestKubeVirtToolFollowsTheAPI: virt-api and virt-controller
 // (test/tools/kubevirt) are the KubeVirt release whose API the product and
 // the simulator use (kubevirt.io/api in go.mod), and build its served
-// kubevirt.io/api and kubevirt.io/client-go, not KubeVirt's staging copies.
+// kubevirt.io/api and kubevirt.io/client-go, not KubeVirt's staging copies;
+// the simulator writes that version into the KubeVirt CR's status.
 func TestKubeVirtToolFollowsTheAPI(t *testing.T) {
 	api := goModVersions(t, "../../go.mod")["kubevirt.io/api"]
+	if kubevirt.Version != api {
+		t.Errorf("sim/kubevirt.Version %s, kubevirt.io/api %s", kubevirt.Version, api)
+	}
 	tool := goModVersions(t, "kubevirt/go.mod")
 	for _, m := range []string{"kubevirt.io/kubevirt", "kubevirt.io/api", "kubevirt.io/client-go"} {
 		if tool[m] != api {
