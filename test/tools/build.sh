@@ -51,11 +51,13 @@ kubevip_version=$(awk '$1=="github.com/kube-vip/kube-vip"{print $2}' "$root/test
 # What a cold build (empty Go build cache) of each group compiles, and how
 # long that takes on 2 idle cores, to tell the user before starting: CPU
 # time / 2, measured after `make build` with an empty GOCACHE (2026-11-26:
-# make build 3.9 CPU-minutes, main and kubevip together 11.7).
+# make build 3.9 CPU-minutes, main and kubevip together 11.7). kubevirt:
+# what it adds to main's cache, measured by recompiling only the packages
+# main does not build (a -gcflags pattern for each) on 2 loaded cores.
 declare -A about=(
   [main]="about 2,700 packages (k8s.io/kubernetes, etcd server, rancher/machine and its cloud SDKs; those the product shares come from the cache make build filled), ~5 minutes on 2 idle cores"
   [kubevip]="about 1,000 packages (kube-vip, client-go v0.36, gobgp, nftables), ~2 minutes on 2 idle cores, alongside main (both: 11.7 CPU-minutes measured, ~6 minutes on 2 idle cores)"
-  [kubevirt]="about 1,170 packages (virt-api, virt-controller, kubevirt-install), ~900 of them shared with main (k8s.io v0.34.4) and built after it, ~1-2 minutes more on 2 idle cores"
+  [kubevirt]="about 940 packages besides the standard library (virt-api, virt-controller, kubevirt-install), 640 of them shared with main (k8s.io v0.34.4) and built after it; the other ~320 and the links took 98 CPU-seconds (2026-11-28), ~1 minute more on 2 idle cores"
   [lint]="about 960 packages (golangci-lint and its linters), ~3 minutes on 2 cores"
 )
 
