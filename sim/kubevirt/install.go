@@ -47,7 +47,7 @@ func (c *ControlPlane) InstallCRDs(ctx context.Context) error {
 	k := kubeapi.KindOf[*unstructured.UnstructuredList]("CRD", &unstructured.Unstructured{}, ri)
 	for _, crd := range crds {
 		_, err := kubeapi.Wait(ctx, k, "", crd.GetName(), 0, func(u *unstructured.Unstructured) (bool, error) {
-			return u != nil && conditionTrue(u, "Established"), nil
+			return u != nil && kubeapi.ConditionTrue(u, "Established"), nil
 		})
 		if err != nil {
 			return fmt.Errorf("kubevirt: wait for CRD %s to be established: %w", crd.GetName(), err)
@@ -74,15 +74,4 @@ func (c *ControlPlane) Configure(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-func conditionTrue(u *unstructured.Unstructured, condType string) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, cond := range conds {
-		m, ok := cond.(map[string]any)
-		if ok && m["type"] == condType && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
 }

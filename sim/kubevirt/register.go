@@ -41,7 +41,7 @@ func (c *ControlPlane) Register(ctx context.Context, probeNamespace string) erro
 			continue
 		}
 		_, err := kubeapi.Wait(ctx, k, "", s.GetName(), 0, func(u *unstructured.Unstructured) (bool, error) {
-			return u != nil && conditionTrue(u, "Available"), nil
+			return u != nil && kubeapi.ConditionTrue(u, "Available"), nil
 		})
 		if err != nil {
 			return fmt.Errorf("kubevirt: APIService %s not available: %w", s.GetName(), err)

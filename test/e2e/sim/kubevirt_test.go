@@ -128,7 +128,7 @@ func TestKubeVirtWebhooksRegistered(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ns, _, _ := unstructured.NestedString(svc.Object, "spec", "service", "namespace"); ns != kubeVirtNamespace || !conditionTrue(svc, "Available") {
+		if ns, _, _ := unstructured.NestedString(svc.Object, "spec", "service", "namespace"); ns != kubeVirtNamespace || !hasCondition(svc, "Available") {
 			t.Errorf("APIService %s: service namespace %q, conditions %v", name, ns, svc.Object["status"])
 		}
 	}
@@ -139,16 +139,6 @@ func ptrString(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func conditionTrue(u *unstructured.Unstructured, condType string) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == condType && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
 }
 
 // TestKubeVirtRefusesRunningWithRunStrategy: a VM with both spec.running
