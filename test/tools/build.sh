@@ -95,30 +95,30 @@ build() {
   echo "$want" > "$stamps/$group"
 }
 
-# kubevirt_modfile writes .cache/tools/kubevirt/: a copy of
-# kubevirt.io/client-go v1.7.0 whose kubecli/generated_mock_kubevirt.go is
-# test/tools/kubevirt/_overlay's, and go.mod/go.sum = the module's own plus
-# a replace of kubevirt.io/client-go by that copy.
-kvcache="$root/.cache/kubevirt-client-go"
-kubevirt_modfile() {
-  local dir="$root/test/tools/kubevirt" src
-  src="$(GOWORK=off go env GOMODCACHE)/kubevirt.io/client-go@$(awk '$1=="kubevirt.io/client-go" && $2=="=>" {print $4}' "$dir/go.mod")"
-  (cd "$dir" && GOWORK=off go mod download kubevirt.io/client-go)
-  rm -rf "$kvcache" && mkdir -p "$kvcache"
-  cp -r "$src" "$kvcache/client-go" && chmod -R u+w "$kvcache/client-go"
-  cp "$dir/_overlay/kubecli/generated_mock_kubevirt.go" "$kvcache/client-go/kubecli/generated_mock_kubevirt.go"
-  cp "$dir/go.sum" "$kvcache/go.sum"
-  sed "s|^\(\s*kubevirt.io/client-go =>\).*|\1 $kvcache/client-go|" "$dir/go.mod" > "$kvcache/go.mod"
-  grep -q "=> $kvcache/client-go\$" "$kvcache/go.mod" || { echo "tools: $dir/go.mod replaces no kubevirt.io/client-go" >&2; return 1; }
+# kubecli_modfile DIR CACHE writes CACHE/: a copy of the
+# kubevirt.io/client-go that the module in DIR selects, whose
+# kubecli/generated_mock_kubevirt.go is test/tools/kubevirt/_overlay's, and
+# go.mod and go.sum: DIR's, with kubevirt.io/client-go replaced by the copy
+# (for go build -modfile CACHE/go.mod).
+kubecli_modfile() {
+  local dir=$1 cache=$2 version
+  version=$(cd "$dir" && GOWORK=off go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' kubevirt.io/client-go)
+  (cd "$dir" && GOWORK=off go mod download kubevirt.io/client-go@"$version")
+  rm -rf "$cache" && mkdir -p "$cache"
+  cp -r "$(GOWORK=off go env GOMODCACHE)/kubevirt.io/client-go@$version" "$cache/client-go" && chmod -R u+w "$cache/client-go"
+  cp "$root/test/tools/kubevirt/_overlay/kubecli/generated_mock_kubevirt.go" "$cache/client-go/kubecli/generated_mock_kubevirt.go"
+  cp "$dir/go.mod" "$dir/go.sum" "$cache/"
+  (cd "$cache" && GOWORK=off go mod edit -replace "kubevirt.io/client-go=$cache/client-go")
 }
 
 # build_kubevirt builds the kubevirt group; after main when both are
 # wanted, so that it finds main's k8s.io packages compiled.
 build_kubevirt() {
   export GOWORK=off CGO_ENABLED=1
-  kubevirt_modfile
+  local cache="$root/.cache/kubevirt-client-go"
+  kubecli_modfile "$root/test/tools/kubevirt" "$cache"
   build kubevirt "$root/test/tools/kubevirt" . virt-api virt-controller kubevirt-install -- \
-    -modfile "$kvcache/go.mod" -ldflags "-s -w" ./cmd/virt-api ./cmd/virt-controller ./cmd/kubevirt-install
+    -modfile "$cache/go.mod" -ldflags "-s -w" ./cmd/virt-api ./cmd/virt-controller ./cmd/kubevirt-install
 }
 
 wanted=("$@")
