@@ -57,20 +57,23 @@ func newApplier(disc discovery.DiscoveryInterface, dyn dynamic.Interface) *appli
 	return &applier{dyn: dyn, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))}
 }
 
-// applyFiles creates every object of the files, in order.
-func (a *applier) applyFiles(ctx context.Context, paths ...string) error {
+// applyFiles creates every object of the files, in order, and returns
+// them.
+func (a *applier) applyFiles(ctx context.Context, paths ...string) ([]*unstructured.Unstructured, error) {
+	var all []*unstructured.Unstructured
 	for _, p := range paths {
 		objs, err := readObjects(p)
 		if err != nil {
-			return fmt.Errorf("kubevirt: %w", err)
+			return nil, fmt.Errorf("kubevirt: %w", err)
 		}
 		for _, o := range objs {
 			if err := a.apply(ctx, o); err != nil {
-				return fmt.Errorf("kubevirt: apply %s %s: %w", o.GetKind(), o.GetName(), err)
+				return nil, fmt.Errorf("kubevirt: create %s %s: %w", o.GetKind(), o.GetName(), err)
 			}
 		}
+		all = append(all, objs...)
 	}
-	return nil
+	return all, nil
 }
 
 func (a *applier) apply(ctx context.Context, o *unstructured.Unstructured) error {

@@ -16,11 +16,11 @@ import (
 // The files bin/kubevirt-install writes (see
 // test/tools/kubevirt/cmd/kubevirt-install).
 const (
-	crdsFile        = "crds.yaml"
-	rbacFile        = "rbac.yaml"
-	certsFile       = "certs.yaml"
-	webhooksFile    = "webhooks.yaml"
-	apiServicesFile = "apiservices.yaml"
+	crdsFile        = "crds.json"
+	rbacFile        = "rbac.json"
+	certsFile       = "certs.json"
+	webhooksFile    = "webhooks.json"
+	apiServicesFile = "apiservices.json"
 )
 
 var gvrCRD = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -35,13 +35,9 @@ func (c *ControlPlane) Generate(ctx context.Context) error {
 // Established: the rest of the simulator may create KubeVirt objects from
 // then on.
 func (c *ControlPlane) InstallCRDs(ctx context.Context) error {
-	a := newApplier(c.kube.Discovery(), c.dyn)
-	if err := a.applyFiles(ctx, c.path("objects", crdsFile)); err != nil {
-		return err
-	}
-	crds, err := readObjects(c.path("objects", crdsFile))
+	crds, err := newApplier(c.kube.Discovery(), c.dyn).applyFiles(ctx, c.path("objects", crdsFile))
 	if err != nil {
-		return fmt.Errorf("kubevirt: %w", err)
+		return err
 	}
 	ri := c.dyn.Resource(gvrCRD)
 	k := kubeapi.KindOf[*unstructured.UnstructuredList]("CRD", &unstructured.Unstructured{}, ri)
@@ -64,8 +60,7 @@ func (c *ControlPlane) Configure(ctx context.Context) error {
 	if _, err := c.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("kubevirt: create namespace %s: %w", c.o.Namespace, err)
 	}
-	a := newApplier(c.kube.Discovery(), c.dyn)
-	if err := a.applyFiles(ctx, c.path("objects", rbacFile), c.path("objects", certsFile)); err != nil {
+	if _, err := newApplier(c.kube.Discovery(), c.dyn).applyFiles(ctx, c.path("objects", rbacFile), c.path("objects", certsFile)); err != nil {
 		return err
 	}
 	for _, sa := range []string{apiServiceAccount, controllerServiceAccount} {

@@ -27,16 +27,12 @@ const RunningAndRunStrategy = "Running and RunStrategy are mutually exclusive. N
 // order), then waits until the APIServices are Available and
 // kube-apiserver calls the VM validator.
 func (c *ControlPlane) Register(ctx context.Context, probeNamespace string) error {
-	a := newApplier(c.kube.Discovery(), c.dyn)
-	if err := a.applyFiles(ctx, c.path("objects", webhooksFile), c.path("objects", apiServicesFile)); err != nil {
+	objs, err := newApplier(c.kube.Discovery(), c.dyn).applyFiles(ctx, c.path("objects", webhooksFile), c.path("objects", apiServicesFile))
+	if err != nil {
 		return err
 	}
-	services, err := readObjects(c.path("objects", apiServicesFile))
-	if err != nil {
-		return fmt.Errorf("kubevirt: %w", err)
-	}
 	k := kubeapi.KindOf[*unstructured.UnstructuredList]("APIService", &unstructured.Unstructured{}, c.dyn.Resource(gvrAPIService))
-	for _, s := range services {
+	for _, s := range objs {
 		if s.GetKind() != "APIService" {
 			continue
 		}

@@ -19,7 +19,6 @@ require (
 	kubevirt.io/api v1.7.0
 	kubevirt.io/client-go v1.7.0
 	kubevirt.io/kubevirt v1.7.0
-	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -113,6 +112,7 @@ require (
 	sigs.k8s.io/json v0.0.0-20241014173422-cfa47c3a1cc8 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.3.0 // indirect
+	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
 replace (
