@@ -18,6 +18,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/sim/fault"
 	"github.com/harvester-kit/harvester-machine/sim/guestnet"
 	"github.com/harvester-kit/harvester-machine/sim/kubevip"
+	"github.com/harvester-kit/harvester-machine/sim/kubevirt"
 )
 
 // Flag names of bin/harvester-sim.
@@ -61,7 +62,7 @@ func NewApp() *cli.App {
 		Description: appDescription,
 		Flags: []cli.Flag{
 			stateDirFlag(),
-			&cli.StringFlag{Name: flagBinDir, Usage: "directory holding etcd, kube-apiserver, kube-controller-manager and kube-scheduler (default: this binary's directory)"},
+			&cli.StringFlag{Name: flagBinDir, Usage: "directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubevirt-install, virt-api and virt-controller (default: this binary's directory)"},
 			&cli.IntFlag{Name: flagHosts, Value: 3, Usage: "number of simulated Harvester hosts (harvester-node-0..N-1)"},
 			&cli.IntFlag{Name: flagZones, Value: 2, Usage: "number of zones the hosts are spread over (sim-zone-a, sim-zone-b, ...)"},
 			&cli.DurationFlag{Name: flagScheduleDelay, Value: 200 * time.Millisecond, Usage: "time a VMI spends Pending/Scheduling before it is Scheduled"},
@@ -76,7 +77,7 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
 		},
 		Action:   runAction,
-		Commands: []*cli.Command{faultCommand(), statusCommand(), maintenanceCommand(), upgradeCommand(), kubeVIPExecCommand()},
+		Commands: []*cli.Command{faultCommand(), statusCommand(), maintenanceCommand(), upgradeCommand(), kubeVIPExecCommand(), kubeVirtExecCommand()},
 	}
 }
 
@@ -154,6 +155,15 @@ func kubeVIPExecCommand() *cli.Command {
 	return &cli.Command{
 		Name: kubevip.ExecCommand, Hidden: true, SkipFlagParsing: true,
 		Action: func(c *cli.Context) error { return kubevip.Exec(c.Args().Slice()) },
+	}
+}
+
+// kubeVirtExecCommand is the step between the simulator and virt-api or
+// virt-controller (see kubevirt.Exec); never run by hand.
+func kubeVirtExecCommand() *cli.Command {
+	return &cli.Command{
+		Name: kubevirt.ExecCommand, Hidden: true, SkipFlagParsing: true,
+		Action: func(c *cli.Context) error { return kubevirt.Exec(c.Args().Slice()) },
 	}
 }
 

@@ -30,18 +30,13 @@ func boolColumn(name, path string) apiextv1.CustomResourceColumnDefinition {
 	return apiextv1.CustomResourceColumnDefinition{Name: name, Type: "boolean", JSONPath: path}
 }
 
-// simCRDs are the Harvester, KubeVirt, Multus, load-balancer and Longhorn
-// kinds, with a status subresource where the real ones have one. The load-balancer kinds
+// simCRDs are the Harvester, Multus, load-balancer and Longhorn kinds,
+// with a status subresource where the real ones have one (KubeVirt's come
+// from KubeVirt's own install strategy: sim/kubevirt). The load-balancer kinds
 // carry Harvester's structural schema; the others accept any field: the
 // simulator's controllers decode them with the real Go types and report
 // what does not decode on the object.
 var simCRDs = []crdSpec{
-	{group: "kubevirt.io", version: "v1", kind: "VirtualMachine", plural: "virtualmachines", shortNames: []string{"vm", "vms"}, status: true,
-		columns: []apiextv1.CustomResourceColumnDefinition{column("Status", ".status.printableStatus"), column("Ready", ".status.ready")}},
-	{group: "kubevirt.io", version: "v1", kind: "VirtualMachineInstance", plural: "virtualmachineinstances", shortNames: []string{"vmi", "vmis"},
-		columns: []apiextv1.CustomResourceColumnDefinition{column("Phase", ".status.phase"), column("IP", ".status.interfaces[0].ipAddress"), column("NodeName", ".status.nodeName")}},
-	{group: "kubevirt.io", version: "v1", kind: "VirtualMachineInstanceMigration", plural: "virtualmachineinstancemigrations", shortNames: []string{"vmim", "vmims"}, status: true,
-		columns: []apiextv1.CustomResourceColumnDefinition{column("Phase", ".status.phase"), column("VMI", ".spec.vmiName")}},
 	{group: "harvesterhci.io", version: "v1beta1", kind: "VirtualMachineImage", plural: "virtualmachineimages", shortNames: []string{"vmimage", "vmimages"}, status: true,
 		columns: []apiextv1.CustomResourceColumnDefinition{column("Display-Name", ".spec.displayName"), column("StorageClass", ".status.storageClassName")}},
 	{group: "harvesterhci.io", version: "v1beta1", kind: "KeyPair", plural: "keypairs", shortNames: []string{"kp"}, status: true,

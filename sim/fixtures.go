@@ -39,12 +39,17 @@ const (
 func hostName(i int) string { return "harvester-node-" + strconv.Itoa(i) }
 func zoneName(i int) string { return "sim-zone-" + string(rune('a'+i%26)) }
 
+// kubeVirtDevices are what virt-handler's device plugins advertise on
+// each host (--max-devices, default 1000, each): every virt-launcher Pod
+// KubeVirt renders asks for one of each.
+var kubeVirtDevices = []corev1.ResourceName{"devices.kubevirt.io/kvm", "devices.kubevirt.io/tun", "devices.kubevirt.io/vhost-net"}
+
 // buildHosts are the Harvester hosts as Nodes, spread round-robin over zones.
 func buildHosts(hosts, zones int) []*corev1.Node {
 	nodes := make([]*corev1.Node, 0, hosts)
 	for i := range hosts {
 		name := hostName(i)
-		nodes = append(nodes, &corev1.Node{
+		node := &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 				corev1.LabelHostname: name, corev1.LabelTopologyRegion: Region, corev1.LabelTopologyZone: zoneName(i % zones),
 				"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64", simLabel: "true",
@@ -62,7 +67,12 @@ func buildHosts(hosts, zones int) []*corev1.Node {
 					LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
 				}},
 			},
-		})
+		}
+		for _, d := range kubeVirtDevices {
+			node.Status.Capacity[d] = resource.MustParse("1k")
+			node.Status.Allocatable[d] = resource.MustParse("1k")
+		}
+		nodes = append(nodes, node)
 	}
 	return nodes
 }

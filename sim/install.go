@@ -123,23 +123,12 @@ func waitFixturesReady(ctx context.Context, dyn dynamic.Interface) error {
 		}
 		ri := dyn.Resource(gvr).Namespace(FixtureNamespace)
 		k := kubeapi.KindOf[*unstructured.UnstructuredList](c.kind, &unstructured.Unstructured{}, ri)
-		err = waitFor(ctx, k, FixtureNamespace, c.name, func(u *unstructured.Unstructured) bool { return conditionTrue(u, string(c.condition.Type)) })
+		err = waitFor(ctx, k, FixtureNamespace, c.name, func(u *unstructured.Unstructured) bool { return kubeapi.ConditionTrue(u, string(c.condition.Type)) })
 		if err != nil {
 			return fmt.Errorf("wait for %s %s/%s to be %s: %w", c.kind, FixtureNamespace, c.name, c.condition.Type, err)
 		}
 	}
 	return nil
-}
-
-func conditionTrue(u *unstructured.Unstructured, condType string) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if ok && m["type"] == condType && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
 }
 
 // untaintReady takes node.kubernetes.io/not-ready:NoSchedule off a host

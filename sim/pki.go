@@ -36,11 +36,12 @@ type pki struct {
 	// certificate through the APIService's caBundle (the cluster CA).
 	FrontProxyCAPEM                       []byte
 	ProxyClientCertPEM, ProxyClientKeyPEM []byte // CN front-proxy-client
-	VirtAPICertPEM, VirtAPIKeyPEM         []byte // serving certificate of the simulated virt-api
+	VirtAPICertPEM, VirtAPIKeyPEM         []byte // serving certificate of the simulator's webhook server (loopback)
 }
 
 // ProxyClientName is the common name of kube-apiserver's front-proxy client
-// certificate, the one name the simulated virt-api accepts request headers from.
+// certificate, the one name an aggregated API server (virt-api) accepts request
+// headers from (extension-apiserver-authentication).
 const ProxyClientName = "front-proxy-client"
 
 // SchedulerUser is kube-scheduler's user name, the one the bootstrap RBAC
@@ -112,8 +113,9 @@ func newPKI(now time.Time) (*pki, error) {
 }
 
 // issueAggregation makes the front-proxy CA, kube-apiserver's proxy client
-// certificate, and the serving certificate of the simulated virt-api (named
-// as the aggregator dials it: <service>.<namespace>.svc).
+// certificate, and the serving certificate of the simulator's own webhook
+// server on loopback (VirtAPICertPEM: once the simulated virt-api's; KubeVirt's
+// real virt-api has its own, from bin/kubevirt-install).
 func (p *pki) issueAggregation(now time.Time) error {
 	front, err := newAuthority("harvester-sim-front-proxy-ca", now)
 	if err != nil {
@@ -125,8 +127,8 @@ func (p *pki) issueAggregation(now time.Time) error {
 		return fmt.Errorf("issue front-proxy client certificate: %w", err)
 	}
 	virtAPI := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: VirtAPIService + "." + SystemNamespace + ".svc"},
-		DNSNames:    []string{VirtAPIService + "." + SystemNamespace + ".svc", "localhost"},
+		Subject:     pkix.Name{CommonName: "harvester-sim-webhook." + SystemNamespace + ".svc"},
+		DNSNames:    []string{"harvester-sim-webhook." + SystemNamespace + ".svc", "localhost"},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}

@@ -11,10 +11,12 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/harvester-kit/harvester-machine/sim/kubevirt"
 )
 
 // process is one child of the simulator (etcd, kube-apiserver,
-// kube-controller-manager). Children die with the simulator even if it is
+// kube-controller-manager, kube-scheduler, virt-api, virt-controller). Children die with the simulator even if it is
 // killed, through the parent-death signal.
 type process struct {
 	name string
@@ -28,13 +30,36 @@ func startProcess(binDir, logDir, name string, args ...string) (*process, error)
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("start %s: %w (run `make tools` to build it)", name, err)
 	}
+	return startCommand(logDir, name, exec.Command(path, args...), 0)
+}
+
+// startInPod starts bin/name as a Pod's container would find itself: in a
+// mount namespace of its own with saDir's files (token, ca.crt,
+// namespace) at the ServiceAccount path. This binary re-executes itself
+// as kubevirt.ExecCommand to set that up, then becomes the process.
+func startInPod(binDir, logDir, name, saDir string, args ...string) (*process, error) {
+	path := filepath.Join(binDir, name)
+	if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("start %s: %w (run `make tools` to build it)", name, err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	cmd := exec.Command(self, kubevirt.ExecArgs(saDir, append([]string{path}, args...))...)
+	return startCommand(logDir, name, cmd, syscall.CLONE_NEWNS)
+}
+
+// startCommand starts cmd with its output in logDir/name.log, in a process
+// group of its own and with the parent-death signal, in new namespaces
+// cloneflags.
+func startCommand(logDir, name string, cmd *exec.Cmd, cloneflags uintptr) (*process, error) {
 	logFile, err := os.OpenFile(filepath.Join(logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: open log: %w", name, err)
 	}
-	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true, Cloneflags: cloneflags}
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)

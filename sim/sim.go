@@ -1,6 +1,7 @@
-// Package sim runs a simulated Harvester: a real etcd, kube-apiserver and
-// kube-controller-manager, the Harvester/KubeVirt custom resources, fixtures,
-// and controllers that play KubeVirt and Harvester.
+// Package sim runs a simulated Harvester: a real etcd, kube-apiserver,
+// kube-controller-manager and kube-scheduler, KubeVirt's own virt-api and
+// virt-controller (sim/kubevirt), the Harvester custom resources, fixtures,
+// and controllers that play the hosts and Harvester.
 package sim
 
 import (
@@ -41,7 +42,7 @@ const (
 // Options configure a simulator run.
 type Options struct {
 	StateDir string
-	BinDir   string // where etcd, kube-apiserver, kube-controller-manager and kube-scheduler are
+	BinDir   string // where etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KubeVirt's tools are
 	Hosts    int
 	Zones    int
 
@@ -127,8 +128,19 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	defer cp.stop()
 
+	cfg, err := clientcmd.NewDefaultClientConfig(*cp.adminKubeconfig(), nil).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("load admin kubeconfig: %w", err)
+	}
 	startCtx, cancelStart := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancelStart()
+	// KubeVirt's control plane starts alongside the rest; the simulator's
+	// controllers and webhook need its CRDs first.
+	kv := &kubeVirtRun{}
+	defer kv.stop()
+	apiReady := make(chan struct{})
+	kvCRDs, kvDone := make(chan error, 1), make(chan error, 1)
+	go func() { kvDone <- kv.start(startCtx, cp, cfg, apiReady, kvCRDs, log.With("component", "kubevirt")) }()
 	if err := cp.startEtcd(startCtx); err != nil {
 		return err
 	}
@@ -136,6 +148,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := cp.startAPIServer(startCtx); err != nil {
 		return err
 	}
+	close(apiReady)
 	log.Info("kube-apiserver ready", "url", cp.URL(), "after", time.Since(start).Round(time.Millisecond))
 
 	kcmDone := make(chan error, 1)
@@ -143,16 +156,15 @@ func Run(ctx context.Context, o Options) (err error) {
 	schedDone := make(chan error, 1)
 	go func() { schedDone <- cp.startScheduler(startCtx) }()
 
-	cfg, err := clientcmd.NewDefaultClientConfig(*cp.adminKubeconfig(), nil).ClientConfig()
-	if err != nil {
-		return fmt.Errorf("load admin kubeconfig: %w", err)
-	}
 	admin, err := newAdminClients(cfg)
 	if err != nil {
 		return err
 	}
 	if err := install(startCtx, admin, o); err != nil {
 		return err
+	}
+	if err := <-kvCRDs; err != nil {
+		return startErr(err)
 	}
 	log.Debug("CRDs and fixtures installed", "after", time.Since(start).Round(time.Millisecond))
 	runCtx, stopControllers := context.WithCancel(ctx)
@@ -176,10 +188,6 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("start simulated controllers: %w", err)
 	}
-	if err := startVirtAPI(runCtx, startCtx, cfg, admin, cp.pki, log.With("component", "virt-api")); err != nil {
-		return err
-	}
-	log.Debug("virt-api (subresources.kubevirt.io) available", "after", time.Since(start).Round(time.Millisecond))
 	if err := startWebhook(runCtx, startCtx, cfg, admin, cp.pki, log.With("component", "webhook")); err != nil {
 		return err
 	}
@@ -214,6 +222,10 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := waitViewAggregated(startCtx, admin.kube); err != nil {
 		return err
 	}
+	if err := <-kvDone; err != nil {
+		return startErr(err)
+	}
+	log.Debug("KubeVirt's virt-api and virt-controller ready", "after", time.Since(start).Round(time.Millisecond))
 	log.Debug("kube-controller-manager and kube-scheduler ready", "after", time.Since(start).Round(time.Millisecond))
 	if err := os.WriteFile(filepath.Join(o.StateDir, ReadyFile), []byte(cp.URL()+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write ready file: %w", err)
@@ -323,7 +335,7 @@ func prepareStateDir(dir string) error {
 			return fmt.Errorf("--state-dir %s: a simulator (pid %d) is already running there: stop it or pick another directory", dir, pid)
 		}
 	}
-	for _, name := range []string{"etcd", "pki", "logs", GuestsDir, KubeconfigFile, ReadyFile, APIServerPIDFile, freezeRequestFile, freezeAnswerFile, SSHKeyFile, SSHKeyFile + ".pub"} {
+	for _, name := range []string{"etcd", "pki", "logs", KubeVirtDir, GuestsDir, KubeconfigFile, ReadyFile, APIServerPIDFile, freezeRequestFile, freezeAnswerFile, SSHKeyFile, SSHKeyFile + ".pub"} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("clean state dir: %w", err)
 		}

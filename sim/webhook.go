@@ -39,10 +39,6 @@ func startWebhook(ctx, startCtx context.Context, cfg *rest.Config, admin adminCl
 	if _, err := admin.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(startCtx, conf, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("webhook: create MutatingWebhookConfiguration %s: %w", conf.Name, err)
 	}
-	val := webhook.ValidatorConfiguration(srv.MigrationURL(), p.CACertPEM, map[string]string{simLabel: "true"})
-	if _, err := admin.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(startCtx, val, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("webhook: create ValidatingWebhookConfiguration %s: %w", val.Name, err)
-	}
 	return waitWebhookEffective(startCtx, admin.dyn)
 }
 
@@ -65,11 +61,7 @@ func waitWebhookEffective(ctx context.Context, dyn dynamic.Interface) error {
 	if err != nil {
 		return fmt.Errorf("webhook: probe VM: %w", err)
 	}
-	gvr, err := gvrOf(probe.APIVersion, probe.Kind)
-	if err != nil {
-		return err
-	}
-	vms := dyn.Resource(gvr).Namespace(FixtureNamespace)
+	vms := dyn.Resource(kubevirtv1.GroupVersion.WithResource("virtualmachines")).Namespace(FixtureNamespace)
 	var last error
 	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		vm, err := vms.Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})

@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harvester-kit/harvester-machine/sim/podenv"
 )
 
 // ExecCommand is the hidden harvester-sim command the runner starts in the
@@ -19,10 +20,6 @@ import (
 // a pod has them, keeps only the capabilities the DaemonSet grants and
 // executes kube-vip.
 const ExecCommand = "kube-vip-exec"
-
-// ServiceAccountDir is where a pod finds its ServiceAccount token, CA and
-// namespace (client-go's in-cluster configuration reads them there).
-const ServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 // keptCaps are the capabilities the chart's DaemonSet grants (drop ALL,
 // add NET_ADMIN and NET_RAW).
@@ -40,13 +37,13 @@ func Exec(args []string) error {
 		return errors.New(ExecCommand + ": usage: HOSTNAME SA-DIR -- ARGV")
 	}
 	hostname, saDir, argv := args[0], args[1], args[3:]
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("%s: make the mount namespace private: %w", ExecCommand, err)
+	if err := podenv.MakePrivate(); err != nil {
+		return fmt.Errorf("%s: %w", ExecCommand, err)
 	}
 	if err := unix.Sethostname([]byte(hostname)); err != nil {
 		return fmt.Errorf("%s: set the hostname: %w", ExecCommand, err)
 	}
-	if err := mountServiceAccount(saDir); err != nil {
+	if err := podenv.MountServiceAccount(saDir); err != nil {
 		return fmt.Errorf("%s: %w", ExecCommand, err)
 	}
 	// A container's filesystem has no admin kubeconfig: hide the host's,
@@ -67,28 +64,6 @@ func Exec(args []string) error {
 	}
 	err := syscall.Exec(argv[0], argv, os.Environ())
 	return fmt.Errorf("%s: execute %s: %w", ExecCommand, argv[0], err)
-}
-
-// mountServiceAccount mounts a fresh tmpfs on /var/run and binds saDir
-// (read-only) at ServiceAccountDir inside it.
-func mountServiceAccount(saDir string) error {
-	run, err := filepath.EvalSymlinks("/var/run")
-	if err != nil {
-		return fmt.Errorf("find /var/run: %w", err)
-	}
-	if err := unix.Mount("tmpfs", run, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
-		return fmt.Errorf("mount a tmpfs on %s: %w", run, err)
-	}
-	if err := os.MkdirAll(ServiceAccountDir, 0o755); err != nil {
-		return err
-	}
-	if err := unix.Mount(saDir, ServiceAccountDir, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("bind the service account files at %s: %w", ServiceAccountDir, err)
-	}
-	if err := unix.Mount("", ServiceAccountDir, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
-		return fmt.Errorf("make %s read-only: %w", ServiceAccountDir, err)
-	}
-	return nil
 }
 
 // keepOnly drops every capability but keep from the bounding set and

@@ -13,7 +13,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/harvester-kit/harvester-machine/sim/loopback"
@@ -63,21 +62,11 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(MutationPath, NewMutator(settings, log))
-	dyn, err := dynamic.NewForConfig(o.Config)
-	if err != nil {
-		return nil, fmt.Errorf("webhook: dynamic client: %w", err)
-	}
-	mux.Handle(MigrationValidatePath, &migrationAdmitter{dyn: dyn, log: log})
 	addr, err := loopback.ServeTLS(ctx, mux, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	return &Server{addr: addr}, nil
-}
-
-// MigrationURL is where kube-apiserver reaches the migration validator.
-func (s *Server) MigrationURL() string {
-	return "https://" + s.addr + MigrationValidatePath
 }
 
 // URL is where kube-apiserver reaches the mutator.

@@ -14,6 +14,18 @@
 #   release the Go module proxy serves (it refuses v1.2.3, the guests' image),
 #   needs client-go v0.36, which Kubernetes v1.34's tools cannot share.
 #   It builds at the same time as main: the cores idle while main links.
+# kubevirt: its own module (test/tools/kubevirt), KubeVirt v1.7.0's
+#   virt-api and virt-controller (thin main packages calling KubeVirt's entry
+#   points) and kubevirt-install (what virt-operator installs, from
+#   KubeVirt's install-strategy code), which harvester-sim starts. Its k8s.io
+#   and shared modules are aligned with the main module's, so most of its
+#   packages come from main's build cache. One file of kubevirt.io/client-go
+#   v1.7.0 does not compile with client-go v0.34 (kubecli's gomock mock, in
+#   a non-test file); Go refuses -overlay for files in the module cache, so
+#   the build uses a copy of that module in .cache/ with the file replaced by
+#   test/tools/kubevirt/_overlay's (a placeholder of the project's own) and a
+#   go.mod there (-modfile) that points at the copy. Nothing patched is
+#   committed.
 # lint: its own module (test/tools/lint), golangci-lint.
 #
 # A group is rebuilt only when its module's pinned versions or sources
@@ -39,10 +51,13 @@ kubevip_version=$(awk '$1=="github.com/kube-vip/kube-vip"{print $2}' "$root/test
 # What a cold build (empty Go build cache) of each group compiles, and how
 # long that takes on 2 idle cores, to tell the user before starting: CPU
 # time / 2, measured after `make build` with an empty GOCACHE (2026-11-26:
-# make build 3.9 CPU-minutes, main and kubevip together 11.7).
+# make build 3.9 CPU-minutes, main and kubevip together 11.7). kubevirt:
+# what it adds to main's cache, measured by recompiling only the packages
+# main does not build (a -gcflags pattern for each) on 2 loaded cores.
 declare -A about=(
-  [main]="about 2,700 packages (k8s.io/kubernetes, etcd server, rancher/machine and its cloud SDKs; those the product shares come from the cache `make build` filled), ~5 minutes on 2 idle cores"
+  [main]="about 2,700 packages (k8s.io/kubernetes, etcd server, rancher/machine and its cloud SDKs; those the product shares come from the cache make build filled), ~5 minutes on 2 idle cores"
   [kubevip]="about 1,000 packages (kube-vip, client-go v0.36, gobgp, nftables), ~2 minutes on 2 idle cores, alongside main (both: 11.7 CPU-minutes measured, ~6 minutes on 2 idle cores)"
+  [kubevirt]="about 940 packages besides the standard library (virt-api, virt-controller, kubevirt-install), 640 of them shared with main (k8s.io v0.34.4) and built after it; the other ~320 and the links took 98 CPU-seconds (2026-11-28), ~1 minute more on 2 idle cores"
   [lint]="about 960 packages (golangci-lint and its linters), ~3 minutes on 2 cores"
 )
 
@@ -80,12 +95,38 @@ build() {
   echo "$want" > "$stamps/$group"
 }
 
+# kubecli_modfile DIR CACHE writes CACHE/: a copy of the
+# kubevirt.io/client-go that the module in DIR selects, whose
+# kubecli/generated_mock_kubevirt.go is test/tools/kubevirt/_overlay's, and
+# go.mod and go.sum: DIR's, with kubevirt.io/client-go replaced by the copy
+# (for go build -modfile CACHE/go.mod).
+kubecli_modfile() {
+  local dir=$1 cache=$2 version
+  version=$(cd "$dir" && GOWORK=off go list -m -f '{{if .Replace}}{{.Replace.Version}}{{else}}{{.Version}}{{end}}' kubevirt.io/client-go)
+  (cd "$dir" && GOWORK=off go mod download kubevirt.io/client-go@"$version")
+  rm -rf "$cache" && mkdir -p "$cache"
+  cp -r "$(GOWORK=off go env GOMODCACHE)/kubevirt.io/client-go@$version" "$cache/client-go" && chmod -R u+w "$cache/client-go"
+  cp "$root/test/tools/kubevirt/_overlay/kubecli/generated_mock_kubevirt.go" "$cache/client-go/kubecli/generated_mock_kubevirt.go"
+  cp "$dir/go.mod" "$dir/go.sum" "$cache/"
+  (cd "$cache" && GOWORK=off go mod edit -replace "kubevirt.io/client-go=$cache/client-go")
+}
+
+# build_kubevirt builds the kubevirt group; after main when both are
+# wanted, so that it finds main's k8s.io packages compiled.
+build_kubevirt() {
+  export GOWORK=off CGO_ENABLED=1
+  local cache="$root/.cache/kubevirt-client-go"
+  kubecli_modfile "$root/test/tools/kubevirt" "$cache"
+  build kubevirt "$root/test/tools/kubevirt" . virt-api virt-controller kubevirt-install -- \
+    -modfile "$cache/go.mod" -ldflags "-s -w" ./cmd/virt-api ./cmd/virt-controller ./cmd/kubevirt-install
+}
+
 wanted=("$@")
-[ "${#wanted[@]}" -gt 0 ] || wanted=(main kubevip)
+[ "${#wanted[@]}" -gt 0 ] || wanted=(main kubevip kubevirt)
 for w in "${wanted[@]}"; do
   case "$w" in
-    main|kubevip|lint) ;;
-    *) echo "tools: unknown group \"$w\": want main, kubevip or lint" >&2; exit 2 ;;
+    main|kubevip|kubevirt|lint) ;;
+    *) echo "tools: unknown group \"$w\": want main, kubevip, kubevirt or lint" >&2; exit 2 ;;
   esac
 done
 is_wanted() { [[ " ${wanted[*]} " == *" $1 "* ]]; }
@@ -99,7 +140,11 @@ if is_wanted main; then
   build main "$root" test/tools/etcd kube-apiserver kube-controller-manager kube-scheduler etcd rancher-machine -- \
     -ldflags "$kube_ldflags" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler \
-    ./test/tools/etcd github.com/rancher/machine/cmd/rancher-machine &
+    ./test/tools/etcd github.com/rancher/machine/cmd/rancher-machine && { ! is_wanted kubevirt || build_kubevirt; } &
+  pids+=($!)
+fi
+if is_wanted kubevirt && ! is_wanted main; then
+  build_kubevirt &
   pids+=($!)
 fi
 if is_wanted lint; then

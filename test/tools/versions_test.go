@@ -1,6 +1,7 @@
 // Package tools holds the checks on the pinned test tools' versions. The
 // Kubernetes tools and rancher-machine are `tool`s of the project's own
-// module (go.mod; etcd's main package is test/tools/etcd); kube-vip and
+// module (go.mod; etcd's main package is test/tools/etcd); kube-vip,
+// KubeVirt's virt-api and virt-controller (test/tools/kubevirt) and
 // golangci-lint are separate modules under test/tools/. build.sh builds them.
 package tools
 
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/harvester-kit/harvester-machine/guest/addons"
+	"github.com/harvester-kit/harvester-machine/sim/kubevirt"
 )
 
 // requiredVersion returns the version go.mod at path requires of module.
@@ -73,5 +75,88 @@ func TestKubernetesStagingFollowsTheRelease(t *testing.T) {
 	}
 	if staging < 20 {
 		t.Errorf("go.mod replaces %d k8s.io staging modules; k8s.io/kubernetes %s needs each it requires as v0.0.0", staging, kube)
+	}
+}
+
+// goModVersions reads the module versions go.mod at path builds with:
+// each required module's version, or the version its replace names.
+func goModVersions(t *testing.T, path string) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	required, replaced := map[string]string{}, map[string]string{}
+	block := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		line, _, _ = strings.Cut(line, "//")
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0:
+			continue
+		case len(f) == 2 && f[1] == "(":
+			block = f[0]
+			continue
+		case f[0] == ")":
+			block = ""
+			continue
+		case f[0] == "require" || f[0] == "replace":
+			block, f = f[0], f[1:]
+		}
+		switch {
+		case block == "require" && len(f) == 2:
+			required[f[0]] = f[1]
+		case block == "replace" && len(f) == 4 && f[1] == "=>":
+			replaced[f[0]] = f[3] // a module replaced by a version, not a directory
+		}
+		if len(f) > 0 && (f[0] == "require" || f[0] == "replace") {
+			block = ""
+		}
+	}
+	for m, v := range replaced {
+		if _, ok := required[m]; ok {
+			required[m] = v
+		}
+	}
+	return required
+}
+
+// TestKubeVirtToolFollowsTheAPI: virt-api and virt-controller
+// (test/tools/kubevirt) are the KubeVirt release whose API the product and
+// the simulator use (kubevirt.io/api in go.mod), and build its served
+// kubevirt.io/api and kubevirt.io/client-go, not KubeVirt's staging copies;
+// the simulator writes that version into the KubeVirt CR's status.
+func TestKubeVirtToolFollowsTheAPI(t *testing.T) {
+	api := goModVersions(t, "../../go.mod")["kubevirt.io/api"]
+	if kubevirt.Version != api {
+		t.Errorf("sim/kubevirt.Version %s, kubevirt.io/api %s", kubevirt.Version, api)
+	}
+	tool := goModVersions(t, "kubevirt/go.mod")
+	for _, m := range []string{"kubevirt.io/kubevirt", "kubevirt.io/api", "kubevirt.io/client-go"} {
+		if tool[m] != api {
+			t.Errorf("test/tools/kubevirt builds %s %s; the project's kubevirt.io/api is %s: move them together", m, tool[m], api)
+		}
+	}
+}
+
+// TestKubeVirtToolSharesTheBuildCache: every module both the project's
+// go.mod and test/tools/kubevirt's require (k8s.io above all) is at the
+// same version, so the Go build cache compiles what they share once. With
+// KubeVirt's own pins (k8s.io v0.33) nothing would be shared.
+func TestKubeVirtToolSharesTheBuildCache(t *testing.T) {
+	project, tool := goModVersions(t, "../../go.mod"), goModVersions(t, "kubevirt/go.mod")
+	shared := 0
+	for m, v := range tool {
+		pv, ok := project[m]
+		if !ok {
+			continue
+		}
+		shared++
+		if pv != v {
+			t.Errorf("test/tools/kubevirt/go.mod has %s %s; the project's go.mod %s: align them", m, v, pv)
+		}
+	}
+	if k8s := tool["k8s.io/client-go"]; k8s != project["k8s.io/client-go"] || shared < 40 {
+		t.Errorf("test/tools/kubevirt shares %d modules with the project, client-go %s: want k8s.io aligned (%s)", shared, k8s, project["k8s.io/client-go"])
 	}
 }

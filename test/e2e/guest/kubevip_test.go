@@ -20,6 +20,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/bootstrap/doctor"
 	"github.com/harvester-kit/harvester-machine/guest/addons"
 	"github.com/harvester-kit/harvester-machine/sim/kubevip"
+	"github.com/harvester-kit/harvester-machine/sim/podenv"
 	"github.com/harvester-kit/harvester-machine/test/harness"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
@@ -261,9 +262,9 @@ func checkKubeVIPProcess(t *testing.T, dir, node string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		token, err := os.ReadFile(fmt.Sprintf("/proc/%d/root%s%s/token", s.PID, run, strings.TrimPrefix(kubevip.ServiceAccountDir, "/var/run")))
+		token, err := os.ReadFile(fmt.Sprintf("/proc/%d/root%s%s/token", s.PID, run, strings.TrimPrefix(podenv.ServiceAccountDir, "/var/run")))
 		if err != nil || len(token) == 0 {
-			t.Errorf("kube-vip on %s has no ServiceAccount token at %s: %v", node, kubevip.ServiceAccountDir, err)
+			t.Errorf("kube-vip on %s has no ServiceAccount token at %s: %v", node, podenv.ServiceAccountDir, err)
 		}
 		return
 	}
