@@ -139,14 +139,6 @@ func isLiveMigratable(vmi *kubevirtv1.VirtualMachineInstance) (bool, string) {
 	return st == corev1.ConditionTrue, reason + ": " + msg
 }
 
-// evacuatedByTaint: KubeVirt's evacuation controller migrates the VMI
-// off a host tainted kubevirt.io/drain.
-func evacuatedByTaint(vmi *kubevirtv1.VirtualMachineInstance) bool {
-	s, _ := harvester.EvictionStrategy(vmi, nil, nil)
-	ok, _ := isLiveMigratable(vmi)
-	return harvester.EvacuatedOnDrainTaint(s, ok)
-}
-
 // hasDrainTaint: the host carries kubevirt.io/drain (NoSchedule).
 func hasDrainTaint(n *corev1.Node) bool {
 	for _, t := range n.Spec.Taints {
