@@ -144,7 +144,10 @@ func (c *controlPlane) apiServerArgs(port int, extra ...string) []string {
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--endpoint-reconciler-type=none",
-		"--disable-admission-plugins=ServiceAccount",
+		// The ServiceAccount admission plugin is on, as on Harvester: every
+		// Pod gets its token volume, which KubeVirt counts on (a hot-plug
+		// attachment Pod's volumes are its claims plus an emptyDir and the
+		// token, volume-hotplug.go podVolumesMatchesReadyVolumes).
 	}, extra...)
 }
 

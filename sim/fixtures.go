@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
+	"github.com/harvester-kit/harvester-machine/sim/controllers"
 	"github.com/harvester-kit/harvester-machine/sim/hv"
-	"github.com/harvester-kit/harvester-machine/sim/subresources"
 )
 
 // Names of the fixtures, documented in docs/sim.md.
@@ -111,8 +111,8 @@ func buildHarvesterFixtures(publicKey string) ([]*unstructured.Unstructured, err
 			URL: "https://cloud-images.ubuntu.com/releases/22.04/release/ubuntu-22.04-server-cloudimg-amd64.img",
 		},
 	}
-	image.Labels[subresources.LabelOSType] = "ubuntu"
-	image.Annotations = map[string]string{subresources.AnnotationGuestOS: fixtureGuestOS}
+	image.Labels[controllers.LabelOSType] = "ubuntu"
+	image.Annotations = map[string]string{controllers.AnnotationGuestOS: fixtureGuestOS}
 	keyPair := &harvesterv1.KeyPair{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "harvesterhci.io/v1beta1", Kind: "KeyPair"},
 		ObjectMeta: fixture(FixtureKeyPair, FixtureNamespace),

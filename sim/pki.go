@@ -14,6 +14,10 @@ import (
 	"time"
 )
 
+// VirtAPIService is the Service in harvester-system that KubeVirt's
+// subresources APIService points at (Harvester runs virt-api there).
+const VirtAPIService = "virt-api"
+
 // pki holds the simulated cluster's certificate authority and the keys the
 // control plane needs. Everything is generated fresh for every start.
 type pki struct {

@@ -289,7 +289,7 @@ func (m *Machine) timeoutError(parent context.Context, api *harvesterapi.API, wh
 	fmt.Fprintf(&b, "timed out after %s waiting for VM %s/%s %s; last seen: %s", m.WaitTimeout(), m.Config.VMNamespace, m.Name, what, DescribeVMI(last))
 	if last != nil {
 		var conds []string
-		for _, c := range last.Status.Conditions {
+		for _, c := range causesFirst(last.Status.Conditions) {
 			s := fmt.Sprintf("%s=%s", c.Type, c.Status)
 			if c.Reason != "" || c.Message != "" {
 				s += " (" + strings.TrimSpace(c.Reason+" "+c.Message) + ")"
@@ -306,17 +306,43 @@ func (m *Machine) timeoutError(parent context.Context, api *harvesterapi.API, wh
 			}
 		}
 	}
-	if ev := m.recentEvents(parent, api, 5); len(ev) > 0 {
+	if ev := m.recentEvents(parent, api, last, 5); len(ev) > 0 {
 		fmt.Fprintf(&b, "; recent events: %s", strings.Join(ev, " | "))
 	}
 	return errors.New(b.String())
 }
 
-// recentEvents returns the last n events about the machine's VM and VMI.
-func (m *Machine) recentEvents(parent context.Context, api *harvesterapi.API, n int) []string {
+// causesFirst orders a VMI's conditions for a reader: Ready, the summary,
+// after the others (KubeVirt lists it first; under it, PodScheduled False
+// is why a VMI stays in Scheduling).
+func causesFirst(conds []kubevirtv1.VirtualMachineInstanceCondition) []kubevirtv1.VirtualMachineInstanceCondition {
+	out := make([]kubevirtv1.VirtualMachineInstanceCondition, 0, len(conds))
+	var ready []kubevirtv1.VirtualMachineInstanceCondition
+	for _, c := range conds {
+		if c.Type == kubevirtv1.VirtualMachineInstanceReady {
+			ready = append(ready, c)
+			continue
+		}
+		out = append(out, c)
+	}
+	return append(out, ready...)
+}
+
+// recentEvents returns the last n events about the machine's VM, VMI
+// and the VMI's launcher Pods (status.activePods): KubeVirt reports on the
+// VMI only a Pod's PodScheduled condition, the scheduler's
+// FailedScheduling and kubelet's events are the Pod's.
+func (m *Machine) recentEvents(parent context.Context, api *harvesterapi.API, last *kubevirtv1.VirtualMachineInstance, n int) []string {
 	items, err := api.ListEvents(parent, m.Config.VMNamespace, m.Name)
 	if err != nil {
 		return nil
+	}
+	if last != nil {
+		for uid := range last.Status.ActivePods {
+			if pod, err := api.ListEventsOfUID(parent, m.Config.VMNamespace, uid); err == nil {
+				items = append(items, pod...)
+			}
+		}
 	}
 	sort.SliceStable(items, func(i, j int) bool { return eventTime(items[i]).Before(eventTime(items[j])) })
 	if len(items) > n {

@@ -99,17 +99,6 @@ func hasString(list []string, s string) bool {
 	return false
 }
 
-// missing is what of want list lacks, nil when nothing.
-func missing(list, want []string) []string {
-	var out []string
-	for _, w := range want {
-		if !hasString(list, w) {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
 func without(list []string, s string) []string {
 	var out []string
 	for _, v := range list {

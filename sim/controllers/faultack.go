@@ -36,3 +36,13 @@ func (s *sim) acknowledgeFaults(ctx context.Context, obj any) {
 		s.log.Debug("cannot acknowledge the fault patterns", "configmap", fault.ConfigMapKey, "error", err)
 	}
 }
+
+// syncStuckScheduling puts the stuck-scheduling patterns into effect: a
+// policy refusing the binding of their launcher Pods (sim/fault/stuck.go).
+func (s *sim) syncStuckScheduling(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 40*time.Second)
+	defer cancel()
+	if err := fault.SyncStuckScheduling(ctx, s.kube, s.faults().StuckPatterns()); err != nil {
+		s.log.Warn("fault stuck-scheduling", "err", err)
+	}
+}

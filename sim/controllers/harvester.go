@@ -11,6 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
+// reasonInvalidSpec is the condition reason of an object whose spec does
+// not decode into Harvester's types.
+const reasonInvalidSpec = "InvalidSpec"
+
 // AnnImportResult set to "fail" on a VirtualMachineImage makes the
 // simulated import fail (for tests of the failure path).
 const AnnImportResult = "sim.harvesterhci.io/import"

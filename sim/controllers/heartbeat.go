@@ -31,22 +31,22 @@ const (
 // lifecycle controller to judge.
 type Kubelets struct {
 	mu   sync.Mutex
-	down map[string]bool
+	down map[string]time.Time // host -> when it went down
 	// wake asks the heartbeat loop to run at once (a host came back).
 	wake chan struct{}
 }
 
 // NewKubelets makes the kubelets of every host, all up.
 func NewKubelets() *Kubelets {
-	return &Kubelets{down: map[string]bool{}, wake: make(chan struct{}, 1)}
+	return &Kubelets{down: map[string]time.Time{}, wake: make(chan struct{}, 1)}
 }
 
 // SetHostDown stops (down) or resumes the kubelet of host name.
 func (k *Kubelets) SetHostDown(name string, down bool) {
 	k.mu.Lock()
-	if down {
-		k.down[name] = true
-	} else {
+	if _, was := k.down[name]; down && !was {
+		k.down[name] = time.Now()
+	} else if !down {
 		delete(k.down, name)
 	}
 	k.mu.Unlock()
@@ -58,9 +58,16 @@ func (k *Kubelets) SetHostDown(name string, down bool) {
 
 // HostDown reports whether the kubelet of host name is stopped.
 func (k *Kubelets) HostDown(name string) bool {
+	_, down := k.DownSince(name)
+	return down
+}
+
+// DownSince reports since when host name is down.
+func (k *Kubelets) DownSince(name string) (time.Time, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	return k.down[name]
+	at, down := k.down[name]
+	return at, down
 }
 
 // runHeartbeats renews the up hosts' Leases and Ready conditions until
@@ -109,7 +116,10 @@ func (s *sim) heartbeat(ctx context.Context, n *corev1.Node) error {
 	if err != nil {
 		return fmt.Errorf("renew lease %s/%s: %w", NodeLeaseNamespace, n.Name, err)
 	}
-	return s.postReady(ctx, n)
+	if err := s.postReady(ctx, n); err != nil {
+		return err
+	}
+	return s.virtHandlerBeat(ctx, n)
 }
 
 // nodeLease is kubelet's Lease for node n.

@@ -9,16 +9,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/sim/hv"
-	"github.com/harvester-kit/harvester-machine/sim/kv"
 )
 
 // Event reasons on a host (Node, events in namespace default) for what
@@ -34,7 +33,8 @@ const (
 // reconcileNode plays, for one host, Harvester's nodedrain controller
 // (drain-requested annotation: refuse or stop non-migratable VMs, cordon,
 // drain), its maintain controller (maintain-status running -> completed)
-// and KubeVirt's evacuation of a host tainted kubevirt.io/drain.
+// (KubeVirt's own evacuation controller migrates the VMIs of a host
+// tainted kubevirt.io/drain).
 func (s *sim) reconcileNode(ctx context.Context, name string) (time.Duration, error) {
 	if name == "" {
 		return 0, nil
@@ -46,22 +46,10 @@ func (s *sim) reconcileNode(ctx context.Context, name string) (time.Duration, er
 	if _, ok := node.Annotations[hv.AnnDrainRequested]; ok {
 		return 0, s.drainHost(ctx, node.DeepCopy())
 	}
-	var again time.Duration
-	if hasDrainTaint(node) {
-		vmis := s.vmisOnHost(node.Name)
-		if err := s.evacuate(ctx, node.Name, vmis, evacuatedByTaint); err != nil {
-			return 0, err
-		}
-		for _, v := range vmis {
-			if !v.IsFinal() {
-				again = time.Second // KubeVirt's evacuation controller resyncs too
-			}
-		}
-	}
 	if node.Annotations[hv.AnnMaintainStatus] == hv.MaintainRunning {
-		return again, s.completeMaintenance(ctx, node)
+		return 0, s.completeMaintenance(ctx, node)
 	}
-	return again, nil
+	return 0, nil
 }
 
 // vmisOnHost are the VMIs labelled kubevirt.io/nodeName=host (Harvester's
@@ -161,14 +149,15 @@ func (s *sim) drainHost(ctx context.Context, node *corev1.Node) error {
 	return err
 }
 
-// drainVMIs evicts the launcher pod of every VMI on the host, as the
-// drain does (skipping the pods maintainModeStrategyFilter skips, and
-// waiting for the VMs already stopped): evictions that migrate mark the
-// VMI for evacuation, allowed ones shut the guest down. It returns the
-// VMIs the drain still waits for, with why.
+// drainVMIs evicts the launcher pod of every VMI on the host through the
+// eviction API, as the drain does (skipping the pods
+// maintainModeStrategyFilter skips, and waiting for the VMs already
+// stopped). KubeVirt's eviction webhook decides: it refuses the eviction of
+// a VMI that migrates and has its evacuation controller migrate it; an
+// allowed eviction deletes the pod and the guest shuts down. It returns
+// the VMIs the drain still waits for, with why.
 func (s *sim) drainVMIs(ctx context.Context, host string, vmis []*kubevirtv1.VirtualMachineInstance, stopped []string) ([]string, error) {
 	var waiting []string
-	var evacuate []*kubevirtv1.VirtualMachineInstance
 	for _, vmi := range vmis {
 		key := vmi.Namespace + "/" + vmi.Name
 		if vmi.IsFinal() || vmi.DeletionTimestamp != nil && vmi.Status.NodeName != host {
@@ -186,22 +175,23 @@ func (s *sim) drainVMIs(ctx context.Context, host string, vmis []*kubevirtv1.Vir
 		if vmi.Status.NodeName != host {
 			continue
 		}
-		ev, why := evictionOf(vmi)
-		switch ev {
-		case kv.ShutsDown:
-			if err := s.shutdownVMI(ctx, vmi.Namespace, vmi.Name, vmi.UID); err != nil {
-				return nil, err
-			}
-			s.log.Info("drain evicts vmi: guest shut down", "node", host, "vmi", key, "why", why)
-		case kv.Migrates:
-			evacuate = append(evacuate, vmi)
-			waiting = append(waiting, key+": live migration ("+s.migrationProgress(vmi)+")")
-		case kv.Refused:
-			waiting = append(waiting, key+": eviction refused, "+why)
+		pod := currentPod(s.launcherPods(vmi.Namespace, vmi.UID), host)
+		if pod == nil || pod.DeletionTimestamp != nil {
+			waiting = append(waiting, key+": guest shutting down")
+			continue
 		}
-	}
-	if err := s.evacuate(ctx, host, evacuate, func(*kubevirtv1.VirtualMachineInstance) bool { return true }); err != nil {
-		return nil, err
+		err := s.kube.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
+			ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}})
+		switch {
+		case err == nil:
+			s.log.Info("drain evicted launcher pod: guest shuts down", "node", host, "vmi", key, "pod", pod.Name)
+			waiting = append(waiting, key+": guest shutting down")
+		case apierrors.IsNotFound(err):
+		case vmi.Status.EvacuationNodeName == host || strings.Contains(err.Error(), "evacuation"):
+			waiting = append(waiting, key+": live migration ("+s.migrationProgress(vmi)+")")
+		default:
+			waiting = append(waiting, key+": eviction refused: "+err.Error())
+		}
 	}
 	return waiting, nil
 }
@@ -219,11 +209,7 @@ func (s *sim) migrationProgress(vmi *kubevirtv1.VirtualMachineInstance) string {
 		return "not started"
 	}
 	phase, _, _ := unstructured.NestedString(newest.Object, "status", "phase")
-	msg := "migration " + newest.GetName() + " " + orPending(phase)
-	if t := s.migTargets.get(newest.GetUID()); t != nil && t.Node == "" && t.Unschedulable != "" {
-		msg += ", target pod unschedulable: " + t.Unschedulable
-	}
-	return msg
+	return "migration " + newest.GetName() + " " + orPending(phase)
 }
 
 func orPending(p string) string {
@@ -231,87 +217,6 @@ func orPending(p string) string {
 		return "new"
 	}
 	return p
-}
-
-// evacuate is KubeVirt's evacuation controller for one host: each VMI
-// still on it that wants evacuation gets status.evacuationNodeName and,
-// unless one is under way, a migration (generateName
-// kubevirt-evacuation-, annotation kubevirt.io/evacuationMigration).
-func (s *sim) evacuate(ctx context.Context, host string, vmis []*kubevirtv1.VirtualMachineInstance, wants func(*kubevirtv1.VirtualMachineInstance) bool) error {
-	for _, vmi := range vmis {
-		if vmi.Status.NodeName != host || vmi.IsFinal() || vmi.DeletionTimestamp != nil || !wants(vmi) {
-			continue
-		}
-		if ok, _ := isLiveMigratable(vmi); !ok {
-			continue // virt-api refuses the migration
-		}
-		if vmi.Status.EvacuationNodeName != host {
-			_, err := s.updateMeta(ctx, gvrVMI, vmi.Namespace, vmi.Name, func(cur *unstructured.Unstructured) bool {
-				if cur.GetUID() != vmi.UID {
-					return false
-				}
-				if v, _, _ := unstructured.NestedString(cur.Object, "status", "evacuationNodeName"); v == host {
-					return false
-				}
-				_ = unstructured.SetNestedField(cur.Object, host, "status", "evacuationNodeName")
-				return true
-			})
-			if err != nil {
-				return err
-			}
-		}
-		if s.hasActiveMigration(vmi) {
-			continue
-		}
-		mig := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachineInstanceMigration",
-			"metadata": map[string]any{"generateName": "kubevirt-evacuation-", "namespace": vmi.Namespace,
-				"labels":      map[string]any{LabelMigrationVMI: vmi.Name},
-				"annotations": map[string]any{AnnEvacuationMigration: host}},
-			"spec": map[string]any{"vmiName": vmi.Name},
-		}}
-		created, err := s.dyn.Resource(gvrVMIM).Namespace(vmi.Namespace).Create(ctx, mig, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("evacuate vmi %s/%s from %s: create migration: %w", vmi.Namespace, vmi.Name, host, err)
-		}
-		s.noteMigration(created)
-		s.log.Info("evacuation migration created", "vmi", vmi.Namespace+"/"+vmi.Name, "node", host, "migration", created.GetName())
-	}
-	return nil
-}
-
-// hasActiveMigration: a migration of the VMI is not final, in the cache
-// or created by evacuate moments ago and not in the cache yet.
-func (s *sim) hasActiveMigration(vmi *kubevirtv1.VirtualMachineInstance) bool {
-	key := vmi.Namespace + "/" + vmi.Name
-	pending, _ := s.recent.Load(key)
-	p, _ := pending.(recentMigration)
-	list, _ := s.migrations.ByNamespace(vmi.Namespace).List(labels.SelectorFromSet(labels.Set{LabelMigrationVMI: vmi.Name}))
-	for _, o := range list {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		if u.GetUID() == p.uid {
-			p = recentMigration{} // the cache has it: it decides
-		}
-		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
-		if phase != string(kubevirtv1.MigrationSucceeded) && phase != string(kubevirtv1.MigrationFailed) {
-			return true
-		}
-	}
-	return p.uid != "" && time.Since(p.at) < 5*time.Second
-}
-
-// recentMigration is a migration evacuate created, until the cache has it.
-type recentMigration struct {
-	uid types.UID
-	at  time.Time
-}
-
-// noteMigration remembers a migration this controller created.
-func (s *sim) noteMigration(u *unstructured.Unstructured) {
-	s.recent.Store(u.GetNamespace()+"/"+u.GetLabels()[LabelMigrationVMI], recentMigration{uid: u.GetUID(), at: time.Now()})
 }
 
 // completeMaintenance is Harvester's maintain controller: once no VMI is

@@ -8,11 +8,9 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/sim/hv"
-	"github.com/harvester-kit/harvester-machine/sim/kv"
 )
 
 // Keys of Harvester's non-migratable VM map (pkg/util/constants.go).
@@ -92,54 +90,6 @@ func uniqueVMs(m map[string][]string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// clusterEvictionStrategy stands for the KubeVirt CR's
-// configuration.evictionStrategy, which the simulator does not hold. It is
-// LiveMigrate; KubeVirt's default when the CR sets none is None
-// (kv.DefaultEvictionStrategy), and Harvester v1.8's chart sets none: a
-// known difference (docs/sim.md), kept until KubeVirt's own virt-api
-// defaults the VMIs.
-var clusterEvictionStrategy = ptr.To(kubevirtv1.EvictionStrategyLiveMigrate)
-
-// evictionOf is what KubeVirt does with an eviction of the VMI's launcher
-// pod (kv.LauncherEviction), and why.
-func evictionOf(vmi *kubevirtv1.VirtualMachineInstance) (kv.Eviction, string) {
-	s := *kv.EvictionStrategy(vmi, clusterEvictionStrategy)
-	ok, why := isLiveMigratable(vmi)
-	ev := kv.LauncherEviction(vmi, clusterEvictionStrategy)
-	switch s {
-	case kubevirtv1.EvictionStrategyExternal:
-		return ev, "eviction strategy External: left to another controller"
-	case kubevirtv1.EvictionStrategyNone:
-		return ev, "eviction strategy None"
-	case kubevirtv1.EvictionStrategyLiveMigrate, kubevirtv1.EvictionStrategyLiveMigrateIfPossible:
-		switch {
-		case ok:
-			return ev, "eviction strategy " + string(s)
-		case s == kubevirtv1.EvictionStrategyLiveMigrate:
-			return ev, "eviction strategy LiveMigrate but not live-migratable (" + why + ")"
-		}
-		return ev, "eviction strategy LiveMigrateIfPossible, not live-migratable (" + why + ")"
-	}
-	return ev, fmt.Sprintf("unknown eviction strategy %q: not acted on, the pod goes", s)
-}
-
-// isLiveMigratable is the VMI's LiveMigratable condition being True, and
-// its reason and message.
-func isLiveMigratable(vmi *kubevirtv1.VirtualMachineInstance) (bool, string) {
-	for _, c := range vmi.Status.Conditions {
-		if c.Type == kubevirtv1.VirtualMachineInstanceIsMigratable {
-			return kv.Migratable(vmi), c.Reason + ": " + c.Message
-		}
-	}
-	return false, "no LiveMigratable condition"
-}
-
-// evacuatedByTaint: KubeVirt's evacuation controller migrates the VMI
-// off a host tainted kubevirt.io/drain.
-func evacuatedByTaint(vmi *kubevirtv1.VirtualMachineInstance) bool {
-	return kv.EvacuatedFromDrainedHost(vmi, clusterEvictionStrategy)
 }
 
 // hasDrainTaint: the host carries kubevirt.io/drain (NoSchedule).

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -218,4 +219,21 @@ func pvcObject(pvc *corev1.PersistentVolumeClaim) *unstructured.Unstructured {
 	u.SetUID(pvc.UID)
 	u.SetResourceVersion(pvc.ResourceVersion)
 	return u
+}
+
+// checkImage looks an image ("ns/name") up in the cache.
+func (s *sim) checkImage(ref string) imageCheck {
+	ns, name, err := hv.ParseRef(ref, "")
+	if err != nil {
+		return imageCheck{}
+	}
+	u := getCached(s.images, ns, name)
+	if u == nil {
+		return imageCheck{}
+	}
+	var img harvesterv1.VirtualMachineImage
+	img.Namespace, img.Name = ns, name
+	looseStatus(u, &img.Status)
+	ok, msg := imageImported(&img)
+	return imageCheck{Found: true, Imported: ok, Message: msg}
 }

@@ -80,14 +80,10 @@ func (s *sim) register(ctx context.Context) error {
 		{"virtualmachineinstances", vmiInf.Informer(), func(obj any) {
 			key, ns := keyOf(obj)
 			s.vmiQ.add(key)
+			s.hvmiQ.add(key)
 			if u, ok := obj.(*unstructured.Unstructured); ok {
 				if owner := controllerVMName(u); owner != "" {
 					s.vmQ.add(ns + "/" + owner)
-				}
-			}
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				for _, k := range s.migrationKeysOf(ns, u.GetName()) {
-					s.migQ.add(k)
 				}
 			}
 			s.enqueueDrainingHosts()
@@ -114,29 +110,24 @@ func (s *sim) register(ctx context.Context) error {
 			s.keyPairQ.add(key)
 		}},
 		{"nodes", s.kubeInformers.Core().V1().Nodes().Informer(), func(obj any) {
-			s.enqueueSchedulingVMIs()
-			s.enqueueNamespace(s.migQ, "", s.migrationKeys)
 			if n, ok := obj.(*corev1.Node); ok {
 				s.nodeQ.add(n.Name)
 			}
 		}},
-		{"virtualmachineinstancemigrations", migInf.Informer(), func(obj any) {
-			key, _ := keyOf(obj)
-			s.migQ.add(key)
+		{"virtualmachineinstancemigrations", migInf.Informer(), func(any) {
 			s.enqueueDrainingHosts()
 		}},
 		{"pods", s.kubeInformers.Core().V1().Pods().Informer(), func(obj any) {
 			key, ns := keyOf(obj)
 			s.podQ.add(key)
-			if pod, ok := obj.(*corev1.Pod); ok {
-				if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "VirtualMachineInstance" {
-					s.vmiQ.add(ns + "/" + ref.Name)
-					if pod.Labels[kubevirtv1.MigrationJobLabel] != "" {
-						for _, k := range s.migrationKeysOf(ns, ref.Name) {
-							s.migQ.add(k)
-						}
-					}
-				}
+			pod, ok := obj.(*corev1.Pod)
+			if !ok {
+				return
+			}
+			if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "VirtualMachineInstance" {
+				s.vmiQ.add(ns + "/" + ref.Name)
+			} else if pod.Labels[kubevirtv1.AppLabel] == "hotplug-disk" {
+				s.enqueueNamespace(s.vmiQ, ns, s.vmiKeys) // an attachment Pod: its VMI's volume status
 			}
 		}},
 		{"persistentvolumeclaims", s.kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), func(obj any) {
@@ -151,6 +142,7 @@ func (s *sim) register(ctx context.Context) error {
 		{"secrets", s.kubeInformers.Core().V1().Secrets().Informer(), func(obj any) {
 			_, ns := keyOf(obj)
 			s.enqueueNamespace(s.vmiQ, ns, s.vmiKeys)
+			s.enqueueNamespace(s.podQ, ns, s.podKeys) // a Pod waiting to mount it
 		}},
 		{"storageclasses", s.kubeInformers.Storage().V1().StorageClasses().Informer(), func(any) {
 			s.enqueueNamespace(s.pvcQ, "", s.pvcKeys)
@@ -161,6 +153,7 @@ func (s *sim) register(ctx context.Context) error {
 				s.enqueueNamespace(s.lbQ, "", func(string) []string { return s.poolKeys() })
 				s.enqueueNamespace(s.dhcpQ, "", s.dhcpPoolKeys)
 				s.syncHostFaults()
+				s.syncStuckScheduling(ctx)
 				s.acknowledgeFaults(ctx, obj)
 			}
 		}},
@@ -182,9 +175,6 @@ func (s *sim) enqueueNamespace(q *queue, ns string, list func(ns string) []strin
 
 func (s *sim) vmKeys(ns string) []string  { return genericKeys(s.vms, ns) }
 func (s *sim) vmiKeys(ns string) []string { return genericKeys(s.vmis, ns) }
-func (s *sim) migrationKeys(ns string) []string {
-	return genericKeys(s.migrations, ns)
-}
 
 func (s *sim) pvcKeys(ns string) []string {
 	return objectKeys(s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(ns).List(labels.Everything()))
@@ -223,21 +213,6 @@ func genericKeys(l cache.GenericLister, ns string) []string {
 		}
 	}
 	return keys
-}
-
-// enqueueSchedulingVMIs re-evaluates every VMI still waiting for a host,
-// because a change of hosts or of other VMIs may free (or take) room.
-func (s *sim) enqueueSchedulingVMIs() {
-	list, _ := s.vmis.List(labels.Everything())
-	for _, o := range list {
-		u, ok := o.(*unstructured.Unstructured)
-		if !ok {
-			continue
-		}
-		if phase, _, _ := unstructured.NestedString(u.Object, "status", "phase"); phase == "" || phase == "Pending" || phase == "Scheduling" {
-			s.vmiQ.add(u.GetNamespace() + "/" + u.GetName())
-		}
-	}
 }
 
 // controlledBy reports whether u's controller reference is the object of

@@ -9,11 +9,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -107,12 +105,12 @@ type sim struct {
 	vmiInformer                             cache.SharedIndexInformer
 
 	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ, podQ *queue
-	migQ, nodeQ, nodeDownQ                              *queue
+	nodeQ, nodeDownQ, hvmiQ                             *queue
 
-	state      *vmiState
-	kubelets   *Kubelets
-	migTargets *targetPods
-	recent     sync.Map // VMI key -> when an evacuation migration was created
+	state    *vmiState
+	kubelets *Kubelets
+	handler  handlerClients
+	beats    handlerBeats
 }
 
 // Client-side rate limits: the controllers write often in bursts (every
@@ -149,20 +147,20 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 			informers.WithNamespace(fault.Namespace)),
 		dynInformers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 		state:        newVMIState(),
-		migTargets:   &targetPods{pods: map[types.UID]*targetPod{}},
 		kubelets:     opts.Kubelets,
+		handler:      handlerClients{cfg: cfg},
 	}
 	if s.kubelets == nil {
 		s.kubelets = NewKubelets()
 	}
-	s.vmQ = newQueue("vm", s.reconcileVM, log)
-	s.vmiQ = newQueue("vmi", s.reconcileVMI, log)
+	s.vmQ = newQueue("harvester-vm", s.reconcileVM, log)
+	s.vmiQ = newQueue("virt-handler", s.reconcileVMI, log)
+	s.hvmiQ = newQueue("harvester-vmi", s.reconcileHarvesterVMI, log)
 	s.pvcQ = newQueue("pvc", s.reconcilePVC, log)
 	s.imageQ = newQueue("image", s.reconcileImage, log)
 	s.keyPairQ = newQueue("keypair", s.reconcileKeyPair, log)
 	s.lbQ = newQueue("loadbalancer", s.reconcileLoadBalancer, log)
 	s.dhcpQ = newQueue("managed-dhcp", s.reconcileDHCPPool, log)
-	s.migQ = newQueue("migration", s.reconcileMigration, log)
 	s.nodeQ = newQueue("node", s.reconcileNode, log)
 	s.podQ = newQueue("kubelet", s.reconcilePod, log)
 	s.nodeDownQ = newQueue("node-down", s.reconcileNodeDown, log)
@@ -178,7 +176,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 func (s *sim) run(ctx context.Context) {
 	go s.event.run(ctx)
 	go s.runHeartbeats(ctx)
-	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.migQ, s.nodeQ, s.podQ, s.nodeDownQ} {
+	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.nodeQ, s.podQ, s.nodeDownQ, s.hvmiQ} {
 		go q.run(ctx)
 	}
 }

@@ -7,13 +7,12 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
-// vmiState is what the VMI controller remembers between reconciles:
-// launcher pods and addresses it made before the cache shows them, exact phase start
+// vmiState is what the simulated virt-handler remembers between
+// reconciles: addresses it gave, exact phase start
 // times (status timestamps have second precision) and which one-off events
 // it already emitted.
 type vmiState struct {
 	mu       sync.Mutex
-	created  map[string]bool     // VMI key -> its launcher pod was created
 	addrs    map[string][]string // VMI key -> addresses
 	since    map[string]phaseMark
 	reported map[string]string // VMI key + topic -> last message emitted
@@ -27,7 +26,7 @@ type phaseMark struct {
 }
 
 func newVMIState() *vmiState {
-	return &vmiState{created: map[string]bool{}, addrs: map[string][]string{},
+	return &vmiState{addrs: map[string][]string{},
 		since: map[string]phaseMark{}, reported: map[string]string{}, uids: map[string]string{}}
 }
 
@@ -53,7 +52,6 @@ func (v *vmiState) forget(key string) {
 func (v *vmiState) forgetEntries(key string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	delete(v.created, key)
 	delete(v.addrs, key)
 	delete(v.since, key)
 	for k := range v.reported {
@@ -61,20 +59,6 @@ func (v *vmiState) forgetEntries(key string) {
 			delete(v.reported, k)
 		}
 	}
-}
-
-// markPodCreated records that the VMI's launcher pod was created (the
-// cache may not show it yet).
-func (v *vmiState) markPodCreated(key string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.created[key] = true
-}
-
-func (v *vmiState) podCreated(key string) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	return v.created[key]
 }
 
 func (v *vmiState) markPhase(key, uid string, phase kubevirtv1.VirtualMachineInstancePhase, at time.Time) {

@@ -60,22 +60,26 @@ const (
 // that makes the real kube-apiserver refuse creates of resource in group.
 func buildRejectCreatePolicy(group, resource string) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	name := rejectPolicyPrefix + strings.Trim(strings.ReplaceAll(resource+"."+group, "/", "-"), ".")
-	labels := map[string]string{faultLabel: RejectCreate}
+	return denyPolicy(name, RejectCreate, admissionv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}},
+		[]admissionv1.Validation{{
+			Expression: "false",
+			Message:    fmt.Sprintf("harvester-sim fault: creates of %s are rejected", strings.Trim(resource+"."+group, ".")),
+		}})
+}
+
+// denyPolicy is a policy named name of fault (label) that refuses the
+// creates rule matches which fail one of validations, and its binding.
+func denyPolicy(name, fault string, rule admissionv1.Rule, validations []admissionv1.Validation) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
+	labels := map[string]string{faultLabel: fault}
 	fail := admissionv1.Fail
 	policy := &admissionv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: &fail,
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionv1.RuleWithOperations{
-					Operations: []admissionv1.OperationType{admissionv1.Create},
-					Rule:       admissionv1.Rule{APIGroups: []string{group}, APIVersions: []string{"*"}, Resources: []string{resource}},
-				},
+				RuleWithOperations: admissionv1.RuleWithOperations{Operations: []admissionv1.OperationType{admissionv1.Create}, Rule: rule},
 			}}},
-			Validations: []admissionv1.Validation{{
-				Expression: "false",
-				Message:    fmt.Sprintf("harvester-sim fault: creates of %s are rejected", strings.Trim(resource+"."+group, ".")),
-			}},
+			Validations: validations,
 		},
 	}
 	binding := &admissionv1.ValidatingAdmissionPolicyBinding{

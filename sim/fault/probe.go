@@ -23,6 +23,17 @@ import (
 
 type probeResult int
 
+// probeSpecs are the least specs that pass the schema of kinds whose empty
+// object does not (KubeVirt's CRDs require spec.template.spec.domain.devices):
+// the schema is checked before admission, so an empty one would never reach
+// the fault's policy. (ValidatingAdmissionPolicies run before validating
+// webhooks, so KubeVirt's own admitters do not hide the fault either.)
+var probeSpecs = map[schema.GroupResource]func() map[string]any{
+	{Group: "kubevirt.io", Resource: "virtualmachines"}: func() map[string]any {
+		return map[string]any{"runStrategy": "Halted", "template": map[string]any{"spec": map[string]any{"domain": map[string]any{"devices": map[string]any{}}}}}
+	},
+}
+
 const (
 	probeAccepted probeResult = iota
 	probeRejected
@@ -39,6 +50,9 @@ func probeCreate(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 		"apiVersion": gvr.GroupVersion().String(), "kind": kind,
 		"metadata": map[string]any{"generateName": "harvester-sim-fault-probe-"},
 	}}
+	if spec, ok := probeSpecs[gvr.GroupResource()]; ok {
+		obj.Object["spec"] = spec()
+	}
 	var ri dynamic.ResourceInterface = dyn.Resource(gvr)
 	if namespaced {
 		ri = dyn.Resource(gvr).Namespace(probeNamespace)
@@ -49,6 +63,8 @@ func probeCreate(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Int
 		return probeAccepted
 	case strings.Contains(err.Error(), "harvester-sim fault"):
 		return probeRejected
+	case strings.Contains(err.Error(), "admission webhook"):
+		return probeAccepted // a webhook (KubeVirt's admitter) runs after the policies: the fault let it through
 	default:
 		return probeUnknown
 	}

@@ -246,7 +246,10 @@ func TestFaultHostDownRefusesUnknownHost(t *testing.T) {
 func hostDownVM(name string) *kubevirtv1.VirtualMachine {
 	strategy := kubevirtv1.RunStrategyRerunOnFailure
 	labels := map[string]string{harvester.LabelGuestCluster: hdCluster}
-	spec := kubevirtv1.VirtualMachineInstanceSpec{}
+	// Harvester's VMs carry LiveMigrateIfPossible (pkg/builder/vm.go,
+	// pkg/data/template.go); its KubeVirt CR sets no cluster-wide strategy.
+	evict := kubevirtv1.EvictionStrategyLiveMigrateIfPossible
+	spec := kubevirtv1.VirtualMachineInstanceSpec{EvictionStrategy: &evict}
 	spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 	spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{{Name: "nic-0", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}}
 	spec.Networks = []kubevirtv1.Network{{Name: "nic-0", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "default/vlan1"}}}}

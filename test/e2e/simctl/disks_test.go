@@ -6,9 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
@@ -142,51 +140,11 @@ func TestRemoveAllClaimsOfGuestCluster(t *testing.T) {
 	}
 }
 
-func TestMissingImageBlocksStart(t *testing.T) {
-	t.Parallel()
-	ns := testNamespace(t)
-	createVM(t, ns, "vm", vmOpts{claims: []corev1.PersistentVolumeClaim{claimTemplate("vm-disk-0", ns+"/later", nil)}})
-	vm := waitVM(t, ns, "vm", "blocked by the image", printable(kubevirtv1.VirtualMachineStatusWaitingForVolumeBinding))
-	c := vmCond(vm, kubevirtv1.VirtualMachineReady)
-	if c == nil || c.Reason != "ImageNotFound" || !strings.Contains(c.Message, ns+"/later") {
-		t.Errorf("Ready condition = %+v, want ImageNotFound naming the image", c)
-	}
-	if _, err := env.dyn.Resource(gvrVMI).Namespace(ns).Get(testContext(t), "vm", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("VMI exists (err %v) while the image is missing", err)
-	}
-	if pvc := getPVC(t, ns, "vm-disk-0"); pvc.Status.Phase == corev1.ClaimBound {
-		t.Error("disk of a missing image is bound")
-	}
-
-	// An image whose import fails keeps it blocked, with the reason.
-	createObjectWith(t, gvrImage, imageObject(ns, "later"), func(m map[string]any) {
-		if err := unstructured.SetNestedField(m, "fail", "metadata", "annotations", controllers.AnnImportResult); err != nil {
-			t.Fatal(err)
-		}
-	})
-	waitVM(t, ns, "vm", "ImageNotReady", func(vm *kubevirtv1.VirtualMachine) bool {
-		c := vmCond(vm, kubevirtv1.VirtualMachineReady)
-		return c != nil && c.Reason == "ImageNotReady" && strings.Contains(c.Message, "simulated import failure")
-	})
-
-	// Once the image imports, the VM starts.
-	deleteObject(t, gvrImage, ns, "later")
-	if err := simtest.WaitObject(testContext(t), env.dyn, gvrImage, ns, "later", simtest.Gone); err != nil {
-		t.Fatal(err)
-	}
-	createObject(t, gvrImage, imageObject(ns, "later"))
-	waitVMI(t, ns, "vm", "Running after import", running)
-	waitVM(t, ns, "vm", "Running", printable(kubevirtv1.VirtualMachineStatusRunning))
-}
-
 func TestMissingDirectClaimBlocksStart(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
 	createVM(t, ns, "vm", vmOpts{directClaims: []string{"existing-later"}})
-	vm := waitVM(t, ns, "vm", "ErrorPvcNotFound", printable(kubevirtv1.VirtualMachineStatusPvcNotFound))
-	if c := vmCond(vm, kubevirtv1.VirtualMachineReady); c == nil || !strings.Contains(c.Message, `"existing-later" not found`) {
-		t.Errorf("Ready condition = %+v", c)
-	}
+	waitVM(t, ns, "vm", "ErrorPvcNotFound", printable(kubevirtv1.VirtualMachineStatusPvcNotFound))
 	_, err := env.kube.CoreV1().PersistentVolumeClaims(ns).Create(testContext(t), &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "existing-later"}, Spec: claimTemplate("x", "", nil).Spec}, metav1.CreateOptions{})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/sim/fault"
@@ -31,9 +32,15 @@ func TestFaultStuckScheduling(t *testing.T) {
 
 	createVM(t, ns, "stuck-1", vmOpts{})
 	createVM(t, ns, "free-1", vmOpts{})
-	waitVMI(t, ns, "stuck-1", "held by the fault", unschedulableWith("simulator fault stuck-scheduling"))
+	// kube-apiserver refuses the launcher Pod's binding: kube-scheduler's
+	// condition (reason SchedulerError, the refusal as message), which
+	// KubeVirt copies to the VMI.
+	waitVMI(t, ns, "stuck-1", "held by the fault", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		c := vmiCond(v, podScheduled)
+		return v != nil && v.Status.Phase == kubevirtv1.Scheduling && c != nil && c.Status == corev1.ConditionFalse &&
+			c.Reason == "SchedulerError" && strings.Contains(c.Message, "simulator fault stuck-scheduling")
+	})
 	waitVMI(t, ns, "free-1", "Running", running)
-	waitVM(t, ns, "stuck-1", "ErrorUnschedulable", printable(kubevirtv1.VirtualMachineStatusUnschedulable))
 
 	setFault(t, fault.StuckScheduling, pattern, false)
 	waitVMI(t, ns, "stuck-1", "Running once released", running)

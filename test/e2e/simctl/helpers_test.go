@@ -115,7 +115,11 @@ func buildVM(ns, name string, o vmOpts) *kubevirtv1.VirtualMachine {
 		data, _ := json.Marshal(o.claims)
 		ann[harvester.AnnotationVolumeClaimTemplates] = string(data)
 	}
-	spec := kubevirtv1.VirtualMachineInstanceSpec{NodeSelector: o.nodeSelector, Affinity: o.affinity}
+	// Harvester's VMs carry LiveMigrateIfPossible (its VM templates and
+	// builder, pkg/data/template.go, pkg/builder/vm.go): Harvester's KubeVirt
+	// CR sets no cluster-wide eviction strategy, KubeVirt's default is None.
+	evict := kubevirtv1.EvictionStrategyLiveMigrateIfPossible
+	spec := kubevirtv1.VirtualMachineInstanceSpec{NodeSelector: o.nodeSelector, Affinity: o.affinity, EvictionStrategy: &evict}
 	spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 	n := max(o.interfaces, 1)
 	for i := range n {
@@ -329,6 +333,25 @@ func waitEvent(t *testing.T, ns, object, reason string) string {
 		t.Fatalf("event %s about %s/%s: %v", reason, ns, object, err)
 	}
 	return msg
+}
+
+// waitPodEvent waits for an event of reason about the (first) launcher Pod
+// of VMI name and returns its message.
+func waitPodEvent(t *testing.T, ns, vmi, reason string) string {
+	t.Helper()
+	var pod string
+	err := simtest.WaitObject(testContext(t), env.dyn, gvrVMI, ns, vmi, func(u *unstructured.Unstructured) bool {
+		pods, err := env.kube.CoreV1().Pods(ns).List(testContext(t), metav1.ListOptions{LabelSelector: "kubevirt.io=virt-launcher,vm.kubevirt.io/name=" + vmi})
+		if err != nil || len(pods.Items) == 0 {
+			return false
+		}
+		pod = pods.Items[0].Name
+		return true
+	})
+	if err != nil {
+		t.Fatalf("launcher pod of %s/%s: %v", ns, vmi, err)
+	}
+	return waitEvent(t, ns, pod, reason)
 }
 
 // createObjectWith is createObject with a change to the map form first

@@ -99,7 +99,9 @@ func TestUnsatisfiableStaysScheduling(t *testing.T) {
 	if c := vmCond(vm, "PodScheduled"); c == nil || c.Reason != "Unschedulable" {
 		t.Errorf("vm PodScheduled condition = %+v", c)
 	}
-	if msg := waitEvent(t, ns, "nowhere", "FailedScheduling"); !strings.Contains(msg, "didn't match") {
+	// kube-scheduler's FailedScheduling is about the launcher Pod (KubeVirt
+	// emits none on the VMI).
+	if msg := waitPodEvent(t, ns, "nowhere", "FailedScheduling"); !strings.Contains(msg, "didn't match") {
 		t.Errorf("FailedScheduling event says %q", msg)
 	}
 
@@ -144,7 +146,11 @@ func TestTopologyAnnotationsOnlyForDriverVMs(t *testing.T) {
 	ns := testNamespace(t)
 	createVM(t, ns, "driver-vm", vmOpts{creator: true})
 	createVM(t, ns, "other-vm", vmOpts{})
-	vmi := waitVMI(t, ns, "driver-vm", "Running", running)
+	// Harvester's VMI controller copies the host's labels once the VMI has a
+	// host, asynchronously: wait for its write.
+	vmi := waitVMI(t, ns, "driver-vm", "Running, annotated", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return running(v) && v.Annotations[hostnameKey] != ""
+	})
 	host := nodeLabels(t, vmi.Status.NodeName)
 	for _, k := range []string{zoneKey, regionKey, hostnameKey} {
 		if got := vmi.Annotations[k]; got == "" || got != host[k] {
