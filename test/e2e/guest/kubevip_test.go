@@ -46,12 +46,25 @@ func kubeVIPCluster(t testing.TB, cluster string, n int) (kubernetes.Interface, 
 	}
 	userData += "packages:\n  - qemu-guest-agent\n" // the VM reports its address
 	ctx := testContext(t)
+	// In a Secret, as the driver puts it: KubeVirt's VM admitter refuses
+	// inline user data over 2048 bytes (validateVolumes in
+	// pkg/virt-api/webhooks/validating-webhook/admitters/vmi-create-admitter.go),
+	// and the K3s node's user data is larger.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: cluster + "-userdata", Namespace: vmNamespace},
+		StringData: map[string]string{"userdata": userData}}
+	if _, err := env.kube.CoreV1().Secrets(vmNamespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.kube.CoreV1().Secrets(vmNamespace).Delete(context.Background(), secret.Name, metav1.DeleteOptions{})
+	})
 	vms := env.dyn.Resource(gvrVM).Namespace(vmNamespace)
 	var names []string
 	for i := range n {
 		name := fmt.Sprintf("%s-%d", cluster, i)
 		names = append(names, name)
-		if _, err := vms.Create(ctx, guestVMWith(name, cluster, map[string]any{"userData": userData}), metav1.CreateOptions{}); err != nil {
+		cloudInit := map[string]any{"secretRef": map[string]any{"name": secret.Name}}
+		if _, err := vms.Create(ctx, guestVMWith(name, cluster, cloudInit), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		deleteVMAtEnd(t, name)
