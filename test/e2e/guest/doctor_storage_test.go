@@ -16,8 +16,8 @@ import (
 
 // TestDoctorStorage: the csi-storageclass row fails for a host StorageClass
 // Harvester lacks and passes for its default; the volumes row fails while
-// a hot-plugged volume's host PVC names a missing StorageClass (KubeVirt's
-// PVCNotReady, the cause named) and passes once the volume is replaced by
+// a hot-plugged volume's host PVC names a missing StorageClass (the cause
+// named beside KubeVirt's volume status) and passes once the volume is replaced by
 // one that binds and attaches.
 func TestDoctorStorage(t *testing.T) {
 	const cluster = "docst"
@@ -40,11 +40,19 @@ func TestDoctorStorage(t *testing.T) {
 	addVolume(t, node, createHostPVC(t, "pvc-docst-bad", "missing-class"))
 	r = waitRow(t, cluster, doctor.CheckVolumes, doctor.Fail)
 	row := r.row(t, doctor.CheckVolumes)
-	for _, want := range []string{node + ": volume pvc-docst-bad Pending (PVCNotReady: PVC is in phase ClaimPending)",
-		`host PVC pvc-docst-bad is Pending: StorageClass "missing-class" not found on Harvester`} {
-		if !strings.Contains(row.Seen, want) {
-			t.Errorf("volumes row %q lacks %q", row.Seen, want)
-		}
+	// KubeVirt v1.7's virt-controller (updateVolumeStatus in
+	// pkg/virt-controller/watch/vmi/storage.go) reports the volume Pending
+	// (PVCNotReady) until it has made the attachment Pod, which it makes for
+	// a claim that is not bound too (VolumeReadyToAttachToNode asks only
+	// whether a DataVolume populated it), then AttachedToNode; the Pod then
+	// waits unscheduled for the claim. Either is what the row shows.
+	pending := node + ": volume pvc-docst-bad Pending (PVCNotReady: PVC is in phase ClaimPending)"
+	attached := node + ": volume pvc-docst-bad AttachedToNode (SuccessfulCreate: Created hotplug attachment pod hp-volume-"
+	if !strings.Contains(row.Seen, pending) && !strings.Contains(row.Seen, attached) {
+		t.Errorf("volumes row %q lacks %q or %q", row.Seen, pending, attached)
+	}
+	if want := `host PVC pvc-docst-bad is Pending: StorageClass "missing-class" not found on Harvester`; !strings.Contains(row.Seen, want) {
+		t.Errorf("volumes row %q lacks %q", row.Seen, want)
 	}
 	if !strings.Contains(row.Fix, "create that StorageClass on Harvester") {
 		t.Errorf("volumes fix: %q", row.Fix)
