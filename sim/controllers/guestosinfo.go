@@ -19,21 +19,28 @@ const AnnotationGuestOS = "sim.harvesterhci.io/guest-os"
 const LabelOSType = "harvesterhci.io/os-type"
 
 // guestOSInfo is virt-handler's status.guestOSInfo of a guest whose agent
-// is connected (updateGuestInfoFromDomain): from the annotation of the
-// image behind its first disk that has one (else the image's OS type
-// label as id and name).
+// is connected (updateGuestInfoFromDomain): the OS of guestAgentInfo.
 func (s *sim) guestOSInfo(c *vmiContext) kubevirtv1.VirtualMachineInstanceGuestOSInfo {
-	lister := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(c.u.GetNamespace())
-	for _, claim := range vmiClaimNames(&c.vmi.Spec) {
+	return s.guestAgentInfo(c.u.GetNamespace(), &c.vmi.Spec).OS
+}
+
+// guestAgentInfo is what the guest's qemu-guest-agent reports: from the
+// annotation of the image behind the first disk that has one (else the
+// image's OS type label as OS id and name); the hostname is the one
+// KubeVirt's cloud-init metadata gives the guest (spec.hostname, else the
+// VMI's name), filled in by the caller.
+func (s *sim) guestAgentInfo(ns string, spec *kubevirtv1.VirtualMachineInstanceSpec) kubevirtv1.VirtualMachineInstanceGuestAgentInfo {
+	lister := s.kubeInformers.Core().V1().PersistentVolumeClaims().Lister().PersistentVolumeClaims(ns)
+	for _, claim := range vmiClaimNames(spec) {
 		pvc, err := lister.Get(claim)
 		if err != nil {
 			continue
 		}
-		ns, name, err := hv.ParseRef(pvc.Annotations[hv.AnnotationImageID], c.u.GetNamespace())
+		imgNS, name, err := hv.ParseRef(pvc.Annotations[hv.AnnotationImageID], ns)
 		if err != nil {
 			continue
 		}
-		img := getCached(s.images, ns, name)
+		img := getCached(s.images, imgNS, name)
 		if img == nil {
 			continue
 		}
@@ -47,7 +54,7 @@ func (s *sim) guestOSInfo(c *vmiContext) kubevirtv1.VirtualMachineInstanceGuestO
 		if info.OS.Name == "" {
 			info.OS.Name = info.OS.ID
 		}
-		return info.OS
+		return info
 	}
-	return kubevirtv1.VirtualMachineInstanceGuestOSInfo{}
+	return kubevirtv1.VirtualMachineInstanceGuestAgentInfo{}
 }

@@ -42,6 +42,9 @@ func (h *handlerBeats) due(node string, now time.Time) bool {
 
 // virtHandlerBeat is one heartbeat of host n's virt-handler.
 func (s *sim) virtHandlerBeat(ctx context.Context, n *corev1.Node) error {
+	if err := s.ensureVirtHandler(ctx, n.Name); err != nil {
+		return err
+	}
 	now := metav1.Now()
 	if n.Labels[kubevirtv1.NodeSchedulable] == "true" && !s.beats.due(n.Name, now.Time) {
 		return nil

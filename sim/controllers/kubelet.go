@@ -89,6 +89,9 @@ func runningPod(pod *corev1.Pod, hostIP string, now metav1.Time) *corev1.Pod {
 		p.Status.HostIPs = []corev1.HostIP{{IP: hostIP}}
 	}
 	p.Status.PodIP = podIP(pod.UID)
+	if pod.Labels[kubevirtv1.AppLabel] == "virt-handler" {
+		p.Status.PodIP = handlerAddress(pod.Spec.NodeName) // where its REST server listens
+	}
 	p.Status.PodIPs = []corev1.PodIP{{IP: p.Status.PodIP}}
 	p.Status.InitContainerStatuses = nil
 	for _, c := range pod.Spec.InitContainers {

@@ -82,6 +82,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) error {
 			return fmt.Errorf("start sim controllers: cache of %s did not sync", gvr.Resource)
 		}
 	}
+	s.handlerREST.done = ctx.Done()
 	s.run(ctx)
 	return nil
 }
@@ -111,6 +112,8 @@ type sim struct {
 	kubelets *Kubelets
 	handler  handlerClients
 	beats    handlerBeats
+
+	handlerREST handlerServers
 }
 
 // Client-side rate limits: the controllers write often in bursts (every

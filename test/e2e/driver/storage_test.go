@@ -314,8 +314,16 @@ func TestHotplugErrorsAndLifecycleSubresources(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	vms := virt.KubevirtV1().VirtualMachines(namespace)
+	// A SCSI disk, as the driver and the CSI plug-in ask: with Harvester's
+	// DeclarativeHotplugVolumes, virt-controller copies the VM's new disk
+	// to the VMI (pkg/storage/hotplug patchHotplugVolumes), and KubeVirt's
+	// VMI update admitter refuses a hot-plugged disk without a disk or LUN
+	// device (pkg/storage/admitters ValidateHotplugDiskConfiguration:
+	// "requires diskDevice of type 'disk' or 'lun'"): an empty Disk never
+	// reaches the VMI.
+	scsi := kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusSCSI}}
 	add := func(name, claim string) error {
-		return vms.AddVolume(ctx, node, &kubevirtv1.AddVolumeOptions{Name: name, Disk: &kubevirtv1.Disk{},
+		return vms.AddVolume(ctx, node, &kubevirtv1.AddVolumeOptions{Name: name, Disk: &kubevirtv1.Disk{DiskDevice: scsi},
 			VolumeSource: &kubevirtv1.HotplugVolumeSource{PersistentVolumeClaim: &kubevirtv1.PersistentVolumeClaimVolumeSource{
 				PersistentVolumeClaimVolumeSource: corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim}}}})
 	}
