@@ -80,8 +80,12 @@ func TestLiveMigration(t *testing.T) {
 	}
 	// Once migrated, the VMI owns both pods (status.activePods) and its
 	// Ready condition is its target pod's, not the Succeeded source pod's.
-	after := waitVMI(t, ns, "mig", "migrated, both pods active", func(v *kubevirtv1.VirtualMachineInstance) bool {
-		return v.Status.MigrationState != nil && v.Status.MigrationState.Completed && len(v.Status.ActivePods) == 2
+	// Harvester's VMI controller (vmi_controller.go ReconcileFromHostLabels)
+	// copies the new host's topology labels on a later reconcile, after
+	// virt-handler wrote the new nodeName: wait for the hostname too.
+	after := waitVMI(t, ns, "mig", "migrated, both pods active, annotated with its new host", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return v.Status.MigrationState != nil && v.Status.MigrationState.Completed && len(v.Status.ActivePods) == 2 &&
+			v.Annotations[harvester.HostnameKey] == v.Status.NodeName
 	})
 
 	ms := after.Status.MigrationState
