@@ -151,9 +151,15 @@ func TestFaultHostDownBackInTime(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitVMIOn(ctx, t, vc, "back-vm", "Ready False from its launcher pod, marked for evacuation", func(v *kubevirtv1.VirtualMachineInstance) bool {
+	// KubeVirt v1.7's evacuation controller migrates every VMI of a host
+	// with the drain taint (evacuation.go vmisToMigrate) without setting
+	// status.evacuationNodeName: only virt-api's eviction of a launcher Pod
+	// sets that. Its migration controller hands the migration to the
+	// source host (migrationState), whose virt-handler is down.
+	waitVMIOn(ctx, t, vc, "back-vm", "Ready False from its launcher pod, its evacuation handed off", func(v *kubevirtv1.VirtualMachineInstance) bool {
 		c := vmiCondition(v, kubevirtv1.VirtualMachineInstanceReady)
-		return c != nil && c.Status == corev1.ConditionFalse && v.Status.EvacuationNodeName == host
+		ms := v.Status.MigrationState
+		return c != nil && c.Status == corev1.ConditionFalse && ms != nil && ms.SourceNode == host && !ms.Completed
 	})
 	waitGuestNode(ctx, t, guest, "back-vm", corev1.ConditionUnknown)
 
