@@ -152,7 +152,26 @@ func failedEvacuation(ctx context.Context, t *testing.T, kc kubernetes.Interface
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	t.Fatalf("no Failed evacuation of %s with a FailedMigration event; last migration %s", name, last)
+	t.Fatalf("no Failed evacuation of %s with a FailedMigration event; last migration %s; migration events: %s",
+		name, last, migrationEvents(ctx, kc))
+}
+
+// migrationEvents are the default namespace's events about migrations,
+// for a failure message: what KubeVirt did with them. It runs after ctx
+// expired, so it has its own short deadline.
+func migrationEvents(ctx context.Context, kc kubernetes.Interface) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	sel := fields.Set{"involvedObject.kind": "VirtualMachineInstanceMigration"}.AsSelector().String()
+	ev, err := kc.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: sel})
+	if err != nil {
+		return "list events: " + err.Error()
+	}
+	var out []string
+	for _, e := range ev.Items {
+		out = append(out, e.InvolvedObject.Name+" "+e.Type+" "+e.Reason+": "+e.Message)
+	}
+	return strings.Join(out, "; ")
 }
 
 // upgradeCheck runs bin/harvester-bootstrap maintenance-check against s.
