@@ -14,6 +14,18 @@
 #   release the Go module proxy serves (it refuses v1.2.3, the guests' image),
 #   needs client-go v0.36, which Kubernetes v1.34's tools cannot share.
 #   It builds at the same time as main: the cores idle while main links.
+# harvester: its own module (test/tools/harvester), Harvester v1.8.0's
+#   admission webhook (harvester-webhook: a thin main calling Harvester's
+#   pkg/webhook/server). Only on request (`build.sh harvester`): harvester-sim
+#   does not start it yet (docs/design/harvester-real-spike.md). Harvester's
+#   own go.mod pins and replaces, with k8s.io at the main module's v0.34.4
+#   so that most of its packages come from main's build cache. Harvester
+#   imports KubeVirt's virt-controller services, hence kubevirt.io/client-go's
+#   kubecli, whose gomock mock (a non-test file) does not compile with
+#   client-go v0.34; Go refuses -overlay for files in the module cache, so
+#   the build uses a copy of that module in .cache/ with the mock replaced by
+#   test/tools/kubevirt/_overlay's placeholder, and a go.mod there
+#   (-modfile) that points at the copy. Nothing patched is committed.
 # lint: its own module (test/tools/lint), golangci-lint.
 #
 # A group is rebuilt only when its module's pinned versions or sources
@@ -43,6 +55,7 @@ kubevip_version=$(awk '$1=="github.com/kube-vip/kube-vip"{print $2}' "$root/test
 declare -A about=(
   [main]="about 2,700 packages (k8s.io/kubernetes, etcd server, rancher/machine and its cloud SDKs; those the product shares come from the cache `make build` filled), ~5 minutes on 2 idle cores"
   [kubevip]="about 1,000 packages (kube-vip, client-go v0.36, gobgp, nftables), ~2 minutes on 2 idle cores, alongside main (both: 11.7 CPU-minutes measured, ~6 minutes on 2 idle cores)"
+  [harvester]="about 2,400 packages (Harvester's webhook, its generated controllers, rancher/rancher's APIs, Longhorn, KubeVirt's virt-controller services), 1,480 of them shared with main (k8s.io v0.34.4), the rest ~3.5 CPU-minutes on top of main's cache"
   [lint]="about 960 packages (golangci-lint and its linters), ~3 minutes on 2 cores"
 )
 
@@ -80,12 +93,38 @@ build() {
   echo "$want" > "$stamps/$group"
 }
 
+# harvester_modfile writes .cache/harvester-client-go/: a copy of
+# kubevirt.io/client-go (the version the harvester module selects) whose
+# kubecli/generated_mock_kubevirt.go is test/tools/kubevirt/_overlay's, and
+# go.mod/go.sum = the module's own plus a replace of kubevirt.io/client-go
+# by that copy.
+hvcache="$root/.cache/harvester-client-go"
+harvester_modfile() {
+  local dir="$root/test/tools/harvester" version src
+  version=$(cd "$dir" && GOWORK=off go list -m -f '{{.Version}}' kubevirt.io/client-go)
+  src="$(GOWORK=off go env GOMODCACHE)/kubevirt.io/client-go@$version"
+  (cd "$dir" && GOWORK=off go mod download kubevirt.io/client-go)
+  rm -rf "$hvcache" && mkdir -p "$hvcache"
+  cp -r "$src" "$hvcache/client-go" && chmod -R u+w "$hvcache/client-go"
+  cp "$root/test/tools/kubevirt/_overlay/kubecli/generated_mock_kubevirt.go" "$hvcache/client-go/kubecli/generated_mock_kubevirt.go"
+  cp "$dir/go.sum" "$hvcache/go.sum"
+  cp "$dir/go.mod" "$hvcache/go.mod"
+  (cd "$hvcache" && GOWORK=off go mod edit -replace "kubevirt.io/client-go=$hvcache/client-go")
+}
+
+build_harvester() {
+  export GOWORK=off CGO_ENABLED=1
+  harvester_modfile
+  build harvester "$root/test/tools/harvester" ". ../kubevirt/_overlay" harvester-webhook -- \
+    -modfile "$hvcache/go.mod" -ldflags "-s -w" ./cmd/harvester-webhook
+}
+
 wanted=("$@")
 [ "${#wanted[@]}" -gt 0 ] || wanted=(main kubevip)
 for w in "${wanted[@]}"; do
   case "$w" in
-    main|kubevip|lint) ;;
-    *) echo "tools: unknown group \"$w\": want main, kubevip or lint" >&2; exit 2 ;;
+    main|kubevip|lint|harvester) ;;
+    *) echo "tools: unknown group \"$w\": want main, kubevip, lint or harvester" >&2; exit 2 ;;
   esac
 done
 is_wanted() { [[ " ${wanted[*]} " == *" $1 "* ]]; }
@@ -100,6 +139,10 @@ if is_wanted main; then
     -ldflags "$kube_ldflags" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler \
     ./test/tools/etcd github.com/rancher/machine/cmd/rancher-machine &
+  pids+=($!)
+fi
+if is_wanted harvester; then
+  build_harvester &
   pids+=($!)
 fi
 if is_wanted lint; then
