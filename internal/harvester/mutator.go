@@ -141,57 +141,6 @@ func guestMemory(vm *kubevirtv1.VirtualMachine, limit resource.Quantity, ratio s
 	return guest, nil
 }
 
-// DefaultCPUTopology is the mutator's CPU default, applied to every VM it
-// admits whatever the settings: one core, socket and thread where the VM
-// gives none.
-func DefaultCPUTopology(vm *kubevirtv1.VirtualMachine) {
-	if vm.Spec.Template == nil {
-		return
-	}
-	d := &vm.Spec.Template.Spec.Domain
-	if d.CPU == nil {
-		d.CPU = &kubevirtv1.CPU{}
-	}
-	for _, n := range []*uint32{&d.CPU.Cores, &d.CPU.Sockets, &d.CPU.Threads} {
-		if *n == 0 {
-			*n = 1
-		}
-	}
-}
-
-// ResourcesNeedMutation is the mutator's test on an update: the resource
-// rule applies again when a limit is set anew or changed, the reserved
-// memory annotation changed, dedicated CPU placement was switched, the
-// number of GPUs or host devices changed, or with devices the memory
-// request no longer equals the guest memory.
-func ResourcesNeedMutation(old, vm *kubevirtv1.VirtualMachine) bool {
-	if old.Spec.Template == nil || vm.Spec.Template == nil {
-		return vm.Spec.Template != nil
-	}
-	o, n := &old.Spec.Template.Spec.Domain, &vm.Spec.Template.Spec.Domain
-	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		nq, oq := n.Resources.Limits[name], o.Resources.Limits[name]
-		if !nq.IsZero() && (oq.IsZero() || !nq.Equal(oq)) {
-			return true
-		}
-	}
-	dedicated := func(d *kubevirtv1.DomainSpec) bool { return d.CPU != nil && d.CPU.DedicatedCPUPlacement }
-	switch {
-	case vm.Annotations[AnnotationReservedMemory] != old.Annotations[AnnotationReservedMemory],
-		dedicated(o) != dedicated(n),
-		len(n.Devices.HostDevices) != len(o.Devices.HostDevices), len(n.Devices.GPUs) != len(o.Devices.GPUs):
-		return true
-	}
-	if len(n.Devices.HostDevices) == 0 && len(n.Devices.GPUs) == 0 || n.Memory == nil {
-		return false
-	}
-	var guest int64
-	if n.Memory.Guest != nil {
-		guest = n.Memory.Guest.Value()
-	}
-	return guest != n.Resources.Requests.Memory().Value()
-}
-
 // LauncherResources is what the virt-launcher pod of a VMI with this spec
 // asks of the namespace's quotas (its compute container, as KubeVirt
 // renders it): the VMI's CPU, or whole vCPUs when dedicated (one more for

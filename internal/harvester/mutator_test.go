@@ -153,65 +153,6 @@ func TestMutateVMResourcesHotplug(t *testing.T) {
 	}
 }
 
-func TestDefaultCPUTopology(t *testing.T) {
-	vm := limitsVM("1", "1Gi")
-	vm.Spec.Template.Spec.Domain.CPU = nil
-	DefaultCPUTopology(vm)
-	if c := vm.Spec.Template.Spec.Domain.CPU; c.Cores != 1 || c.Sockets != 1 || c.Threads != 1 {
-		t.Errorf("no CPU: got %+v, want 1 core, socket and thread", c)
-	}
-	vm = limitsVM("1", "1Gi")
-	vm.Spec.Template.Spec.Domain.CPU = &kubevirtv1.CPU{Cores: 4}
-	DefaultCPUTopology(vm)
-	if c := vm.Spec.Template.Spec.Domain.CPU; c.Cores != 4 || c.Sockets != 1 || c.Threads != 1 {
-		t.Errorf("4 cores: got %+v, want 4 cores, 1 socket, 1 thread", c)
-	}
-}
-
-func TestResourcesNeedMutation(t *testing.T) {
-	def, _ := ParseOvercommit("")
-	mutated := func() *kubevirtv1.VirtualMachine {
-		vm := limitsVM("2", "4Gi")
-		vm.Spec.Template.Spec.Domain.Devices.GPUs = []kubevirtv1.GPU{{Name: "g0", DeviceName: "nvidia.com/x"}}
-		if err := MutateVMResources(vm, MutatorSettings{Overcommit: &def}); err != nil {
-			t.Fatal(err)
-		}
-		return vm
-	}
-	cases := []struct {
-		name   string
-		change func(*kubevirtv1.VirtualMachine)
-		want   bool
-	}{
-		{"nothing changed", func(*kubevirtv1.VirtualMachine) {}, false},
-		{"labels only", func(vm *kubevirtv1.VirtualMachine) { vm.Labels = map[string]string{"a": "b"} }, false},
-		{"cpu limit", func(vm *kubevirtv1.VirtualMachine) {
-			vm.Spec.Template.Spec.Domain.Resources.Limits[corev1.ResourceCPU] = resource.MustParse("4")
-		}, true},
-		{"memory limit", func(vm *kubevirtv1.VirtualMachine) {
-			vm.Spec.Template.Spec.Domain.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("8Gi")
-		}, true},
-		{"memory limit removed", func(vm *kubevirtv1.VirtualMachine) {
-			delete(vm.Spec.Template.Spec.Domain.Resources.Limits, corev1.ResourceMemory)
-		}, false},
-		{"reserved memory", func(vm *kubevirtv1.VirtualMachine) {
-			vm.Annotations = map[string]string{AnnotationReservedMemory: "200Mi"}
-		}, true},
-		{"dedicated CPUs", func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.Domain.CPU.DedicatedCPUPlacement = true }, true},
-		{"GPU removed", func(vm *kubevirtv1.VirtualMachine) { vm.Spec.Template.Spec.Domain.Devices.GPUs = nil }, true},
-		{"memory request apart from guest memory with a GPU", func(vm *kubevirtv1.VirtualMachine) {
-			vm.Spec.Template.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("1Gi")
-		}, true},
-	}
-	for _, c := range cases {
-		old, vm := mutated(), mutated()
-		c.change(vm)
-		if got := ResourcesNeedMutation(old, vm); got != c.want {
-			t.Errorf("%s: %v, want %v", c.name, got, c.want)
-		}
-	}
-}
-
 func TestParseOvercommit(t *testing.T) {
 	if o, err := ParseOvercommit(`{"cpu":1600,"memory":200,"storage":200}`); err != nil || o.CPU != 1600 || o.Memory != 200 {
 		t.Errorf("got %+v, %v", o, err)
