@@ -19,10 +19,11 @@ import (
 const KubeVirtDir = "kubevirt"
 
 // kubeVirtRun is KubeVirt's control plane as the simulator runs it: virt-api
-// and virt-controller from the bin dir (see sim/kubevirt).
+// and virt-controller from the bin dir (see sim/kubevirt), each restarted
+// as the kubelet restarts a Pod's container.
 type kubeVirtRun struct {
-	mu    sync.Mutex
-	procs []*process
+	mu         sync.Mutex
+	containers []*podContainer
 }
 
 // start runs KubeVirt's control plane: bin/kubevirt-install at once, then,
@@ -63,19 +64,21 @@ func (k *kubeVirtRun) start(ctx context.Context, c *controlPlane, cfg *rest.Conf
 	if err != nil {
 		return err
 	}
-	procs := make([]*process, 0, len(components))
+	started := make([]*podContainer, 0, len(components))
 	for _, comp := range components {
-		p, err := startInPod(c.binDir, c.path("logs"), comp.Name, comp.ServiceAccountDir, comp.Args...)
+		pc, err := runPodContainer(comp.Name, func() (*process, error) {
+			return startInPod(c.binDir, c.path("logs"), comp.Name, comp.ServiceAccountDir, comp.Args...)
+		}, log)
 		if err != nil {
 			return err
 		}
-		procs = append(procs, p)
+		started = append(started, pc)
 		k.mu.Lock()
-		k.procs = append(k.procs, p)
+		k.containers = append(k.containers, pc)
 		k.mu.Unlock()
 	}
 	for i, comp := range components {
-		if err := procs[i].waitUntil(ctx, comp.Name, comp.Ready); err != nil {
+		if err := started[i].current().waitUntil(ctx, comp.Name, comp.Ready); err != nil {
 			return err
 		}
 		log.Debug(comp.Name+" ready", "after", time.Since(begin).Round(time.Millisecond))
@@ -99,16 +102,12 @@ func newKubeVirt(c *controlPlane, cfg *rest.Config, log *slog.Logger) (*kubevirt
 	}, ports[0], ports[1])
 }
 
-// processes are KubeVirt's processes started so far.
-func (k *kubeVirtRun) processes() []*process {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return append([]*process(nil), k.procs...)
-}
-
 func (k *kubeVirtRun) stop() {
-	for _, p := range k.processes() {
-		p.stop(5 * time.Second)
+	k.mu.Lock()
+	containers := append([]*podContainer(nil), k.containers...)
+	k.mu.Unlock()
+	for _, c := range containers {
+		c.stop(5 * time.Second)
 	}
 }
 

@@ -251,20 +251,13 @@ func Run(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("write ready file: %w", err)
 	}
 	log.Info("simulated Harvester ready", "kubeconfig", filepath.Join(o.StateDir, KubeconfigFile), "after", time.Since(start).Round(time.Millisecond))
-	return serve(ctx, cp, append(kv.processes(), hw.processes()...), log)
+	return serve(ctx, cp, log)
 }
 
 // serve waits for the end, restarting kube-apiserver on SIGUSR1 and
 // freezing it on SIGUSR2 (see FreezeAPIServer), and fails when a component
-// (the control plane's or one of others) dies on its own.
-func serve(ctx context.Context, cp *controlPlane, others []*process, log *slog.Logger) error {
-	died := make(chan *process, len(others))
-	for _, p := range others {
-		go func() {
-			<-p.done
-			died <- p
-		}()
-	}
+// dies on its own.
+func serve(ctx context.Context, cp *controlPlane, log *slog.Logger) error {
 	restart := make(chan os.Signal, 1)
 	signal.Notify(restart, syscall.SIGUSR1)
 	defer signal.Stop(restart)
@@ -303,9 +296,6 @@ func serve(ctx context.Context, cp *controlPlane, others []*process, log *slog.L
 			return fmt.Errorf("kube-controller-manager exited: %w", cp.kcm.err)
 		case <-cp.scheduler.done:
 			return fmt.Errorf("kube-scheduler exited: %w", cp.scheduler.err)
-		case p := <-died:
-			_, err := p.exited()
-			return err
 		}
 	}
 }

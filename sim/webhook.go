@@ -28,10 +28,12 @@ const HarvesterWebhookDir = "harvester-webhook"
 const webhookProbe = "harvester-sim-webhook-probe"
 
 // harvesterWebhookRun is Harvester's webhook as the simulator runs it
-// (see sim/hwebhook).
+// (see sim/hwebhook), restarted as the kubelet restarts a Pod's container
+// (Harvester's webhook also exits on purpose, to restart, when the kube-ovn
+// subnets CRD comes or goes).
 type harvesterWebhookRun struct {
-	mu   sync.Mutex
-	proc *process
+	mu        sync.Mutex
+	container *podContainer
 }
 
 // start runs bin/harvester-webhook: once kube-apiserver serves (apiReady)
@@ -73,12 +75,14 @@ func (h *harvesterWebhookRun) start(ctx, startCtx context.Context, c *controlPla
 	case <-startCtx.Done():
 		return startCtx.Err()
 	}
-	p, err := startInPod(c.binDir, c.path("logs"), hwebhook.Binary, o.ServiceAccountDir(), o.Args(ports[0])...)
+	pc, err := runPodContainer(hwebhook.Binary, func() (*process, error) {
+		return startInPod(c.binDir, c.path("logs"), hwebhook.Binary, o.ServiceAccountDir(), o.Args(ports[0])...)
+	}, log)
 	if err != nil {
 		return err
 	}
 	h.mu.Lock()
-	h.proc = p
+	h.container = pc
 	h.mu.Unlock()
 	log.Debug("harvester-webhook started", "service", svc.IP(), "after", time.Since(begin).Round(time.Millisecond))
 	registered := make(chan error, 1)
@@ -88,27 +92,20 @@ func (h *harvesterWebhookRun) start(ctx, startCtx context.Context, c *controlPla
 		if err != nil {
 			return err
 		}
-	case <-p.done:
-		_, err := p.exited()
+	case <-pc.current().done:
+		_, err := pc.current().exited()
 		return err
 	}
 	log.Debug("Harvester's webhook configurations registered", "after", time.Since(begin).Round(time.Millisecond))
 	return waitWebhookEffective(startCtx, admin.dyn)
 }
 
-// processes is the webhook's process once started.
-func (h *harvesterWebhookRun) processes() []*process {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.proc == nil {
-		return nil
-	}
-	return []*process{h.proc}
-}
-
 func (h *harvesterWebhookRun) stop() {
-	for _, p := range h.processes() {
-		p.stop(5 * time.Second)
+	h.mu.Lock()
+	pc := h.container
+	h.mu.Unlock()
+	if pc != nil {
+		pc.stop(5 * time.Second)
 	}
 }
 

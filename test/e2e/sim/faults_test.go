@@ -115,6 +115,7 @@ func TestFaultRestartAPIServer(t *testing.T) {
 	if got.Data["k"] != "v" {
 		t.Errorf("data lost across restart: %v", got.Data)
 	}
+	checkVirtControllerLeads(t, time.Now())
 
 	// The simulated controllers reconnect: a VM created now still runs, and
 	// Harvester's VM mutator (configuration in etcd, server in the

@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/test/simtest"
@@ -170,5 +173,31 @@ func TestKubeVirtRefusesRunningWithRunStrategy(t *testing.T) {
 	}
 	if d := status.Status().Details; d == nil || len(d.Causes) != 1 || d.Causes[0].Field != "spec.running" || d.Causes[0].Message != cause {
 		t.Errorf("refusal's causes %+v, want the one on spec.running", d)
+	}
+}
+
+// checkVirtControllerLeads: KubeVirt's virt-controller runs and renews its
+// leader Lease after since. It exits when it cannot renew the Lease within
+// its 10 s deadline (a kube-apiserver restart on a loaded machine takes
+// longer); the simulator starts it again, as the kubelet restarts a Pod's
+// container.
+func checkVirtControllerLeads(t *testing.T, since time.Time) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	bin, err := simtest.Bin("virt-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leases := kube.CoordinationV1().Leases(kubeVirtNamespace)
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		lease, err := leases.Get(ctx, "virt-controller", metav1.GetOptions{})
+		if err != nil || lease.Spec.RenewTime == nil {
+			return false, nil
+		}
+		return lease.Spec.RenewTime.After(since) && childRunning(t, simulator.PID(), bin) != 0, nil
+	})
+	if err != nil {
+		t.Fatalf("virt-controller does not run and renew its Lease %s/virt-controller after %s: %v", kubeVirtNamespace, since.Format(time.RFC3339), err)
 	}
 }
