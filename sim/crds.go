@@ -2,8 +2,10 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
@@ -20,6 +22,7 @@ type crdSpec struct {
 	clusterScoped, status        bool
 	columns                      []apiextv1.CustomResourceColumnDefinition
 	schema                       *apiextv1.JSONSchemaProps // nil: any field is kept
+	annotations                  map[string]string
 }
 
 func column(name, path string) apiextv1.CustomResourceColumnDefinition {
@@ -93,7 +96,7 @@ func buildCRD(s crdSpec) *apiextv1.CustomResourceDefinition {
 		version.Subresources = &apiextv1.CustomResourceSubresources{Status: &apiextv1.CustomResourceSubresourceStatus{}}
 	}
 	return &apiextv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: s.plural + "." + s.group, Labels: map[string]string{simLabel: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: s.plural + "." + s.group, Labels: map[string]string{simLabel: "true"}, Annotations: s.annotations},
 		Spec: apiextv1.CustomResourceDefinitionSpec{
 			Group: s.group, Scope: scope,
 			Names: apiextv1.CustomResourceDefinitionNames{
@@ -108,20 +111,27 @@ func buildCRD(s crdSpec) *apiextv1.CustomResourceDefinition {
 // installCRDs creates every CRD and waits until each is Established.
 func installCRDs(ctx context.Context, client apiextclient.Interface) error {
 	crds := client.ApiextensionsV1().CustomResourceDefinitions()
-	for _, s := range simCRDs {
+	all := append(append([]crdSpec(nil), simCRDs...), webhookCRDs...)
+	for _, s := range all {
 		if _, err := crds.Create(ctx, buildCRD(s), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("install CRD %s.%s: %w", s.plural, s.group, err)
 		}
 	}
-	for _, s := range simCRDs {
-		name := s.plural + "." + s.group
-		k := kubeapi.KindOf[*apiextv1.CustomResourceDefinitionList]("CRD", &apiextv1.CustomResourceDefinition{}, crds)
-		err := waitFor(ctx, k, "", name, crdEstablished)
-		if err != nil {
-			return fmt.Errorf("wait for CRD %s to be established: %w", name, err)
-		}
+	// Waited for all at once: one after the other, ~40 list-and-watch
+	// round trips add up on a loaded machine.
+	errs := make([]error, len(all))
+	var wg sync.WaitGroup
+	for i, s := range all {
+		wg.Go(func() {
+			name := s.plural + "." + s.group
+			k := kubeapi.KindOf[*apiextv1.CustomResourceDefinitionList]("CRD", &apiextv1.CustomResourceDefinition{}, crds)
+			if err := waitFor(ctx, k, "", name, crdEstablished); err != nil {
+				errs[i] = fmt.Errorf("wait for CRD %s to be established: %w", name, err)
+			}
+		})
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 func crdEstablished(crd *apiextv1.CustomResourceDefinition) bool {

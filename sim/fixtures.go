@@ -35,6 +35,10 @@ const (
 	Region             = "sim-region"
 )
 
+// mgmtNetworkLabel is the label harvester-network-controller puts on every
+// host of the cluster network mgmt (network.harvesterhci.io/<name>).
+const mgmtNetworkLabel = "network.harvesterhci.io/mgmt"
+
 // hostName and zoneName give the i-th simulated host and zone.
 func hostName(i int) string { return "harvester-node-" + strconv.Itoa(i) }
 func zoneName(i int) string { return "sim-zone-" + string(rune('a'+i%26)) }
@@ -56,6 +60,10 @@ func buildHosts(hosts, zones int) []*corev1.Node {
 				// virt-handler's node labeller: the host runs VMs, and the
 				// machine type the driver's VMs ask for.
 				kubevirtv1.NodeSchedulable: "true", kubevirtv1.SupportedMachineTypeLabel + "q35": "true",
+				// Harvester's network controller: every host is on the
+				// management cluster network (ensureMgmtLabels); Harvester's
+				// VM mutator gives each VM on mgmt a required affinity to it.
+				mgmtNetworkLabel: "true",
 			}},
 			Status: corev1.NodeStatus{
 				Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),

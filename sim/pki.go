@@ -40,7 +40,6 @@ type pki struct {
 	// certificate through the APIService's caBundle (the cluster CA).
 	FrontProxyCAPEM                       []byte
 	ProxyClientCertPEM, ProxyClientKeyPEM []byte // CN front-proxy-client
-	VirtAPICertPEM, VirtAPIKeyPEM         []byte // serving certificate of the simulator's webhook server (loopback)
 }
 
 // ProxyClientName is the common name of kube-apiserver's front-proxy client
@@ -116,10 +115,8 @@ func newPKI(now time.Time) (*pki, error) {
 	return p, nil
 }
 
-// issueAggregation makes the front-proxy CA, kube-apiserver's proxy client
-// certificate, and the serving certificate of the simulator's own webhook
-// server on loopback (VirtAPICertPEM: once the simulated virt-api's; KubeVirt's
-// real virt-api has its own, from bin/kubevirt-install).
+// issueAggregation makes the front-proxy CA and kube-apiserver's proxy
+// client certificate.
 func (p *pki) issueAggregation(now time.Time) error {
 	front, err := newAuthority("harvester-sim-front-proxy-ca", now)
 	if err != nil {
@@ -129,15 +126,6 @@ func (p *pki) issueAggregation(now time.Time) error {
 	client := &x509.Certificate{Subject: pkix.Name{CommonName: ProxyClientName}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	if p.ProxyClientCertPEM, p.ProxyClientKeyPEM, err = front.issue(client, now, 2); err != nil {
 		return fmt.Errorf("issue front-proxy client certificate: %w", err)
-	}
-	virtAPI := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "harvester-sim-webhook." + SystemNamespace + ".svc"},
-		DNSNames:    []string{"harvester-sim-webhook." + SystemNamespace + ".svc", "localhost"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	if p.VirtAPICertPEM, p.VirtAPIKeyPEM, err = p.issue(virtAPI, now, 4); err != nil {
-		return fmt.Errorf("issue virt-api serving certificate: %w", err)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 // Package sim runs a simulated Harvester: a real etcd, kube-apiserver,
 // kube-controller-manager and kube-scheduler, KubeVirt's own virt-api and
-// virt-controller (sim/kubevirt), the Harvester custom resources, fixtures,
+// virt-controller (sim/kubevirt), Harvester's own admission webhook
+// (sim/hwebhook), the Harvester custom resources, fixtures,
 // and controllers that play the hosts and Harvester.
 package sim
 
@@ -42,7 +43,7 @@ const (
 // Options configure a simulator run.
 type Options struct {
 	StateDir string
-	BinDir   string // where etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KubeVirt's tools are
+	BinDir   string // where etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KubeVirt's tools and harvester-webhook are
 	Hosts    int
 	Zones    int
 
@@ -141,6 +142,18 @@ func Run(ctx context.Context, o Options) (err error) {
 	apiReady := make(chan struct{})
 	kvCRDs, kvDone := make(chan error, 1), make(chan error, 1)
 	go func() { kvDone <- kv.start(startCtx, cp, cfg, apiReady, kvCRDs, log.With("component", "kubevirt")) }()
+	admin, err := newAdminClients(cfg)
+	if err != nil {
+		return err
+	}
+	// Harvester's webhook starts as soon as its CRDs are there: it waits
+	// 15 s before registering, which overlaps the rest of the start.
+	hw := &harvesterWebhookRun{}
+	defer hw.stop()
+	crdsReady, hwDone := make(chan struct{}), make(chan error, 1)
+	go func() {
+		hwDone <- hw.start(ctx, startCtx, cp, admin, apiReady, crdsReady, log.With("component", "harvester-webhook"))
+	}()
 	if err := cp.startEtcd(startCtx); err != nil {
 		return err
 	}
@@ -156,14 +169,21 @@ func Run(ctx context.Context, o Options) (err error) {
 	schedDone := make(chan error, 1)
 	go func() { schedDone <- cp.startScheduler(startCtx) }()
 
-	admin, err := newAdminClients(cfg)
-	if err != nil {
+	if err := installCRDs(startCtx, admin.ext); err != nil {
 		return err
 	}
+	kvCRDsErr := make(chan error, 1)
+	go func() {
+		err := <-kvCRDs
+		if err == nil {
+			close(crdsReady)
+		}
+		kvCRDsErr <- err
+	}()
 	if err := install(startCtx, admin, o); err != nil {
 		return err
 	}
-	if err := <-kvCRDs; err != nil {
+	if err := <-kvCRDsErr; err != nil {
 		return startErr(err)
 	}
 	log.Debug("CRDs and fixtures installed", "after", time.Since(start).Round(time.Millisecond))
@@ -188,10 +208,6 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return fmt.Errorf("start simulated controllers: %w", err)
 	}
-	if err := startWebhook(runCtx, startCtx, cfg, admin, cp.pki, log.With("component", "webhook")); err != nil {
-		return err
-	}
-	log.Debug("Harvester's VM mutator in effect", "after", time.Since(start).Round(time.Millisecond))
 	if o.GuestClusters {
 		var kubeVIP *kubevip.Runner
 		if guestNet != nil { // kube-vip's nodes join the guest network
@@ -226,6 +242,10 @@ func Run(ctx context.Context, o Options) (err error) {
 		return startErr(err)
 	}
 	log.Debug("KubeVirt's virt-api and virt-controller ready", "after", time.Since(start).Round(time.Millisecond))
+	if err := <-hwDone; err != nil {
+		return fmt.Errorf("start Harvester's webhook: %w", err)
+	}
+	log.Debug("Harvester's webhook in effect", "after", time.Since(start).Round(time.Millisecond))
 	log.Debug("kube-controller-manager and kube-scheduler ready", "after", time.Since(start).Round(time.Millisecond))
 	if err := os.WriteFile(filepath.Join(o.StateDir, ReadyFile), []byte(cp.URL()+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write ready file: %w", err)
@@ -291,6 +311,10 @@ type adminClients struct {
 func newAdminClients(cfg *rest.Config) (adminClients, error) {
 	var c adminClients
 	var err error
+	// The start-up creates ~40 CRDs and waits for each: client-go's
+	// default 5 requests a second would make that 15 s.
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 200, 400
 	if c.ext, err = apiextclient.NewForConfig(cfg); err != nil {
 		return c, fmt.Errorf("admin clients: %w", err)
 	}
@@ -303,11 +327,10 @@ func newAdminClients(cfg *rest.Config) (adminClients, error) {
 	return c, nil
 }
 
+// install creates what the simulator serves besides its CRDs (installed
+// first): namespaces, RBAC, hosts, the SSH key and Harvester fixtures.
 func install(ctx context.Context, admin adminClients, o Options) error {
-	ext, kube, dyn := admin.ext, admin.kube, admin.dyn
-	if err := installCRDs(ctx, ext); err != nil {
-		return err
-	}
+	kube, dyn := admin.kube, admin.dyn
 	if err := installCore(ctx, kube, o.Hosts, o.Zones); err != nil {
 		return err
 	}
@@ -335,7 +358,7 @@ func prepareStateDir(dir string) error {
 			return fmt.Errorf("--state-dir %s: a simulator (pid %d) is already running there: stop it or pick another directory", dir, pid)
 		}
 	}
-	for _, name := range []string{"etcd", "pki", "logs", KubeVirtDir, GuestsDir, KubeconfigFile, ReadyFile, APIServerPIDFile, freezeRequestFile, freezeAnswerFile, SSHKeyFile, SSHKeyFile + ".pub"} {
+	for _, name := range []string{"etcd", "pki", "logs", KubeVirtDir, HarvesterWebhookDir, GuestsDir, KubeconfigFile, ReadyFile, APIServerPIDFile, freezeRequestFile, freezeAnswerFile, SSHKeyFile, SSHKeyFile + ".pub"} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("clean state dir: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,44 +14,115 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/sim/webhook"
+	"github.com/harvester-kit/harvester-machine/sim/hwebhook"
 )
+
+// HarvesterWebhookDir is the state directory's folder of Harvester's
+// webhook: its ServiceAccount files and kubeconfig.
+const HarvesterWebhookDir = "harvester-webhook"
 
 // webhookProbe is the VM the simulator dry-run creates until Harvester's
 // mutator is seen to mutate it.
 const webhookProbe = "harvester-sim-webhook-probe"
 
-// startWebhook serves Harvester's mutating webhook on a loopback port,
-// registers it with kube-apiserver (by URL: there is no DNS in the
-// simulator's network namespace) and returns once a VM create is mutated.
-// The configuration lives in etcd and the server in this process, so both
-// outlive a kube-apiserver restart.
-func startWebhook(ctx, startCtx context.Context, cfg *rest.Config, admin adminClients, p *pki, log *slog.Logger) error {
-	// virt-api's serving certificate names 127.0.0.1 and is signed by the
-	// cluster CA: the webhook server shares it.
-	srv, err := webhook.Start(ctx, webhook.Options{Config: cfg, CertPEM: p.VirtAPICertPEM, KeyPEM: p.VirtAPIKeyPEM, Log: log})
+// harvesterWebhookRun is Harvester's webhook as the simulator runs it
+// (see sim/hwebhook), restarted as the kubelet restarts a Pod's container
+// (Harvester's webhook also exits on purpose, to restart, when the kube-ovn
+// subnets CRD comes or goes).
+type harvesterWebhookRun struct {
+	mu        sync.Mutex
+	container *podContainer
+}
+
+// start runs bin/harvester-webhook: once kube-apiserver serves (apiReady)
+// it creates the webhook's ServiceAccount, binding and Service (served
+// until ctx ends) and writes its Pod files; once the CRDs its caches watch
+// are established (crds) it starts the process, then waits until
+// Harvester's two configurations are registered (15 s after its start:
+// Harvester's own wait) and a VM create comes back mutated.
+func (h *harvesterWebhookRun) start(ctx, startCtx context.Context, c *controlPlane, admin adminClients, apiReady, crds <-chan struct{}, log *slog.Logger) error {
+	begin := time.Now()
+	select {
+	case <-apiReady:
+	case <-startCtx.Done():
+		return startCtx.Err()
+	}
+	ports, err := freePorts(1)
 	if err != nil {
 		return err
 	}
-	conf := webhook.Configuration(srv.URL(), p.CACertPEM, map[string]string{simLabel: "true"})
-	if _, err := admin.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(startCtx, conf, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("webhook: create MutatingWebhookConfiguration %s: %w", conf.Name, err)
+	svc, err := hwebhook.ListenService(ctx, ports[0])
+	if err != nil {
+		return err
 	}
+	for _, ns := range simNamespaces() { // installCore makes them too, meanwhile
+		if ns.Name == SystemNamespace {
+			_, err = admin.kube.CoreV1().Namespaces().Create(startCtx, ns, metav1.CreateOptions{})
+		}
+	}
+	if err := createIfMissing(err, "namespace "+SystemNamespace); err != nil {
+		return err
+	}
+	o := hwebhook.Options{Dir: c.path(HarvesterWebhookDir), Namespace: SystemNamespace, APIServer: c.URL(),
+		CACert: c.pki.CACertPEM, Kube: admin.kube, Labels: map[string]string{simLabel: "true"}}
+	if err := hwebhook.Prepare(startCtx, o, svc.IP()); err != nil {
+		return err
+	}
+	select {
+	case <-crds:
+	case <-startCtx.Done():
+		return startCtx.Err()
+	}
+	pc, err := runPodContainer(hwebhook.Binary, func() (*process, error) {
+		return startInPod(c.binDir, c.path("logs"), hwebhook.Binary, o.ServiceAccountDir(), o.Args(ports[0])...)
+	}, log)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.container = pc
+	h.mu.Unlock()
+	log.Debug("harvester-webhook started", "service", svc.IP(), "after", time.Since(begin).Round(time.Millisecond))
+	registered := make(chan error, 1)
+	go func() { registered <- hwebhook.WaitRegistered(startCtx, admin.kube) }()
+	select {
+	case err := <-registered:
+		if err != nil {
+			return err
+		}
+	case <-pc.current().done:
+		_, err := pc.current().exited()
+		return err
+	}
+	log.Debug("Harvester's webhook configurations registered", "after", time.Since(begin).Round(time.Millisecond))
 	return waitWebhookEffective(startCtx, admin.dyn)
 }
 
-// waitWebhookEffective dry-run creates a VM until kube-apiserver has
-// loaded the configuration and the VM comes back mutated. Nothing can be
-// watched for that, so it polls.
+func (h *harvesterWebhookRun) stop() {
+	h.mu.Lock()
+	pc := h.container
+	h.mu.Unlock()
+	if pc != nil {
+		pc.stop(5 * time.Second)
+	}
+}
+
+// waitWebhookEffective dry-run creates a VM until kube-apiserver calls
+// Harvester's mutator and the VM comes back mutated. Nothing can be
+// watched for that, so it polls. The probe has a CPU topology, as every
+// VM Harvester's UI makes: without domain.cpu, Harvester's own patch
+// (maxSockets replaced before the default topology) does not apply and
+// the create fails.
 func waitWebhookEffective(ctx context.Context, dyn dynamic.Interface) error {
+	halted := kubevirtv1.RunStrategyHalted // KubeVirt's validator wants a run strategy
 	probe := &kubevirtv1.VirtualMachine{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "kubevirt.io/v1", Kind: "VirtualMachine"},
 		ObjectMeta: metav1.ObjectMeta{Name: webhookProbe, Namespace: FixtureNamespace},
-		Spec: kubevirtv1.VirtualMachineSpec{Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
+		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted, Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{
 			Spec: kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{
+				CPU: &kubevirtv1.CPU{Cores: 1},
 				Resources: kubevirtv1.ResourceRequirements{Limits: corev1.ResourceList{
 					corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi"),
 				}},

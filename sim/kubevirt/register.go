@@ -56,7 +56,10 @@ func (c *ControlPlane) waitValidator(ctx context.Context, namespace string) erro
 		"apiVersion": kubevirtv1.GroupVersion.String(), "kind": "VirtualMachine",
 		"metadata": map[string]any{"name": "harvester-sim-kubevirt-probe", "namespace": namespace},
 		"spec": map[string]any{"running": running, "runStrategy": string(strategy),
-			"template": map[string]any{"spec": map[string]any{"domain": map[string]any{"devices": map[string]any{}}}}},
+			// A guest memory, so that Harvester's validator (called in
+			// parallel, either refusal may come back) has nothing to refuse.
+			"template": map[string]any{"spec": map[string]any{"domain": map[string]any{"devices": map[string]any{},
+				"memory": map[string]any{"guest": "1Gi"}}}}},
 	}}
 	vms := c.dyn.Resource(kubevirtv1.GroupVersion.WithResource("virtualmachines")).Namespace(namespace)
 	var last error

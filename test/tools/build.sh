@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the test tools (real kube-apiserver, kube-controller-manager, etcd,
-# rancher-machine and kube-vip) and the linter (golangci-lint) at their pinned
+# rancher-machine, kube-vip, KubeVirt's virt-api and virt-controller and
+# Harvester's webhook) and the linter (golangci-lint) at their pinned
 # versions into bin/. With arguments, builds only those groups
 # (`build.sh lint`); without, every test tool (not the linter).
 #
@@ -26,6 +27,15 @@
 #   test/tools/kubevirt/_overlay's (a placeholder of the project's own) and a
 #   go.mod there (-modfile) that points at the copy. Nothing patched is
 #   committed.
+# harvester: its own module (test/tools/harvester), Harvester v1.8.0's
+#   admission webhook (harvester-webhook: a thin main calling Harvester's
+#   pkg/webhook/server), which harvester-sim starts. Harvester's own go.mod
+#   pins and replaces, with k8s.io at the main module's v0.34.4 so that most
+#   of its packages come from main's build cache. Harvester imports
+#   KubeVirt's virt-controller services, hence kubevirt.io/client-go's
+#   kubecli: the same copy with the placeholder mock as kubevirt's.
+#   kubevirt and harvester build one after the other, after main: they share
+#   KubeVirt's packages, and two go builds at once would compile them twice.
 # lint: its own module (test/tools/lint), golangci-lint.
 #
 # A group is rebuilt only when its module's pinned versions or sources
@@ -58,6 +68,7 @@ declare -A about=(
   [main]="about 2,700 packages (k8s.io/kubernetes, etcd server, rancher/machine and its cloud SDKs; those the product shares come from the cache make build filled), ~5 minutes on 2 idle cores"
   [kubevip]="about 1,000 packages (kube-vip, client-go v0.36, gobgp, nftables), ~2 minutes on 2 idle cores, alongside main (both: 11.7 CPU-minutes measured, ~6 minutes on 2 idle cores)"
   [kubevirt]="about 940 packages besides the standard library (virt-api, virt-controller, kubevirt-install), 640 of them shared with main (k8s.io v0.34.4) and built after it; the other ~320 and the links took 98 CPU-seconds (2026-11-28), ~1 minute more on 2 idle cores"
+  [harvester]="about 2,400 packages (Harvester's webhook, its generated controllers, rancher/rancher's APIs, Longhorn, KubeVirt's virt-controller services), 1,480 of them shared with main (k8s.io v0.34.4), the rest ~3.5 CPU-minutes on top of main's cache"
   [lint]="about 960 packages (golangci-lint and its linters), ~3 minutes on 2 cores"
 )
 
@@ -121,12 +132,31 @@ build_kubevirt() {
     -modfile "$cache/go.mod" -ldflags "-s -w" ./cmd/virt-api ./cmd/virt-controller ./cmd/kubevirt-install
 }
 
+# build_harvester builds the harvester group; after kubevirt when both are
+# wanted, so that it finds KubeVirt's packages compiled.
+build_harvester() {
+  export GOWORK=off CGO_ENABLED=1
+  local cache="$root/.cache/harvester-client-go"
+  kubecli_modfile "$root/test/tools/harvester" "$cache"
+  build harvester "$root/test/tools/harvester" ". ../kubevirt/_overlay" harvester-webhook -- \
+    -modfile "$cache/go.mod" -ldflags "-s -w" ./cmd/harvester-webhook
+}
+
+# build_kubevirt_harvester builds the wanted ones of kubevirt and harvester,
+# one after the other; it fails when either fails.
+build_kubevirt_harvester() {
+  local failed=0
+  if is_wanted kubevirt; then build_kubevirt || failed=1; fi
+  if is_wanted harvester; then build_harvester || failed=1; fi
+  return "$failed"
+}
+
 wanted=("$@")
-[ "${#wanted[@]}" -gt 0 ] || wanted=(main kubevip kubevirt)
+[ "${#wanted[@]}" -gt 0 ] || wanted=(main kubevip kubevirt harvester)
 for w in "${wanted[@]}"; do
   case "$w" in
-    main|kubevip|kubevirt|lint) ;;
-    *) echo "tools: unknown group \"$w\": want main, kubevip, kubevirt or lint" >&2; exit 2 ;;
+    main|kubevip|kubevirt|harvester|lint) ;;
+    *) echo "tools: unknown group \"$w\": want main, kubevip, kubevirt, harvester or lint" >&2; exit 2 ;;
   esac
 done
 is_wanted() { [[ " ${wanted[*]} " == *" $1 "* ]]; }
@@ -140,11 +170,10 @@ if is_wanted main; then
   build main "$root" test/tools/etcd kube-apiserver kube-controller-manager kube-scheduler etcd rancher-machine -- \
     -ldflags "$kube_ldflags" k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
     k8s.io/kubernetes/cmd/kube-scheduler \
-    ./test/tools/etcd github.com/rancher/machine/cmd/rancher-machine && { ! is_wanted kubevirt || build_kubevirt; } &
+    ./test/tools/etcd github.com/rancher/machine/cmd/rancher-machine && build_kubevirt_harvester &
   pids+=($!)
-fi
-if is_wanted kubevirt && ! is_wanted main; then
-  build_kubevirt &
+elif is_wanted kubevirt || is_wanted harvester; then
+  build_kubevirt_harvester &
   pids+=($!)
 fi
 if is_wanted lint; then

@@ -1,13 +1,16 @@
 // Package tools holds the checks on the pinned test tools' versions. The
 // Kubernetes tools and rancher-machine are `tool`s of the project's own
 // module (go.mod; etcd's main package is test/tools/etcd); kube-vip,
-// KubeVirt's virt-api and virt-controller (test/tools/kubevirt) and
-// golangci-lint are separate modules under test/tools/. build.sh builds them.
+// KubeVirt's virt-api and virt-controller (test/tools/kubevirt),
+// Harvester's webhook (test/tools/harvester) and golangci-lint are separate
+// modules under test/tools/. build.sh builds them.
 package tools
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -78,47 +81,32 @@ func TestKubernetesStagingFollowsTheRelease(t *testing.T) {
 	}
 }
 
-// goModVersions reads the module versions go.mod at path builds with:
-// each required module's version, or the version its replace names.
+// goModVersions is what the go.mod at path builds with: each required
+// module's version, or the version its replace names (`go mod edit -json`).
 func goModVersions(t *testing.T, path string) map[string]string {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	out, err := exec.Command("go", "mod", "edit", "-json", path).Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("go mod edit -json %s: %v", path, err)
 	}
-	required, replaced := map[string]string{}, map[string]string{}
-	block := ""
-	for _, line := range strings.Split(string(data), "\n") {
-		line, _, _ = strings.Cut(line, "//")
-		f := strings.Fields(line)
-		switch {
-		case len(f) == 0:
-			continue
-		case len(f) == 2 && f[1] == "(":
-			block = f[0]
-			continue
-		case f[0] == ")":
-			block = ""
-			continue
-		case f[0] == "require" || f[0] == "replace":
-			block, f = f[0], f[1:]
-		}
-		switch {
-		case block == "require" && len(f) == 2:
-			required[f[0]] = f[1]
-		case block == "replace" && len(f) == 4 && f[1] == "=>":
-			replaced[f[0]] = f[3] // a module replaced by a version, not a directory
-		}
-		if len(f) > 0 && (f[0] == "require" || f[0] == "replace") {
-			block = ""
+	type module struct{ Path, Version string }
+	var mod struct {
+		Require []module
+		Replace []struct{ Old, New module }
+	}
+	if err := json.Unmarshal(out, &mod); err != nil {
+		t.Fatalf("go mod edit -json %s: %v", path, err)
+	}
+	versions := map[string]string{}
+	for _, r := range mod.Require {
+		versions[r.Path] = r.Version
+	}
+	for _, r := range mod.Replace {
+		if _, ok := versions[r.Old.Path]; ok && r.New.Version != "" {
+			versions[r.Old.Path] = r.New.Version // a module replaced by a version, not a directory
 		}
 	}
-	for m, v := range replaced {
-		if _, ok := required[m]; ok {
-			required[m] = v
-		}
-	}
-	return required
+	return versions
 }
 
 // TestKubeVirtToolFollowsTheAPI: virt-api and virt-controller

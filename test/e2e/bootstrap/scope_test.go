@@ -97,7 +97,9 @@ func TestDoctorWarnsOfASharedNamespace(t *testing.T) {
 	vm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
 		"metadata": map[string]any{"name": "e2e-shared-b-pool1-x", "labels": map[string]any{harvester.LabelGuestCluster: "e2e-shared-b"}},
-		"spec":     map[string]any{"runStrategy": "Halted", "template": map[string]any{"spec": map[string]any{"domain": map[string]any{"devices": map[string]any{}}}}},
+		// A guest memory: Harvester's validator refuses a VM with neither it nor a memory limit.
+		"spec": map[string]any{"runStrategy": "Halted", "template": map[string]any{"spec": map[string]any{"domain": map[string]any{
+			"devices": map[string]any{}, "memory": map[string]any{"guest": "1Gi"}}}}},
 	}}
 	vms := dyn.Resource(clusterstate.GVRVM).Namespace(vmNS)
 	if _, err := vms.Create(ctx, vm, metav1.CreateOptions{}); err != nil {

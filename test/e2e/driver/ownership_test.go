@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +23,21 @@ import (
 )
 
 var imageAndNet = []string{"--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1"}
+
+// haltedVM is a stopped VM a user makes by hand in the test namespace, with
+// what Harvester's webhook wants of any VM: a guest memory or a memory limit
+// (its validator: "either memory.guest or resources.limits.memory must be
+// set") and a CPU topology, as every VM Harvester's UI makes.
+func haltedVM(name string) *kubevirtv1.VirtualMachine {
+	halted := kubevirtv1.RunStrategyHalted
+	guest := resource.MustParse("1Gi")
+	spec := kubevirtv1.VirtualMachineInstanceSpec{Domain: kubevirtv1.DomainSpec{
+		CPU: &kubevirtv1.CPU{Cores: 1}, Memory: &kubevirtv1.Memory{Guest: &guest}}}
+	return &kubevirtv1.VirtualMachine{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec:       kubevirtv1.VirtualMachineSpec{RunStrategy: &halted, Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: spec}},
+	}
+}
 
 // machineObjects are the UIDs of a machine's VM, root disk and Secret.
 type machineObjects struct{ vm, disk, secret types.UID }
@@ -120,12 +136,7 @@ func TestOwnershipRmLeavesOthersVM(t *testing.T) {
 	// the name: the winner's rm leaves it (and, changing nothing, the
 	// winner's disk) alone.
 	deleteVMAndWait(t, name)
-	halted := kubevirtv1.RunStrategyHalted
-	own := &kubevirtv1.VirtualMachine{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
-		Spec:       kubevirtv1.VirtualMachineSpec{RunStrategy: &halted, Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}},
-	}
-	usersVM, err := virt.KubevirtV1().VirtualMachines(namespace).Create(context.Background(), own, metav1.CreateOptions{})
+	usersVM, err := virt.KubevirtV1().VirtualMachines(namespace).Create(context.Background(), haltedVM(name), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

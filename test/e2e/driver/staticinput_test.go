@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
 // assertNothingOf fails the test if the machine has a VM or holds an
@@ -110,9 +109,7 @@ func refuseStart(t *testing.T, prefix, message string) {
 		_ = api.ValidatingAdmissionPolicyBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
 	})
 
-	halted := kubevirtv1.RunStrategyHalted
-	probe := &kubevirtv1.VirtualMachine{ObjectMeta: metav1.ObjectMeta{Name: prefix + "probe", Namespace: namespace},
-		Spec: kubevirtv1.VirtualMachineSpec{RunStrategy: &halted, Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{}}}
+	probe := haltedVM(prefix + "probe")
 	vms := virt.KubevirtV1().VirtualMachines(namespace)
 	if _, err := vms.Create(ctx, probe, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)

@@ -155,7 +155,10 @@ func TestDriverCredentialCannotTakeTokens(t *testing.T) {
 		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
 		"metadata": map[string]any{"name": "e2e-token-thief"},
 		"spec": map[string]any{"runStrategy": "Halted", "template": map[string]any{"spec": map[string]any{
-			"domain":  map[string]any{"devices": map[string]any{"disks": []any{map[string]any{"name": "sa", "disk": map[string]any{}}}}},
+			// A guest memory, so that Harvester's validator has nothing to refuse:
+			// the refusal is the credential's.
+			"domain": map[string]any{"memory": map[string]any{"guest": "1Gi"},
+				"devices": map[string]any{"disks": []any{map[string]any{"name": "sa", "disk": map[string]any{}}}}},
 			"volumes": []any{map[string]any{"name": "sa", "serviceAccount": map[string]any{"serviceAccountName": victimSA}}},
 		}}},
 	}}

@@ -38,6 +38,8 @@ func guestVMWith(name, cluster string, cloudInit map[string]any) *unstructured.U
 				"domain": map[string]any{
 					"devices":   map[string]any{"interfaces": []any{map[string]any{"name": "nic-1", "bridge": map[string]any{}}}},
 					"resources": map[string]any{"requests": map[string]any{"memory": "1Gi"}},
+					// Harvester's validator wants a guest memory or a memory limit.
+					"memory": map[string]any{"guest": "1Gi"},
 				},
 				"networks": []any{map[string]any{"name": "nic-1", "multus": map[string]any{"networkName": "default/vlan1"}}},
 				"volumes":  []any{map[string]any{"name": "cloudinitdisk", "cloudInitNoCloud": cloudInit}},

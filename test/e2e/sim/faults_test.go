@@ -118,14 +118,16 @@ func TestFaultRestartAPIServer(t *testing.T) {
 	checkVirtControllerLeads(t, time.Now())
 
 	// The simulated controllers reconnect: a VM created now still runs, and
-	// Harvester's VM mutator (configuration in etcd, server in the
-	// simulator) still mutates it.
+	// Harvester's VM mutator (configuration in etcd, harvester-webhook
+	// reconnected) still mutates it. The VM has a CPU topology: Harvester's
+	// own patch does not apply to a VM without domain.cpu.
 	vms := dyn.Resource(vmGVR).Namespace("default")
 	vm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",
 		"metadata": map[string]any{"name": "after-restart"},
 		"spec": map[string]any{"runStrategy": "Always", "template": map[string]any{"spec": map[string]any{
-			"domain": map[string]any{"devices": map[string]any{}, "resources": map[string]any{"limits": map[string]any{"cpu": "1", "memory": "1Gi"}}},
+			"domain": map[string]any{"cpu": map[string]any{"cores": 1}, "devices": map[string]any{},
+				"resources": map[string]any{"limits": map[string]any{"cpu": "1", "memory": "1Gi"}}},
 		}}},
 	}}
 	created, err := vms.Create(ctx, vm, metav1.CreateOptions{})

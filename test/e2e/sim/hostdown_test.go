@@ -257,6 +257,14 @@ func hostDownVM(name string) *kubevirtv1.VirtualMachine {
 	evict := kubevirtv1.EvictionStrategyLiveMigrateIfPossible
 	spec := kubevirtv1.VirtualMachineInstanceSpec{EvictionStrategy: &evict}
 	spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	// What Harvester's webhook wants of any VM: a guest memory or a memory
+	// limit (its validator), and a CPU topology (every VM its UI makes has
+	// one). KubeVirt gives a VM without a guest memory its memory request,
+	// and Harvester's mutator gives one without a topology one core: the
+	// same VM.
+	guest := resource.MustParse("1Gi")
+	spec.Domain.Memory = &kubevirtv1.Memory{Guest: &guest}
+	spec.Domain.CPU = &kubevirtv1.CPU{Cores: 1}
 	spec.Domain.Devices.Interfaces = []kubevirtv1.Interface{{Name: "nic-0", InterfaceBindingMethod: kubevirtv1.InterfaceBindingMethod{Bridge: &kubevirtv1.InterfaceBridge{}}}}
 	spec.Networks = []kubevirtv1.Network{{Name: "nic-0", NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "default/vlan1"}}}}
 	spec.Domain.Devices.Disks = []kubevirtv1.Disk{{Name: "cloudinitdisk", DiskDevice: kubevirtv1.DiskDevice{Disk: &kubevirtv1.DiskTarget{Bus: kubevirtv1.DiskBusVirtio}}}}

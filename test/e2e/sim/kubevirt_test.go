@@ -42,22 +42,23 @@ func TestKubeVirtRunsFromBin(t *testing.T) {
 			t.Errorf("no child of the simulator (pid %d) runs %s", simulator.PID(), bin)
 			continue
 		}
-		ns, err := os.ReadFile(fmt.Sprintf("/proc/%d/root%s/secrets/kubernetes.io/serviceaccount/namespace", pid, runDir(t)))
-		if err != nil || string(ns) != kubeVirtNamespace {
+		ns, err := readPodFile(pid, "namespace")
+		if err != nil || ns != kubeVirtNamespace {
 			t.Errorf("%s (pid %d) sees ServiceAccount namespace %q (%v), want %s", name, pid, ns, err, kubeVirtNamespace)
 		}
 	}
 }
 
-// runDir is /var/run resolved: through /proc/PID/root an absolute
-// symbolic link would lead back to this process's root.
-func runDir(t *testing.T) string {
-	t.Helper()
+// readPodFile reads a ServiceAccount file as process pid sees it, through
+// /proc/PID/root with /var/run resolved (an absolute symbolic link would
+// lead back to this process's root).
+func readPodFile(pid int, name string) (string, error) {
 	run, err := filepath.EvalSymlinks("/var/run")
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
-	return run
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/root%s/secrets/kubernetes.io/serviceaccount/%s", pid, run, name))
+	return string(data), err
 }
 
 // childRunning is the pid of a child of parent whose executable is bin (0:
@@ -155,7 +156,12 @@ func TestKubeVirtRefusesRunningWithRunStrategy(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "running-and-runstrategy", Namespace: "default"},
 		Spec: kubevirtv1.VirtualMachineSpec{Running: &running, RunStrategy: &always,
 			Template: &kubevirtv1.VirtualMachineInstanceTemplateSpec{Spec: kubevirtv1.VirtualMachineInstanceSpec{
-				Domain: kubevirtv1.DomainSpec{Resources: kubevirtv1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}},
+				// What Harvester's webhook wants of any VM (a CPU topology, a memory
+				// limit), so that KubeVirt's refusal is the one left.
+				Domain: kubevirtv1.DomainSpec{CPU: &kubevirtv1.CPU{Cores: 1}, Resources: kubevirtv1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+					Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+				}},
 			}}},
 	}
 	_, err := virt.KubevirtV1().VirtualMachines("default").Create(ctx, vm, metav1.CreateOptions{})

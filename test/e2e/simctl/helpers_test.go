@@ -121,6 +121,11 @@ func buildVM(ns, name string, o vmOpts) *kubevirtv1.VirtualMachine {
 	evict := kubevirtv1.EvictionStrategyLiveMigrateIfPossible
 	spec := kubevirtv1.VirtualMachineInstanceSpec{NodeSelector: o.nodeSelector, Affinity: o.affinity, EvictionStrategy: &evict}
 	spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	// Harvester's validator wants a guest memory or a memory limit ("either
+	// memory.guest or resources.limits.memory must be set"); KubeVirt gives a
+	// VM without one its memory request as guest memory, so this is the same VM.
+	guest := resource.MustParse("1Gi")
+	spec.Domain.Memory = &kubevirtv1.Memory{Guest: &guest}
 	n := max(o.interfaces, 1)
 	for i := range n {
 		nic := fmt.Sprintf("nic-%d", i)
