@@ -58,19 +58,25 @@ func TestRunStrategyLifecycle(t *testing.T) {
 	waitVMI(t, ns, "vm", "deleted", func(v *kubevirtv1.VirtualMachineInstance) bool { return v == nil })
 	waitVM(t, ns, "vm", "Stopped", printable(kubevirtv1.VirtualMachineStatusStopped))
 
-	// Manual never starts a VMI by itself.
-	patchVM(t, ns, "vm", map[string]any{"spec": map[string]any{"runStrategy": "Manual"}})
-	vm = waitVM(t, ns, "vm", "status for Manual", func(vm *kubevirtv1.VirtualMachine) bool {
-		return vm != nil && vm.Status.RunStrategy == kubevirtv1.RunStrategyManual
+	// Manual never starts a VMI by itself. A VM made Manual: Harvester's
+	// mutator replaces any run strategy a Halted VM is given with the one
+	// its VM controller stored (harvesterhci.io/vmRunStrategy, else
+	// RerunOnFailure: patchRunStrategy, the kubevirt/kubevirt#7295
+	// workaround), so Halted -> Manual would start the VM.
+	createVM(t, ns, "manual", vmOpts{strategy: kubevirtv1.RunStrategyManual})
+	// (KubeVirt fills status.runStrategy only once a VM has run: its
+	// Ready condition says the controller has seen it.)
+	vm = waitVM(t, ns, "manual", "status for Manual", func(vm *kubevirtv1.VirtualMachine) bool {
+		return vm != nil && vmCond(vm, kubevirtv1.VirtualMachineReady) != nil
 	})
 	if vm.Status.PrintableStatus != kubevirtv1.VirtualMachineStatusStopped || vm.Status.Created {
 		t.Errorf("manual vm: printable %s created %v", vm.Status.PrintableStatus, vm.Status.Created)
 	}
-	if _, err := env.dyn.Resource(gvrVMI).Namespace(ns).Get(testContext(t), "vm", metav1.GetOptions{}); err == nil {
+	if _, err := env.dyn.Resource(gvrVMI).Namespace(ns).Get(testContext(t), "manual", metav1.GetOptions{}); err == nil {
 		t.Error("a VMI exists for the Manual VM")
 	}
 
-	// Legacy spec.running.
+	// Legacy spec.running (Harvester's mutator leaves it alone).
 	patchVM(t, ns, "vm", map[string]any{"spec": map[string]any{"runStrategy": nil, "running": true}})
 	waitVMI(t, ns, "vm", "Running via spec.running", running)
 }
