@@ -25,8 +25,9 @@ const VMFinalizer = "wrangler.cattle.io/VMController.CleanupPVCAndSnapshot"
 
 // reconcileVM is Harvester's side of a VM (KubeVirt's virt-controller
 // runs it): its finalizer, the PVCs of its volumeClaimTemplates
-// annotation, the owned-by annotation of the PVCs it uses, its
-// maintain-mode label on its VMI; on deletion the PVCs it asks to remove.
+// annotation, the owned-by annotation of the PVCs it uses, its last run
+// strategy (harvesterhci.io/vmRunStrategy), its maintain-mode label on its
+// VMI; on deletion the PVCs it asks to remove.
 func (s *sim) reconcileVM(ctx context.Context, key string) (time.Duration, error) {
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
 	u := getCached(s.vms, ns, name)
@@ -56,6 +57,9 @@ func (s *sim) reconcileVM(ctx context.Context, key string) (time.Duration, error
 			s.log.Warn("vm: volumeClaimTemplates annotation does not decode", "vm", key, "err", err)
 		}
 		return 0, nil
+	}
+	if err := s.storeRunStrategy(ctx, &vm); err != nil {
+		return 0, err
 	}
 	if err := s.syncMaintainModeLabel(ctx, &vm, s.vmiOf(ns, name)); err != nil {
 		return 0, err
