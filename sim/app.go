@@ -301,7 +301,7 @@ func faultCommand() *cli.Command {
 			{
 				Name: fault.RestartAPIServer, Usage: "stop kube-apiserver and start it again on the same port",
 				Action: func(c *cli.Context) error {
-					ctx, cancel := context.WithTimeout(c.Context, 2*time.Minute)
+					ctx, cancel := context.WithTimeout(c.Context, restartDeadline)
 					defer cancel()
 					return RestartAPIServer(ctx, c.String(flagStateDir))
 				},

@@ -72,6 +72,12 @@ type Options struct {
 // (Kubernetes 1.34).
 const DefaultNodeMonitorGracePeriod = 50 * time.Second
 
+// restartDeadline is how long a restarted kube-apiserver may take to serve
+// (fault restart-apiserver) before the simulator gives up: it loads every
+// CRD again, KubeVirt's large ones among them, while every client relists
+// at once; on a busy 2-core machine that took over a minute.
+const restartDeadline = 3 * time.Minute
+
 // MinNodeMonitorGracePeriod is the shortest grace period the simulator
 // accepts.
 const MinNodeMonitorGracePeriod = 4 * time.Second
@@ -281,7 +287,7 @@ func serve(ctx context.Context, cp *controlPlane, log *slog.Logger) error {
 			return nil
 		case <-restart:
 			log.Info("fault: restarting kube-apiserver")
-			rctx, cancel := context.WithTimeout(ctx, time.Minute)
+			rctx, cancel := context.WithTimeout(ctx, restartDeadline)
 			err := cp.restartAPIServer(rctx)
 			cancel()
 			if err != nil {

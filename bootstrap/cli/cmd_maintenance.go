@@ -45,7 +45,7 @@ func maintenanceCheckCommand() *ucli.Command {
 			"then control-plane hosts, then workers, by name); its pre-drain stops VMs with host devices, a nodeSelector or\n" +
 			"a node affinity no other host matches, KubeVirt migrates the LiveMigratable ones (one no host can take is shut\n" +
 			"down once its migration timed out after 300 s), it stops at once a VM whose kubevirt-evacuation-* migration\n" +
-			"Failed with a FailedMigration warning event (however old: a host failure leaves them), and it waits for the\n" +
+			"Failed with a FailedMigration warning event (however old: one whose target host died leaves it), and it waits for the\n" +
 			"rest without limit (they block). What migrated or was shut down earlier stays so, except that with --restore-vm\n" +
 			"(or restoreVM true in the upgrade-config setting) the VMs the detector stopped start again after their host;\n" +
 			"without it Harvester refuses to create the Upgrade while such a VM exists.\n" +

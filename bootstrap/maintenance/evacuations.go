@@ -26,8 +26,8 @@ const failedMigrationReason = "failedmigration"
 // migrations of its namespace labelled kubevirt.io/vmi-name=NAME in phase
 // Failed; for one named kubevirt-evacuation-* whose Warning events'
 // reasons contain "failedmigration" it runs `virtctl stop` on the VM. The
-// migration's age does not matter (a host failure's evacuation of an
-// earlier VMI of the same name counts). It returns that migration's name
+// migration's age does not matter (an evacuation that failed when its
+// target host died, and succeeded on the next try, counts). It returns that migration's name
 // ("" when none), the first by name.
 func failedEvacuation(h *clusterstate.Hosts, vmi *kubevirtv1.VirtualMachineInstance) string {
 	var names []string
@@ -69,6 +69,6 @@ func evacuationStop(p *placed, mig string) (action, why string) {
 			"virtctl stop fails and it waits for the VMI to leave"
 	}
 	return ShutDown, "the upgrade's pre-drain stops it (virtctl stop) at once: its evacuation migration " + mig +
-		" Failed with a FailedMigration warning event (an earlier one, e.g. from a host failure, counts however old); restoreVM does not start it again " +
+		" Failed with a FailedMigration warning event (an earlier one, e.g. whose target host died, counts however old); restoreVM does not start it again " +
 		"(deleting that migration before the upgrade avoids the stop)"
 }

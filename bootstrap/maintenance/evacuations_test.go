@@ -102,7 +102,7 @@ func TestUpgradeFailedEvacuation(t *testing.T) {
 }
 
 // TestUpgradeFailedEvacuationsQuorum: three VMs of a pool, each with a
-// failed evacuation from an earlier host failure, are all shut down at
+// failed evacuation from an earlier maintenance, are all shut down at
 // their host's step (and none is restored: vm-live-migrate-detector's
 // ConfigMap lists only the VMs it stops): the pool is lost, the check fails.
 func TestUpgradeFailedEvacuationsQuorum(t *testing.T) {

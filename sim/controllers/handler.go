@@ -114,7 +114,7 @@ func (s *sim) bootVMI(ctx context.Context, c *vmiContext) (time.Duration, error)
 	s.enter(c, kubevirtv1.Running)
 	c.st.SelinuxContext = "none"
 	setVMICondition(c.st, liveMigratable(&c.vmi, s.claimsOf(c)), c.now)
-	c.st.Interfaces = interfaceStatuses(&c.vmi.Spec, c.key, nil)
+	c.st.Interfaces = keepControllerReport(interfaceStatuses(&c.vmi.Spec, c.key, nil), c.old.Interfaces)
 	c.st.VolumeStatus = s.volumeStatusOf(c)
 	if wait, err := s.writeVMI(ctx, c, c.u); err != nil || wait > 0 {
 		return wait, err

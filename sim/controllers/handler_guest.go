@@ -61,7 +61,7 @@ func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) 
 			s.emit(c, corev1.EventTypeNormal, "NoGuestAddress", "no IP address will be reported: "+plan.Why)
 		}
 	}
-	c.st.Interfaces = interfaceStatuses(&c.vmi.Spec, c.key, ips)
+	c.st.Interfaces = keepControllerReport(interfaceStatuses(&c.vmi.Spec, c.key, ips), c.old.Interfaces)
 	if len(ips) > 0 && s.faults().Match(fault.GuestBridges, c.u.GetNamespace(), c.vmName) != "" {
 		c.st.Interfaces = append(guestOnlyInterfaces(c.key), c.st.Interfaces...)
 	}

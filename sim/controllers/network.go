@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"slices"
 	"strconv"
+	"strings"
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -22,6 +23,8 @@ var simNetworkBase6 = netip.MustParseAddr("2001:db8:52::")
 const (
 	infoSourceDomain      = "domain"
 	infoSourceDomainAgent = "domain, guest-agent"
+	infoSourceMultus      = "multus-status"
+	infoSourceSeparator   = ", "
 )
 
 // vmiInterfaceNames lists the VMI's interfaces in spec order. Like KubeVirt,
@@ -180,4 +183,40 @@ func interfaceStatuses(spec *kubevirtv1.VirtualMachineInstanceSpec, key string, 
 		out = append(out, st)
 	}
 	return out
+}
+
+// keepControllerReport carries into the interfaces the host reports what
+// virt-controller owns in them, as virt-handler's NetStat.UpdateStatus
+// does (KubeVirt v1.7 pkg/network/setup/netstat.go): each spec interface
+// keeps the pod interface name virt-controller last reported
+// (restorePodIfaceNames), and one virt-controller marked multus-status
+// keeps that source (ifacesStatusFromMultus). Without it the host and
+// virt-controller rewrite the VMI in turn, many times a second.
+func keepControllerReport(now, prev []kubevirtv1.VirtualMachineInstanceNetworkInterface) []kubevirtv1.VirtualMachineInstanceNetworkInterface {
+	for i := range now {
+		if now[i].Name == "" {
+			continue
+		}
+		j := slices.IndexFunc(prev, func(p kubevirtv1.VirtualMachineInstanceNetworkInterface) bool { return p.Name == now[i].Name })
+		if j < 0 {
+			now[i].PodInterfaceName = ""
+			continue
+		}
+		now[i].PodInterfaceName = prev[j].PodInterfaceName
+		if hasInfoSource(prev[j].InfoSource, infoSourceMultus) && !hasInfoSource(now[i].InfoSource, infoSourceMultus) {
+			now[i].InfoSource = strings.Join(append(splitInfoSource(now[i].InfoSource), infoSourceMultus), infoSourceSeparator)
+		}
+	}
+	return now
+}
+
+func hasInfoSource(sources, name string) bool {
+	return slices.Contains(splitInfoSource(sources), name)
+}
+
+func splitInfoSource(sources string) []string {
+	if sources == "" {
+		return nil
+	}
+	return strings.Split(sources, infoSourceSeparator)
 }

@@ -118,3 +118,40 @@ func TestIPv6OnlyAddresses(t *testing.T) {
 		t.Errorf("linkLocalFor = %s", got)
 	}
 }
+
+// TestKeepControllerReport: what virt-controller owns in an interface's
+// status survives the host's report, as in KubeVirt v1.7's
+// pkg/network/setup/netstat.go (restorePodIfaceNames: the name from the
+// last report, empty when there was none; ifacesStatusFromMultus:
+// multus-status appended after the host's sources, ", "-separated).
+func TestKeepControllerReport(t *testing.T) {
+	type iface = kubevirtv1.VirtualMachineInstanceNetworkInterface
+	cases := []struct {
+		name      string
+		now, prev []iface
+		want      []iface
+	}{
+		{name: "pod interface name kept",
+			now:  []iface{{Name: "nic-0", InfoSource: "domain", MAC: "52:54:00:00:00:01"}},
+			prev: []iface{{Name: "nic-0", PodInterfaceName: "pod0e6b58809dd"}},
+			want: []iface{{Name: "nic-0", InfoSource: "domain", MAC: "52:54:00:00:00:01", PodInterfaceName: "pod0e6b58809dd"}}},
+		{name: "multus-status kept after the host's sources",
+			now:  []iface{{Name: "nic-1", InfoSource: "domain, guest-agent"}},
+			prev: []iface{{Name: "nic-1", InfoSource: "multus-status", PodInterfaceName: "podabc"}},
+			want: []iface{{Name: "nic-1", InfoSource: "domain, guest-agent, multus-status", PodInterfaceName: "podabc"}}},
+		{name: "nothing reported before",
+			now:  []iface{{Name: "nic-0", InfoSource: "domain", PodInterfaceName: "stale"}},
+			want: []iface{{Name: "nic-0", InfoSource: "domain"}}},
+		{name: "guest-only interface untouched",
+			now:  []iface{{InterfaceName: "docker0", InfoSource: "guest-agent"}},
+			prev: []iface{{Name: "nic-0", PodInterfaceName: "pod0e6b58809dd"}},
+			want: []iface{{InterfaceName: "docker0", InfoSource: "guest-agent"}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := keepControllerReport(tc.now, tc.prev); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	kubevirtv1 "kubevirt.io/api/core/v1"
+
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
@@ -155,6 +157,13 @@ func TestRancherProvisioningFlow(t *testing.T) {
 
 	hosts := map[string]string{}
 	for _, n := range names {
+		// Harvester's VMI controller copies the host's topology labels onto
+		// the VMI on its own reconcile once the VMI is scheduled
+		// (pkg/controller/master/virtualmachine/vmi_controller.go), not
+		// before the driver returns: wait for the hostname's.
+		waitObject(t, vmiKind(), n, func(v *kubevirtv1.VirtualMachineInstance) bool {
+			return v != nil && v.Status.NodeName != "" && v.Annotations[harvester.HostnameKey] == v.Status.NodeName
+		})
 		vmi := getVMI(t, n)
 		if vmi == nil {
 			t.Fatalf("%s: no VMI", n)

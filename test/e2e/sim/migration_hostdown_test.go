@@ -43,11 +43,14 @@ var targetGoneMessages = []string{
 // evacuation, and the target host of that migration dies mid-transfer. The
 // migration fails with KubeVirt's message, KubeVirt's evacuation controller
 // migrates the VM again to the third host, and the maintenance finishes.
-// (The simulator once waited for the dead host forever.)
+// (The simulator once waited for the dead host forever.) Then the failed
+// evacuation it leaves behind is what the next upgrade judges
+// (upgradeAfterFailedEvacuation).
 func TestMigrationTargetHostDown(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	s, cfg := simtest.StartHostDown(ctx, t, hdGrace, hdPolicy, append(harness.Current().SimArgs(), "--migration-duration="+mtMigration.String())...)
+	args := append(harness.Current().SimArgs(), "--guest-clusters", "--migration-duration="+mtMigration.String())
+	s, cfg := simtest.StartHostDown(ctx, t, hdGrace, hdPolicy, args...)
 	kc, vc := kubernetes.NewForConfigOrDie(cfg), kubevirt.NewForConfigOrDie(cfg)
 
 	vm := hostDownVM("mt-vm")
@@ -112,6 +115,7 @@ func TestMigrationTargetHostDown(t *testing.T) {
 	if err != nil || n.Annotations[harvester.AnnMaintainStatus] != harvester.MaintainCompleted {
 		t.Errorf("host %s maintain-status %q (%v), want completed", source, n.Annotations[harvester.AnnMaintainStatus], err)
 	}
+	t.Run("the upgrade after it", func(t *testing.T) { upgradeAfterFailedEvacuation(ctx, t, s, kc, vc, source, target) })
 }
 
 // waitMigration waits for the migration of uid (in default) to reach phase.
