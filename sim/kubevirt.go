@@ -78,7 +78,7 @@ func (k *kubeVirtRun) start(ctx context.Context, c *controlPlane, cfg *rest.Conf
 		k.mu.Unlock()
 	}
 	for i, comp := range components {
-		if err := started[i].current().waitUntil(ctx, comp.Name, comp.Ready); err != nil {
+		if err := started[i].waitReady(ctx, comp.Ready); err != nil {
 			return err
 		}
 		log.Debug(comp.Name+" ready", "after", time.Since(begin).Round(time.Millisecond))

@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -85,6 +88,34 @@ func (c *podContainer) supervise() {
 		if err != nil {
 			c.log.Error("start again", "container", c.name, "err", err)
 			return
+		}
+	}
+}
+
+// waitReady waits until check passes, across restarts: a container that
+// exits while it starts is started again (supervise), as the kubelet
+// would, and is waited for again; ctx bounds it all. The error names the
+// last exit when there was one.
+func (c *podContainer) waitReady(ctx context.Context, check func(context.Context) error) error {
+	var exits error
+	for {
+		p := c.current()
+		err := p.waitUntil(ctx, c.name, check)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return errors.Join(err, exits)
+		}
+		exits = err
+		for c.current() == p {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("wait for %s: %w (it exited: %w)", c.name, ctx.Err(), exits)
+			case <-c.stopCh:
+				return fmt.Errorf("wait for %s: stopped (it exited: %w)", c.name, exits)
+			case <-time.After(50 * time.Millisecond):
+			}
 		}
 	}
 }

@@ -38,15 +38,20 @@ const (
 	handlerContainerImage = "registry.suse.com/suse/sles/15.7/virt-handler:1.7.0-150700.3.16.2"
 )
 
-// handlerAddress is host's virt-handler Pod IP: a loopback address (the
-// simulator's server listens there; pod IPs are not routed) from a hash of
-// the host's name.
-func handlerAddress(host string) string {
+// handlerAddress is the attempt-th candidate for host's virt-handler Pod
+// IP: a loopback address (the simulator's server listens there; pod IPs
+// are not routed) from a hash of the host's name. Simulators sharing a
+// network namespace have the same host names: the next attempt is taken
+// when an address is in use (serveHandlerREST).
+func handlerAddress(host string, attempt int) string {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(host))
+	_, _ = h.Write([]byte(host + "/" + strconv.Itoa(attempt)))
 	n := h.Sum32()%(256*254) + 256
 	return fmt.Sprintf("127.52.%d.%d", n/256, n%256)
 }
+
+// handlerAttempts bounds the addresses tried for one host's server.
+const handlerAttempts = 64
 
 // handlerPod is the Pod virt-handler's DaemonSet would run on host.
 func handlerPod(host string) *corev1.Pod {
@@ -74,8 +79,15 @@ func handlerPod(host string) *corev1.Pod {
 // when done closes (the controllers' end).
 type handlerServers struct {
 	mu      sync.Mutex
-	started map[string]bool
+	started map[string]string // host: the address its server listens on
 	done    <-chan struct{}
+}
+
+// address is where host's server listens ("" before it started).
+func (h *handlerServers) address(host string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.started[host]
 }
 
 // ensureVirtHandler gives host its virt-handler Pod and REST server.
@@ -99,17 +111,17 @@ func (s *sim) serveHandlerREST(ctx context.Context, host string) error {
 	h := &s.handlerREST
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.started[host] {
+	if h.started[host] != "" {
 		return nil
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(handlerAddress(host), strconv.Itoa(handlerRESTPort)))
+	ln, err := listenHandler(host)
 	if err != nil {
-		return fmt.Errorf("virt-handler: REST server of node %s: %w", host, err)
+		return err
 	}
 	if h.started == nil {
-		h.started = map[string]bool{}
+		h.started = map[string]string{}
 	}
-	h.started[host] = true
+	h.started[host], _, _ = net.SplitHostPort(ln.Addr().String())
 	base := context.WithoutCancel(ctx)
 	tlsConfig := s.handlerTLS() //nolint:contextcheck // each handshake reads with its connection's context
 	srv := &http.Server{Handler: s.handlerMux(host), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,
@@ -124,6 +136,19 @@ func (s *sim) serveHandlerREST(ctx context.Context, host string) error {
 		_ = srv.Close()
 	}()
 	return nil
+}
+
+// listenHandler listens on the first of host's candidate addresses that
+// no other simulator in the network namespace holds.
+func listenHandler(host string) (net.Listener, error) {
+	var err error
+	for attempt := range handlerAttempts {
+		var ln net.Listener
+		if ln, err = net.Listen("tcp", net.JoinHostPort(handlerAddress(host, attempt), strconv.Itoa(handlerRESTPort))); err == nil {
+			return ln, nil
+		}
+	}
+	return nil, fmt.Errorf("virt-handler: REST server of node %s: %d addresses tried, the last: %w", host, handlerAttempts, err)
 }
 
 // handlerTLS reads the server certificate and the CA at each handshake,

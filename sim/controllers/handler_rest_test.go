@@ -143,3 +143,21 @@ func handshake(t *testing.T, srv *tls.Config, cert *testCert, ca *testCert) erro
 	_, err := conn.Read(buf)
 	return err
 }
+
+// TestHandlerAddressTakenMovesOn: two simulators in one network namespace
+// have the same host names; the second host server takes the next address.
+func TestHandlerAddressTakenMovesOn(t *testing.T) {
+	first, err := listenHandler("harvester-node-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	second, err := listenHandler("harvester-node-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	if first.Addr().String() == second.Addr().String() || !strings.HasPrefix(second.Addr().String(), "127.52.") {
+		t.Errorf("addresses %s and %s, want two different ones in 127.52.0.0/16", first.Addr(), second.Addr())
+	}
+}

@@ -65,7 +65,11 @@ func (s *sim) startPod(ctx context.Context, pod *corev1.Pod) (time.Duration, err
 		}
 		return mountRetry, nil
 	}
-	p := runningPod(pod, s.hostIP(pod.Spec.NodeName), metav1.Now())
+	podIP := podIP(pod.UID)
+	if pod.Labels[kubevirtv1.AppLabel] == "virt-handler" {
+		podIP = s.handlerREST.address(pod.Spec.NodeName) // where its REST server listens
+	}
+	p := runningPod(pod, s.hostIP(pod.Spec.NodeName), podIP, metav1.Now())
 	if _, err := s.kube.CoreV1().Pods(p.Namespace).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 			return 200 * time.Millisecond, nil
@@ -80,7 +84,7 @@ func (s *sim) startPod(ctx context.Context, pod *corev1.Pod) (time.Duration, err
 // native sidecar such as KubeVirt's guest-console-log, running and
 // ready), every container running and ready, and Ready when its
 // readiness gates are True too.
-func runningPod(pod *corev1.Pod, hostIP string, now metav1.Time) *corev1.Pod {
+func runningPod(pod *corev1.Pod, hostIP, podIP string, now metav1.Time) *corev1.Pod {
 	p := pod.DeepCopy()
 	p.Status.Phase = corev1.PodRunning
 	p.Status.StartTime = &now
@@ -88,10 +92,7 @@ func runningPod(pod *corev1.Pod, hostIP string, now metav1.Time) *corev1.Pod {
 	if hostIP != "" {
 		p.Status.HostIPs = []corev1.HostIP{{IP: hostIP}}
 	}
-	p.Status.PodIP = podIP(pod.UID)
-	if pod.Labels[kubevirtv1.AppLabel] == "virt-handler" {
-		p.Status.PodIP = handlerAddress(pod.Spec.NodeName) // where its REST server listens
-	}
+	p.Status.PodIP = podIP
 	p.Status.PodIPs = []corev1.PodIP{{IP: p.Status.PodIP}}
 	p.Status.InitContainerStatuses = nil
 	for _, c := range pod.Spec.InitContainers {
