@@ -45,9 +45,10 @@ func decodeDocs(t *testing.T, data []byte) []*unstructured.Unstructured {
 // server-side apply with dryRun=All: full validation, nothing persisted.
 func serverDryRun(t *testing.T, ctx context.Context, objs []*unstructured.Unstructured) {
 	t.Helper()
-	dc := discovery.NewDiscoveryClientForConfigOrDie(adminCfg)
+	guest, _ := guestAPIServer(t)
+	dc := discovery.NewDiscoveryClientForConfigOrDie(guest)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	dyn := dynamic.NewForConfigOrDie(adminCfg)
+	dyn := dynamic.NewForConfigOrDie(guest)
 	if len(objs) == 0 {
 		t.Fatal("no objects to check")
 	}
@@ -134,9 +135,10 @@ func TestRKE1AndK3sAddonsAcceptedByAPIServer(t *testing.T) {
 
 func addonState(t *testing.T, ctx context.Context) map[string]string {
 	t.Helper()
-	dc := discovery.NewDiscoveryClientForConfigOrDie(adminCfg)
+	guest, _ := guestAPIServer(t)
+	dc := discovery.NewDiscoveryClientForConfigOrDie(guest)
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	dyn := dynamic.NewForConfigOrDie(adminCfg)
+	dyn := dynamic.NewForConfigOrDie(guest)
 	state := map[string]string{}
 	for _, gk := range []struct{ group, version, kind string }{
 		{"", "v1", "Secret"}, {"", "v1", "ServiceAccount"}, {"rbac.authorization.k8s.io", "v1", "ClusterRole"},
@@ -160,8 +162,9 @@ func addonState(t *testing.T, ctx context.Context) map[string]string {
 
 func TestApplyIdempotentAndPrunes(t *testing.T) {
 	ctx := ctxT(t)
+	guest, guestKubeconfig := guestAPIServer(t)
 	cc := cloudConfig(t, "e2e-apply")
-	base := []string{"apply", "--guest-kubeconfig", sim.Kubeconfig, "--cloud-config", cc, "--cluster-name", "e2e-apply"}
+	base := []string{"apply", "--guest-kubeconfig", guestKubeconfig, "--cloud-config", cc, "--cluster-name", "e2e-apply"}
 
 	dry := mustRun(t, append(base, "--dry-run")...)
 	if !strings.Contains(dry.stdout, "created") || len(addonState(t, ctx)) != 0 {
@@ -214,7 +217,7 @@ func TestApplyIdempotentAndPrunes(t *testing.T) {
 		t.Errorf("prune result:\n%s", noVIP.stdout)
 	}
 	mustRun(t, append(base, "--csi=false", "--vip-interface", "enp2s0", "--external-traffic-policy-local", "--management-network", "default/vlan1")...)
-	ds, err := kubernetes.NewForConfigOrDie(adminCfg).AppsV1().DaemonSets("kube-system").Get(ctx, "kube-vip", metav1.GetOptions{})
+	ds, err := kubernetes.NewForConfigOrDie(guest).AppsV1().DaemonSets("kube-system").Get(ctx, "kube-vip", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +235,7 @@ func TestApplyIdempotentAndPrunes(t *testing.T) {
 	if env["vip_interface"] != "enp2s0" || env["svc_election"] != "true" || env["svc_enable"] != "true" || ds.Spec.Template.Spec.Affinity != nil {
 		t.Errorf("kube-vip for externalTrafficPolicy Local: env %v, affinity %+v", env, ds.Spec.Template.Spec.Affinity)
 	}
-	ccm, err := kubernetes.NewForConfigOrDie(adminCfg).AppsV1().Deployments("kube-system").Get(ctx, "harvester-cloud-provider", metav1.GetOptions{})
+	ccm, err := kubernetes.NewForConfigOrDie(guest).AppsV1().Deployments("kube-system").Get(ctx, "harvester-cloud-provider", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	harness.Main(m, harness.Options{Bins: []string{"harvester-bootstrap"}, Ready: func(env *harness.Env) error {
+	harness.Main(m, harness.Options{Bins: []string{"harvester-bootstrap"}, SimArgs: []string{"--guest-clusters"}, Ready: func(env *harness.Env) error {
 		sim, adminCfg, admin = env.Sim, env.Config, env.Kube
 		var err error
 		binPath, err = simtest.Bin("harvester-bootstrap")
