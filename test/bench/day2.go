@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -101,7 +102,13 @@ func (r *Result) measureDay2(ctx context.Context, sim *simtest.Sim, kube kuberne
 // setCordons cordons every host but except ("": uncordons them all), as
 // kubectl cordon/uncordon do.
 func setCordons(ctx context.Context, kube kubernetes.Interface, except string) error {
-	for _, h := range simHosts {
+	// except first: Harvester's node validator refuses to cordon the last
+	// schedulable host (validateCordonAndMaintenanceMode).
+	hosts := slices.Clone(simHosts)
+	if i := slices.Index(hosts, except); i > 0 {
+		hosts[0], hosts[i] = hosts[i], hosts[0]
+	}
+	for _, h := range hosts {
 		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"unschedulable": except != "" && h != except}})
 		if _, err := kube.CoreV1().Nodes().Patch(ctx, h, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("cordon %s: %w", h, err)

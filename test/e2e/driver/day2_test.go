@@ -84,8 +84,13 @@ func createOnEachHost(t *testing.T, r *rm, names []string, extra ...string) {
 		}
 	})
 	for i, name := range names {
+		// Uncordon this host first: Harvester's node validator refuses to
+		// cordon the last schedulable host (validateCordonAndMaintenanceMode).
+		setCordon(t, simHosts[i], false)
 		for j, h := range simHosts {
-			setCordon(t, h, j != i)
+			if j != i {
+				setCordon(t, h, true)
+			}
 		}
 		r.mustCreate(name, append(slices.Clone(imageAndNet), extra...)...)
 		t.Cleanup(func() { r.mustRun("rm", "-y", name) })

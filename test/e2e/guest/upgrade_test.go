@@ -72,8 +72,13 @@ func TestUpgradeKeepsGuestNodesReady(t *testing.T) {
 	})
 	for i := range simHosts {
 		names[i] = fmt.Sprintf("%s-pool1-%d", cluster, i)
+		// Uncordon this host first: Harvester's node validator refuses to
+		// cordon the last schedulable host (validateCordonAndMaintenanceMode).
+		cordon(t, simHosts[i], false)
 		for j, h := range simHosts {
-			cordon(t, h, j != i)
+			if j != i {
+				cordon(t, h, true)
+			}
 		}
 		if _, err := m.Create(testContext(t), names[i], flags...); err != nil {
 			t.Fatal(err)
