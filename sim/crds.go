@@ -40,11 +40,14 @@ func boolColumn(name, path string) apiextv1.CustomResourceColumnDefinition {
 // simulator's controllers decode them with the real Go types and report
 // what does not decode on the object.
 var simCRDs = []crdSpec{
-	{group: "harvesterhci.io", version: "v1beta1", kind: "VirtualMachineImage", plural: "virtualmachineimages", shortNames: []string{"vmimage", "vmimages"}, status: true,
+	// Harvester's chart gives its image, key pair and setting kinds no
+	// subresources (deploy/charts/harvester-crd: `subresources: {}`): their
+	// status is written with the object, through Harvester's webhook.
+	{group: "harvesterhci.io", version: "v1beta1", kind: "VirtualMachineImage", plural: "virtualmachineimages", shortNames: []string{"vmimage", "vmimages"},
 		columns: []apiextv1.CustomResourceColumnDefinition{column("Display-Name", ".spec.displayName"), column("StorageClass", ".status.storageClassName")}},
-	{group: "harvesterhci.io", version: "v1beta1", kind: "KeyPair", plural: "keypairs", shortNames: []string{"kp"}, status: true,
+	{group: "harvesterhci.io", version: "v1beta1", kind: "KeyPair", plural: "keypairs", shortNames: []string{"kp"},
 		columns: []apiextv1.CustomResourceColumnDefinition{column("Fingerprint", ".status.fingerPrint")}},
-	{group: "harvesterhci.io", version: "v1beta1", kind: "Setting", plural: "settings", clusterScoped: true, status: true,
+	{group: "harvesterhci.io", version: "v1beta1", kind: "Setting", plural: "settings", clusterScoped: true,
 		columns: []apiextv1.CustomResourceColumnDefinition{column("Value", ".value")}},
 	{group: "k8s.cni.cncf.io", version: "v1", kind: "NetworkAttachmentDefinition", plural: "network-attachment-definitions", shortNames: []string{"net-attach-def"}},
 	// Harvester's LoadBalancer has no status subresource: status is written with the object.

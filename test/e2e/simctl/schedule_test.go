@@ -44,9 +44,13 @@ func TestScheduleNodeSelectorAndAffinity(t *testing.T) {
 			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: zoneKey, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"sim-zone-a"}}}}}}}}},
 			func(_ string, l map[string]string) bool { return l[zoneKey] != "sim-zone-a" }, "a host outside sim-zone-a"},
+		// Harvester's VM mutator keeps only terms with a match expression
+		// (makeAffinityFromVMTemplate drops a term of match fields alone):
+		// the term carries one that every host matches.
 		{"match-fields-name", vmOpts{affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-				MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"harvester-node-1"}}}}}}}}},
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: hostnameKey, Operator: corev1.NodeSelectorOpExists}},
+				MatchFields:      []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"harvester-node-1"}}}}}}}}},
 			func(n string, _ map[string]string) bool { return n == "harvester-node-1" }, "harvester-node-1"},
 	}
 	for _, tt := range tests {
