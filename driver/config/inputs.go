@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
 
 // Inputs are the machine's structured flags as typed values: the JSON
@@ -105,6 +106,10 @@ func ParseInputsByFlag(c Config) (Inputs, InputErrors) {
 		var v corev1.Affinity
 		if err := strictJSON(c.VMAffinity, &v); err != nil {
 			errs.Affinity = FlagError(FlagVMAffinity, err)
+		} else if dropped := harvester.DroppedFieldTerms(&v); len(dropped) > 0 {
+			errs.Affinity = FlagProblem(FlagVMAffinity, "required node selector terms %v have matchFields but no matchExpressions: "+
+				"Harvester's VM webhook drops such a term and the VM could run on any host; "+
+				"add a matchExpressions entry (e.g. kubernetes.io/hostname In [...])", dropped)
 		} else {
 			in.Affinity = &v
 		}

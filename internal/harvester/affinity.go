@@ -2,6 +2,8 @@ package harvester
 
 import (
 	"reflect"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,5 +72,34 @@ func MergeAffinity(user *corev1.Affinity, machineSet string) *corev1.Affinity {
 		}
 	}
 	out.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(out.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, term)
+	return out
+}
+
+// networkKeyPrefix and cpuManagerKey are the node-selector keys Harvester's
+// VM mutator owns: it removes them from a VM's required node-selector
+// terms and sets its own.
+const (
+	networkKeyPrefix = "network.harvesterhci.io"
+	cpuManagerKey    = "cpumanager"
+)
+
+// DroppedFieldTerms are the indexes of affinity's required node-selector
+// terms whose matchFields Harvester v1.8's VM mutator throws away:
+// makeAffinityFromVMTemplate (pkg/webhook/resources/virtualmachine/
+// mutator.go) keeps a term only when a match expression other than its
+// own network and cpumanager keys remains, and drops the whole term,
+// matchFields included, otherwise. Such a term no longer restricts the VM.
+func DroppedFieldTerms(affinity *corev1.Affinity) []int {
+	if affinity == nil || affinity.NodeAffinity == nil || affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return nil
+	}
+	var out []int
+	for i, term := range affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		if len(term.MatchFields) > 0 && !slices.ContainsFunc(term.MatchExpressions, func(r corev1.NodeSelectorRequirement) bool {
+			return !strings.HasPrefix(r.Key, networkKeyPrefix) && r.Key != cpuManagerKey
+		}) {
+			out = append(out, i)
+		}
+	}
 	return out
 }
