@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"path/filepath"
@@ -288,7 +289,17 @@ func waitVMIOn(ctx context.Context, t *testing.T, vc kubevirt.Interface, name, w
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		last, _ := vc.KubevirtV1().VirtualMachineInstances("default").Get(rctx, name, metav1.GetOptions{})
-		t.Fatalf("VMI %s: waiting for %s: %v; last: %+v", name, what, err, last)
+		var ms []byte
+		if last != nil {
+			ms, _ = json.Marshal(last.Status.MigrationState)
+		}
+		var phases []string
+		if migs, err := vc.KubevirtV1().VirtualMachineInstanceMigrations("default").List(rctx, metav1.ListOptions{}); err == nil {
+			for _, m := range migs.Items {
+				phases = append(phases, m.Name+" "+string(m.Status.Phase))
+			}
+		}
+		t.Fatalf("VMI %s: waiting for %s: %v; migrationState %s; migrations %v; last: %+v", name, what, err, ms, phases, last)
 	}
 	return v
 }

@@ -114,11 +114,15 @@ func TestLiveMigration(t *testing.T) {
 	if b := sshBanner(t, ip); !strings.HasPrefix(b, "SSH-2.0-") {
 		t.Fatalf("banner after = %q", b)
 	}
-	// By now the source pod has Succeeded; the VMI stays Ready.
-	final := waitVMI(t, ns, "mig", "read again", func(*kubevirtv1.VirtualMachineInstance) bool { return true })
-	if c := vmiCond(final, kubevirtv1.VirtualMachineInstanceReady); c == nil || c.Status != corev1.ConditionTrue {
-		t.Errorf("after migration Ready = %+v, want True (from the target's launcher pod)", c)
-	}
+	// The VMI is Ready from the target's launcher pod once virt-controller,
+	// which syncs the readiness gate kubevirt.io/virtual-machine-unpaused
+	// only to the VMI's current pod (pkg/virt-controller/watch/vmi/
+	// lifecycle.go, syncPausedConditionToPod), set it there after the
+	// hand-off and kubelet reported the pod Ready.
+	waitVMI(t, ns, "mig", "Ready from the target's launcher pod", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		c := vmiCond(v, kubevirtv1.VirtualMachineInstanceReady)
+		return v.Status.NodeName == dst && c != nil && c.Status == corev1.ConditionTrue
+	})
 }
 
 // TestMigrationRefused: virt-api refuses a migration of a VMI whose
