@@ -72,13 +72,17 @@ func (s *sim) reconcileVMI(ctx context.Context, key string) (time.Duration, erro
 		if u.GetDeletionTimestamp() != nil {
 			return s.shutdownVMI(ctx, c)
 		}
-		if wait, acted, err := s.migrate(ctx, c); acted || err != nil {
-			return wait, err
+		// A transfer under way comes back when it ends (migrate's wait),
+		// whatever else the guest does meanwhile.
+		migWait, acted, err := s.migrate(ctx, c)
+		if acted || err != nil {
+			return migWait, err
 		}
 		if s.launcherGone(c) {
 			return s.shutdownVMI(ctx, c) // its virt-launcher was stopped (evicted, deleted): the guest shut down
 		}
-		return s.runVMI(ctx, c)
+		wait, err := s.runVMI(ctx, c)
+		return min0(wait, migWait), err
 	case kubevirtv1.Succeeded, kubevirtv1.Failed:
 		s.guestOffNetwork(key)
 		return 0, s.finishLaunchers(ctx, c)
