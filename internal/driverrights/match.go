@@ -56,11 +56,13 @@ var everyUser = []Permission{
 }
 
 // Inherited are the rights every authenticated user holds on Harvester:
-// Kubernetes' (everyUser) and Harvester's harvester-authenticated role.
-// No credential can be made without them, so they are never its excess.
+// Kubernetes' (everyUser), Harvester's harvester-authenticated role and
+// KubeVirt's two roles for every user. No credential can be made without
+// them, so they are never its excess.
 func Inherited() []Permission {
 	out := slices.Clone(everyUser)
-	return append(out, FromRules(harvester.AuthenticatedRules())...)
+	out = append(out, FromRules(harvester.AuthenticatedRules())...)
+	return append(out, FromRules(harvester.KubeVirtAuthenticatedRules())...)
 }
 
 // FromRules lists the permissions RBAC rules grant, one per verb,

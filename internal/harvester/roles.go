@@ -29,3 +29,18 @@ func AuthenticatedRules() []rbacv1.PolicyRule {
 		{APIGroups: []string{"management.cattle.io"}, Resources: []string{"settings"}, Verbs: []string{"get", "watch"}, ResourceNames: []string{"system-namespaces"}},
 	}
 }
+
+// KubeVirtAuthenticatedRules are the rules of the two ClusterRoles that
+// KubeVirt v1.7's virt-operator binds to system:authenticated on every
+// Harvester (pkg/virt-operator/resource/generate/rbac/cluster.go:
+// kubevirt.io:default, newDefaultClusterRole; instancetype.kubevirt.io:view,
+// newInstancetypeViewClusterRole): a credential made for Harvester holds
+// them whatever it is bound to.
+func KubeVirtAuthenticatedRules() []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{
+		{APIGroups: []string{"kubevirt.io"}, Resources: []string{"kubevirts"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"subresources.kubevirt.io"}, Resources: []string{"version", "guestfs"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"instancetype.kubevirt.io"}, Resources: []string{"virtualmachineclusterinstancetypes", "virtualmachineclusterpreferences"},
+			Verbs: []string{"get", "list", "watch"}},
+	}
+}
