@@ -51,6 +51,16 @@ func TestExcess(t *testing.T) {
 		{"named need, named grant", []authv1.ResourceRule{rule(list("bind"), list("rbac.authorization.k8s.io"), list("clusterroles"), list("harvesterhci.io:csi-driver"))}, nil},
 		{"other name", []authv1.ResourceRule{rule(list("bind"), list("rbac.authorization.k8s.io"), list("clusterroles"), list("cluster-admin"))}, list("bind clusterroles.rbac.authorization.k8s.io cluster-admin")},
 		{"subresource", []authv1.ResourceRule{rule(list("update"), list("kubevirt.io"), list("virtualmachines/status"), nil)}, list("update virtualmachines/status.kubevirt.io")},
+		// virt-operator's kubevirt.io:default and instancetype.kubevirt.io:view,
+		// bound to system:authenticated (KubeVirt v1.7.0,
+		// pkg/virt-operator/resource/generate/rbac/cluster.go), as a rules
+		// review answers them.
+		{"KubeVirt's for every user", []authv1.ResourceRule{
+			rule(list("get", "list"), list("kubevirt.io"), list("kubevirts"), nil),
+			rule(list("get", "list"), list("subresources.kubevirt.io"), list("version", "guestfs"), nil),
+			rule(list("get", "list", "watch"), list("instancetype.kubevirt.io"), list("virtualmachineclusterinstancetypes", "virtualmachineclusterpreferences"), nil),
+		}, nil},
+		{"beyond KubeVirt's for every user", []authv1.ResourceRule{rule(list("watch"), list("kubevirt.io"), list("kubevirts"), nil)}, list("watch kubevirts.kubevirt.io")},
 	}
 	for _, c := range cases {
 		if got := Excess(c.rules, All()); !slices.Equal(got, c.want) && (len(got) > 0 || len(c.want) > 0) {

@@ -105,7 +105,7 @@ func listModule(t *testing.T) []pkg {
 // tests' direct imports) that point up or sideways.
 func upward(p pkg) []string {
 	var bad []string
-	for _, imp := range append(append(append([]string{}, p.Deps...), p.TestImports...), p.XTestImports...) {
+	for _, imp := range slices.Concat(p.Deps, p.TestImports, p.XTestImports) {
 		for _, f := range forbidden[tier(p.ImportPath)] {
 			if tier(imp) == f {
 				bad = append(bad, imp)
@@ -120,7 +120,7 @@ func upward(p pkg) []string {
 // module outside sim/ and not in simPlumbing.
 func simForeign(p pkg) []string {
 	var bad []string
-	for _, imp := range append(append(append([]string{}, p.Deps...), p.TestImports...), p.XTestImports...) {
+	for _, imp := range slices.Concat(p.Deps, p.TestImports, p.XTestImports) {
 		name := strings.TrimPrefix(imp, module)
 		if t := tier(imp); t != "" && t != "sim" && !slices.Contains(simPlumbing, name) {
 			bad = append(bad, imp)
@@ -138,7 +138,7 @@ func driverUpward(p pkg) (bad []string, ok bool) {
 	if !ok {
 		return nil, false
 	}
-	for _, imp := range append(append(append([]string{}, p.Deps...), p.TestImports...), p.XTestImports...) {
+	for _, imp := range slices.Concat(p.Deps, p.TestImports, p.XTestImports) {
 		name := strings.TrimPrefix(imp, module)
 		if tier(imp) == "driver" && name != self && !slices.Contains(allowed, name) {
 			bad = append(bad, imp)
