@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 // killed, through the parent-death signal.
 type process struct {
 	name string
+	log  string // its log file
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
@@ -64,7 +67,7 @@ func startCommand(logDir, name string, cmd *exec.Cmd, cloneflags uintptr) (*proc
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	p := &process{name: name, log: logFile.Name(), cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()
@@ -77,10 +80,38 @@ func startCommand(logDir, name string, cmd *exec.Cmd, cloneflags uintptr) (*proc
 func (p *process) exited() (bool, error) {
 	select {
 	case <-p.done:
-		return true, fmt.Errorf("%s exited: %w (see its log in the state dir's logs/)", p.name, p.err)
+		return true, fmt.Errorf("%s exited: %w (its log %s ends: %s)", p.name, p.err, p.log, logTail(p.log))
 	default:
 		return false, nil
 	}
+}
+
+// logTail is the last lines of a child's log, for an exit's error: the
+// state dir, and the log with it, is often gone by the time anyone looks.
+func logTail(path string) string {
+	const size, lines, width = 4 << 10, 3, 500
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	buf := make([]byte, size)
+	var off int64
+	if st, err := f.Stat(); err == nil && st.Size() > size {
+		off = st.Size() - size
+	}
+	n, _ := f.ReadAt(buf, off)
+	all := strings.Split(strings.TrimSpace(string(buf[:n])), "\n")
+	if off > 0 && len(all) > 1 {
+		all = all[1:] // the first line is cut
+	}
+	all = all[max(0, len(all)-lines):]
+	for i, l := range all {
+		if len(l) > width {
+			all[i] = l[:width] + "..."
+		}
+	}
+	return strings.Join(all, " | ")
 }
 
 // stop asks the process to end and kills it if it has not within grace.
@@ -122,8 +153,44 @@ func (p *process) waitUntil(ctx context.Context, what string, check func(context
 }
 
 // freePorts reserves n distinct loopback ports and releases them for the
-// children to bind.
+// children to bind. The ports lie outside the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range): a port from that range can be taken,
+// between the reservation and the child's bind, as the source port of any
+// outgoing connection on the machine, and a long watch holds it for
+// minutes, so the child would fail to listen at every restart.
 func freePorts(n int) ([]int, error) {
+	lo, hi := ephemeralRange()
+	candidates := portsOutside(lo, hi)
+	if len(candidates) < minCandidates {
+		return kernelPorts(n)
+	}
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, 0, n)
+	for _, i := range rand.Perm(len(candidates)) {
+		if len(ports) == n {
+			break
+		}
+		l, err := net.Listen("tcp", hostPort(candidates[i]))
+		if err != nil {
+			continue
+		}
+		ls = append(ls, l)
+		ports = append(ports, candidates[i])
+	}
+	if len(ports) < n {
+		return nil, fmt.Errorf("reserve %d loopback ports outside the ephemeral range %d-%d: only %d free", n, lo, hi, len(ports))
+	}
+	return ports, nil
+}
+
+// kernelPorts lets the kernel choose n ports: the fallback for a machine
+// whose ephemeral range leaves too few others.
+func kernelPorts(n int) ([]int, error) {
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
@@ -140,6 +207,48 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// minCandidates is how many ports outside the ephemeral range make
+// choosing among them worth it.
+const minCandidates = 1000
+
+// Ports the simulator's children listen on come from here: above the
+// registered services most machines run, below 65536.
+const (
+	firstChildPort = 20000
+	lastChildPort  = 65535
+)
+
+// ephemeralRange is the kernel's range for outgoing connections' source
+// ports, or Linux's default when it cannot be read.
+func ephemeralRange() (lo, hi int) {
+	lo, hi = 32768, 60999
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return lo, hi
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return lo, hi
+	}
+	l, err1 := strconv.Atoi(f[0])
+	h, err2 := strconv.Atoi(f[1])
+	if err1 != nil || err2 != nil || l > h {
+		return lo, hi
+	}
+	return l, h
+}
+
+// portsOutside lists the child ports not in [lo, hi].
+func portsOutside(lo, hi int) []int {
+	var ports []int
+	for p := firstChildPort; p <= lastChildPort; p++ {
+		if p < lo || p > hi {
+			ports = append(ports, p)
+		}
+	}
+	return ports
 }
 
 func hostPort(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
