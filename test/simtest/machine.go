@@ -39,8 +39,16 @@ func (s *Sim) NewMachines(dir, cluster string) (*Machines, error) {
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho install rancher-system-agent\n"), 0o600); err != nil {
 		return nil, err
 	}
+	// rancher-machine writes the user data it merges with the install
+	// script to a temp file it never removes; Rancher's machine Pod is
+	// thrown away, so the temp dir is the machines' own here.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, err
+	}
 	m := &Machines{Store: filepath.Join(dir, "store"), Cluster: cluster, script: script, bin: bin}
 	m.env = append(os.Environ(),
+		"TMPDIR="+tmp,
 		"MACHINE_STORAGE_PATH="+m.Store,
 		"PATH="+filepath.Dir(bin)+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"HARVESTER_KUBECONFIG_CONTENT="+base64.StdEncoding.EncodeToString(kubeconfig),

@@ -49,6 +49,7 @@ func newRM(t *testing.T, cluster string) *rm {
 	}
 	r := &rm{t: t, store: filepath.Join(dir, "store"), script: script, cluster: cluster}
 	r.env = append(os.Environ(),
+		"TMPDIR="+dir, // rancher-machine's merged user data, never removed by it
 		"MACHINE_STORAGE_PATH="+r.store,
 		"PATH="+binDir+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"HARVESTER_KUBECONFIG_CONTENT="+base64.StdEncoding.EncodeToString([]byte(kubeconfig)),
