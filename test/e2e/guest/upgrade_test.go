@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
@@ -271,9 +272,24 @@ func upgradeRestoresVGPUPool(t *testing.T, cluster, kubeconfig string, machines 
 		for _, name := range machines {
 			n, err := guest.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 			if err != nil || !nodeReady(n) {
-				notReady = append(notReady, name)
+				notReady = append(notReady, name+" ("+vmiState(ctx, name)+")")
 			}
 		}
 		return len(notReady) == 0, fmt.Sprintf("not Ready: %v", notReady)
 	})
+}
+
+// vmiState says where a machine's VMI is, for a wait's failure message.
+func vmiState(ctx context.Context, name string) string {
+	vmi, err := env.virt.KubevirtV1().VirtualMachineInstances(vmNamespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "VMI: " + err.Error()
+	}
+	ready := "unknown"
+	for _, c := range vmi.Status.Conditions {
+		if c.Type == kubevirtv1.VirtualMachineInstanceReady {
+			ready = string(c.Status)
+		}
+	}
+	return fmt.Sprintf("VMI %s on %s, Ready %s", vmi.Status.Phase, vmi.Status.NodeName, ready)
 }
