@@ -43,7 +43,8 @@ const (
 
 const appDescription = `Runs a simulated Harvester in the foreground: a real etcd, kube-apiserver,
 kube-controller-manager and kube-scheduler on free loopback ports, KubeVirt's virt-api and virt-controller,
-Harvester's admission webhook (its Service listens on port 443: run as root or with CAP_NET_BIND_SERVICE),
+Harvester's admission webhook (its Service listens on port 443: run as root or with CAP_NET_BIND_SERVICE)
+and API server with its controllers,
 the Harvester/KubeVirt CRDs, fixtures, and controllers that play the hosts and Harvester. It writes DIR/kubeconfig (admin) and, last, DIR/ready.
 SIGTERM or SIGINT stops everything it started.
 
@@ -63,7 +64,7 @@ func NewApp() *cli.App {
 		Description: appDescription,
 		Flags: []cli.Flag{
 			stateDirFlag(),
-			&cli.StringFlag{Name: flagBinDir, Usage: "directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubevirt-install, virt-api, virt-controller and harvester-webhook (default: this binary's directory)"},
+			&cli.StringFlag{Name: flagBinDir, Usage: "directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubevirt-install, virt-api, virt-controller, harvester-webhook and harvester (default: this binary's directory)"},
 			&cli.IntFlag{Name: flagHosts, Value: 3, Usage: "number of simulated Harvester hosts (harvester-node-0..N-1)"},
 			&cli.IntFlag{Name: flagZones, Value: 2, Usage: "number of zones the hosts are spread over (sim-zone-a, sim-zone-b, ...)"},
 			&cli.DurationFlag{Name: flagScheduleDelay, Value: 200 * time.Millisecond, Usage: "time a VMI spends Pending/Scheduling before it is Scheduled"},

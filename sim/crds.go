@@ -114,7 +114,7 @@ func buildCRD(s crdSpec) *apiextv1.CustomResourceDefinition {
 // installCRDs creates every CRD and waits until each is Established.
 func installCRDs(ctx context.Context, client apiextclient.Interface) error {
 	crds := client.ApiextensionsV1().CustomResourceDefinitions()
-	all := append(append([]crdSpec(nil), simCRDs...), webhookCRDs...)
+	all := append(append(append([]crdSpec(nil), simCRDs...), webhookCRDs...), apiServerCRDs...)
 	for _, s := range all {
 		if _, err := crds.Create(ctx, buildCRD(s), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("install CRD %s.%s: %w", s.plural, s.group, err)

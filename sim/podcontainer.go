@@ -131,3 +131,39 @@ func (c *podContainer) stop(grace time.Duration) {
 	c.mu.Unlock()
 	p.stop(grace)
 }
+
+// podRun holds a podContainer started in the background, for the run's
+// stop.
+type podRun struct {
+	mu        sync.Mutex
+	container *podContainer
+}
+
+func (r *podRun) set(pc *podContainer) {
+	r.mu.Lock()
+	r.container = pc
+	r.mu.Unlock()
+}
+
+func (r *podRun) stop() {
+	r.mu.Lock()
+	pc := r.container
+	r.mu.Unlock()
+	if pc != nil {
+		pc.stop(5 * time.Second)
+	}
+}
+
+// waitStarted waits until started (run in the background) returns, or
+// fails with the container's exit when it exits first.
+func (c *podContainer) waitStarted(started func() error) error {
+	result := make(chan error, 1)
+	go func() { result <- started() }()
+	select {
+	case err := <-result:
+		return err
+	case <-c.current().done:
+		_, err := c.current().exited()
+		return err
+	}
+}

@@ -1,7 +1,8 @@
 // Package sim runs a simulated Harvester: a real etcd, kube-apiserver,
 // kube-controller-manager and kube-scheduler, KubeVirt's own virt-api and
 // virt-controller (sim/kubevirt), Harvester's own admission webhook
-// (sim/hwebhook), the Harvester custom resources, fixtures,
+// (sim/hwebhook) and API server with its controllers (sim/hapiserver),
+// the Harvester custom resources, fixtures,
 // and controllers that play the hosts and Harvester.
 package sim
 
@@ -43,7 +44,7 @@ const (
 // Options configure a simulator run.
 type Options struct {
 	StateDir string
-	BinDir   string // where etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KubeVirt's tools and harvester-webhook are
+	BinDir   string // where etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KubeVirt's tools, harvester-webhook and harvester are
 	Hosts    int
 	Zones    int
 
@@ -160,6 +161,12 @@ func Run(ctx context.Context, o Options) (err error) {
 	go func() {
 		hwDone <- hw.start(ctx, startCtx, cp, admin, apiReady, crdsReady, log.With("component", "harvester-webhook"))
 	}()
+	// Harvester's API server starts once every CRD is there, alongside the
+	// rest: it installs its own CRDs, then waits for its Lease.
+	ha := &harvesterAPIServerRun{}
+	defer ha.stop()
+	haDone := make(chan error, 1)
+	go func() { haDone <- ha.start(startCtx, cp, admin, crdsReady, log.With("component", "harvester")) }()
 	if err := cp.startEtcd(startCtx); err != nil {
 		return err
 	}
@@ -252,6 +259,10 @@ func Run(ctx context.Context, o Options) (err error) {
 		return fmt.Errorf("start Harvester's webhook: %w", err)
 	}
 	log.Debug("Harvester's webhook in effect", "after", time.Since(start).Round(time.Millisecond))
+	if err := <-haDone; err != nil {
+		return fmt.Errorf("start Harvester's API server: %w", err)
+	}
+	log.Debug("Harvester's controllers running", "after", time.Since(start).Round(time.Millisecond))
 	log.Debug("kube-controller-manager and kube-scheduler ready", "after", time.Since(start).Round(time.Millisecond))
 	if err := os.WriteFile(filepath.Join(o.StateDir, ReadyFile), []byte(cp.URL()+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write ready file: %w", err)
@@ -364,7 +375,7 @@ func prepareStateDir(dir string) error {
 			return fmt.Errorf("--state-dir %s: a simulator (pid %d) is already running there: stop it or pick another directory", dir, pid)
 		}
 	}
-	for _, name := range []string{"etcd", "pki", "logs", KubeVirtDir, HarvesterWebhookDir, GuestsDir, KubeconfigFile, ReadyFile, APIServerPIDFile, freezeRequestFile, freezeAnswerFile, SSHKeyFile, SSHKeyFile + ".pub"} {
+	for _, name := range []string{"etcd", "pki", "logs", KubeVirtDir, HarvesterWebhookDir, HarvesterAPIServerDir, GuestsDir, KubeconfigFile, ReadyFile, APIServerPIDFile, freezeRequestFile, freezeAnswerFile, SSHKeyFile, SSHKeyFile + ".pub"} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("clean state dir: %w", err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,10 +30,7 @@ const webhookProbe = "harvester-sim-webhook-probe"
 // (see sim/hwebhook), restarted as the kubelet restarts a Pod's container
 // (Harvester's webhook also exits on purpose, to restart, when the kube-ovn
 // subnets CRD comes or goes).
-type harvesterWebhookRun struct {
-	mu        sync.Mutex
-	container *podContainer
-}
+type harvesterWebhookRun struct{ podRun }
 
 // start runs bin/harvester-webhook: once kube-apiserver serves (apiReady)
 // it creates the webhook's ServiceAccount, binding and Service (served
@@ -57,12 +53,7 @@ func (h *harvesterWebhookRun) start(ctx, startCtx context.Context, c *controlPla
 	if err != nil {
 		return err
 	}
-	for _, ns := range simNamespaces() { // installCore makes them too, meanwhile
-		if ns.Name == SystemNamespace {
-			_, err = admin.kube.CoreV1().Namespaces().Create(startCtx, ns, metav1.CreateOptions{})
-		}
-	}
-	if err := createIfMissing(err, "namespace "+SystemNamespace); err != nil {
+	if err := createSystemNamespace(startCtx, admin); err != nil {
 		return err
 	}
 	o := hwebhook.Options{Dir: c.path(HarvesterWebhookDir), Namespace: SystemNamespace, APIServer: c.URL(),
@@ -81,32 +72,13 @@ func (h *harvesterWebhookRun) start(ctx, startCtx context.Context, c *controlPla
 	if err != nil {
 		return err
 	}
-	h.mu.Lock()
-	h.container = pc
-	h.mu.Unlock()
+	h.set(pc)
 	log.Debug("harvester-webhook started", "service", svc.IP(), "after", time.Since(begin).Round(time.Millisecond))
-	registered := make(chan error, 1)
-	go func() { registered <- hwebhook.WaitRegistered(startCtx, admin.kube) }()
-	select {
-	case err := <-registered:
-		if err != nil {
-			return err
-		}
-	case <-pc.current().done:
-		_, err := pc.current().exited()
+	if err := pc.waitStarted(func() error { return hwebhook.WaitRegistered(startCtx, admin.kube) }); err != nil {
 		return err
 	}
 	log.Debug("Harvester's webhook configurations registered", "after", time.Since(begin).Round(time.Millisecond))
 	return waitWebhookEffective(startCtx, admin.dyn)
-}
-
-func (h *harvesterWebhookRun) stop() {
-	h.mu.Lock()
-	pc := h.container
-	h.mu.Unlock()
-	if pc != nil {
-		pc.stop(5 * time.Second)
-	}
 }
 
 // waitWebhookEffective dry-run creates a VM until kube-apiserver calls
@@ -151,4 +123,16 @@ func waitWebhookEffective(ctx context.Context, dyn dynamic.Interface) error {
 		return fmt.Errorf("webhook: a VM create is not mutated: %w", err)
 	}
 	return nil
+}
+
+// createSystemNamespace creates harvester-system, which installCore makes
+// too, meanwhile: Harvester's processes start before it.
+func createSystemNamespace(ctx context.Context, admin adminClients) error {
+	var err error
+	for _, ns := range simNamespaces() {
+		if ns.Name == SystemNamespace {
+			_, err = admin.kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+		}
+	}
+	return createIfMissing(err, "namespace "+SystemNamespace)
 }

@@ -21,9 +21,7 @@ var webhookCRDs = []crdSpec{
 	{group: "network.harvesterhci.io", version: "v1beta1", kind: "ClusterNetwork", plural: "clusternetworks", clusterScoped: true},
 	{group: "network.harvesterhci.io", version: "v1beta1", kind: "VlanConfig", plural: "vlanconfigs", clusterScoped: true},
 	{group: "network.harvesterhci.io", version: "v1beta1", kind: "VlanStatus", plural: "vlanstatuses", clusterScoped: true},
-	// A *.k8s.io group: kube-apiserver wants the approval the chart's has.
-	{group: "snapshot.storage.k8s.io", version: "v1", kind: "VolumeSnapshotClass", plural: "volumesnapshotclasses", clusterScoped: true,
-		annotations: map[string]string{"api-approved.kubernetes.io": "https://github.com/kubernetes-csi/external-snapshotter/pull/814"}},
+	snapshotKind("VolumeSnapshotClass", "volumesnapshotclasses", true, "814"),
 	{group: "longhorn.io", version: "v1beta2", kind: "Engine", plural: "engines", status: true},
 	{group: "longhorn.io", version: "v1beta2", kind: "Node", plural: "nodes", status: true},
 	{group: "cluster.x-k8s.io", version: "v1beta1", kind: "Cluster", plural: "clusters", status: true},

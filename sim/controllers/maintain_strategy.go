@@ -50,34 +50,6 @@ func (s *sim) drainSkips(vmi *kubevirtv1.VirtualMachineInstance, host string) bo
 	return pod != nil && maintainModeStrategyFilter(pod)
 }
 
-// syncMaintainModeLabel is the extra label of Harvester's VM controller
-// SyncLabelsToVmi (syncLabelsToVmi in
-// pkg/controller/master/virtualmachine/vm_controller.go): the VM's own
-// maintain-mode-strategy label, when it has one, is copied to its VMI
-// (not to the VMI's launcher pod: KubeVirt does not sync it there).
-func (s *sim) syncMaintainModeLabel(ctx context.Context, vm *kubevirtv1.VirtualMachine, vmi *kubevirtv1.VirtualMachineInstance) error {
-	want, ok := vm.Labels[labelMaintainModeStrategy]
-	if !ok || vmi == nil || vmi.Labels[labelMaintainModeStrategy] == want {
-		return nil
-	}
-	_, err := s.updateMeta(ctx, gvrVMI, vmi.Namespace, vmi.Name, func(cur *unstructured.Unstructured) bool {
-		l := cur.GetLabels()
-		if cur.GetUID() != vmi.UID || l[labelMaintainModeStrategy] == want {
-			return false
-		}
-		if l == nil {
-			l = map[string]string{}
-		}
-		l[labelMaintainModeStrategy] = want
-		cur.SetLabels(l)
-		return true
-	})
-	if err != nil {
-		return fmt.Errorf("sync labels of vm %s/%s to vmi: %w", vm.Namespace, vm.Name, err)
-	}
-	return nil
-}
-
 // maintainWaits tells, as an event on the host, what Harvester's maintain
 // controller waits for while maintain-status is running: it sets
 // completed only once no VMI is left on the host, and a VMI whose pod

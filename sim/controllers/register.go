@@ -65,7 +65,6 @@ func (s *sim) register(ctx context.Context) error {
 	}{
 		{"virtualmachines", vmInf.Informer(), func(obj any) {
 			key, _ := keyOf(obj)
-			s.vmQ.add(key)
 			s.vmiQ.add(key)
 			s.enqueueNamespace(s.dhcpQ, "", s.dhcpPoolKeys)
 		}},
@@ -80,12 +79,6 @@ func (s *sim) register(ctx context.Context) error {
 		{"virtualmachineinstances", vmiInf.Informer(), func(obj any) {
 			key, ns := keyOf(obj)
 			s.vmiQ.add(key)
-			s.hvmiQ.add(key)
-			if u, ok := obj.(*unstructured.Unstructured); ok {
-				if owner := controllerVMName(u); owner != "" {
-					s.vmQ.add(ns + "/" + owner)
-				}
-			}
 			s.enqueueDrainingHosts()
 			s.enqueueNamespace(s.pvcQ, ns, s.pvcKeys)
 			s.enqueueNamespace(s.lbQ, ns, s.lbKeys)
@@ -101,7 +94,6 @@ func (s *sim) register(ctx context.Context) error {
 		{"virtualmachineimages", imgInf.Informer(), func(obj any) {
 			key, ns := keyOf(obj)
 			s.imageQ.add(key)
-			s.enqueueNamespace(s.vmQ, ns, s.vmKeys)
 			s.enqueueNamespace(s.vmiQ, ns, s.vmiKeys)
 			s.enqueueNamespace(s.pvcQ, ns, s.pvcKeys)
 		}},
@@ -133,7 +125,6 @@ func (s *sim) register(ctx context.Context) error {
 		{"persistentvolumeclaims", s.kubeInformers.Core().V1().PersistentVolumeClaims().Informer(), func(obj any) {
 			key, ns := keyOf(obj)
 			s.pvcQ.add(key)
-			s.enqueueNamespace(s.vmQ, ns, s.vmKeys)
 			s.enqueueNamespace(s.vmiQ, ns, s.vmiKeys) // hot-plugged volumes' status
 			if pvc, ok := obj.(*corev1.PersistentVolumeClaim); ok && pvc.Spec.VolumeName != "" {
 				s.pvcQ.add(pvPrefix + pvc.Spec.VolumeName)
@@ -173,7 +164,6 @@ func (s *sim) enqueueNamespace(q *queue, ns string, list func(ns string) []strin
 	}
 }
 
-func (s *sim) vmKeys(ns string) []string  { return genericKeys(s.vms, ns) }
 func (s *sim) vmiKeys(ns string) []string { return genericKeys(s.vmis, ns) }
 
 func (s *sim) pvcKeys(ns string) []string {

@@ -105,8 +105,8 @@ type sim struct {
 	settings                                cache.GenericLister
 	vmiInformer                             cache.SharedIndexInformer
 
-	vmQ, vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ, podQ *queue
-	nodeQ, nodeDownQ, hvmiQ                             *queue
+	vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ, podQ *queue
+	nodeQ, nodeDownQ                               *queue
 
 	state    *vmiState
 	kubelets *Kubelets
@@ -156,9 +156,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 	if s.kubelets == nil {
 		s.kubelets = NewKubelets()
 	}
-	s.vmQ = newQueue("harvester-vm", s.reconcileVM, log)
 	s.vmiQ = newQueue("virt-handler", s.reconcileVMI, log)
-	s.hvmiQ = newQueue("harvester-vmi", s.reconcileHarvesterVMI, log)
 	s.pvcQ = newQueue("pvc", s.reconcilePVC, log)
 	s.imageQ = newQueue("image", s.reconcileImage, log)
 	s.keyPairQ = newQueue("keypair", s.reconcileKeyPair, log)
@@ -179,7 +177,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 func (s *sim) run(ctx context.Context) {
 	go s.event.run(ctx)
 	go s.runHeartbeats(ctx)
-	for _, q := range []*queue{s.vmQ, s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.nodeQ, s.podQ, s.nodeDownQ, s.hvmiQ} {
+	for _, q := range []*queue{s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.nodeQ, s.podQ, s.nodeDownQ} {
 		go q.run(ctx)
 	}
 }

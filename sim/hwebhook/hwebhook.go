@@ -101,28 +101,50 @@ func Objects(namespace, serviceIP string, labels map[string]string) (*corev1.Ser
 // serviceIP), and writes the Pod's ServiceAccount files and a kubeconfig
 // that names them (Harvester's validators read the token and CA files).
 func Prepare(ctx context.Context, o Options, serviceIP string) error {
-	sa, crb, svc := Objects(o.Namespace, serviceIP, o.Labels)
-	_, err := o.Kube.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, sa, metav1.CreateOptions{})
-	if err == nil || apierrors.IsAlreadyExists(err) {
-		_, err = o.Kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
-	}
-	if err == nil || apierrors.IsAlreadyExists(err) {
+	_, _, svc := Objects(o.Namespace, serviceIP, o.Labels)
+	err := Account(ctx, o.Kube, o.Namespace, o.Labels)
+	if err == nil {
 		_, err = o.Kube.CoreV1().Services(o.Namespace).Create(ctx, svc, metav1.CreateOptions{})
 	}
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("harvester-webhook: objects: %w", err)
 	}
-	seconds := int64(tokenLifetime / time.Second)
-	tr, err := o.Kube.CoreV1().ServiceAccounts(o.Namespace).CreateToken(ctx, ServiceAccount,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
-	if err != nil {
-		return fmt.Errorf("harvester-webhook: token of ServiceAccount %s/%s: %w", o.Namespace, ServiceAccount, err)
-	}
-	if err := podenv.Write(o.ServiceAccountDir(), o.Namespace, []byte(tr.Status.Token), o.CACert); err != nil {
+	if err := PodFiles(ctx, o.Kube, o.Namespace, o.ServiceAccountDir(), o.kubeconfigPath(), o.APIServer, o.CACert); err != nil {
 		return fmt.Errorf("harvester-webhook: %w", err)
 	}
-	if err := clientcmd.WriteToFile(kubeconfig(o.APIServer), o.kubeconfigPath()); err != nil {
-		return fmt.Errorf("harvester-webhook: kubeconfig: %w", err)
+	return nil
+}
+
+// Account creates the chart's ServiceAccount harvester and its
+// ClusterRoleBinding to cluster-admin, which Harvester's webhook and API
+// server both run as; either may create them first.
+func Account(ctx context.Context, kube kubernetes.Interface, namespace string, labels map[string]string) error {
+	sa, crb, _ := Objects(namespace, "", labels)
+	_, err := kube.CoreV1().ServiceAccounts(namespace).Create(ctx, sa, metav1.CreateOptions{})
+	if err == nil || apierrors.IsAlreadyExists(err) {
+		_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{})
+	}
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("ServiceAccount %s/%s and its binding: %w", namespace, ServiceAccount, err)
+	}
+	return nil
+}
+
+// PodFiles writes what a Pod of ServiceAccount harvester finds (a token,
+// the CA, the namespace) into saDir, and at kubeconfigPath a kubeconfig
+// reaching apiServer with those files as the Pod sees them.
+func PodFiles(ctx context.Context, kube kubernetes.Interface, namespace, saDir, kubeconfigPath, apiServer string, ca []byte) error {
+	seconds := int64(tokenLifetime / time.Second)
+	tr, err := kube.CoreV1().ServiceAccounts(namespace).CreateToken(ctx, ServiceAccount,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &seconds}}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("token of ServiceAccount %s/%s: %w", namespace, ServiceAccount, err)
+	}
+	if err := podenv.Write(saDir, namespace, []byte(tr.Status.Token), ca); err != nil {
+		return err
+	}
+	if err := clientcmd.WriteToFile(kubeconfig(apiServer), kubeconfigPath); err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
 	}
 	return nil
 }

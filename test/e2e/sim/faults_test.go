@@ -116,6 +116,8 @@ func TestFaultRestartAPIServer(t *testing.T) {
 		t.Errorf("data lost across restart: %v", got.Data)
 	}
 	checkVirtControllerLeads(t, time.Now())
+	// Harvester's API server too: its controllers' finalizers need it.
+	checkLeads(t, time.Now(), "harvester", "kube-system", "harvester-controllers")
 
 	// The simulated controllers reconnect: a VM created now still runs, and
 	// Harvester's VM mutator (configuration in etcd, harvester-webhook

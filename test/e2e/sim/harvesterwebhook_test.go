@@ -17,7 +17,14 @@ import (
 // of the simulator from bin/, seeing a Pod's ServiceAccount files with
 // namespace harvester-system.
 func TestHarvesterWebhookRunsFromBin(t *testing.T) {
-	bin, err := simtest.Bin("harvester-webhook")
+	checkHarvesterPod(t, "harvester-webhook")
+}
+
+// checkHarvesterPod: a child of the simulator runs bin/name and sees a
+// Pod's ServiceAccount files with namespace harvester-system.
+func checkHarvesterPod(t *testing.T, name string) {
+	t.Helper()
+	bin, err := simtest.Bin(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +34,7 @@ func TestHarvesterWebhookRunsFromBin(t *testing.T) {
 	}
 	ns, err := readPodFile(pid, "namespace")
 	if err != nil || ns != "harvester-system" {
-		t.Errorf("harvester-webhook (pid %d) sees ServiceAccount namespace %q (%v), want harvester-system", pid, ns, err)
+		t.Errorf("%s (pid %d) sees ServiceAccount namespace %q (%v), want harvester-system", name, pid, ns, err)
 	}
 }
 

@@ -183,21 +183,28 @@ func TestKubeVirtRefusesRunningWithRunStrategy(t *testing.T) {
 // container.
 func checkVirtControllerLeads(t *testing.T, since time.Time) {
 	t.Helper()
+	checkLeads(t, since, "virt-controller", kubeVirtNamespace, "virt-controller")
+}
+
+// checkLeads: the simulator's child running bin/NAME holds and renews
+// Lease namespace/lease after since.
+func checkLeads(t *testing.T, since time.Time, name, namespace, lease string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	bin, err := simtest.Bin("virt-controller")
+	bin, err := simtest.Bin(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	leases := kube.CoordinationV1().Leases(kubeVirtNamespace)
+	leases := kube.CoordinationV1().Leases(namespace)
 	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		lease, err := leases.Get(ctx, "virt-controller", metav1.GetOptions{})
-		if err != nil || lease.Spec.RenewTime == nil {
+		l, err := leases.Get(ctx, lease, metav1.GetOptions{})
+		if err != nil || l.Spec.RenewTime == nil {
 			return false, nil
 		}
-		return lease.Spec.RenewTime.After(since) && childRunning(t, simulator.PID(), bin) != 0, nil
+		return l.Spec.RenewTime.After(since) && childRunning(t, simulator.PID(), bin) != 0, nil
 	})
 	if err != nil {
-		t.Fatalf("virt-controller does not run and renew its Lease %s/virt-controller after %s: %v", kubeVirtNamespace, since.Format(time.RFC3339), err)
+		t.Fatalf("%s does not run and renew its Lease %s/%s after %s: %v", name, namespace, lease, since.Format(time.RFC3339), err)
 	}
 }

@@ -51,8 +51,8 @@ func TestStopLeavesNoProcessAndRestartStartsClean(t *testing.T) {
 	if _, err := client.CoreV1().ConfigMaps("default").Create(ctx, marker, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(processesUsing(dir)); n != 7 {
-		t.Errorf("want etcd, kube-apiserver, kube-controller-manager, kube-scheduler, virt-api, virt-controller and harvester-webhook running for %s, found %d", dir, n)
+	if n := len(processesUsing(dir)); n != 8 {
+		t.Errorf("want etcd, kube-apiserver, kube-controller-manager, kube-scheduler, virt-api, virt-controller, harvester-webhook and harvester running for %s, found %d", dir, n)
 	}
 	stopSim(t, first)
 	if left := processesUsing(dir); len(left) > 0 {

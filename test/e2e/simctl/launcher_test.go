@@ -157,10 +157,15 @@ func TestCordonedHostReceivesNothing(t *testing.T) {
 }
 
 // TestQuotaRefusesLauncherPod: the API server's quota admission judges
-// the launcher pod, as on Harvester: under `pods: 0` the VMI stays
-// Pending with KubeVirt's FailedCreate condition and event; once the
-// quota goes, the pod is created and the VM runs, and the quota counts
-// the pod with its memory overhead.
+// the launcher pod, as on Harvester: under `pods: 0` the VMI is Pending
+// with KubeVirt's FailedCreate condition and event, and Harvester's VMI
+// controller then stops the VM (StopVMIfExceededQuota in
+// pkg/controller/master/virtualmachine/vmi_controller.go, stopVM in
+// vm_controller.go: runStrategy Halted, annotation
+// harvesterhci.io/insufficient-resource-quota, event
+// InsufficientResourceQuota). Started again once the quota is gone, the
+// pod is created and the VM runs, and the quota counts the pod with its
+// memory overhead.
 func TestQuotaRefusesLauncherPod(t *testing.T) {
 	t.Parallel()
 	ns := testNamespace(t)
@@ -190,10 +195,20 @@ func TestQuotaRefusesLauncherPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitQuota(t, ns, "memory", func(q *corev1.ResourceQuota) bool { return len(q.Status.Hard) > 0 })
+	stopped := waitVM(t, ns, "refused", "stopped by Harvester", func(vm *kubevirtv1.VirtualMachine) bool {
+		return vm != nil && vm.Spec.RunStrategy != nil && *vm.Spec.RunStrategy == kubevirtv1.RunStrategyHalted
+	})
+	if msg := stopped.Annotations["harvesterhci.io/insufficient-resource-quota"]; !strings.Contains(msg, "exceeded quota: no-pods") {
+		t.Errorf("stopped VM's insufficient-resource-quota annotation %q does not name the quota", msg)
+	}
+	if msg := waitEvent(t, ns, "refused", "InsufficientResourceQuota"); !strings.HasPrefix(msg, "Set runStrategy to Halted: ") {
+		t.Errorf("InsufficientResourceQuota event %q", msg)
+	}
 	if err := env.kube.CoreV1().ResourceQuotas(ns).Delete(ctx, "no-pods", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitVMI(t, ns, "refused", "Running once the quota is gone", running)
+	patchVM(t, ns, "refused", map[string]any{"spec": map[string]any{"runStrategy": string(kubevirtv1.RunStrategyAlways)}})
+	waitVMI(t, ns, "refused", "Running once the quota is gone and it is started", running)
 	// 1Gi of guest memory and KubeVirt's overhead (over 200Mi).
 	waitQuota(t, ns, "memory", func(q *corev1.ResourceQuota) bool {
 		used := q.Status.Used[corev1.ResourceRequestsMemory]
