@@ -100,18 +100,26 @@ func TestChildEndsWithParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
+	// The parent's "child PID" and the child's "watching" share the pipe
+	// and come in either order.
 	lines := bufio.NewReader(r)
-	first := readLine(t, lines)
-	pid, ok := strings.CutPrefix(first, "child ")
-	if !ok {
-		t.Fatalf("parent: %s", first)
+	childPid, watching := 0, false
+	for range 2 {
+		line := readLine(t, lines)
+		if line == "watching" {
+			watching = true
+			continue
+		}
+		pid, ok := strings.CutPrefix(line, "child ")
+		if !ok {
+			t.Fatalf("helper: %s", line)
+		}
+		if childPid, err = strconv.Atoi(pid); err != nil {
+			t.Fatalf("child pid %q: %v", pid, err)
+		}
 	}
-	childPid, err := strconv.Atoi(pid)
-	if err != nil {
-		t.Fatalf("child pid %q: %v", pid, err)
-	}
-	if second := readLine(t, lines); second != "watching" {
-		t.Fatalf("child: %s", second)
+	if childPid == 0 || !watching {
+		t.Fatalf("want the child's pid and its watching line; pid %d, watching %v", childPid, watching)
 	}
 	if err := parent.Process.Kill(); err != nil {
 		t.Fatal(err)
