@@ -63,7 +63,7 @@ func Upgrade(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interfa
 		hr, err := preDrain(ctx, kube, dyn, host, timeout)
 		rep := UpgradeReport{HostReport: hr}
 		if err == nil && restoreVM {
-			err = restoreVMs(ctx, kube, host, &rep)
+			err = restoreVMs(ctx, kube, dyn, host, &rep)
 		}
 		reports = append(reports, rep)
 		if err != nil {

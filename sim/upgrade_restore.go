@@ -5,13 +5,18 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // The restore-VM option of Harvester v1.8's upgrade (the upgrade-config
@@ -114,8 +119,13 @@ func pausedVMI(vmi *kubevirtv1.VirtualMachineInstance) bool {
 // restore-vm job (restorevm.Run: the names split at commas and trimmed,
 // each started through virt-api's start subresource, a failure recorded
 // and the next one started). restorevm waits for virt-api's health first;
-// the simulator's virt-api is up whenever the simulator is.
-func restoreVMs(ctx context.Context, kube kubernetes.Interface, host string, rep *UpgradeReport) error {
+// the simulator's virt-api is up whenever the simulator is. On Harvester
+// the job runs after the host's upgrade and reboot, long after KubeVirt
+// deleted the stopped VMs' VMIs; here it waits for that deletion (which
+// finalizers, Harvester's VMController.BackfillObservedNetworkMacAddress
+// among them, may hold a moment): a start while the old VMI is still
+// there, Succeeded, leaves a RerunOnFailure VM stopped.
+func restoreVMs(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, host string, rep *UpgradeReport) error {
 	node, err := kube.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("restore vms of %s: get host: %w", host, err)
@@ -136,6 +146,10 @@ func restoreVMs(ctx context.Context, kube kubernetes.Interface, host string, rep
 		if key == "" || !ok {
 			continue
 		}
+		if err := waitVMIGone(ctx, dyn, ns, name); err != nil {
+			rep.RestoreFailed = append(rep.RestoreFailed, key+": "+err.Error())
+			continue
+		}
 		err := kube.CoreV1().RESTClient().Put().AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "virtualmachines", name, "start").
 			Body([]byte("{}")).SetHeader("Content-Type", "application/json").Do(ctx).Error()
 		if err != nil {
@@ -143,6 +157,20 @@ func restoreVMs(ctx context.Context, kube kubernetes.Interface, host string, rep
 			continue
 		}
 		rep.Restored = append(rep.Restored, key)
+	}
+	return nil
+}
+
+// vmiGoneTimeout bounds the wait for a stopped VM's VMI to go.
+const vmiGoneTimeout = time.Minute
+
+// waitVMIGone waits until the VMI ns/name does not exist.
+func waitVMIGone(ctx context.Context, dyn dynamic.Interface, ns, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, vmiGoneTimeout)
+	defer cancel()
+	k := kubeapi.KindOf[*unstructured.UnstructuredList]("VirtualMachineInstance", &unstructured.Unstructured{}, dyn.Resource(vmiGVR).Namespace(ns))
+	if _, err := kubeapi.Wait(ctx, k, ns, name, 0, func(u *unstructured.Unstructured) (bool, error) { return u == nil, nil }); err != nil {
+		return fmt.Errorf("wait until the stopped VM's VMI is gone: %w", err)
 	}
 	return nil
 }
