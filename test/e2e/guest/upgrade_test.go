@@ -280,7 +280,10 @@ func upgradeRestoresVGPUPool(t *testing.T, cluster, kubeconfig string, machines 
 }
 
 // vmiState says where a machine's VMI is, for a wait's failure message.
+// It outlives ctx's end: the wait's context may be over.
 func vmiState(ctx context.Context, name string) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	vmi, err := env.virt.KubevirtV1().VirtualMachineInstances(vmNamespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return "VMI: " + err.Error()
