@@ -2,11 +2,14 @@ package simctl
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
@@ -151,8 +154,30 @@ func TestMissingDirectClaimBlocksStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitVMI(t, ns, "vm", "Running once the claim exists", running)
-	if got := owners(t, getPVC(t, ns, "existing-later")); len(got) != 1 || got[0] != ns+"/vm" {
-		t.Errorf("directly used pvc owned by %v", got)
+	// Harvester marks the owner on its own reconcile of the VM, which may
+	// come after the VMI runs.
+	waitOwners(t, ns, "existing-later", ns+"/vm")
+}
+
+// waitOwners waits until the PVC's owned-by annotation names exactly the
+// given VMs, and fails naming the owners last seen.
+func waitOwners(t *testing.T, ns, name string, want ...string) {
+	t.Helper()
+	var last []string
+	gvr := corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims")
+	err := simtest.WaitObject(testContext(t), env.dyn, gvr, ns, name, func(u *unstructured.Unstructured) bool {
+		if u == nil {
+			return false
+		}
+		var pvc corev1.PersistentVolumeClaim
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &pvc) != nil {
+			return false
+		}
+		last = owners(t, &pvc)
+		return slices.Equal(last, want)
+	})
+	if err != nil {
+		t.Errorf("pvc %s/%s owned by %v, want %v: %v", ns, name, last, want, err)
 	}
 }
 
