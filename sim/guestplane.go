@@ -50,7 +50,7 @@ func (g *guestPlanes) Start(ctx context.Context, cluster string) (*rest.Config, 
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if p := g.running[cluster]; p != nil {
-		if done, _ := p.proc.exited(); !done {
+		if !p.proc.ended() {
 			return rest.CopyConfig(p.cfg), nil
 		}
 		delete(g.running, cluster)

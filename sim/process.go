@@ -86,6 +86,16 @@ func (p *process) exited() (bool, error) {
 	}
 }
 
+// ended reports whether the process has ended, without reading its log.
+func (p *process) ended() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // logTail is the last lines of a child's log, for an exit's error: the
 // state dir, and the log with it, is often gone by the time anyone looks.
 func logTail(path string) string {
@@ -119,7 +129,7 @@ func (p *process) stop(grace time.Duration) {
 	if p == nil {
 		return
 	}
-	if done, _ := p.exited(); done {
+	if p.ended() {
 		return
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)

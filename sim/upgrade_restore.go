@@ -122,10 +122,9 @@ func pausedVMI(vmi *kubevirtv1.VirtualMachineInstance) bool {
 // the simulator's virt-api is up whenever the simulator is. On Harvester
 // the job runs after the host's upgrade and reboot, long after KubeVirt
 // deleted the stopped VMs' VMIs; here it waits for that deletion (which
-// Harvester's own VMI finalizer,
-// wrangler.cattle.io/VMController.BackfillObservedNetworkMacAddress, may
-// hold a moment): a start while the old VMI is still there, Succeeded,
-// leaves a RerunOnFailure VM stopped.
+// finalizers, Harvester's VMController.BackfillObservedNetworkMacAddress
+// among them, may hold a moment): a start while the old VMI is still
+// there, Succeeded, leaves a RerunOnFailure VM stopped.
 func restoreVMs(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, host string, rep *UpgradeReport) error {
 	node, err := kube.CoreV1().Nodes().Get(ctx, host, metav1.GetOptions{})
 	if err != nil {
