@@ -47,6 +47,14 @@ func copyFixture(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionRes
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": src.GetAPIVersion(), "kind": src.GetKind(), "spec": src.Object["spec"]}}
 	obj.SetName(to)
+	if gvr == imageGVR {
+		// Harvester's image validator refuses a second image with the
+		// display name of another in the namespace (its controller labels
+		// each image harvesterhci.io/imageDisplayName).
+		if err := unstructured.SetNestedField(obj.Object, to, "spec", "displayName"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if _, err := ri.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
