@@ -49,9 +49,15 @@ type Removal struct {
 // label, so one watch sees them go.
 //
 // A VM someone else is already deleting does not: Harvester may have
-// handled its annotation already.
+// handled its annotation already. Nor does a VM without the finalizer of
+// Harvester's VM controller (harvester.FinalizerVMCleanupPVCs): made
+// while Harvester's controllers were down, it would go without its
+// volumes.
 func (r Removal) withVM() bool {
 	if r.VM == nil || r.VM.DeletionTimestamp != nil || !r.secretWithVM {
+		return false
+	}
+	if !harvesterDeletesVolumes(r.VM) {
 		return false
 	}
 	for c := range r.Claims {
@@ -60,6 +66,12 @@ func (r Removal) withVM() bool {
 		}
 	}
 	return true
+}
+
+// harvesterDeletesVolumes reports whether Harvester's VM controller will
+// delete the volumes the VM's removal annotation names.
+func harvesterDeletesVolumes(vm *kubevirtv1.VirtualMachine) bool {
+	return slices.Contains(vm.Finalizers, harvester.FinalizerVMCleanupPVCs)
 }
 
 func RemoveMachine(parent context.Context, api *harvesterapi.API, m *machine.Machine) error {
@@ -90,6 +102,9 @@ func removeMachineOf(ctx context.Context, api *harvesterapi.API, m *machine.Mach
 	}
 	claims := slices.Sorted(maps.Keys(r.Claims))
 	var targets []harvesterapi.Target
+	if r.VM != nil && !harvesterDeletesVolumes(r.VM) {
+		log.Infof("%s: VM %s/%s lacks Harvester's finalizer %s (its controllers have not seen it yet): deleting its volumes one by one", m.Name, m.Config.VMNamespace, r.VM.Name, harvester.FinalizerVMCleanupPVCs)
+	}
 	if r.VM != nil {
 		if err := markClaimsForRemoval(ctx, api, m, r.VM.UID, claims); err != nil {
 			return err
