@@ -109,12 +109,14 @@ func TestTimeoutSaysWhatWasSeen(t *testing.T) {
 }
 
 // TestNoIPHintsAtGuestAgent: without the agent no address appears, and the
-// error says why.
+// error says why. The wait is long enough for the VM to run on a loaded
+// machine (10 s once ended it still Pending): the hint is about a VM that
+// runs.
 func TestNoIPHintsAtGuestAgent(t *testing.T) {
 	name := "e2e-noagent-pool1-n0000"
 	r := newRM(t, "e2e-noagent")
 	out, err := r.create(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1",
-		"--harvester-skip-qemu-guest-agent", "--harvester-wait-timeout=10")
+		"--harvester-skip-qemu-guest-agent", "--harvester-wait-timeout=30")
 	if err == nil {
 		t.Fatalf("create succeeded without a guest agent:\n%s", out)
 	}

@@ -92,9 +92,12 @@ func away(t *testing.T, args []string) <-chan error {
 // within two minutes, the simulated Harvester's controllers (client-go
 // informers, as Harvester's and KubeVirt's are) see nothing for 60-110 s
 // (docs/reliability.md), and with every core busy (TestUnderCPUHog) a
-// create then took 94-122 s. What is tested is that the command survives
-// and completes, not how fast Harvester recovers.
-var faultedMachine = append(slices.Clone(imageAndNet), "--harvester-wait-timeout=300")
+// create then took 94-122 s. Its API timeout is 2 minutes, not the 30 s
+// default: each call waits that long for an answer, and a kube-apiserver
+// serving Harvester's CRDs took 38-63 s to restart with other simulators
+// starting beside it. What is tested is that the command survives and
+// completes, not how fast Harvester recovers.
+var faultedMachine = append(slices.Clone(imageAndNet), "--harvester-wait-timeout=300", "--harvester-api-timeout=120")
 
 // faultedCommands are the commands an API server fault hits: each names
 // its clusters, makes what it needs first, runs, says when it has made its

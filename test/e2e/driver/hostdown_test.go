@@ -29,8 +29,8 @@ import (
 // before it, on a loaded machine too.
 const (
 	hdGrace       = 5 * time.Second
-	hdWaitTimeout = 10 * time.Second
-	hdPolicy      = `{"enable":true,"period":1,"vmMigrationTimeout":45}`
+	hdWaitTimeout = 20 * time.Second
+	hdPolicy      = `{"enable":true,"period":1,"vmMigrationTimeout":90}`
 	hdRange       = "10.60.0.200-10.60.0.201/24" // two addresses: the dead machine's and its replacement's
 )
 
