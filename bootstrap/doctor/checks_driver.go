@@ -8,6 +8,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	"github.com/harvester-kit/harvester-machine/guest/credentials"
 	"github.com/harvester-kit/harvester-machine/internal/driverrights"
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
@@ -46,14 +47,13 @@ func driverRights(d *clusterstate.DriverCredential, fix string) Row {
 		return fail(CheckDriverRights, fmt.Sprintf("%s may %s: with that it can delete any ClusterRoleBinding (cluster-admin's too: a patch of its ownerReferences is enough) or bind a role to everyone",
 			d.Source, listSome(rbac)), "the driver needs no such right: "+fix)
 	}
-	var missing []string
-	for _, p := range driverrights.Of(driverrights.Always) {
-		if !driverrights.RulesAllow(d.Rules, p) {
-			missing = append(missing, p.String())
-		}
-	}
+	missing := missingOf(d, driverrights.Of(driverrights.Always))
 	if len(missing) > 0 && !d.Incomplete {
 		return fail(CheckDriverRights, fmt.Sprintf("%s may not, in namespace %s: %s", d.Source, d.Namespace, listSome(missing)), fix)
+	}
+	if lacking := missingOf(d, driverrights.Of(driverrights.Repairs)); len(lacking) > 0 && !d.Incomplete {
+		return warn(CheckDriverRights, fmt.Sprintf("%s may not, in namespace %s: %s (rm then cannot release Harvester's finalizer %s of a machine's VM instance left running without its VM, and fails naming the kubectl command that does)",
+			d.Source, d.Namespace, listSome(lacking), harvester.FinalizerBackfillMAC), "a credential with the driver's rights: "+fix)
 	}
 	cloudProvider := "without"
 	if allAllowed(d, driverrights.Of(driverrights.CloudProvider)) {
@@ -77,6 +77,17 @@ func grantsNamed(d *clusterstate.DriverCredential) []string {
 			if ns, ok := credentials.GrantNamespaceOf(n); ok && !slices.Contains(out, ns) {
 				out = append(out, ns)
 			}
+		}
+	}
+	return out
+}
+
+// missingOf names the permissions of perms d's rules do not allow.
+func missingOf(d *clusterstate.DriverCredential, perms []driverrights.Permission) []string {
+	var out []string
+	for _, p := range perms {
+		if !driverrights.RulesAllow(d.Rules, p) {
+			out = append(out, p.String())
 		}
 	}
 	return out

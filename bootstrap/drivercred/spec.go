@@ -111,11 +111,11 @@ func (s Spec) OwnsBinding(rb rbacv1.RoleBinding) bool {
 		rb.Subjects[0].Name == s.ServiceAccount && rb.Subjects[0].Namespace == s.Namespace
 }
 
-// Permissions are the rights granted: every machine's and the checks',
-// and the cloud provider's when the machines use it, with the right to add
+// Permissions are the rights granted: every machine's, the checks' and
+// rm's repairs', and the cloud provider's when the machines use it, with the right to add
 // guest ServiceAccounts to the machine namespaces' grants.
 func (s Spec) Permissions() []driverrights.Permission {
-	needs := []driverrights.Need{driverrights.Always, driverrights.Checks}
+	needs := []driverrights.Need{driverrights.Always, driverrights.Checks, driverrights.Repairs}
 	if s.CloudProvider {
 		needs = append(needs, driverrights.CloudProvider)
 	}

@@ -23,6 +23,17 @@ func (a *API) DeleteVMI(ctx context.Context, ns, name string, uid types.UID, gra
 	})
 }
 
+// PatchVMIFinalizers applies a JSON patch of the VMI's finalizers, built
+// with test operations so that it applies only to the VMI and finalizer
+// list it was made for (else 422 Invalid).
+func (a *API) PatchVMIFinalizers(ctx context.Context, ns, name string, patch []byte) error {
+	a.seen.forgetMachine()
+	_, err := do(ctx, a, "release finalizer of VMI "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachineInstance, error) {
+		return a.kube.VirtualMachineInstances(ns).Patch(c, name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	})
+	return err
+}
+
 // ListVMIs lists the VM instances of a namespace matching a label
 // selector.
 func (a *API) ListVMIs(ctx context.Context, ns, selector string) ([]kubevirtv1.VirtualMachineInstance, error) {

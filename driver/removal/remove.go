@@ -121,6 +121,9 @@ func removeMachineOf(ctx context.Context, api *harvesterapi.API, m *machine.Mach
 		if err := api.DeleteVMI(ctx, m.Config.VMNamespace, r.vmi.Name, r.vmi.UID, nil); err != nil {
 			return err
 		}
+		if err := releaseBackfillFinalizer(ctx, api, m, r.vmi); err != nil {
+			return err
+		}
 		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindVMI, Name: r.vmi.Name, UID: r.vmi.UID})
 	}
 	var errs []error

@@ -25,6 +25,12 @@ const (
 	// Checks: reads of checks and diagnostics; when forbidden the driver
 	// skips the check with a warning, so they are granted, never required.
 	Checks
+	// Repairs: rm's repair of what Harvester leaves stuck (the finalizer
+	// of the machine's orphaned VM instance). Granted, never required by
+	// the pre-create check: without it only that rm fails, naming the
+	// command an admin runs, so a credential made before it was added
+	// still creates machines; `doctor` warns that it lacks it.
+	Repairs
 )
 
 // Permission is one verb on one resource the driver uses.
@@ -99,6 +105,16 @@ func All() []Permission {
 	add(CloudProvider, Permission{Group: groupRBAC, Resource: "clusterroles", Name: harvester.CSIDriverRole}, "bind")
 
 	add(StaticAddresses, Permission{Resource: "configmaps"}, "get", "list", "watch", "create")
+
+	// patch on VM instances: rm releases Harvester's finalizer
+	// harvester.FinalizerBackfillMAC, and only it, from the machine's own
+	// VM instance left running by `kubectl delete vm --cascade=orphan`,
+	// once deleted: its handler needs the VM, which is gone, and would hold
+	// the instance for ever. RBAC cannot narrow a patch to finalizers; the
+	// driver may delete these instances anyway, and KubeVirt's admission
+	// refuses a change of a VM instance's spec, or of its reserved
+	// kubevirt.io/ labels, by anyone but KubeVirt's own components.
+	add(Repairs, Permission{Group: groupKubeVirt, Resource: "virtualmachineinstances"}, "patch")
 
 	// Checks: the cluster's identity and version, the namespace (a request
 	// for namespace X is a request in X, so a Role grants it), storage

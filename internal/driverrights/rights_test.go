@@ -70,7 +70,7 @@ func TestExcess(t *testing.T) {
 }
 
 func TestOf(t *testing.T) {
-	if len(Of(Always))+len(Of(CloudProvider))+len(Of(StaticAddresses))+len(Of(Checks)) != len(All()) {
+	if len(Of(Always))+len(Of(CloudProvider))+len(Of(StaticAddresses))+len(Of(Checks))+len(Of(Repairs)) != len(All()) {
 		t.Error("every permission has exactly one need")
 	}
 	for _, p := range Of(CloudProvider) {

@@ -55,7 +55,9 @@ func tokenOf(t *testing.T, kc string) string {
 // TestDriverCredentialOnly: with nothing but the credential
 // `harvester-bootstrap driver-credential` makes, rancher-machine creates
 // machines (with and without the cloud provider), stops and removes them
-// (start: TestDriverCredentialStart); the credential may do nothing else; rotate replaces the token (the
+// (start: TestDriverCredentialStart); the credential may do nothing else
+// (its patch of VM instances stays in its namespace, and KubeVirt refuses
+// it on their spec); rotate replaces the token (the
 // old one is rejected when it returns); after revoke the driver says the
 // credential was rejected (401).
 func TestDriverCredentialOnly(t *testing.T) {
@@ -91,6 +93,7 @@ func TestDriverCredentialOnly(t *testing.T) {
 		}
 	}
 	checkOnlyDriverRights(t, kc)
+	checkVMIPatchesConfined(t, kc, withCP) // running (plain is stopped)
 	checkDoctorDriverRows(t, cluster, kc)
 	r.mustRun("rm", "-y", plain, withCP)
 
@@ -166,7 +169,7 @@ func checkOnlyDriverRights(t *testing.T, kc string) {
 		t.Errorf("the driver credential may do more than the driver needs: %v", x)
 	}
 	// Issued with --cloud-provider (not --static-addresses).
-	for _, p := range driverrights.Of(driverrights.Always, driverrights.CloudProvider, driverrights.Checks) {
+	for _, p := range driverrights.Of(driverrights.Always, driverrights.CloudProvider, driverrights.Checks, driverrights.Repairs) {
 		if !p.ClusterScoped && !driverrights.RulesAllow(rr.Status.ResourceRules, p) {
 			t.Errorf("the driver credential may not %s", p)
 		}
@@ -175,6 +178,7 @@ func checkOnlyDriverRights(t *testing.T, kc string) {
 		{Namespace: "kube-system", Verb: "list", Resource: "secrets"},
 		{Namespace: "harvester-system", Verb: "get", Resource: "secrets"},
 		{Namespace: "harvester-system", Verb: "create", Group: "kubevirt.io", Resource: "virtualmachines"},
+		{Namespace: "harvester-system", Verb: "patch", Group: "kubevirt.io", Resource: "virtualmachineinstances"},
 		{Namespace: namespace, Verb: "create", Resource: "pods"},
 		{Namespace: namespace, Verb: "create", Group: "rbac.authorization.k8s.io", Resource: "roles"},
 		{Namespace: namespace, Verb: "update", Resource: "persistentvolumeclaims"},

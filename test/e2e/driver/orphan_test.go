@@ -2,6 +2,7 @@ package driver_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,8 @@ import (
 // `kubectl delete vm --cascade=orphan` leaves its VM instance running. A
 // new machine of that name fails its create at once, saying a VM instance
 // holds the name and whose it is; rm of the machine the instance belongs
-// to removes it (and everything else); the name can then be used again.
+// to removes it (and everything else), releasing the finalizer Harvester's
+// handler would hold it by for ever; the name can then be used again.
 func TestOrphanedVMI(t *testing.T) {
 	const cluster = "e2e-orphan"
 	name := cluster + "-pool1-o0000"
@@ -34,9 +36,17 @@ func TestOrphanedVMI(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitObject(t, vmKind(), name, func(vm *kubevirtv1.VirtualMachine) bool { return vm == nil })
+	// Harvester's VMI handler BackfillObservedNetworkMacAddress (register.go
+	// of pkg/controller/master/virtualmachine) holds the instance with
+	// wrangler's finalizer of its name; its handler fails while the VM is
+	// gone.
+	const backfill = "wrangler.cattle.io/VMController.BackfillObservedNetworkMacAddress"
 	waitObject(t, vmiKind(), name, func(v *kubevirtv1.VirtualMachineInstance) bool {
 		return v != nil && v.UID == vmi.UID && metav1.GetControllerOf(v) == nil
 	})
+	if f := getVMI(t, name).Finalizers; !slices.Contains(f, backfill) {
+		t.Errorf("the orphaned VM instance lacks Harvester's finalizer %s: %v", backfill, f)
+	}
 
 	fresh := newRM(t, cluster)
 	start := time.Now()
@@ -57,6 +67,9 @@ func TestOrphanedVMI(t *testing.T) {
 	out = old.mustRun("rm", "-y", "--update-config", name)
 	if !strings.Contains(out, "deleting VM instance default/"+name) {
 		t.Errorf("rm did not say it deleted the VM instance:\n%s", out)
+	}
+	if !strings.Contains(out, "releasing Harvester's finalizer "+backfill+" of VM instance default/"+name+" (UID "+string(vmi.UID)+")") {
+		t.Errorf("rm did not say it released Harvester's finalizer:\n%s", out)
 	}
 	waitObject(t, vmiKind(), name, func(v *kubevirtv1.VirtualMachineInstance) bool { return v == nil })
 	old.assertNothingLeft()
