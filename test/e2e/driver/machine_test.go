@@ -36,6 +36,10 @@ type rm struct {
 	script  string
 	cluster string
 	env     []string
+	// limit is the longest command limit given so far: a machine's
+	// --harvester-wait-timeout is stored and applies to its later
+	// commands (rm) too.
+	limit time.Duration
 }
 
 // newRM prepares a store and an install script, and registers the check
@@ -69,7 +73,8 @@ func (r *rm) run(args ...string) (string, error) {
 
 func (r *rm) runEnv(extraEnv []string, args ...string) (string, error) {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), commandLimit(args))
+	r.limit = max(r.limit, commandLimit(args))
+	ctx, cancel := context.WithTimeout(context.Background(), r.limit)
 	defer cancel()
 	return r.runCtx(ctx, extraEnv, args...)
 }
@@ -77,7 +82,7 @@ func (r *rm) runEnv(extraEnv []string, args ...string) (string, error) {
 // commandLimit is how long a rancher-machine command may run before the
 // test kills it: 4 minutes, or 2 more than the last
 // --harvester-wait-timeout given, so a command is never killed before the
-// driver's own timeout.
+// driver's own timeout (runEnv keeps the longest a store was given).
 func commandLimit(args []string) time.Duration {
 	limit := 4 * time.Minute
 	for _, a := range args {
