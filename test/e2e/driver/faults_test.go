@@ -221,13 +221,14 @@ func TestRmWhileCreateWaits(t *testing.T) {
 // TestNoAddressFromGuestAgent: a VMI that runs but is never given an
 // address (the simulator's no-ip fault: the guest agent reports none)
 // makes create fail at the wait timeout saying so; rm afterwards succeeds
-// and nothing is left.
+// and nothing is left. The wait outlasts the disk's binding and the boot
+// on a loaded machine (at 12 s the VM was once still Scheduling).
 func TestNoAddressFromGuestAgent(t *testing.T) {
 	name := "e2e-noip-pool1-n0000"
 	simFault(t, fault.NoIP, namespace+"/e2e-noip-*")
 	t.Cleanup(func() { simFault(t, fault.NoIP, "--remove", namespace+"/e2e-noip-*") })
 	r := newRM(t, "e2e-noip")
-	out, err := r.create(name, append(imageAndNet, "--harvester-wait-timeout=12")...)
-	mustFail(t, out, err, "timed out after 12s", "phase Running", "no IP: the guest reports none", "qemu-guest-agent")
+	out, err := r.create(name, append(imageAndNet, "--harvester-wait-timeout=25")...)
+	mustFail(t, out, err, "timed out after 25s", "phase Running", "no IP: the guest reports none", "qemu-guest-agent")
 	r.mustRun("rm", "-y", "--update-config", name)
 }
