@@ -63,9 +63,14 @@ func (h *harvesterAPIServerRun) start(startCtx context.Context, c *controlPlane,
 	}
 	h.set(pc)
 	log.Debug("harvester API server started", "url", url, "after", time.Since(begin).Round(time.Millisecond))
-	if err := pc.waitStarted(func() error { return hapiserver.WaitControllers(startCtx, admin.kube, hostName(0)) }); err != nil {
+	if err := pc.waitStarted(func() error {
+		if err := hapiserver.WaitControllers(startCtx, admin.kube, hostName(0)); err != nil {
+			return err
+		}
+		return hapiserver.WaitServing(startCtx, admin.kube, url, hostName(0))
+	}); err != nil {
 		return err
 	}
-	log.Debug("Harvester's controllers started", "after", time.Since(begin).Round(time.Millisecond))
+	log.Debug("Harvester's controllers started, its node API serves", "after", time.Since(begin).Round(time.Millisecond))
 	return nil
 }

@@ -115,7 +115,7 @@ func preDrain(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interf
 	err = waitVMsOutOrShutdown(waitCtx, kube, dyn, host)
 	cancel()
 	if err != nil {
-		rep.Blocked = blockers(ctx, kube, dyn, host, time.Now().Add(-timeout))
+		rep.Blocked = blockers(ctx, kube, dyn, host, nil)
 		if len(rep.Blocked) == 0 {
 			rep.Blocked = []string{"pre-drain did not finish: " + err.Error()}
 		}

@@ -237,31 +237,3 @@ func min0(a, b time.Duration) time.Duration {
 	}
 	return min(a, b)
 }
-
-// cachedVMI is the cached VMI decoded loosely, or nil.
-func (s *sim) cachedVMI(ns, name string) *kubevirtv1.VirtualMachineInstance {
-	u := getCached(s.vmis, ns, name)
-	if u == nil {
-		return nil
-	}
-	return &s.newVMIContext(ns+"/"+name, u).vmi
-}
-
-// controllerVMNameOf is the name of the VM controlling a VMI ("" when none).
-func controllerVMNameOf(vmi *kubevirtv1.VirtualMachineInstance) string {
-	if ref := metav1.GetControllerOfNoCopy(vmi); ref != nil && ref.Kind == "VirtualMachine" {
-		return ref.Name
-	}
-	return ""
-}
-
-// currentPod is the most recent of the pods on node (any node when "").
-func currentPod(pods []*corev1.Pod, node string) *corev1.Pod {
-	var cur *corev1.Pod
-	for _, p := range pods {
-		if (node == "" || p.Spec.NodeName == node) && (cur == nil || p.CreationTimestamp.After(cur.CreationTimestamp.Time)) {
-			cur = p
-		}
-	}
-	return cur
-}

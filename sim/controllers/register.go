@@ -14,7 +14,6 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
 	"github.com/harvester-kit/harvester-machine/sim/fault"
-	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
 // handler calls fn with the object of every add, update and delete.
@@ -79,7 +78,6 @@ func (s *sim) register(ctx context.Context) error {
 		{"virtualmachineinstances", vmiInf.Informer(), func(obj any) {
 			key, ns := keyOf(obj)
 			s.vmiQ.add(key)
-			s.enqueueDrainingHosts()
 			s.enqueueNamespace(s.pvcQ, ns, s.pvcKeys)
 			s.enqueueNamespace(s.lbQ, ns, s.lbKeys)
 		}},
@@ -100,14 +98,6 @@ func (s *sim) register(ctx context.Context) error {
 		{"keypairs", kpInf.Informer(), func(obj any) {
 			key, _ := keyOf(obj)
 			s.keyPairQ.add(key)
-		}},
-		{"nodes", s.kubeInformers.Core().V1().Nodes().Informer(), func(obj any) {
-			if n, ok := obj.(*corev1.Node); ok {
-				s.nodeQ.add(n.Name)
-			}
-		}},
-		{"virtualmachineinstancemigrations", migInf.Informer(), func(any) {
-			s.enqueueDrainingHosts()
 		}},
 		{"pods", s.kubeInformers.Core().V1().Pods().Informer(), func(obj any) {
 			key, ns := keyOf(obj)
@@ -220,17 +210,4 @@ func controllerVMName(u *unstructured.Unstructured) string {
 		}
 	}
 	return ""
-}
-
-// enqueueDrainingHosts re-evaluates the hosts being drained, in
-// maintenance or tainted kubevirt.io/drain: a VMI leaving or stopping
-// may finish their drain.
-func (s *sim) enqueueDrainingHosts() {
-	nodes, _ := s.kubeInformers.Core().V1().Nodes().Lister().List(labels.Everything())
-	for _, n := range nodes {
-		_, requested := n.Annotations[hv.AnnDrainRequested]
-		if requested || n.Annotations[hv.AnnMaintainStatus] == hv.MaintainRunning || hasDrainTaint(n) {
-			s.nodeQ.add(n.Name)
-		}
-	}
 }

@@ -106,7 +106,7 @@ type sim struct {
 	vmiInformer                             cache.SharedIndexInformer
 
 	vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ, podQ *queue
-	nodeQ, nodeDownQ                               *queue
+	nodeDownQ                                      *queue
 
 	state    *vmiState
 	kubelets *Kubelets
@@ -162,7 +162,6 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 	s.keyPairQ = newQueue("keypair", s.reconcileKeyPair, log)
 	s.lbQ = newQueue("loadbalancer", s.reconcileLoadBalancer, log)
 	s.dhcpQ = newQueue("managed-dhcp", s.reconcileDHCPPool, log)
-	s.nodeQ = newQueue("node", s.reconcileNode, log)
 	s.podQ = newQueue("kubelet", s.reconcilePod, log)
 	s.nodeDownQ = newQueue("node-down", s.reconcileNodeDown, log)
 	if err := s.register(ctx); err != nil {
@@ -177,7 +176,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 func (s *sim) run(ctx context.Context) {
 	go s.event.run(ctx)
 	go s.runHeartbeats(ctx)
-	for _, q := range []*queue{s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.nodeQ, s.podQ, s.nodeDownQ} {
+	for _, q := range []*queue{s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.podQ, s.nodeDownQ} {
 		go q.run(ctx)
 	}
 }

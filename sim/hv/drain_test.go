@@ -43,51 +43,6 @@ func badTermThen(v *kubevirtv1.VirtualMachineInstance) {
 	sel.NodeSelectorTerms = append([]corev1.NodeSelectorTerm{bad}, sel.NodeSelectorTerms...)
 }
 
-// TestNonMigratable: expected values from Harvester v1.8.0's
-// FindNonMigratableVMS, IdentifyNonMigratableVMS,
-// CheckVMISchedulingRequirements, filterNodesForNodeSelector and
-// isNodeReady (pkg/controller/master/nodedrain/nodedrain_controller.go).
-func TestNonMigratable(t *testing.T) {
-	nodes := []corev1.Node{
-		host("a", map[string]string{corev1.LabelTopologyZone: "z1"}, true, false),
-		host("b", map[string]string{corev1.LabelTopologyZone: "z2"}, true, false),
-		host("c", map[string]string{corev1.LabelTopologyZone: "z3"}, false, false),
-		host("d", map[string]string{corev1.LabelTopologyZone: "z4"}, true, true),
-	}
-	notMigratable := func(v *kubevirtv1.VirtualMachineInstance) {
-		v.Status.Conditions = []kubevirtv1.VirtualMachineInstanceCondition{{Type: kubevirtv1.VirtualMachineInstanceIsMigratable,
-			Status: corev1.ConditionFalse, Reason: kubevirtv1.VirtualMachineInstanceReasonDisksNotMigratable}}
-	}
-	cases := []struct {
-		name    string
-		vmis    []*kubevirtv1.VirtualMachineInstance
-		want    map[string][]string
-		wantErr bool
-	}{
-		{"free VMI", []*kubevirtv1.VirtualMachineInstance{vmiOn("free", "a", nil)}, map[string][]string{}, false},
-		{"LiveMigratable False: its reason", []*kubevirtv1.VirtualMachineInstance{vmiOn("rwo", "a", notMigratable)},
-			map[string][]string{kubevirtv1.VirtualMachineInstanceReasonDisksNotMigratable: {"ns/rwo"}}, false},
-		{"only the not-ready and the cordoned hosts match", []*kubevirtv1.VirtualMachineInstance{vmiOn("pinned", "a", requireZone("z3", "z4"))},
-			map[string][]string{KeyNodeSchedulingRequirementsNotMet: {"ns/pinned"}}, false},
-		{"another ready host matches", []*kubevirtv1.VirtualMachineInstance{vmiOn("zoned", "a", requireZone("z1", "z2"))}, map[string][]string{}, false},
-		{"nodeSelector only the source meets", []*kubevirtv1.VirtualMachineInstance{vmiOn("sel", "a", func(v *kubevirtv1.VirtualMachineInstance) {
-			v.Spec.NodeSelector = map[string]string{corev1.LabelTopologyZone: "z1"}
-		})}, map[string][]string{KeyNodeSchedulingRequirementsNotMet: {"ns/sel"}}, false},
-		{"a term that does not parse fails the check", []*kubevirtv1.VirtualMachineInstance{vmiOn("bad", "a", func(v *kubevirtv1.VirtualMachineInstance) {
-			requireZone("z2")(v)
-			badTermThen(v)
-		})}, nil, true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := NonMigratable(c.vmis, "a", nodes)
-			if (err != nil) != c.wantErr || (!c.wantErr && !reflect.DeepEqual(got, c.want)) {
-				t.Fatalf("NonMigratable = %v, %v; want %v (error %v)", got, err, c.want, c.wantErr)
-			}
-		})
-	}
-}
-
 // TestNonLiveMigratable: expected values from Harvester v1.8.0's
 // GetAllNonLiveMigratableVMINames and migratableByNodeAffinity
 // (pkg/util/virtualmachineinstance/virtualmachineinstance.go), with

@@ -9,14 +9,13 @@
 // oracle but Harvester's (docs/layout.md).
 package hv
 
-// Host maintenance (pkg/controller/master/node/maintain_controller.go,
+// Host maintenance, what `harvester-sim maintenance` waits for
+// (pkg/controller/master/node/maintain_controller.go,
 // pkg/util/drainhelper/helper.go).
 const (
 	AnnMaintainStatus = "harvesterhci.io/maintain-status" // MaintainStatusAnnotationKey
-	MaintainRunning   = "running"
 	MaintainCompleted = "completed"
 	AnnDrainRequested = "harvesterhci.io/drain-requested" // drainhelper.DrainAnnotation
-	AnnDrainForced    = "harvesterhci.io/drain-forced"    // drainhelper.ForcedDrain
 )
 
 // TaintKubeVirtDrain is KubeVirt's drain taint, which Harvester's upgrade
@@ -70,9 +69,8 @@ const (
 	AnnotationRemoveAllPVCs = "harvesterhci.io/removeAllPersistentVolumeClaims"
 )
 
-// Role labels of a host (RKE2's; Harvester reads them in
-// pkg/util/drainhelper/helper.go, util.KubeControlPlaneNodeLabelKey and
-// KubeEtcdNodeLabelKey).
+// Role labels of a host (RKE2's; Rancher's planner orders the upgrade by
+// them, util.KubeControlPlaneNodeLabelKey and KubeEtcdNodeLabelKey).
 const (
 	LabelRoleControlPlane = "node-role.kubernetes.io/control-plane"
 	LabelRoleEtcd         = "node-role.kubernetes.io/etcd"
