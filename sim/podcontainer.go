@@ -120,6 +120,21 @@ func (c *podContainer) waitReady(ctx context.Context, check func(context.Context
 	}
 }
 
+// waitRestarted waits until the container's process is no longer p:
+// supervise started it again after p exited.
+func (c *podContainer) waitRestarted(ctx context.Context, p *process) error {
+	for c.current() == p {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s to start again: %w", c.name, ctx.Err())
+		case <-c.stopCh:
+			return fmt.Errorf("wait for %s to start again: stopped", c.name)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
 // stop ends the container for good.
 func (c *podContainer) stop(grace time.Duration) {
 	c.mu.Lock()

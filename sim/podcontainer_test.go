@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"io"
 	"log/slog"
 	"os/exec"
@@ -37,5 +38,32 @@ func TestPodContainerRestartsAsTheKubeletDoes(t *testing.T) {
 	c.stop(time.Second)
 	if n := starts.Load(); n != 2 {
 		t.Errorf("started %d times after stop", n)
+	}
+}
+
+// TestPodContainerWaitRestarted: waitRestarted returns once the process
+// that exited was replaced, and fails when the container is stopped
+// instead.
+func TestPodContainerWaitRestarted(t *testing.T) {
+	logDir := t.TempDir()
+	c, err := runPodContainer("once", func() (*process, error) {
+		return startCommand(logDir, "once", exec.Command("/bin/sh", "-c", "sleep 0.2"), 0)
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := c.current()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := c.waitRestarted(ctx, first); err != nil {
+		t.Fatalf("first exit: %v", err)
+	}
+	if c.current() == first {
+		t.Fatal("waitRestarted returned with the exited process still current")
+	}
+	second := c.current()
+	c.stop(time.Second)
+	if err := c.waitRestarted(ctx, second); err == nil {
+		t.Error("waitRestarted of a stopped container succeeded")
 	}
 }
