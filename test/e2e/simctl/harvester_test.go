@@ -6,9 +6,12 @@ import (
 
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
 func imageObject(ns, name string) *harvesterv1.VirtualMachineImage {
@@ -39,9 +42,18 @@ func TestImageImport(t *testing.T) {
 	if img.Status.Progress != 100 || img.Status.StorageClassName != "longhorn-focal" {
 		t.Errorf("image status progress %d storageClassName %q", img.Status.Progress, img.Status.StorageClassName)
 	}
-	sc, err := env.kube.StorageV1().StorageClasses().Get(testContext(t), "longhorn-focal", metav1.GetOptions{})
-	if err != nil || sc.Provisioner != "driver.longhorn.io" {
-		t.Errorf("storage class longhorn-focal: %v %+v", err, sc)
+	// The image's StorageClass is made by another handler than the one
+	// that marks the import: it may come a moment later.
+	var provisioner string
+	err := simtest.WaitObject(testContext(t), env.dyn, storagev1.SchemeGroupVersion.WithResource("storageclasses"), "", "longhorn-focal", func(u *unstructured.Unstructured) bool {
+		if u == nil {
+			return false
+		}
+		provisioner, _, _ = unstructured.NestedString(u.Object, "provisioner")
+		return provisioner == "driver.longhorn.io"
+	})
+	if err != nil {
+		t.Errorf("storage class longhorn-focal with provisioner driver.longhorn.io (last seen %q): %v", provisioner, err)
 	}
 
 	createObjectWith(t, gvrImage, imageObject(ns, "broken"), func(m map[string]any) {
