@@ -13,9 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
+
+// harvesterMACFinalizer is Harvester v1.8.0's VMI finalizer as its source
+// makes it (wrangler's prefix and the handler name in
+// pkg/controller/master/virtualmachine/register.go).
+const harvesterMACFinalizer = "wrangler.cattle.io/VMController.BackfillObservedNetworkMacAddress"
 
 // controlledBy makes vmi the instance of the VM of that UID.
 func controlledBy(vmi *kubevirtv1.VirtualMachineInstance, uid string) *kubevirtv1.VirtualMachineInstance {
@@ -42,7 +45,7 @@ func TestRemoveDeletesOrphanedVMI(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.vmi.Finalizers = []string{harvester.FinalizerBackfillMAC}
+			tc.vmi.Finalizers = []string{harvesterMACFinalizer}
 			d, f := newFakeDriver(t, testCluster, []runtime.Object{fakeSecret(ownedBy(testMachineID))}, []runtime.Object{tc.vmi})
 			d.VMUID = "uid-1"
 			patches := 0
@@ -71,7 +74,7 @@ func TestRemoveDeletesOrphanedVMI(t *testing.T) {
 // the kubectl command that releases it, instead of waiting out its timeout.
 func TestRemoveOrphanedVMIFinalizerRefused(t *testing.T) {
 	vmi := fakeVMI(testMachineID, "uid-vmi")
-	vmi.Finalizers = []string{"kubevirt.io/virtualMachineControllerFinalize", harvester.FinalizerBackfillMAC}
+	vmi.Finalizers = []string{"kubevirt.io/virtualMachineControllerFinalize", harvesterMACFinalizer}
 	d, f := newFakeDriver(t, testCluster, []runtime.Object{fakeSecret(ownedBy(testMachineID))}, []runtime.Object{vmi})
 	d.VMUID = "uid-1"
 	d.WaitTimeoutSeconds = 60
@@ -99,10 +102,10 @@ func TestRemoveOrphanedVMIFinalizerRefused(t *testing.T) {
 		t.Errorf("rm took %s to fail: it waited instead of saying so", took)
 	}
 	for _, want := range []string{
-		"VM instance " + testNS + "/" + testMachine + " (UID uid-vmi) is held by Harvester's finalizer " + harvester.FinalizerBackfillMAC,
+		"VM instance " + testNS + "/" + testMachine + " (UID uid-vmi) is held by Harvester's finalizer " + harvesterMACFinalizer,
 		"which was deleted, so Harvester never releases it",
 		`cannot patch resource "virtualmachineinstances"`,
-		"kubectl -n " + testNS + " patch vmi " + testMachine + ` --type=json -p '[{"op":"test","path":"/metadata/uid","value":"uid-vmi"},{"op":"test","path":"/metadata/finalizers/1","value":"` + harvester.FinalizerBackfillMAC + `"},{"op":"remove","path":"/metadata/finalizers/1"}]'`,
+		"kubectl -n " + testNS + " patch vmi " + testMachine + ` --type=json -p '[{"op":"test","path":"/metadata/uid","value":"uid-vmi"},{"op":"test","path":"/metadata/finalizers/1","value":"` + harvesterMACFinalizer + `"},{"op":"remove","path":"/metadata/finalizers/1"}]'`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("rm's error lacks %q:\n%v", want, err)

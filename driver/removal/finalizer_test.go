@@ -21,15 +21,19 @@ import (
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
-	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 )
+
+// harvesterMACFinalizer is Harvester v1.8.0's VMI finalizer as its source
+// makes it: wrangler's prefix "wrangler.cattle.io/" (pkg/generic/remove.go)
+// and the handler name of pkg/controller/master/virtualmachine/register.go.
+const harvesterMACFinalizer = "wrangler.cattle.io/VMController.BackfillObservedNetworkMacAddress"
 
 // KubeVirt's finalizer of a VM instance (virt-controller's).
 const kubevirtFinalizer = "kubevirt.io/virtualMachineControllerFinalize"
 
 func TestFinalizerPatch(t *testing.T) {
-	mac := harvester.FinalizerBackfillMAC
+	mac := harvesterMACFinalizer
 	cases := []struct {
 		name       string
 		finalizers []string
@@ -57,7 +61,7 @@ func TestFinalizerPatch(t *testing.T) {
 // patch takes exactly Harvester's finalizer from the VM instance it was
 // made for, and is refused when the UID or the finalizer's place differ.
 func TestFinalizerPatchApplies(t *testing.T) {
-	patch, _, err := finalizerPatch("u1", []string{kubevirtFinalizer, harvester.FinalizerBackfillMAC}, harvester.FinalizerBackfillMAC)
+	patch, _, err := finalizerPatch("u1", []string{kubevirtFinalizer, harvesterMACFinalizer}, harvesterMACFinalizer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,13 +72,13 @@ func TestFinalizerPatchApplies(t *testing.T) {
 	obj := func(uid string, finalizers ...string) string {
 		return `{"metadata":{"uid":"` + uid + `","finalizers":["` + strings.Join(finalizers, `","`) + `"]}}`
 	}
-	got, err := p.Apply([]byte(obj("u1", kubevirtFinalizer, harvester.FinalizerBackfillMAC)))
+	got, err := p.Apply([]byte(obj("u1", kubevirtFinalizer, harvesterMACFinalizer)))
 	if err != nil || string(got) != `{"metadata":{"finalizers":["`+kubevirtFinalizer+`"],"uid":"u1"}}` {
 		t.Errorf("applied: %s, %v", got, err)
 	}
 	for what, o := range map[string]string{
-		"another instance of the name":   obj("u2", kubevirtFinalizer, harvester.FinalizerBackfillMAC),
-		"the finalizer moved":            obj("u1", harvester.FinalizerBackfillMAC),
+		"another instance of the name":   obj("u2", kubevirtFinalizer, harvesterMACFinalizer),
+		"the finalizer moved":            obj("u1", harvesterMACFinalizer),
 		"another finalizer in its place": obj("u1", kubevirtFinalizer, "example.com/other"),
 	} {
 		if got, err := p.Apply([]byte(o)); err == nil {
@@ -131,7 +135,7 @@ func finalizersOf(t *testing.T, virt *virtfake.Clientset) []string {
 // and only it, from the instance; a list that changed meanwhile is read
 // again; an instance gone or replaced is done.
 func TestReleaseBackfillFinalizer(t *testing.T) {
-	mac := harvester.FinalizerBackfillMAC
+	mac := harvesterMACFinalizer
 	t.Run("released, KubeVirt's kept", func(t *testing.T) {
 		api, m, virt, vmi := releaseFixture(t, kubevirtFinalizer, mac)
 		tries := apiServerPatch(t, virt, nil)
@@ -199,7 +203,7 @@ func TestReleaseBackfillFinalizer(t *testing.T) {
 // error naming the instance, the finalizer, why Harvester never releases
 // it, and the kubectl command that does, at once.
 func TestReleaseRefused(t *testing.T) {
-	api, m, virt, vmi := releaseFixture(t, kubevirtFinalizer, harvester.FinalizerBackfillMAC)
+	api, m, virt, vmi := releaseFixture(t, kubevirtFinalizer, harvesterMACFinalizer)
 	virt.PrependReactor("patch", "virtualmachineinstances", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "kubevirt.io", Resource: "virtualmachineinstances"}, testMachine, errors.New(`User "system:serviceaccount:default:d" cannot patch resource "virtualmachineinstances"`))
 	})
@@ -208,11 +212,11 @@ func TestReleaseRefused(t *testing.T) {
 		t.Fatalf("want the Forbidden wrapped, got %v", err)
 	}
 	for _, want := range []string{
-		"VM instance default/" + testMachine + " (UID u1) is held by Harvester's finalizer " + harvester.FinalizerBackfillMAC,
+		"VM instance default/" + testMachine + " (UID u1) is held by Harvester's finalizer " + harvesterMACFinalizer,
 		"onto VM default/" + testMachine + ", which was deleted, so Harvester never releases it",
 		"cannot patch resource",
 		"patch on virtualmachineinstances",
-		`kubectl -n default patch vmi ` + testMachine + ` --type=json -p '[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers/1","value":"` + harvester.FinalizerBackfillMAC + `"},{"op":"remove","path":"/metadata/finalizers/1"}]'`,
+		`kubectl -n default patch vmi ` + testMachine + ` --type=json -p '[{"op":"test","path":"/metadata/uid","value":"u1"},{"op":"test","path":"/metadata/finalizers/1","value":"` + harvesterMACFinalizer + `"},{"op":"remove","path":"/metadata/finalizers/1"}]'`,
 		"then run rm again",
 	} {
 		if !strings.Contains(err.Error(), want) {
