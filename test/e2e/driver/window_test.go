@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,7 +59,18 @@ func copyFixture(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionRes
 	if _, err := ri.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = ri.Delete(context.Background(), to, metav1.DeleteOptions{}) })
+	// Harvester's finalizers keep a deleted image for a while, and its
+	// validator refuses a new image whose display name a terminating one
+	// still holds: the next copy waits until this one is gone.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := ri.Delete(ctx, to, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("delete %s %s: %v", gvr.Resource, to, err)
+			return
+		}
+		waitGone(ctx, t, dyn, gvr, to)
+	})
 	if err := simtest.WaitObject(ctx, dyn, gvr, namespace, to, cond); err != nil {
 		t.Fatal(err)
 	}
