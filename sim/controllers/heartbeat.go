@@ -80,7 +80,7 @@ func (s *sim) runHeartbeats(ctx context.Context) {
 	tick := time.NewTicker(interval)
 	defer tick.Stop()
 	for {
-		nodes, _ := s.kubeInformers.Core().V1().Nodes().Lister().List(labels.Everything())
+		nodes, _ := s.nodes.List(labels.Everything())
 		for _, n := range nodes {
 			if s.kubelets.HostDown(n.Name) {
 				continue

@@ -16,7 +16,7 @@ import (
 // syncHostFaults stops the kubelets of the hosts the fault ConfigMap
 // lists as down and resumes the others.
 func (s *sim) syncHostFaults() {
-	nodes, _ := s.kubeInformers.Core().V1().Nodes().Lister().List(labels.Everything())
+	nodes, _ := s.nodes.List(labels.Everything())
 	f := s.faults()
 	for _, n := range nodes {
 		down := f.MatchName(fault.HostDown, n.Name) != ""

@@ -211,7 +211,7 @@ func (s *sim) missingSecret(pod *corev1.Pod) string {
 
 // hostIP is the host's InternalIP address ("" when it has none).
 func (s *sim) hostIP(node string) string {
-	n, err := s.kubeInformers.Core().V1().Nodes().Lister().Get(node)
+	n, err := s.nodes.Get(node)
 	if err != nil {
 		return ""
 	}

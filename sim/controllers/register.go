@@ -56,6 +56,14 @@ func (s *sim) register(ctx context.Context) error {
 	dhcpPoolInf := s.dynInformers.ForResource(dhcpapi.GVRIPPool)
 	netCfgInf := s.dynInformers.ForResource(dhcpapi.GVRNetworkConfig)
 	s.dhcpPools, s.netConfigs = dhcpPoolInf.Lister(), netCfgInf.Lister()
+	// The hosts' Nodes feed no queue, but the kubelets' heartbeats, the
+	// host faults and the pods' host addresses read them: their informer
+	// must be asked for here, before Start starts the factory (an
+	// informer first asked for afterwards is never started, its lister
+	// always empty).
+	nodeInf := s.kubeInformers.Core().V1().Nodes()
+	nodeInf.Informer()
+	s.nodes = nodeInf.Lister()
 
 	regs := []struct {
 		what string

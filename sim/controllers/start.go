@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -104,6 +105,8 @@ type sim struct {
 	dhcpPools, netConfigs                   cache.GenericLister
 	settings                                cache.GenericLister
 	vmiInformer                             cache.SharedIndexInformer
+	// nodes are the hosts, as the kubelets and virt-handlers read them.
+	nodes corelisters.NodeLister
 
 	vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ, podQ *queue
 	nodeDownQ                                      *queue
