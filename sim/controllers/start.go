@@ -55,7 +55,6 @@ var (
 	gvrVMI     = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
 	gvrImage   = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "virtualmachineimages"}
 	gvrKeyPair = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "keypairs"}
-	gvrSetting = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "settings"}
 )
 
 // Start launches every controller and returns once their informer caches
@@ -103,13 +102,11 @@ type sim struct {
 	vms, vmis, images, keyPairs, lbs, pools cache.GenericLister
 	migrations                              cache.GenericLister
 	dhcpPools, netConfigs                   cache.GenericLister
-	settings                                cache.GenericLister
 	vmiInformer                             cache.SharedIndexInformer
 	// nodes are the hosts, as the kubelets and virt-handlers read them.
 	nodes corelisters.NodeLister
 
 	vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ, podQ *queue
-	nodeDownQ                                      *queue
 
 	state    *vmiState
 	kubelets *Kubelets
@@ -166,11 +163,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 	s.lbQ = newQueue("loadbalancer", s.reconcileLoadBalancer, log)
 	s.dhcpQ = newQueue("managed-dhcp", s.reconcileDHCPPool, log)
 	s.podQ = newQueue("kubelet", s.reconcilePod, log)
-	s.nodeDownQ = newQueue("node-down", s.reconcileNodeDown, log)
 	if err := s.register(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.registerNodeDown(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -179,7 +172,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 func (s *sim) run(ctx context.Context) {
 	go s.event.run(ctx)
 	go s.runHeartbeats(ctx)
-	for _, q := range []*queue{s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.podQ, s.nodeDownQ} {
+	for _, q := range []*queue{s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.podQ} {
 		go q.run(ctx)
 	}
 }

@@ -23,14 +23,6 @@ const (
 // (pkg/controller/master/upgrade/common.go, node_down_controller.go).
 const TaintKubeVirtDrain = "kubevirt.io/drain"
 
-// Node-down (pkg/controller/master/node/node_down_controller.go).
-const (
-	NodeConditionDrained = "Drained"                                         // HarvesterNodeCondDrained
-	ReasonDraining       = "HarvesterNodeIsDraining"                         // HarvesterNodeDrainedCondReasonDraining
-	ReasonDrained        = "HarvesterNodeIsDrained"                          // HarvesterNodeDrainedCondReasonDrained
-	MessageDrained       = "Node is draining due to kubelet/node not ready." // HarvesterNodeDrainedCondMsg
-)
-
 // Settings and their defaults (pkg/settings/settings.go,
 // pkg/settings/settings_helper.go).
 const (
