@@ -29,7 +29,7 @@ build: ## build the product binaries into bin/
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(PRODUCT_BINS))
 
-tools: ## build the pinned test tools (kube-apiserver, kube-controller-manager, etcd, rancher-machine, kube-vip, virt-api, virt-controller, kubevirt-install, harvester-webhook, harvester) into bin/, once
+tools: ## build the pinned test tools (kube-apiserver, kube-controller-manager, etcd, rancher-machine, kube-vip, virt-api, virt-controller, kubevirt-install, harvester-webhook, harvester, upgradehelper) into bin/, once
 	@bash test/tools/build.sh
 
 # `make test` runs five `go test` processes at once, each end-to-end one

@@ -64,7 +64,7 @@ func NewApp() *cli.App {
 		Description: appDescription,
 		Flags: []cli.Flag{
 			stateDirFlag(),
-			&cli.StringFlag{Name: flagBinDir, Usage: "directory holding etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubevirt-install, virt-api, virt-controller, harvester-webhook and harvester (default: this binary's directory)"},
+			binDirFlag("etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubevirt-install, virt-api, virt-controller, harvester-webhook and harvester"),
 			&cli.IntFlag{Name: flagHosts, Value: 3, Usage: "number of simulated Harvester hosts (harvester-node-0..N-1)"},
 			&cli.IntFlag{Name: flagZones, Value: 2, Usage: "number of zones the hosts are spread over (sim-zone-a, sim-zone-b, ...)"},
 			&cli.DurationFlag{Name: flagScheduleDelay, Value: 200 * time.Millisecond, Usage: "time a VMI spends Pending/Scheduling before it is Scheduled"},
@@ -83,14 +83,27 @@ func NewApp() *cli.App {
 	}
 }
 
+// binDirFlag is --bin-dir, the directory of the tools named.
+func binDirFlag(tools string) cli.Flag {
+	return &cli.StringFlag{Name: flagBinDir, Usage: "directory holding " + tools + " (default: this binary's directory)"}
+}
+
+// binDirOf is --bin-dir, else the directory of this binary.
+func binDirOf(c *cli.Context) (string, error) {
+	if d := c.String(flagBinDir); d != "" {
+		return d, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find bin dir: %w", err)
+	}
+	return filepath.Dir(exe), nil
+}
+
 func runAction(c *cli.Context) error {
-	binDir := c.String(flagBinDir)
-	if binDir == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return fmt.Errorf("find bin dir: %w", err)
-		}
-		binDir = filepath.Dir(exe)
+	binDir, err := binDirOf(c)
+	if err != nil {
+		return err
 	}
 	auditLog := c.String(flagAuditLog)
 	if auditLog != "" {

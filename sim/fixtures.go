@@ -64,7 +64,14 @@ func buildHosts(hosts, zones int) []*corev1.Node {
 				// management cluster network (ensureMgmtLabels); Harvester's
 				// VM mutator gives each VM on mgmt a required affinity to it.
 				mgmtNetworkLabel: "true",
-			}},
+				// Harvester's installer: a host it installed, with the
+				// worker role (the hosts carry no control-plane role,
+				// and Harvester's promote controller would otherwise
+				// promote three of them).
+				hv.LabelManagedHost: "true", hv.LabelWorkerHost: "true",
+			},
+				// CAPI: the host's Machine (installRancherFixtures).
+				Annotations: map[string]string{hv.AnnMachine: machineName(name)}},
 			Status: corev1.NodeStatus{
 				Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("64Gi"),
 					corev1.ResourcePods: resource.MustParse("110"), corev1.ResourceEphemeralStorage: resource.MustParse("200Gi")},

@@ -191,3 +191,15 @@ func issueWith(caCert *x509.Certificate, caKey *ecdsa.PrivateKey, tmpl *x509.Cer
 func pemBlock(kind string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
 }
+
+// kubeletCert is a host kubelet's serving certificate for its address ip,
+// signed by the cluster's CA, as RKE2 issues it (controllers.KubeletCert).
+func (p *pki) kubeletCert(host, ip string) (certPEM, keyPEM []byte, err error) {
+	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	if err != nil {
+		return nil, nil, err
+	}
+	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: host}, IPAddresses: []net.IP{net.ParseIP(ip)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	return p.issue(tmpl, time.Now(), serial.Int64()+100)
+}

@@ -217,6 +217,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		ScheduleDelay: o.ScheduleDelay, BootDelay: o.BootDelay, IPDelay: o.IPDelay, MigrationDuration: o.MigrationDuration,
 		Log:          log.With("component", "controllers"),
 		GuestNetwork: guestNet, LeaseRenewInterval: controllers.LeaseRenewInterval(o.NodeMonitorGracePeriod),
+		KubeletCert: cp.pki.kubeletCert,
 	})
 	if err != nil {
 		return fmt.Errorf("start simulated controllers: %w", err)
@@ -361,7 +362,14 @@ func install(ctx context.Context, admin adminClients, o Options) error {
 	if err := os.WriteFile(filepath.Join(o.StateDir, SSHKeyFile+".pub"), []byte(publicKey), 0o644); err != nil {
 		return fmt.Errorf("write fixture ssh key: %w", err)
 	}
-	return installHarvesterFixtures(ctx, dyn, publicKey)
+	if err := installHarvesterFixtures(ctx, dyn, publicKey); err != nil {
+		return err
+	}
+	hosts := make([]string, o.Hosts)
+	for i := range hosts {
+		hosts[i] = hostName(i)
+	}
+	return installRancherFixtures(ctx, kube, dyn, hosts)
 }
 
 // prepareStateDir refuses a directory a live simulator is using, then removes

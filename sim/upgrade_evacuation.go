@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,13 +16,13 @@ import (
 )
 
 // checkFailedMigrations is Harvester v1.8's upgrade_node.sh
-// check_migrations_phase "Failed" for one VMI ns/name in phase Running on
+// check_migrations_phase "Failed" (upgrade_node.sh:226-258) for one VMI ns/name in phase Running on
 // the host: `kubectl get vmim -n NS -lkubevirt.io/vmi-name=NAME` in phase
 // Failed; a name not starting "kubevirt-evacuation" is skipped ("skipping
 // non-upgrade related vmim"); for the others the reasons of `kubectl -n
 // NS events --for=virtualmachineinstancemigration/VMIM --types=warning`,
 // and when they contain "failedmigration" (grep -i) `virtctl stop NAME ||
-// true`. The migration's age is not looked at. A failing kubectl lists
+// true` (KubeVirt's stop subresource, through virt-api). The migration's age is not looked at. A failing kubectl lists
 // nothing (the script's arrays stay empty); a failing stop is ignored.
 // (Phases Scheduling and Pending are only printed by the script.)
 func checkFailedMigrations(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, key string) {
@@ -37,7 +38,7 @@ func checkFailedMigrations(ctx context.Context, kube kubernetes.Interface, dyn d
 		}
 		warnings := migrationWarnings(ctx, kube, ns, m.GetName())
 		if warnings != "" && strings.Contains(strings.ToLower(warnings), "failedmigration") {
-			_ = controllers.StopVM(ctx, dyn, ns, name)
+			_ = vmSubresource(ctx, kube, ns, name, "stop")
 		}
 	}
 }
@@ -60,4 +61,15 @@ func migrationWarnings(ctx context.Context, kube kubernetes.Interface, ns, name 
 		}
 	}
 	return strings.Join(reasons, " ")
+}
+
+// vmSubresource is virtctl's PUT of a VM's subresource (start, stop)
+// through virt-api, as `virtctl stop` does.
+func vmSubresource(ctx context.Context, kube kubernetes.Interface, ns, name, verb string) error {
+	err := kube.CoreV1().RESTClient().Put().AbsPath("/apis/subresources.kubevirt.io/v1/namespaces", ns, "virtualmachines", name, verb).
+		Body([]byte("{}")).SetHeader("Content-Type", "application/json").Do(ctx).Error()
+	if err != nil {
+		return fmt.Errorf("%s vm %s/%s: %w", verb, ns, name, err)
+	}
+	return nil
 }

@@ -105,8 +105,9 @@ func (s *sim) ensureVirtHandler(ctx context.Context, host string) error {
 	return nil
 }
 
-// serveHandlerREST starts host's server once; it outlives ctx (its
-// requests keep ctx's values) and stops with the controllers.
+// serveHandlerREST starts host's server once, and the host's kubelet
+// server on the same address (serveKubelet); they outlive ctx (their
+// requests keep ctx's values) and stop with the controllers.
 func (s *sim) serveHandlerREST(ctx context.Context, host string) error {
 	h := &s.handlerREST
 	h.mu.Lock()
@@ -118,10 +119,15 @@ func (s *sim) serveHandlerREST(ctx context.Context, host string) error {
 	if err != nil {
 		return err
 	}
+	addr, _, _ := net.SplitHostPort(ln.Addr().String())
+	if err := s.serveKubelet(ctx, host, addr); err != nil {
+		_ = ln.Close()
+		return err
+	}
 	if h.started == nil {
 		h.started = map[string]string{}
 	}
-	h.started[host], _, _ = net.SplitHostPort(ln.Addr().String())
+	h.started[host] = addr
 	base := context.WithoutCancel(ctx)
 	tlsConfig := s.handlerTLS() //nolint:contextcheck // each handshake reads with its connection's context
 	srv := &http.Server{Handler: s.handlerMux(host), TLSConfig: tlsConfig, ReadHeaderTimeout: 10 * time.Second,

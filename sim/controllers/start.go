@@ -47,6 +47,9 @@ type Options struct {
 	// LeaseRenewInterval is how often the kubelets renew their node
 	// Lease (0: kubelet's 10 s); see LeaseRenewInterval.
 	LeaseRenewInterval time.Duration
+	// KubeletCert, when set, gives each host a kubelet server
+	// (serveKubelet) with a certificate it issues.
+	KubeletCert KubeletCert
 }
 
 // Resources the controllers serve.

@@ -48,6 +48,14 @@ const (
 	CreatorNodeDriver = "docker-machine-driver-harvester"
 	// LabelWitnessHost marks a witness host (HarvesterWitnessNodeLabelKey).
 	LabelWitnessHost = "node-role.harvesterhci.io/witness"
+	// LabelWorkerHost marks a host installed with the worker role
+	// (HarvesterWorkerNodeLabelKey): the promote controller never makes
+	// it a management host.
+	LabelWorkerHost = "node-role.harvesterhci.io/worker"
+	// LabelManagedHost is on every host Harvester installed
+	// (HarvesterManagedNodeLabelKey); the upgrade validator refuses an
+	// upgrade while a host lacks it.
+	LabelManagedHost = "harvesterhci.io/managed"
 )
 
 // Names Harvester v1.8.0's source does not hold: the node driver's label

@@ -14,8 +14,8 @@ const (
 	AnnMachine = "cluster.x-k8s.io/machine"
 	// LabelInitNode marks the Machine Rancher's planner bootstrapped etcd
 	// on (capr.InitNodeLabel). Rancher puts it on the Machine, not the
-	// Node: the simulator has no Machines, so a host stands for its own
-	// Machine and carries it.
+	// Node: the simulator's Machines carry no labels, and a host carries
+	// its Machine's.
 	LabelInitNode = "rke.cattle.io/init-node"
 )
 

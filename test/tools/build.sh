@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the test tools (real kube-apiserver, kube-controller-manager, etcd,
 # rancher-machine, kube-vip, KubeVirt's virt-api and virt-controller and
-# Harvester's webhook) and the linter (golangci-lint) at their pinned
+# Harvester's webhook, API server and upgrade helper) and the linter (golangci-lint) at their pinned
 # versions into bin/. With arguments, builds only those groups
 # (`build.sh lint`); without, every test tool (not the linter).
 #
@@ -31,7 +31,10 @@
 #   admission webhook (harvester-webhook: a thin main calling Harvester's
 #   pkg/webhook/server) and its API server with its controllers (harvester:
 #   the module's own main package, built as it is), which harvester-sim
-#   starts. Harvester's own go.mod
+#   starts, and its upgrade helper (upgradehelper: cmd/upgradehelper as it
+#   is; `harvester-sim upgrade` runs its vm-live-migrate-detector and
+#   restore-vm as upgrade_node.sh and the restore-vm job do; 8 packages of
+#   its own). Harvester's own go.mod
 #   pins and replaces, with k8s.io at the main module's v0.34.4 so that most
 #   of its packages come from main's build cache. Harvester imports
 #   KubeVirt's virt-controller services, hence kubevirt.io/client-go's
@@ -70,7 +73,7 @@ declare -A about=(
   [main]="about 2,700 packages (k8s.io/kubernetes, etcd server, rancher/machine and its cloud SDKs; those the product shares come from the cache make build filled), ~5 minutes on 2 idle cores"
   [kubevip]="about 1,000 packages (kube-vip, client-go v0.36, gobgp, nftables), ~2 minutes on 2 idle cores, alongside main (both: 11.7 CPU-minutes measured, ~6 minutes on 2 idle cores)"
   [kubevirt]="about 940 packages besides the standard library (virt-api, virt-controller, kubevirt-install), 640 of them shared with main (k8s.io v0.34.4) and built after it; the other ~320 and the links took 98 CPU-seconds (2026-11-28), ~1 minute more on 2 idle cores"
-  [harvester]="about 2,470 packages (Harvester's webhook and API server, its generated controllers, rancher/rancher's APIs, Longhorn, KubeVirt's virt-controller services), 1,480 of them shared with main (k8s.io v0.34.4), the rest ~3.5 CPU-minutes on top of main's cache"
+  [harvester]="about 2,480 packages (Harvester's webhook, API server and upgrade helper, its generated controllers, rancher/rancher's APIs, Longhorn, KubeVirt's virt-controller services), 1,480 of them shared with main (k8s.io v0.34.4), the rest ~3.5 CPU-minutes on top of main's cache"
   [lint]="about 960 packages (golangci-lint and its linters), ~3 minutes on 2 cores"
 )
 
@@ -141,8 +144,9 @@ build_harvester() {
   export GOWORK=off CGO_ENABLED=1
   local cache="$root/.cache/harvester-client-go"
   kubecli_modfile "$root/test/tools/harvester" "$cache"
-  build harvester "$root/test/tools/harvester" ". ../kubevirt/_overlay" harvester-webhook harvester -- \
-    -modfile "$cache/go.mod" -ldflags "-s -w" ./cmd/harvester-webhook github.com/harvester/harvester
+  build harvester "$root/test/tools/harvester" ". ../kubevirt/_overlay" harvester-webhook harvester upgradehelper -- \
+    -modfile "$cache/go.mod" -ldflags "-s -w" ./cmd/harvester-webhook github.com/harvester/harvester \
+    github.com/harvester/harvester/cmd/upgradehelper
 }
 
 # build_kubevirt_harvester builds the wanted ones of kubevirt and harvester,

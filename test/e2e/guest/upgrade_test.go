@@ -211,7 +211,9 @@ func TestUpgradeKeepsGuestNodesReady(t *testing.T) {
 // vm-live-migrate-detector stops it before its host's drain (KubeVirt
 // cannot migrate it; without that the pre-drain would wait for it
 // forever). Without the restore-VM option Harvester's upgrade webhook
-// refuses the Upgrade (maintenance-check: exit 1, "refused"); with it
+// refuses the Upgrade (maintenance-check: exit 1, "refused"; `harvester-sim
+// upgrade`, whose Upgrade Harvester's webhook judges, exits 1 with the
+// same refusal naming every machine); with it
 // maintenance-check says each machine is shut down and restored, one at a
 // time, and etcd keeps its quorum (exit 0); `harvester-sim upgrade
 // --restore-vm` exits 0 having shut down and restored exactly those, and
@@ -231,8 +233,23 @@ func upgradeRestoresVGPUPool(t *testing.T, cluster, kubeconfig string, machines 
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	if code != 1 || !strings.HasPrefix(res.Refused, "There are non-live migratable VMs that need to be shut off before initiating the upgrade: ") {
+	const refusal = "There are non-live migratable VMs that need to be shut off before initiating the upgrade: "
+	if code != 1 || !strings.HasPrefix(res.Refused, refusal) {
 		t.Errorf("upgrade without restoreVM: exit %d, want 1 and Harvester's refusal\n%s", code, out)
+	}
+	bin, err := simtest.Bin("harvester-sim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Harvester's own webhook refuses the simulator's Upgrade alike.
+	refused, err := exec.CommandContext(testContext(t), bin, "upgrade", "--state-dir", env.sim.Dir, "--timeout", "90s").CombinedOutput()
+	if err == nil || !strings.Contains(string(refused), refusal) {
+		t.Errorf("harvester-sim upgrade without --restore-vm: %v, want Harvester's webhook to refuse it with %q\n%s", err, refusal, refused)
+	}
+	for _, m := range machines {
+		if !strings.Contains(string(refused), vmNamespace+"/"+m) {
+			t.Errorf("harvester-sim upgrade without --restore-vm: the refusal does not name %s/%s\n%s", vmNamespace, m, refused)
+		}
 	}
 	res.VMs, res.Losses, res.Refused = nil, nil, ""
 	out, code = runMaintenanceCheck(t, append(args, "--restore-vm")...)
@@ -248,10 +265,6 @@ func upgradeRestoresVGPUPool(t *testing.T, cluster, kubeconfig string, machines 
 	}
 	if code != 0 || len(res.Losses) != 0 || res.Refused != "" || len(predicted) != len(machines) {
 		t.Errorf("upgrade --restore-vm: exit %d, want 0, every machine, no loss\n%s", code, out)
-	}
-	bin, err := simtest.Bin("harvester-sim")
-	if err != nil {
-		t.Fatal(err)
 	}
 	report, err := exec.CommandContext(testContext(t), bin, "upgrade", "--state-dir", env.sim.Dir, "--timeout", "90s", "--restore-vm").CombinedOutput()
 	t.Logf("harvester-sim upgrade --restore-vm:\n%s", report)

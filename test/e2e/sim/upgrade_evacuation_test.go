@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +13,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 	"kubevirt.io/client-go/kubevirt"
@@ -50,7 +53,8 @@ type upgradeVerdicts struct {
 //   - `harvester-sim upgrade --restore-vm` shuts down exactly what the
 //     check named shut down, and restores exactly what it named restored;
 //   - afterwards hu-pin runs again and its guest node is Ready; mt-vm is
-//     Halted, as Harvester leaves it.
+//     stopped, its run strategy still RerunOnFailure, as `virtctl stop`
+//     leaves it.
 func upgradeAfterFailedEvacuation(ctx context.Context, t *testing.T, s *simtest.Sim, kc kubernetes.Interface, vc kubevirt.Interface, drained, dead string) {
 	if err := s.Fault(ctx, "host-down", "--remove", dead); err != nil {
 		t.Fatal(err)
@@ -115,11 +119,37 @@ func upgradeAfterFailedEvacuation(ctx context.Context, t *testing.T, s *simtest.
 		t.Errorf("upgrade shut down %v, restored %v; check restored %v: want both shut down, hu-pin restored by both", shut, restored, restoredByCheck)
 	}
 	waitGuestNode(ctx, t, guest, "hu-pin", corev1.ConditionTrue)
-	vm, err := vc.KubevirtV1().VirtualMachines("default").Get(ctx, "mt-vm", metav1.GetOptions{})
-	if err != nil || vm.Spec.RunStrategy == nil || *vm.Spec.RunStrategy != kubevirtv1.RunStrategyHalted {
-		t.Errorf("mt-vm after the upgrade: %v %+v, want Halted (nothing restarts it)", err, vm.Spec.RunStrategy)
+	// The script's `virtctl stop` is KubeVirt's stop subresource, which
+	// leaves a RerunOnFailure VM's run strategy and asks virt-controller to
+	// stop it (virt-api lifecycle.go StopVMRequestHandler); it stays
+	// stopped: nothing restarts it.
+	cfg, err := s.RESTConfig()
+	if err != nil {
+		t.Fatal(err)
 	}
-	cm, err := kc.CoreV1().ConfigMaps("harvester-system").Get(ctx, "hvst-upgrade-sim-restore-vm", metav1.GetOptions{})
+	sdyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last string
+	if err := simtest.WaitObject(ctx, sdyn, kubevirtv1.GroupVersion.WithResource("virtualmachines"), "default", "mt-vm", func(u *unstructured.Unstructured) bool {
+		if u == nil {
+			return false
+		}
+		rs, _, _ := unstructured.NestedString(u.Object, "spec", "runStrategy")
+		st, _, _ := unstructured.NestedString(u.Object, "status", "printableStatus")
+		last = rs + " " + st
+		return rs == string(kubevirtv1.RunStrategyRerunOnFailure) && st == string(kubevirtv1.VirtualMachineStatusStopped)
+	}); err != nil {
+		t.Errorf("mt-vm after the upgrade: %v (run strategy, status: %s); want RerunOnFailure and Stopped (nothing restarts it)", err, last)
+	}
+	// Harvester's util.GetRestoreVMConfigMapName: the Upgrade's name and
+	// "restore-vm"; the report's first line names the Upgrade.
+	upgrade := regexp.MustCompile(`(?m)^upgrade harvester-system/(hvst-upgrade-\S+)$`).FindStringSubmatch(upgraded)
+	if upgrade == nil {
+		t.Fatalf("the report names no Upgrade:\n%s", upgraded)
+	}
+	cm, err := kc.CoreV1().ConfigMaps("harvester-system").Get(ctx, upgrade[1]+"-restore-vm", metav1.GetOptions{})
 	if err != nil || cm.Data[drained] != "default/hu-pin" {
 		t.Errorf("restore-vm ConfigMap: %v %v, want %s: default/hu-pin", err, cm.Data, drained)
 	}
