@@ -58,8 +58,9 @@ func buildRancherFixtures(hosts []string) []*unstructured.Unstructured {
 // and the Machines, then their status.
 func installRancherFixtures(ctx context.Context, kube kubernetes.Interface, dyn dynamic.Interface, hosts []string) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: FleetLocalNamespace, Labels: map[string]string{simLabel: "true"}}}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); createIfMissing(err, "namespace "+FleetLocalNamespace) != nil {
-		return createIfMissing(err, "namespace "+FleetLocalNamespace)
+	_, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+	if err := createIfMissing(err, "namespace "+FleetLocalNamespace); err != nil {
+		return err
 	}
 	for _, obj := range buildRancherFixtures(hosts) {
 		gvr := capiMachineGVR

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/rancher/wrangler/v3/pkg/name"
 )
 
 // upgradeHelperBinary is Harvester's cmd/upgradehelper (upgrade-helper in
@@ -70,6 +72,8 @@ func (h upgradeHelper) restore(ctx context.Context, host string, names []string)
 	return started, failed, nil
 }
 
-// restoreVMConfigMap is util.GetRestoreVMConfigMapName: the Upgrade's name
-// and "restore-vm" (name.SafeConcatName), in harvester-system.
-func restoreVMConfigMap(upgrade string) string { return upgrade + "-restore-vm" }
+// restoreVMConfigMap is util.GetRestoreVMConfigMapName, in
+// harvester-system: wrangler's SafeConcatName of the Upgrade's name and
+// util.RestoreVMConfigMap (Harvester's pkg/util itself needs modules this
+// one does not have).
+func restoreVMConfigMap(upgrade string) string { return name.SafeConcatName(upgrade, "restore-vm") }

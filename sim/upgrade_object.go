@@ -161,7 +161,7 @@ func (a upgrades) setRestoreVM(ctx context.Context, on bool) error {
 // webhook judges the Upgrade. Earlier Upgrades lose latestUpgrade, as the
 // controller's initialization does (resetLatestUpgradeLabel).
 func (a upgrades) create(ctx context.Context) (*harvesterv1.Upgrade, error) {
-	if err := createTyped(ctx, a.dyn.Resource(versionGVR).Namespace(SystemNamespace), buildVersion()); err != nil && !apierrors.IsAlreadyExists(err) {
+	if _, err := createTyped(ctx, a.dyn.Resource(versionGVR).Namespace(SystemNamespace), buildVersion()); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("upgrade: create Version %s: %w", ServerVersion, err)
 	}
 	ri := a.dyn.Resource(upgradeGVR).Namespace(SystemNamespace)
@@ -203,11 +203,7 @@ const (
 )
 
 func (a upgrades) createUpgrade(ctx context.Context, u *harvesterv1.Upgrade) (*unstructured.Unstructured, error) {
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(u)
-	if err != nil {
-		return nil, err
-	}
-	return a.dyn.Resource(upgradeGVR).Namespace(SystemNamespace).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{})
+	return createTyped(ctx, a.dyn.Resource(upgradeGVR).Namespace(SystemNamespace), u)
 }
 
 // update changes the Upgrade name with change, retrying conflicts (the
@@ -259,12 +255,12 @@ func decodeUpgrade(u *unstructured.Unstructured) (*harvesterv1.Upgrade, error) {
 	return &out, nil
 }
 
-// createTyped creates obj (a typed object with TypeMeta) through ri.
-func createTyped(ctx context.Context, ri dynamic.ResourceInterface, obj runtime.Object) error {
+// createTyped creates obj (a typed object with TypeMeta) through ri and
+// returns what the API server stored.
+func createTyped(ctx context.Context, ri dynamic.ResourceInterface, obj runtime.Object) (*unstructured.Unstructured, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = ri.Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{})
-	return err
+	return ri.Create(ctx, &unstructured.Unstructured{Object: m}, metav1.CreateOptions{})
 }
