@@ -109,6 +109,7 @@ func run(m *testing.M, opts Options, iso Isolation) (int, error) {
 		code = 1
 	}
 	if code != 0 {
+		fmt.Fprintf(os.Stderr, "--- harvester-sim warnings and errors (last 40) ---\n%s\n", s.Warnings(40))
 		fmt.Fprintf(os.Stderr, "--- harvester-sim log (last 60 lines) ---\n%s\n", s.LogTail(60))
 	}
 	return code, nil

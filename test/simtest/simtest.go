@@ -140,6 +140,24 @@ func (s *Sim) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// Warnings is the last n warnings and errors of the simulator's log: a
+// container that exited and how long the kubelet's back-off holds it, a
+// heartbeat that failed. A failed package prints them beside the log's
+// tail, which a busy test fills with routine lines.
+func (s *Sim) Warnings(n int) string {
+	data, _ := os.ReadFile(s.LogPath)
+	var lines []string
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.Contains(line, " level=WARN ") || strings.Contains(line, " level=ERROR ") {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
 // RESTConfig is the admin's client configuration.
 func (s *Sim) RESTConfig() (*rest.Config, error) {
 	return kubeapi.ConfigFromFile(s.Kubeconfig, "harvester-machine-e2e")

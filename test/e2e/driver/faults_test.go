@@ -86,18 +86,21 @@ func away(t *testing.T, args []string) <-chan error {
 }
 
 // faultedMachine is a machine whose commands an API-server fault hits. Its
-// wait timeout (which rm reads from the machine's stored config too) is
-// 5 minutes, not the 2 of the other tests (the driver's default is 10):
-// after a restart that follows another
-// within two minutes, the simulated Harvester's controllers (client-go
-// informers, as Harvester's and KubeVirt's are) see nothing for 60-110 s
-// (docs/reliability.md), and with every core busy (TestUnderCPUHog) a
-// create then took 94-122 s. Its API timeout is 2 minutes, not the 30 s
-// default: each call waits that long for an answer, and a kube-apiserver
-// serving Harvester's CRDs took 38-63 s to restart with other simulators
-// starting beside it. What is tested is that the command survives and
-// completes, not how fast Harvester recovers.
-var faultedMachine = append(slices.Clone(imageAndNet), "--harvester-wait-timeout=300", "--harvester-api-timeout=120")
+// wait timeout is the driver's default, 10 minutes (rm reads it from the
+// machine's stored config too), not the 2 of the other tests: after
+// a restart that follows another within two minutes, the simulated
+// Harvester's controllers (client-go informers, as Harvester's and
+// KubeVirt's are) see nothing for 60-110 s (docs/reliability.md), and
+// virt-controller, which exits whenever it loses its leader lease, is
+// started again after the kubelet's crash-loop back-off, which doubles
+// with each exit up to 5 minutes. With every core busy (TestUnderCPUHog) a
+// create took 94-122 s, and once, on CI, more than 5 minutes. Its API
+// timeout is 2 minutes, not the 30 s default: each call waits that long
+// for an answer, and a kube-apiserver serving Harvester's CRDs took 38-63 s
+// to restart with other simulators starting beside it. What is tested is
+// that the command survives and completes, not how fast Harvester
+// recovers.
+var faultedMachine = append(slices.Clone(imageAndNet), "--harvester-wait-timeout=600", "--harvester-api-timeout=120")
 
 // faultedCommands are the commands an API server fault hits: each names
 // its clusters, makes what it needs first, runs, says when it has made its
