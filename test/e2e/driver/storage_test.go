@@ -3,6 +3,7 @@ package driver_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -396,9 +397,14 @@ func TestHotplugErrorsAndLifecycleSubresources(t *testing.T) {
 	if err := vms.Stop(ctx, node, &kubevirtv1.StopOptions{}); err != nil {
 		t.Fatalf("stop: %v", err)
 	}
-	// As in KubeVirt, RerunOnFailure keeps the stopped guest's VMI, Succeeded.
-	if _, err := kubeapi.Wait(ctx, vmiKind, namespace, node, 0, func(vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
-		return vmi != nil && vmi.UID == restarted.UID && vmi.Status.Phase == kubevirtv1.Succeeded, nil
+	// As in KubeVirt, the stop deletes the VMI and its guest shuts down:
+	// Succeeded. Watched from the restarted VMI's version on, so that the
+	// phase is seen even when the VMI is gone by the time the watch starts.
+	if _, err := kubeapi.WaitFrom(ctx, vmiKind, node, restarted.ResourceVersion, func(vmi *kubevirtv1.VirtualMachineInstance) (bool, error) {
+		if vmi == nil {
+			return false, errors.New("the VMI was deleted before it was seen Succeeded")
+		}
+		return vmi.UID == restarted.UID && vmi.Status.Phase == kubevirtv1.Succeeded, nil
 	}); err != nil {
 		t.Fatalf("stop shuts the guest of VMI %s down: %v", restarted.UID, err)
 	}
