@@ -132,12 +132,7 @@ func (s *Sim) logTail() string { return s.LogTail(30) }
 
 // LogTail is the last n lines of the simulator's log.
 func (s *Sim) LogTail(n int) string {
-	data, _ := os.ReadFile(s.LogPath)
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return strings.Join(last(s.logLines(), n), "\n")
 }
 
 // Warnings is the last n warnings and errors of the simulator's log: a
@@ -145,17 +140,23 @@ func (s *Sim) LogTail(n int) string {
 // heartbeat that failed. A failed package prints them beside the log's
 // tail, which a busy test fills with routine lines.
 func (s *Sim) Warnings(n int) string {
-	data, _ := os.ReadFile(s.LogPath)
-	var lines []string
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+	var warnings []string
+	for _, line := range s.logLines() {
 		if strings.Contains(line, " level=WARN ") || strings.Contains(line, " level=ERROR ") {
-			lines = append(lines, line)
+			warnings = append(warnings, line)
 		}
 	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return strings.Join(last(warnings, n), "\n")
+}
+
+func (s *Sim) logLines() []string {
+	data, _ := os.ReadFile(s.LogPath)
+	return strings.Split(strings.TrimSpace(string(data)), "\n")
+}
+
+// last is the last n of lines.
+func last(lines []string, n int) []string {
+	return lines[max(0, len(lines)-n):]
 }
 
 // RESTConfig is the admin's client configuration.
