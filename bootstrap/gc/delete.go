@@ -39,7 +39,7 @@ func Delete(ctx context.Context, c *clusterstate.Clients, candidates []Candidate
 			r.Outcome = Deleted
 		case apierrors.IsNotFound(err):
 			r.Outcome = Gone
-		case apierrors.IsConflict(err):
+		case apierrors.IsConflict(err) && !stillThere(ctx, c, cand):
 			r.Outcome = Replaced
 		default:
 			r.Error = fmt.Sprintf("delete %s %s: %v", cand.Kind, cand.Ref(), err)
@@ -50,24 +50,77 @@ func Delete(ctx context.Context, c *clusterstate.Clients, candidates []Candidate
 	return results, failed
 }
 
-// deleteOne is one API call per kind.
+// deleteOne is one API call: the candidate's delete, only of the very
+// object that was listed (UID precondition).
 func deleteOne(ctx context.Context, c *clusterstate.Clients, cand Candidate) error {
+	ops, err := opsOf(c, cand)
+	if err != nil {
+		return err
+	}
 	uid := types.UID(cand.UID)
-	opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}}
-	ns, name := cand.Namespace, cand.Name
+	return ops.del(ctx, cand.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+}
+
+// stillThere tells the two Conflicts of a delete apart: the UID
+// precondition failing (the name holds another object since it was
+// listed: false) or an admission webhook refusing the delete with a 409,
+// as Harvester's does for a volume a VM uses (the listed object is still
+// there: true). Unknown counts as there, so the refusal is reported.
+func stillThere(ctx context.Context, c *clusterstate.Clients, cand Candidate) bool {
+	ops, err := opsOf(c, cand)
+	if err != nil {
+		return true
+	}
+	uid, err := ops.uid(ctx, cand.Name)
+	return !apierrors.IsNotFound(err) && (err != nil || uid == types.UID(cand.UID))
+}
+
+// kindOps are the calls on one kind's objects of one namespace.
+type kindOps struct {
+	del func(ctx context.Context, name string, o metav1.DeleteOptions) error
+	uid func(ctx context.Context, name string) (types.UID, error)
+}
+
+type getDeleter[T metav1.Object] interface {
+	Get(ctx context.Context, name string, o metav1.GetOptions) (T, error)
+	Delete(ctx context.Context, name string, o metav1.DeleteOptions) error
+}
+
+func typed[T metav1.Object](r getDeleter[T]) kindOps {
+	return kindOps{del: r.Delete, uid: func(ctx context.Context, name string) (types.UID, error) {
+		o, err := r.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return o.GetUID(), nil
+	}}
+}
+
+func opsOf(c *clusterstate.Clients, cand Candidate) (kindOps, error) {
+	ns := cand.Namespace
 	switch cand.Kind {
 	case clusterstate.KindLoadBalancer:
-		return c.Dyn.Resource(clusterstate.GVRLoadBalancer).Namespace(ns).Delete(ctx, name, opts)
+		r := c.Dyn.Resource(clusterstate.GVRLoadBalancer).Namespace(ns)
+		return kindOps{
+			del: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return r.Delete(ctx, name, o) },
+			uid: func(ctx context.Context, name string) (types.UID, error) {
+				o, err := r.Get(ctx, name, metav1.GetOptions{})
+				if err != nil {
+					return "", err
+				}
+				return o.GetUID(), nil
+			},
+		}, nil
 	case clusterstate.KindSecret:
-		return c.Kube.CoreV1().Secrets(ns).Delete(ctx, name, opts)
+		return typed(c.Kube.CoreV1().Secrets(ns)), nil
 	case clusterstate.KindPVC:
-		return c.Kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, opts)
+		return typed(c.Kube.CoreV1().PersistentVolumeClaims(ns)), nil
 	case clusterstate.KindServiceAccount:
-		return c.Kube.CoreV1().ServiceAccounts(ns).Delete(ctx, name, opts)
+		return typed(c.Kube.CoreV1().ServiceAccounts(ns)), nil
 	case clusterstate.KindRoleBinding:
-		return c.Kube.RbacV1().RoleBindings(ns).Delete(ctx, name, opts)
+		return typed(c.Kube.RbacV1().RoleBindings(ns)), nil
 	case clusterstate.KindClusterRoleBinding:
-		return c.Kube.RbacV1().ClusterRoleBindings().Delete(ctx, name, opts)
+		return typed(c.Kube.RbacV1().ClusterRoleBindings()), nil
 	}
-	return fmt.Errorf("gc cannot delete kind %s", cand.Kind)
+	return kindOps{}, fmt.Errorf("gc cannot delete kind %s", cand.Kind)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -223,5 +224,33 @@ func TestSelectKeepsTheSecretOfAMachineBeingCreated(t *testing.T) {
 				t.Errorf("Select = %q, kept %q; want %q and %d kept", refs(got.Candidates), refs(got.Kept), want, c.kept)
 			}
 		})
+	}
+}
+
+// A delete's Conflict is "replaced since listed" only when the name now
+// holds another object; Harvester's webhook refusing to delete a volume a
+// VM uses (a 409 too: werror.NewConflict in its PVC validator) is a failure
+// with its message.
+func TestDeleteTellsRefusalFromReplacement(t *testing.T) {
+	attached := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "attached", Namespace: ns, UID: "uid-pvc"}}
+	replaced := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "replaced", Namespace: ns, UID: "uid-new"}}
+	kube := fake.NewClientset(attached, replaced)
+	kube.PrependReactor("delete", "persistentvolumeclaims", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 409, Reason: metav1.StatusReasonConflict,
+			Message: `admission webhook "validator.harvesterhci.io" denied the request: can not delete the volume attached which is currently attached to VM: default/vm1`}}
+	})
+	kube.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(corev1.Resource("secrets"), "replaced", errors.New("Precondition failed: UID in precondition: uid-old, UID in object meta: uid-new"))
+	})
+	c := &clusterstate.Clients{Kube: kube}
+	got, failed := Delete(context.Background(), c, []Candidate{
+		{Kind: clusterstate.KindPVC, Namespace: ns, Name: "attached", UID: "uid-pvc"},
+		{Kind: clusterstate.KindSecret, Namespace: ns, Name: "replaced", UID: "uid-old"},
+	})
+	if !failed || got[0].Outcome != "" || !strings.Contains(got[0].Error, "currently attached to VM: default/vm1") {
+		t.Errorf("refused delete: outcome %q, error %q, failed %v; want the webhook's refusal as a failure", got[0].Outcome, got[0].Error, failed)
+	}
+	if got[1].Outcome != Replaced || got[1].Error != "" {
+		t.Errorf("replaced Secret: outcome %q, error %q; want %q", got[1].Outcome, got[1].Error, Replaced)
 	}
 }

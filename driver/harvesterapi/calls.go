@@ -3,10 +3,16 @@ package harvesterapi
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 )
 
@@ -79,19 +85,90 @@ func update[T any](ctx context.Context, a *API, op string, get func(context.Cont
 
 // remove deletes the object kind ns/name, with a UID precondition when uid
 // is set (so a new object of the same name is never hit) and grace when
-// set. NotFound, and a UID conflict, mean the object is already gone: done
-// (and NotFound is remembered, see Seen.Gone).
+// set. NotFound means the object is already gone: done (and remembered,
+// see Seen.Gone).
+//
+// A Conflict is one of two answers. Either the UID precondition failed:
+// the name now holds another object, so this one is gone (done). Or an
+// admission webhook refused the delete: Harvester's refuses to delete a
+// volume while its cache shows a VM using it that is not being deleted
+// ("can not delete the volume ... which is currently attached to VM"), a
+// cache that lags the VM's deletion by the time its watch takes. One list
+// of the name tells them apart; a refusal is tried again, paced by
+// refusalRetry (there is nothing to watch: the webhook's cache is not
+// visible), and its message is returned once the pace or ctx runs out.
 func remove(ctx context.Context, a *API, kind, ns, name string, uid types.UID, grace *int64, del func(context.Context, metav1.DeleteOptions) error) error {
 	opts := metav1.DeleteOptions{GracePeriodSeconds: grace}
 	if uid != "" {
 		opts.Preconditions = &metav1.Preconditions{UID: &uid}
 	}
 	a.seen.deleting(kind, ns, name)
-	_, err := do(ctx, a, "delete "+kind+" "+ref(ns, name), func(c context.Context) (struct{}, error) { return struct{}{}, del(c, opts) })
-	if apierrors.IsNotFound(a.seen.noteAbsent(kind, ns, name, err)) || (uid != "" && apierrors.IsConflict(err)) {
-		return nil
+	op := "delete " + kind + " " + ref(ns, name)
+	pace := refusalRetry
+	for {
+		_, err := do(ctx, a, op, func(c context.Context) (struct{}, error) { return struct{}{}, del(c, opts) })
+		if apierrors.IsNotFound(a.seen.noteAbsent(kind, ns, name, err)) || err == nil {
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		if uid != "" {
+			there, lerr := a.stillThere(ctx, kind, ns, name, uid)
+			if lerr != nil {
+				return fmt.Errorf("%w (and telling a refusal from a replaced object: %w)", err, lerr)
+			}
+			if !there {
+				return nil
+			}
+		}
+		if pace.Steps < 1 || !sleep(ctx, min(pace.Step(), refusalMaxGap)) {
+			return err
+		}
 	}
-	return err
+}
+
+// refusalRetry paces the deletes remove tries again after a refusal:
+// at most 2 s apart, so a delete goes through soon after the webhook's
+// cache catches up, and about 50 s in all, well past that.
+// (wait.Backoff's Cap would end the steps on reaching it: refusalMaxGap
+// clamps each one instead.)
+var refusalRetry = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 1.5, Jitter: 0.1, Steps: 30}
+
+const refusalMaxGap = 2 * time.Second
+
+// stillThere reports whether the object kind ns/name of that UID exists:
+// one list of the name.
+func (a *API) stillThere(ctx context.Context, kind, ns, name string, uid types.UID) (bool, error) {
+	k := a.kinds(ns)[kind]
+	list, err := do(ctx, a, "list "+kind+" "+ref(ns, name), func(c context.Context) (runtime.Object, error) {
+		return k.List(c, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+	})
+	if err != nil {
+		return false, err
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return false, fmt.Errorf("list %s %s: %w", kind, ref(ns, name), err)
+	}
+	for _, o := range items {
+		if m, ok := o.(metav1.Object); ok && m.GetName() == name && m.GetUID() == uid {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// sleep waits d, or until ctx ends (false).
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // NotFoundOr returns the notFound problem for a NotFound, else err.
