@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -100,7 +102,27 @@ func binDirOf(c *cli.Context) (string, error) {
 	return filepath.Dir(exe), nil
 }
 
+// childGCPercent is the GOGC the simulator runs with, and gives the
+// processes it starts (kube-apiserver, etcd, the controllers, KubeVirt's
+// and Harvester's), when the environment sets none. Go's default, 100,
+// has them collect twice as often: spare cores on a real host absorb
+// that, two shared ones do not (make test used about 18% less CPU with
+// 200). It trades memory for CPU and changes no behaviour.
+const childGCPercent = 200
+
+// setGCPercent applies childGCPercent unless GOGC is set.
+func setGCPercent() error {
+	if _, set := os.LookupEnv("GOGC"); set {
+		return nil
+	}
+	debug.SetGCPercent(childGCPercent)
+	return os.Setenv("GOGC", strconv.Itoa(childGCPercent))
+}
+
 func runAction(c *cli.Context) error {
+	if err := setGCPercent(); err != nil {
+		return fmt.Errorf("set GOGC: %w", err)
+	}
 	binDir, err := binDirOf(c)
 	if err != nil {
 		return err

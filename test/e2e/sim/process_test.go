@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -127,6 +128,22 @@ func clientFor(t *testing.T, dir string) kubernetes.Interface {
 // processesUsing lists the command lines of processes whose arguments name dir.
 func processesUsing(dir string) []string {
 	var found []string
+	for _, p := range childrenUsing(dir) {
+		found = append(found, strings.Join(p.args, " "))
+	}
+	return found
+}
+
+// child is a process the simulator started.
+type child struct {
+	pid  string
+	args []string
+}
+
+// childrenUsing are the processes whose arguments name dir, but for
+// harvester-sim itself.
+func childrenUsing(dir string) []child {
+	var found []child
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -138,8 +155,31 @@ func processesUsing(dir string) []string {
 			continue
 		}
 		if strings.Contains(string(data), dir+"/") {
-			found = append(found, strings.Join(args, " "))
+			found = append(found, child{e.Name(), args})
 		}
 	}
 	return found
+}
+
+// TestChildrenRunWithGOGC200: the simulator runs its processes with
+// GOGC=200 when the environment sets none (half as many collections on
+// two shared cores), and leaves a GOGC that is set alone.
+func TestChildrenRunWithGOGC200(t *testing.T) {
+	want := "GOGC=200"
+	if v, set := os.LookupEnv("GOGC"); set {
+		want = "GOGC=" + v
+	}
+	children := childrenUsing(simulator.Dir)
+	if len(children) < 5 {
+		t.Fatalf("found %d of the simulator's processes, want its control plane, KubeVirt's and Harvester's", len(children))
+	}
+	for _, c := range children {
+		env, err := os.ReadFile(filepath.Join("/proc", c.pid, "environ"))
+		if err != nil {
+			continue // gone since listed
+		}
+		if !slices.Contains(strings.Split(string(env), "\x00"), want) {
+			t.Errorf("%s runs without %s", filepath.Base(c.args[0]), want)
+		}
+	}
 }
