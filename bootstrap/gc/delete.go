@@ -6,9 +6,12 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // Outcomes of deleting one candidate.
@@ -39,7 +42,7 @@ func Delete(ctx context.Context, c *clusterstate.Clients, candidates []Candidate
 			r.Outcome = Deleted
 		case apierrors.IsNotFound(err):
 			r.Outcome = Gone
-		case apierrors.IsConflict(err) && !stillThere(ctx, c, cand):
+		case apierrors.IsConflict(err) && !refused(ctx, c, cand):
 			r.Outcome = Replaced
 		default:
 			r.Error = fmt.Sprintf("delete %s %s: %v", cand.Kind, cand.Ref(), err)
@@ -61,18 +64,16 @@ func deleteOne(ctx context.Context, c *clusterstate.Clients, cand Candidate) err
 	return ops.del(ctx, cand.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 }
 
-// stillThere tells the two Conflicts of a delete apart: the UID
-// precondition failing (the name holds another object since it was
-// listed: false) or an admission webhook refusing the delete with a 409,
-// as Harvester's does for a volume a VM uses (the listed object is still
-// there: true). Unknown counts as there, so the refusal is reported.
-func stillThere(ctx context.Context, c *clusterstate.Clients, cand Candidate) bool {
+// refused reports whether a delete's Conflict was a refusal (see
+// kubeapi.DeleteRefused), not the candidate replaced since it was listed;
+// when that cannot be told, it counts as refused, so it is reported.
+func refused(ctx context.Context, c *clusterstate.Clients, cand Candidate) bool {
 	ops, err := opsOf(c, cand)
 	if err != nil {
 		return true
 	}
-	uid, err := ops.uid(ctx, cand.Name)
-	return !apierrors.IsNotFound(err) && (err != nil || uid == types.UID(cand.UID))
+	refused, err := kubeapi.DeleteRefused(ctx, types.UID(cand.UID), func(ctx context.Context) (types.UID, error) { return ops.uid(ctx, cand.Name) })
+	return refused || err != nil
 }
 
 // kindOps are the calls on one kind's objects of one namespace.
@@ -81,11 +82,13 @@ type kindOps struct {
 	uid func(ctx context.Context, name string) (types.UID, error)
 }
 
+// getDeleter is what a typed client of one kind offers.
 type getDeleter[T metav1.Object] interface {
 	Get(ctx context.Context, name string, o metav1.GetOptions) (T, error)
 	Delete(ctx context.Context, name string, o metav1.DeleteOptions) error
 }
 
+// typed makes a kind's calls from its client.
 func typed[T metav1.Object](r getDeleter[T]) kindOps {
 	return kindOps{del: r.Delete, uid: func(ctx context.Context, name string) (types.UID, error) {
 		o, err := r.Get(ctx, name, metav1.GetOptions{})
@@ -96,21 +99,23 @@ func typed[T metav1.Object](r getDeleter[T]) kindOps {
 	}}
 }
 
+// dynamicObjects gives a dynamic client getDeleter's methods.
+type dynamicObjects struct{ r dynamic.ResourceInterface }
+
+func (d dynamicObjects) Get(ctx context.Context, name string, o metav1.GetOptions) (*unstructured.Unstructured, error) {
+	return d.r.Get(ctx, name, o)
+}
+
+func (d dynamicObjects) Delete(ctx context.Context, name string, o metav1.DeleteOptions) error {
+	return d.r.Delete(ctx, name, o)
+}
+
+// opsOf are the calls on the candidate's kind, in its namespace.
 func opsOf(c *clusterstate.Clients, cand Candidate) (kindOps, error) {
 	ns := cand.Namespace
 	switch cand.Kind {
 	case clusterstate.KindLoadBalancer:
-		r := c.Dyn.Resource(clusterstate.GVRLoadBalancer).Namespace(ns)
-		return kindOps{
-			del: func(ctx context.Context, name string, o metav1.DeleteOptions) error { return r.Delete(ctx, name, o) },
-			uid: func(ctx context.Context, name string) (types.UID, error) {
-				o, err := r.Get(ctx, name, metav1.GetOptions{})
-				if err != nil {
-					return "", err
-				}
-				return o.GetUID(), nil
-			},
-		}, nil
+		return typed[*unstructured.Unstructured](dynamicObjects{c.Dyn.Resource(clusterstate.GVRLoadBalancer).Namespace(ns)}), nil
 	case clusterstate.KindSecret:
 		return typed(c.Kube.CoreV1().Secrets(ns)), nil
 	case clusterstate.KindPVC:

@@ -11,9 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 // Every Harvester API call of the driver is one method of API, in the
@@ -94,9 +97,10 @@ func update[T any](ctx context.Context, a *API, op string, get func(context.Cont
 // volume while its cache shows a VM using it that is not being deleted
 // ("can not delete the volume ... which is currently attached to VM"), a
 // cache that lags the VM's deletion by the time its watch takes. One list
-// of the name tells them apart; a refusal is tried again, paced by
-// refusalRetry (there is nothing to watch: the webhook's cache is not
-// visible), and its message is returned once the pace or ctx runs out.
+// of the name tells them apart (kubeapi.DeleteRefused); a refusal is tried
+// again, paced by refusalRetry (there is nothing to watch: the webhook's
+// cache is not visible), and its message is returned once the pace or ctx
+// runs out.
 func remove(ctx context.Context, a *API, kind, ns, name string, uid types.UID, grace *int64, del func(context.Context, metav1.DeleteOptions) error) error {
 	opts := metav1.DeleteOptions{GracePeriodSeconds: grace}
 	if uid != "" {
@@ -114,11 +118,11 @@ func remove(ctx context.Context, a *API, kind, ns, name string, uid types.UID, g
 			return err
 		}
 		if uid != "" {
-			there, lerr := a.stillThere(ctx, kind, ns, name, uid)
+			refused, lerr := kubeapi.DeleteRefused(ctx, uid, a.currentUID(kind, ns, name))
 			if lerr != nil {
 				return fmt.Errorf("%w (and telling a refusal from a replaced object: %w)", err, lerr)
 			}
-			if !there {
+			if !refused {
 				return nil
 			}
 		}
@@ -137,26 +141,28 @@ var refusalRetry = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 1.5, J
 
 const refusalMaxGap = 2 * time.Second
 
-// stillThere reports whether the object kind ns/name of that UID exists:
-// one list of the name.
-func (a *API) stillThere(ctx context.Context, kind, ns, name string, uid types.UID) (bool, error) {
-	k := a.kinds(ns)[kind]
-	list, err := do(ctx, a, "list "+kind+" "+ref(ns, name), func(c context.Context) (runtime.Object, error) {
-		return k.List(c, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
-	})
-	if err != nil {
-		return false, err
-	}
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		return false, fmt.Errorf("list %s %s: %w", kind, ref(ns, name), err)
-	}
-	for _, o := range items {
-		if m, ok := o.(metav1.Object); ok && m.GetName() == name && m.GetUID() == uid {
-			return true, nil
+// currentUID reads the UID that kind ns/name holds now, with one list of
+// the name ("" and a NotFound: none).
+func (a *API) currentUID(kind, ns, name string) func(context.Context) (types.UID, error) {
+	return func(ctx context.Context) (types.UID, error) {
+		k := a.kinds(ns)[kind]
+		list, err := do(ctx, a, "list "+kind+" "+ref(ns, name), func(c context.Context) (runtime.Object, error) {
+			return k.List(c, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+		})
+		if err != nil {
+			return "", err
 		}
+		items, err := meta.ExtractList(list)
+		if err != nil {
+			return "", fmt.Errorf("list %s %s: %w", kind, ref(ns, name), err)
+		}
+		for _, o := range items {
+			if m, ok := o.(metav1.Object); ok && m.GetName() == name {
+				return m.GetUID(), nil
+			}
+		}
+		return "", apierrors.NewNotFound(schema.GroupResource{Resource: kind}, name)
 	}
-	return false, nil
 }
 
 // sleep waits d, or until ctx ends (false).
