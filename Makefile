@@ -33,9 +33,9 @@ tools: ## build the pinned test tools (kube-apiserver, kube-controller-manager, 
 	@bash test/tools/build.sh
 
 # `make test` runs five `go test` processes at once, each end-to-end one
-# with its own simulator: they mostly wait (for kube-apiserver, the
-# clients' backoff, simulated boots: about 0.7 of 2 cores busy), so the
-# wall time is the longest process's. test/e2e/driver, the longest package,
+# with its own simulator; the wall time is the longest process's, and the
+# two cores are busy for most of it (moving tests between the processes
+# only stretches the others: see docs/sim.md's GOGC). test/e2e/driver, the longest package,
 # runs apart from ./... in two halves by test name (DRIVER_SPLIT and the
 # rest), and its longest test, TestAPIServerFault, in two more processes,
 # its create and its rm halves. The main process runs TEST_PARALLEL
