@@ -45,7 +45,7 @@
 #
 # A group is rebuilt only when its module's pinned versions or sources
 # change: a stamp holding the hash of go.mod, go.sum, the sources and the
-# flags sits in .cache/tools/.
+# flags (paths relative to the checkout) sits in .cache/tools/.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin="$root/bin"
@@ -84,7 +84,10 @@ stale() {
   local outputs=()
   while [ "$1" != "--" ]; do outputs+=("$1"); shift; done
   shift
-  want=$( (go env GOVERSION; echo "$GOFLAGS $*"; cd "$dir" && cat go.mod go.sum && eval "find $files -name '*.go' -print0" | sort -z | xargs -0r cat) | sha256sum | cut -d' ' -f1)
+  # The flags name files under the checkout (-modfile): hashed relative to
+  # it, so that a checkout elsewhere with the same bin/ is up to date.
+  local flags="$GOFLAGS $*"
+  want=$( (go env GOVERSION; echo "${flags//"$root"/.}"; cd "$dir" && cat go.mod go.sum && eval "find $files -name '*.go' -print0" | sort -z | xargs -0r cat) | sha256sum | cut -d' ' -f1)
   local have=""
   [ -f "$stamps/$group" ] && have=$(cat "$stamps/$group")
   for o in "${outputs[@]}"; do [ -x "$bin/$o" ] || return 0; done
