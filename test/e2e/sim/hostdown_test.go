@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	kubevirtv1 "kubevirt.io/api/core/v1"
@@ -35,8 +36,30 @@ const (
 	hdCluster   = "hd"
 )
 
-// TestFaultHostDown: `harvester-sim fault host-down` on the host of a
-// RerunOnFailure VM of a guest cluster. The real node lifecycle
+// TestFaultHostDown: `harvester-sim fault host-down`, on a simulator of
+// the test's own (a host failure must not touch the package's other
+// tests) with guest clusters and the short grace period. Its two cases
+// share that simulator, one after the other: each sets its own
+// vm-force-reset-policy, uses its own VM and brings its host back.
+func TestFaultHostDown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
+	defer cancel()
+	s, cfg := simtest.StartHostDown(ctx, t, hdGrace, hdPolicy, append(harness.Current().SimArgs(), "--guest-clusters")...)
+	hd := hostDownSim{sim: s, kube: kubernetes.NewForConfigOrDie(cfg), virt: kubevirt.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
+	t.Run("the VM restarts elsewhere", func(t *testing.T) { restartedElsewhere(ctx, t, hd) })
+	t.Run("a host back in time keeps its VM", func(t *testing.T) { backInTime(ctx, t, hd) })
+}
+
+// hostDownSim is TestFaultHostDown's simulator and its admin clients.
+type hostDownSim struct {
+	sim  *simtest.Sim
+	kube kubernetes.Interface
+	virt kubevirt.Interface
+	dyn  dynamic.Interface
+}
+
+// restartedElsewhere: host-down on the host of a RerunOnFailure VM of a
+// guest cluster. The real node lifecycle
 // controller marks the host Ready Unknown and taints it unreachable only
 // after the grace period; the simulated Harvester then taints it
 // kubevirt.io/drain after `period` and out-of-service `vmMigrationTimeout`
@@ -44,11 +67,14 @@ const (
 // its guest node turns NotReady; the VM restarts on another host and its
 // guest node is Ready again; the other hosts stay Ready throughout; with
 // --remove the host is Ready again and every taint of the failure is gone.
-func TestFaultHostDown(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+func restartedElsewhere(ctx context.Context, t *testing.T, hd hostDownSim) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	iso := harness.Current().Isolation
-	s, kc, vc := startHostDownSim(ctx, t, hdPolicy)
+	s, kc, vc := hd.sim, hd.kube, hd.virt
+	if err := simtest.SetForceResetPolicy(ctx, hd.dyn, hdPolicy); err != nil {
+		t.Fatal(err)
+	}
 
 	first, guest := runningGuestVM(ctx, t, s, vc, "hd-vm")
 	host, ip := first.Status.NodeName, first.Status.Interfaces[0].IP
@@ -66,6 +92,7 @@ func TestFaultHostDown(t *testing.T) {
 	if err := s.Fault(ctx, "host-down", host); err != nil {
 		t.Fatal(err)
 	}
+	bringBackOnFailure(ctx, t, s, host)
 	t.Logf("host-down %s returned after %s", host, time.Since(down).Round(time.Millisecond))
 	waitGuestNode(ctx, t, guest, "hd-vm", corev1.ConditionUnknown)
 	if iso.Isolated && answers(ip) {
@@ -129,7 +156,7 @@ func TestFaultHostDown(t *testing.T) {
 	}
 }
 
-// TestFaultHostDownBackInTime: a host back before Harvester's
+// backInTime: a host back before Harvester's
 // out-of-service step keeps its VM: the drain taint (the policy's period
 // passed) and the unreachable taints go, so does the Drained condition.
 // KubeVirt's evacuation controller made a migration on the drain taint;
@@ -137,16 +164,20 @@ func TestFaultHostDown(t *testing.T) {
 // the same VMI live to another host (KubeVirt cancels no evacuation when
 // the taint goes). The VMI is Ready from its new pod, keeps its address,
 // its guest answers and its guest node is Ready.
-func TestFaultHostDownBackInTime(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+func backInTime(ctx context.Context, t *testing.T, hd hostDownSim) {
+	ctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
 	iso := harness.Current().Isolation
-	s, kc, vc := startHostDownSim(ctx, t, `{"enable":true,"period":1,"vmMigrationTimeout":600}`)
+	s, kc, vc := hd.sim, hd.kube, hd.virt
+	if err := simtest.SetForceResetPolicy(ctx, hd.dyn, `{"enable":true,"period":1,"vmMigrationTimeout":600}`); err != nil {
+		t.Fatal(err)
+	}
 	first, guest := runningGuestVM(ctx, t, s, vc, "back-vm")
 	host, ip := first.Status.NodeName, first.Status.Interfaces[0].IP
 	if err := s.Fault(ctx, "host-down", host); err != nil {
 		t.Fatal(err)
 	}
+	bringBackOnFailure(ctx, t, s, host)
 	if _, err := simtest.WaitNode(ctx, kc, host, func(n *corev1.Node) bool {
 		return simtest.HasTaint(n, "kubevirt.io/drain", corev1.TaintEffectNoSchedule)
 	}); err != nil {
@@ -210,6 +241,21 @@ func TestFaultHostDownBackInTime(t *testing.T) {
 	})
 }
 
+// bringBackOnFailure ends the host's failure when the test fails before
+// it does: the next case on the same simulator starts with every host up.
+func bringBackOnFailure(ctx context.Context, t *testing.T, s *simtest.Sim, host string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := s.Fault(ctx, "host-down", "--remove", host); err != nil {
+			t.Logf("bring %s back: %v", host, err)
+		}
+	})
+}
+
 // runningGuestVM creates the guest-cluster VM name (hostDownVM) and
 // waits until its VMI runs with an address and its guest node is Ready;
 // it returns that VMI and the guest cluster's client.
@@ -224,15 +270,6 @@ func runningGuestVM(ctx context.Context, t *testing.T, s *simtest.Sim, vc kubevi
 	guest := guestClient(ctx, t, s)
 	waitGuestNode(ctx, t, guest, name, corev1.ConditionTrue)
 	return vmi, guest
-}
-
-// startHostDownSim starts a simulator of the test's own (a host failure
-// must not touch the package's other tests) with guest clusters, the
-// short grace period and the given vm-force-reset-policy.
-func startHostDownSim(ctx context.Context, t *testing.T, policy string) (*simtest.Sim, kubernetes.Interface, kubevirt.Interface) {
-	t.Helper()
-	s, cfg := simtest.StartHostDown(ctx, t, hdGrace, policy, append(harness.Current().SimArgs(), "--guest-clusters")...)
-	return s, kubernetes.NewForConfigOrDie(cfg), kubevirt.NewForConfigOrDie(cfg)
 }
 
 func vmiCondition(v *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {
