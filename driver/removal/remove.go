@@ -115,6 +115,7 @@ func removeMachineOf(ctx context.Context, api *harvesterapi.API, m *machine.Mach
 		}
 		targets = append(targets, harvesterapi.Target{Kind: harvesterapi.KindVM, Name: r.VM.Name, UID: r.VM.UID}, harvesterapi.Target{Kind: harvesterapi.KindVMI, Name: r.VM.Name})
 		targets = append(targets, heldClaimTargets(m)...)
+		targets = append(targets, ownedSecretTargets(m, r)...)
 	}
 	if r.vmi != nil {
 		log.Infof("%s: deleting VM instance %s/%s (UID %s), left running without its VM", m.Name, m.Config.VMNamespace, r.vmi.Name, r.vmi.UID)
@@ -150,6 +151,16 @@ func removeMachineOf(ctx context.Context, api *harvesterapi.API, m *machine.Mach
 // is gone.
 func WaitRemoved(ctx context.Context, api *harvesterapi.API, m *machine.Machine, targets ...harvesterapi.Target) error {
 	return api.WaitRemoved(ctx, m.Config.VMNamespace, m.WaitTimeout(), targets)
+}
+
+// ownedSecretTargets is the cloud-init Secret the VM owns, when Find did
+// not read it (secretWithVM): the garbage collector deletes it once the VM
+// is gone, and the removal is not done before it has.
+func ownedSecretTargets(m *machine.Machine, r Removal) []harvesterapi.Target {
+	if !r.secretWithVM || m.SecretPending {
+		return nil
+	}
+	return []harvesterapi.Target{{Kind: harvesterapi.KindSecret, Name: vmspec.UserDataSecretName(m.Name)}}
 }
 
 // heldClaimTargets is the machine's address claim, if it holds one: the
