@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -71,7 +72,10 @@ func Bin(name string) (string, error) {
 }
 
 // Start runs bin/harvester-sim in a fresh temporary state directory and
-// returns once it has written its ready file.
+// returns once it has written its ready file. Unless opts.Args set
+// --start-timeout, the simulator's bound on its start is ctx's deadline:
+// the caller's (its own default, 2 minutes, is too short for a
+// simulator that a test starts while make test loads both cores).
 func Start(ctx context.Context, opts Options) (*Sim, error) {
 	bin, err := Bin("harvester-sim")
 	if err != nil {
@@ -92,7 +96,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.cmd = exec.Command(bin, append([]string{"--state-dir", s.Dir}, opts.Args...)...)
+	s.cmd = exec.Command(bin, append([]string{"--state-dir", s.Dir}, startArgs(ctx, opts.Args)...)...)
 	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := s.cmd.Start(); err != nil {
@@ -109,6 +113,17 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// startArgs are args with --start-timeout set to what is left of ctx's
+// deadline, unless args set it or ctx has none.
+func startArgs(ctx context.Context, args []string) []string {
+	deadline, ok := ctx.Deadline()
+	if !ok || slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(strings.TrimLeft(a, "-"), "start-timeout") }) {
+		return args
+	}
+	left := max(time.Until(deadline).Truncate(time.Second), time.Second)
+	return append(slices.Clone(args), "--start-timeout="+left.String())
 }
 
 func (s *Sim) waitReady(ctx context.Context) error {

@@ -1,9 +1,12 @@
 package simtest
 
 import (
+	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 )
 
 // TestWarnings: only the log's WARN and ERROR lines, the last n of them.
@@ -25,6 +28,33 @@ func TestWarnings(t *testing.T) {
 	} {
 		if got := s.Warnings(n); got != want {
 			t.Errorf("Warnings(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// TestStartArgsBoundTheStartByTheDeadline: a simulator a test starts gives
+// up when the test's context would, not after the simulator's default;
+// an explicit --start-timeout, or no deadline, leaves the flags alone.
+func TestStartArgsBoundTheStartByTheDeadline(t *testing.T) {
+	withDeadline, cancel := context.WithTimeout(context.Background(), 5*time.Minute+500*time.Millisecond)
+	defer cancel()
+	spent, cancelSpent := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancelSpent()
+	cases := []struct {
+		name string
+		ctx  context.Context
+		args []string
+		want []string
+	}{
+		{"deadline", withDeadline, []string{"--guest-clusters"}, []string{"--guest-clusters", "--start-timeout=5m0s"}},
+		{"deadline passed", spent, nil, []string{"--start-timeout=1s"}},
+		{"no deadline", context.Background(), []string{"--hosts=3"}, []string{"--hosts=3"}},
+		{"set by the caller", withDeadline, []string{"--start-timeout=6m0s"}, []string{"--start-timeout=6m0s"}},
+		{"set by the caller, one dash", withDeadline, []string{"-start-timeout", "1m"}, []string{"-start-timeout", "1m"}},
+	}
+	for _, c := range cases {
+		if got := startArgs(c.ctx, c.args); !slices.Equal(got, c.want) {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}
 }
