@@ -155,13 +155,15 @@ func TestStaticAddressLifecycle(t *testing.T) {
 	}
 }
 
-// TestStaticAddressPool creates 50 machines of one pool at once through
-// rancher-machine on a 50-address range: each holds its own address and
-// its VMI reports it; the 51st machine fails before anything of it
-// exists, naming the range; rm frees every address and the next pool
-// gets the lowest ones again.
+// TestStaticAddressPool creates a pool's machines at once through
+// rancher-machine on a range of as many addresses: each holds its own
+// address and its VMI reports it; one machine more fails before anything
+// of it exists, naming the range; rm frees every address and the next
+// pool gets the lowest ones again. The pool is the soak's size: 10
+// machines in `make test`, 50 in `make soak` (HARVESTER_E2E_SOAK=long).
 func TestStaticAddressPool(t *testing.T) {
-	const n, rng = 50, "10.60.1.10-10.60.1.59/24"
+	n := soakSizeFromEnv(t).machines
+	rng := fmt.Sprintf("10.60.1.10-10.60.1.%d/24", 10+n-1)
 	// 50 creates at once take 15 s on 2 idle cores; the wait timeout leaves
 	// room for cores that TestUnderCPUHog keeps busy at the same time.
 	flags := append(slices.Clone(imageAndNet), "--harvester-static-address-range="+rng, "--harvester-static-gateway=10.60.1.1", "--harvester-wait-timeout=300")
@@ -190,14 +192,15 @@ func TestStaticAddressPool(t *testing.T) {
 			t.Errorf("%s's VMI reports %q on nic-0, want its address %s", name, got, a)
 		}
 	}
-	out, err := r.create("e2e-staticpool-pool1-m50", flags...)
+	extra := fmt.Sprintf("e2e-staticpool-pool1-m%02d", n)
+	out, err := r.create(extra, flags...)
 	if err == nil || !strings.Contains(out, `--harvester-static-address-range "`+rng+`": no free address`) {
-		t.Errorf("the 51st machine: err %v, want the range's exhaustion:\n%s", err, out)
+		t.Errorf("machine %d of a %d-address range: err %v, want the range's exhaustion:\n%s", n+1, n, err, out)
 	}
-	if _, err := virt.KubevirtV1().VirtualMachines(namespace).Get(context.Background(), "e2e-staticpool-pool1-m50", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("the 51st machine's VM exists (err %v)", err)
+	if _, err := virt.KubevirtV1().VirtualMachines(namespace).Get(context.Background(), extra, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("machine %d's VM exists (err %v)", n+1, err)
 	}
-	r.mustRun("rm", "-y", "e2e-staticpool-pool1-m50")
+	r.mustRun("rm", "-y", extra)
 
 	parallel(t, names, func(name string) (string, error) { return r.run("rm", "-y", "--update-config", name) })
 	if left := heldAddresses(t); len(left) != 0 {
