@@ -34,9 +34,12 @@ tools: ## build the pinned test tools (kube-apiserver, kube-controller-manager, 
 
 # `make test` runs the unit packages in one `go test` process and the
 # end-to-end packages, each of which starts its own simulator, as a queue
-# of jobs, TEST_JOBS at a time (test/gotest-jobs.sh), longest first.
-# Every simulator alive costs CPU even at rest (docs/sim.md), so seven at
-# once starved a slow 2-core machine past the tests' deadlines.
+# of jobs, TEST_JOBS at a time (test/gotest-jobs.sh), the longest first
+# (as measured on a slow 2-core machine, 2026-11-29: the driver's halves
+# 23 and 20 minutes, guest and sim 14, the fault job 13, simctl and
+# bootstrap 7), so that the short ones fill in at the end. Every
+# simulator alive costs CPU even at rest (docs/sim.md), so seven at once
+# starved that machine past the tests' deadlines.
 # test/e2e/driver, the longest package, is three jobs: its longest test,
 # TestAPIServerFault, then TestMaintenanceCheck in one (SEPARATE_TESTS and
 # WITH_FAULT), and two halves by test name (DRIVER_SPLIT and the rest).
@@ -58,15 +61,20 @@ SOAK_TESTS := ^TestUnderCPUHog$$
 # a slow 2-core machine.
 TEST_LDFLAGS := -ldflags=-w
 GOTEST := $(GO) test $(TEST_LDFLAGS) $(GOTEST_FLAGS) -timeout $(GOTEST_TIMEOUT) -count=1
-E2E_OTHERS = $$($(GO) list ./test/e2e/... | grep -vx '$(MODULE)/test/e2e/driver')
+# The other end-to-end packages, in the queue's order; a package not
+# named here runs last.
+E2E_FIRST := ./test/e2e/guest ./test/e2e/sim
+E2E_LAST := ./test/e2e/simctl ./test/e2e/bootstrap
+E2E_UNNAMED = $$($(GO) list ./test/e2e/... | grep -vxF $(foreach p,driver $(notdir $(E2E_FIRST) $(E2E_LAST)),-e '$(MODULE)/test/e2e/$(p)'))
 
 test: build tools ## unit and end-to-end tests (the simulator is started by the tests; the soak is the short one, 10 machines x 2; the CPU-hog runs are `make soak`'s)
 	@GOTEST='$(GOTEST) -vet=off' TEST_JOBS=$(TEST_JOBS) bash test/gotest-jobs.sh \
-	  $$($(GO) list ./... | grep -v '^$(MODULE)/test/e2e/') -- \
-	  '-run $(SEPARATE_TESTS)|$(WITH_FAULT) $(DRIVER_E2E)' \
+	  $(UNIT_PKGS) -- \
 	  '-skip $(DRIVER_SPLIT)|$(SEPARATE_TESTS)|$(WITH_FAULT)|$(SOAK_TESTS) $(DRIVER_E2E)' \
 	  '-run $(DRIVER_SPLIT) -skip $(SEPARATE_TESTS)|$(WITH_FAULT)|$(SOAK_TESTS) $(DRIVER_E2E)' \
-	  $(E2E_OTHERS)
+	  $(E2E_FIRST) \
+	  '-run $(SEPARATE_TESTS)|$(WITH_FAULT) $(DRIVER_E2E)' \
+	  $(E2E_LAST) $(E2E_UNNAMED)
 
 soak: build tools ## the long soaks: 50 machines x 3 rounds through rancher-machine, then again with every core busy, with the API-server faults at every moment; 50 machines on a 50-address static range (CI runs it after `make test`)
 	HARVESTER_E2E_SOAK=long $(GO) test $(TEST_LDFLAGS) $(GOTEST_FLAGS) -timeout $(SOAK_TIMEOUT) -count=1 -v \
