@@ -47,8 +47,10 @@ func TestDeleteVolumeWaitsOutHarvesterRefusal(t *testing.T) {
 	}
 
 	// The VM is not being deleted: the webhook refuses for good, and the
-	// delete says so when its time runs out.
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// delete says so when its time runs out. The time allows a refusal to
+	// come back on a loaded machine: 5 s once ran out during the first
+	// request (a slow 2-core machine running four simulators).
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	err = api.DeletePVC(ctx, namespace, pvc.Name, pvc.UID)
 	cancel()
 	if err == nil || !strings.Contains(err.Error(), "currently attached to VM: "+namespace+"/"+name) {
