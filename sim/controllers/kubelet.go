@@ -16,9 +16,10 @@ import (
 )
 
 // The simulated kubelets: every Pod bound to a host that is up runs (no
-// container does), a Pod being deleted goes at once, a Pod whose Secret
-// volume is missing waits, as kubelet's mount would. A host that is down
-// does nothing (heartbeat.go).
+// container does), a Pod being deleted goes at once (a virt-launcher Pod
+// once its guest has shut down, or its grace period is over), a Pod whose
+// Secret volume is missing waits, as kubelet's mount would. A host that is
+// down does nothing (heartbeat.go).
 
 // mountRetry is how soon a Pod held for a missing Secret is looked at
 // again (kubelet retries a failed volume mount with a backoff that starts
@@ -36,6 +37,9 @@ func (s *sim) reconcilePod(ctx context.Context, key string) (time.Duration, erro
 		return 0, nil
 	}
 	if pod.DeletionTimestamp != nil {
+		if wait := s.guestShutdownWait(pod); wait > 0 {
+			return wait, nil
+		}
 		zero := int64(0)
 		err = s.kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero,
 			Preconditions: &metav1.Preconditions{UID: &pod.UID}})
@@ -51,6 +55,35 @@ func (s *sim) reconcilePod(ctx context.Context, key string) (time.Duration, erro
 		return 0, s.syncPodReady(ctx, pod)
 	}
 	return 0, nil
+}
+
+// guestShutdownWait is how long kubelet still gives a terminating
+// virt-launcher Pod whose guest runs: virt-launcher answers the SIGTERM by
+// shutting the guest down, and its container exits only when virt-handler
+// has seen the guest off (shutdownVMI ends the Pod), or when the grace
+// period runs out. 0: the Pod may go now (any other Pod, a launcher that
+// ended, a migration's target, a guest already final).
+func (s *sim) guestShutdownWait(pod *corev1.Pod) time.Duration {
+	if pod.Labels[kubevirtv1.AppLabel] != "virt-launcher" || podEnded(pod) {
+		return 0
+	}
+	ref := metav1.GetControllerOf(pod)
+	if ref == nil || ref.Kind != "VirtualMachineInstance" {
+		return 0
+	}
+	u := getCached(s.vmis, pod.Namespace, ref.Name)
+	if u == nil || u.GetUID() != ref.UID {
+		return 0
+	}
+	var st kubevirtv1.VirtualMachineInstanceStatus
+	looseStatus(u, &st)
+	if st.Phase != kubevirtv1.Scheduled && st.Phase != kubevirtv1.Running || st.NodeName != pod.Spec.NodeName {
+		return 0
+	}
+	if ms := st.MigrationState; ms != nil && ms.TargetPod == pod.Name && !ms.Completed {
+		return 0
+	}
+	return time.Until(pod.DeletionTimestamp.Time)
 }
 
 // startPod runs a bound Pod, ScheduleDelay after it was created, once its
@@ -160,9 +193,10 @@ func (s *sim) syncPodReady(ctx context.Context, pod *corev1.Pod) error {
 }
 
 // endPod plays kubelet for a Pod whose containers exited: phase Succeeded
-// or Failed. A Pod not bound or already ended is left as it is.
+// or Failed (a terminating one too: kubelet reports the exit, then
+// removes it). A Pod not bound or already ended is left as it is.
 func (s *sim) endPod(ctx context.Context, pod *corev1.Pod, phase corev1.PodPhase) error {
-	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed || pod.DeletionTimestamp != nil {
+	if pod.Spec.NodeName == "" || podEnded(pod) {
 		return nil
 	}
 	p := pod.DeepCopy()
