@@ -2,17 +2,17 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
-	"sync"
 
 	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // crdSpec describes one custom resource the simulated Harvester serves.
@@ -120,21 +120,66 @@ func installCRDs(ctx context.Context, client apiextclient.Interface) error {
 			return fmt.Errorf("install CRD %s.%s: %w", s.plural, s.group, err)
 		}
 	}
-	// Waited for all at once: one after the other, ~40 list-and-watch
-	// round trips add up on a loaded machine.
-	errs := make([]error, len(all))
-	var wg sync.WaitGroup
-	for i, s := range all {
-		wg.Go(func() {
-			name := s.plural + "." + s.group
-			k := kubeapi.KindOf[*apiextv1.CustomResourceDefinitionList]("CRD", &apiextv1.CustomResourceDefinition{}, crds)
-			if err := waitFor(ctx, k, "", name, crdEstablished); err != nil {
-				errs[i] = fmt.Errorf("wait for CRD %s to be established: %w", name, err)
-			}
-		})
+	names := make([]string, 0, len(all))
+	for _, s := range all {
+		names = append(names, s.plural+"."+s.group)
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return waitEstablished(ctx, crds, names)
+}
+
+// waitEstablished waits until every CRD named is Established, with one
+// list and one watch of all CRDs (a list and a watch for each of the ~70
+// made every start ~140 requests, each listing a large CRD).
+func waitEstablished(ctx context.Context, crds apiextv1client.CustomResourceDefinitionInterface, names []string) error {
+	pending := map[string]bool{}
+	for _, n := range names {
+		pending[n] = true
+	}
+	for {
+		list, err := crds.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("wait for the CRDs to be established: list: %w", err)
+		}
+		for i := range list.Items {
+			if crdEstablished(&list.Items[i]) {
+				delete(pending, list.Items[i].Name)
+			}
+		}
+		if len(pending) == 0 {
+			return nil
+		}
+		w, err := crds.Watch(ctx, metav1.ListOptions{ResourceVersion: list.ResourceVersion})
+		if err != nil {
+			return fmt.Errorf("wait for the CRDs to be established: watch: %w", err)
+		}
+		watchEstablished(ctx, w, pending)
+		w.Stop()
+		if len(pending) == 0 {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("CRDs not established: %s: %w", strings.Join(slices.Sorted(maps.Keys(pending)), ", "), ctx.Err())
+		}
+		// The watch ended (its timeout, an apiserver restart): list again.
+	}
+}
+
+// watchEstablished takes the CRDs the watch shows Established out of
+// pending, until none is left, the watch ends or ctx is done.
+func watchEstablished(ctx context.Context, w watch.Interface, pending map[string]bool) {
+	for len(pending) > 0 {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok || ev.Type == watch.Error {
+				return
+			}
+			if crd, isCRD := ev.Object.(*apiextv1.CustomResourceDefinition); isCRD && crdEstablished(crd) {
+				delete(pending, crd.Name)
+			}
+		}
+	}
 }
 
 func crdEstablished(crd *apiextv1.CustomResourceDefinition) bool {

@@ -64,10 +64,7 @@ func (s *sim) reconcileLoadBalancer(ctx context.Context, key string) (time.Durat
 		})
 		return 0, err
 	}
-	f, err := s.liveFaults(ctx)
-	if err != nil {
-		return 0, err
-	}
+	f := s.faults() // current: `harvester-sim fault` returns once this cache acknowledged it
 	if d := f.AllocationDelay(ns, name); d > 0 {
 		if wait := time.Until(l.CreationTimestamp.Add(d)); wait > 0 {
 			return wait, nil
@@ -152,10 +149,20 @@ func (s *sim) allocate(ctx context.Context, l *lbapi.LoadBalancer, f fault.Patte
 			return lbapi.AllocatedAddress{}, err
 		}
 	}
+	// An address the cached pool already records for l is l's: no read.
+	// (A pool that changes since enqueues every LoadBalancer again.)
+	exhausted := f.MatchName(fault.ExhaustPool, chosen.Name) != ""
+	if containsValue(chosen.Status.Allocated, owner) {
+		held := *chosen
+		held.Status = chosen.Status.Clone()
+		if addr, err := lb.Allocate(&held, owner, exhausted); err == nil && equality.Semantic.DeepEqual(held.Status, chosen.Status) {
+			return addr, nil
+		}
+	}
 	var addr lbapi.AllocatedAddress
 	err = s.updatePoolStatus(ctx, chosen.Name, func(p *lbapi.IPPool) error {
 		var err error
-		addr, err = lb.Allocate(p, owner, f.MatchName(fault.ExhaustPool, p.Name) != "")
+		addr, err = lb.Allocate(p, owner, exhausted)
 		return err
 	})
 	return addr, err
@@ -339,19 +346,6 @@ func (s *sim) cachedPools() ([]lbapi.IPPool, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
-}
-
-// liveFaults reads the fault ConfigMap from the apiserver, so a fault set
-// by `harvester-sim fault` is in effect for every allocation after it.
-func (s *sim) liveFaults(ctx context.Context) (fault.Patterns, error) {
-	cm, err := s.kube.CoreV1().ConfigMaps(fault.Namespace).Get(ctx, fault.ConfigMap, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return fault.ParsePatterns(nil), nil
-	}
-	if err != nil {
-		return fault.Patterns{}, fmt.Errorf("read fault ConfigMap: %w", err)
-	}
-	return fault.ParsePatterns(cm.Data), nil
 }
 
 func (s *sim) lbKeys(ns string) []string { return genericKeys(s.lbs, ns) }
