@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -81,11 +82,12 @@ func waitRow(t *testing.T, cluster, check string, want doctor.Status, args ...st
 }
 
 // waitRowWhere runs doctor until check's row satisfies ok; what names
-// the awaited state in a timeout.
+// the awaited state in a timeout. Once a second: each run is a process
+// and about 18 requests.
 func waitRowWhere(t *testing.T, cluster, check, what string, ok func(doctor.Row) bool, args ...string) doctorReport {
 	t.Helper()
 	var r doctorReport
-	poll(t, check+" "+what, func(ctx context.Context) (bool, string) {
+	pollEvery(t, time.Second, check+" "+what, func(ctx context.Context) (bool, string) {
 		r = runDoctor(t, ctx, cluster, args...)
 		row := r.row(t, check)
 		return ok(row), string(row.Status) + " " + row.Seen

@@ -54,9 +54,15 @@ func testContext(t testing.TB) context.Context {
 // poll retries cond every 100ms until it holds, failing with what it says last.
 func poll(t testing.TB, what string, cond func(ctx context.Context) (bool, string)) {
 	t.Helper()
+	pollEvery(t, 100*time.Millisecond, what, cond)
+}
+
+// pollEvery is poll with another interval.
+func pollEvery(t testing.TB, interval time.Duration, what string, cond func(ctx context.Context) (bool, string)) {
+	t.Helper()
 	ctx := testContext(t)
 	last := ""
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
 		ok, why := cond(ctx)
 		last = why
 		return ok, nil
