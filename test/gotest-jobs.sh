@@ -27,8 +27,15 @@ declare -A job=()
 # reap waits for any job to end and records its status.
 reap() {
 	local pid rc
+	pid=
 	wait -n -p pid
 	rc=$?
+	if [ -z "${pid:-}" ]; then
+		# No child left to wait for while jobs are still counted: never
+		# report success for jobs whose end was not seen.
+		echo "gotest-jobs: lost track of: ${job[*]:-} $([ "$unitRC" = -1 ] && echo 'unit packages')" >&2
+		exit 2
+	fi
 	if [ "$pid" = "$unitPID" ]; then
 		unitRC=$rc
 		return
