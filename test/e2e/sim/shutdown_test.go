@@ -43,7 +43,7 @@ func TestStoppedGuestShutsDownBeforeItsPodGoes(t *testing.T) {
 	}
 	defer vmiWatch.Stop()
 	podWatch, err := kube.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{
-		LabelSelector: kubevirtv1.CreatedByLabel + "=" + string(vmi.UID), ResourceVersion: pods.ListMeta.ResourceVersion})
+		LabelSelector: kubevirtv1.CreatedByLabel + "=" + string(vmi.UID), ResourceVersion: pods.ResourceVersion})
 	if err != nil {
 		t.Fatal(err)
 	}
