@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -111,6 +113,16 @@ func TestGuestTokenReadByDriverReachesOnlyItsNamespace(t *testing.T) {
 	guest, err := kubernetes.NewForConfig(guestCfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// kube-apiserver checks a Secret-held token against its own cache of
+	// Secrets, which may lag the token's writing on a loaded machine (a
+	// 401 then, not the 403 the attacks below must meet).
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := guest.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("the guest token is not accepted: %v", err)
 	}
 
 	vm := []byte(`{"spec":{"runStrategy":"Halted"}}`)
