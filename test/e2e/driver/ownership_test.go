@@ -308,7 +308,7 @@ func TestOwnershipFailedRestartRestoresRunStrategy(t *testing.T) {
 	name := "e2e-restart-pool1-s0000"
 	r := newRM(t, "e2e-restart")
 	r.mustCreate(name, imageAndNet...)
-	setStoredDriverField(t, r, name, "WaitTimeoutSeconds", 8)
+	wait := setStoredDriverField(t, r, name, "WaitTimeoutSeconds", 8)
 	simFault(t, fault.StuckScheduling, namespace+"/e2e-restart-*")
 	t.Cleanup(func() { simFault(t, fault.StuckScheduling, "--remove", namespace+"/e2e-restart-*") })
 
@@ -318,6 +318,9 @@ func TestOwnershipFailedRestartRestoresRunStrategy(t *testing.T) {
 	if vm.Spec.RunStrategy == nil || *vm.Spec.RunStrategy != kubevirtv1.RunStrategyRerunOnFailure {
 		t.Errorf("run strategy after the failed restart: %v, want RerunOnFailure", vm.Spec.RunStrategy)
 	}
+	// The 8 s were for the restart; rm gets the machine's own wait again
+	// (under load the VM and its Secret once took longer than 8 s to go).
+	setStoredDriverField(t, r, name, "WaitTimeoutSeconds", wait)
 	r.mustRun("rm", "-y", "--update-config", name)
 }
 
@@ -346,7 +349,9 @@ func setStoredKubeconfig(t *testing.T, r *rm, name, content string) {
 }
 
 // setStoredDriverField sets one field of the driver in config.json.
-func setStoredDriverField(t *testing.T, r *rm, name, field string, value any) {
+// setStoredDriverField sets a field of the machine's stored driver
+// config and returns its previous value.
+func setStoredDriverField(t *testing.T, r *rm, name, field string, value any) any {
 	t.Helper()
 	path := filepath.Join(r.store, "machines", name, "config.json")
 	raw, err := os.ReadFile(path)
@@ -357,9 +362,12 @@ func setStoredDriverField(t *testing.T, r *rm, name, field string, value any) {
 	if err := json.Unmarshal(raw, &host); err != nil {
 		t.Fatal(err)
 	}
-	host["Driver"].(map[string]any)[field] = value
+	driver := host["Driver"].(map[string]any)
+	old := driver[field]
+	driver[field] = value
 	raw, _ = json.Marshal(host)
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return old
 }
