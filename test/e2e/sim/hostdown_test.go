@@ -78,7 +78,7 @@ func restartedElsewhere(ctx context.Context, t *testing.T, hd hostDownSim) {
 
 	first, guest := runningGuestVM(ctx, t, s, vc, "hd-vm")
 	host, ip := first.Status.NodeName, first.Status.Interfaces[0].IP
-	if iso.Isolated && !answers(ip) {
+	if iso.Isolated && !answersWithin(ctx, ip) {
 		t.Fatalf("guest %s does not answer SSH before the fault", ip)
 	}
 	others := otherHosts(ctx, t, kc, host)
@@ -108,7 +108,7 @@ func restartedElsewhere(ctx context.Context, t *testing.T, hd hostDownSim) {
 		t.Errorf("VM restarted on the down host %s", host)
 	}
 	waitGuestNode(ctx, t, guest, "hd-vm", corev1.ConditionTrue)
-	if iso.Isolated && !answers(second.Status.Interfaces[0].IP) {
+	if iso.Isolated && !answersWithin(ctx, second.Status.Interfaces[0].IP) {
 		t.Errorf("restarted guest %s does not answer SSH", second.Status.Interfaces[0].IP)
 	}
 
@@ -227,7 +227,7 @@ func backInTime(ctx context.Context, t *testing.T, hd hostDownSim) {
 		t.Errorf("migration %s is not an evacuation of %s: %+v", ms.MigrationUID, host, m.Items)
 	}
 	waitGuestNode(ctx, t, guest, "back-vm", corev1.ConditionTrue)
-	if iso.Isolated && !answers(ip) {
+	if iso.Isolated && !answersWithin(ctx, ip) {
 		t.Errorf("guest %s does not answer SSH after its host came back", ip)
 	}
 	// The source pod Succeeds; the VMI is Ready from the target's pod once
@@ -380,7 +380,30 @@ func otherHosts(ctx context.Context, t *testing.T, kc kubernetes.Interface, host
 	return out
 }
 
-// answers reports whether something accepts TCP on ip:22.
+// answerWait bounds answersWithin: the guest network follows the VMI's
+// host as its virt-handler reconciles it, which a loaded machine can delay
+// by seconds after the VMI and the guest node report Ready (a single try
+// once failed in make test with the load average at 30).
+const answerWait = 30 * time.Second
+
+// answersWithin reports whether something accepts TCP on ip:22 within
+// answerWait (or ctx's end), trying every half second.
+func answersWithin(ctx context.Context, ip string) bool {
+	ctx, cancel := context.WithTimeout(ctx, answerWait)
+	defer cancel()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for !answers(ip) {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}
+
+// answers reports whether something accepts TCP on ip:22 now.
 func answers(ip string) bool {
 	c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, "22"), 2*time.Second)
 	if err != nil {
