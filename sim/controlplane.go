@@ -104,7 +104,14 @@ func writeKubeconfigFile(path string, cfg *clientcmdapi.Config) error {
 	if err != nil {
 		return fmt.Errorf("encode kubeconfig: %w", err)
 	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	// Written aside and renamed: whoever sees the file (a test, a user
+	// waiting for a guest cluster) sees all of it, never an empty file
+	// that os.WriteFile has created but not yet filled.
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
 	return nil
