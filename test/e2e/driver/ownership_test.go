@@ -308,7 +308,7 @@ func TestOwnershipFailedRestartRestoresRunStrategy(t *testing.T) {
 	name := "e2e-restart-pool1-s0000"
 	r := newRM(t, "e2e-restart")
 	r.mustCreate(name, imageAndNet...)
-	wait := setStoredDriverField(t, r, name, "WaitTimeoutSeconds", 8)
+	storedWait := setStoredDriverField(t, r, name, "WaitTimeoutSeconds", 8)
 	simFault(t, fault.StuckScheduling, namespace+"/e2e-restart-*")
 	t.Cleanup(func() { simFault(t, fault.StuckScheduling, "--remove", namespace+"/e2e-restart-*") })
 
@@ -320,7 +320,7 @@ func TestOwnershipFailedRestartRestoresRunStrategy(t *testing.T) {
 	}
 	// The 8 s were for the restart; rm gets the machine's own wait again
 	// (under load the VM and its Secret once took longer than 8 s to go).
-	setStoredDriverField(t, r, name, "WaitTimeoutSeconds", wait)
+	setStoredDriverField(t, r, name, "WaitTimeoutSeconds", storedWait)
 	r.mustRun("rm", "-y", "--update-config", name)
 }
 
@@ -348,9 +348,8 @@ func setStoredKubeconfig(t *testing.T, r *rm, name, content string) {
 	setStoredDriverField(t, r, name, "KubeconfigContent", content)
 }
 
-// setStoredDriverField sets one field of the driver in config.json.
-// setStoredDriverField sets a field of the machine's stored driver
-// config and returns its previous value.
+// setStoredDriverField sets one field of the driver in config.json and
+// returns its previous value.
 func setStoredDriverField(t *testing.T, r *rm, name, field string, value any) any {
 	t.Helper()
 	path := filepath.Join(r.store, "machines", name, "config.json")

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -389,18 +390,9 @@ const answerWait = 30 * time.Second
 // answersWithin reports whether something accepts TCP on ip:22 within
 // answerWait (or ctx's end), trying every half second.
 func answersWithin(ctx context.Context, ip string) bool {
-	ctx, cancel := context.WithTimeout(ctx, answerWait)
-	defer cancel()
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for !answers(ip) {
-		select {
-		case <-ctx.Done():
-			return false
-		case <-tick.C:
-		}
-	}
-	return true
+	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, answerWait, true, func(context.Context) (bool, error) {
+		return answers(ip), nil
+	}) == nil
 }
 
 // answers reports whether something accepts TCP on ip:22 now.
