@@ -35,26 +35,23 @@ tools: ## build the pinned test tools (kube-apiserver, kube-controller-manager, 
 # `make test` runs the unit packages in one `go test` process and the
 # end-to-end packages, each of which starts its own simulator, as a queue
 # of jobs, TEST_JOBS at a time (test/gotest-jobs.sh), the longest first
-# (as measured on a slow 2-core machine, 2026-11-29: the driver's halves
-# 23 and 20 minutes, guest and sim 14, the fault job 13, simctl and
-# bootstrap 7), so that the short ones fill in at the end. Every
-# simulator alive costs CPU even at rest (docs/sim.md), so seven at once
-# starved that machine past the tests' deadlines.
-# test/e2e/driver, the longest package, is three jobs: its longest test,
-# TestAPIServerFault, then TestMaintenanceCheck in one (SEPARATE_TESTS and
-# WITH_FAULT), and two halves by test name (DRIVER_SPLIT and the rest).
-# Every pair of patterns below is a complement: nothing is left out but
+# (as measured on a slow 2-core machine, 2026-11-30: sim 18 minutes, the
+# driver's halves 14 each before they took TestAPIServerFault's short
+# form and TestMaintenanceCheck, guest 12, simctl 7, bootstrap 3), so
+# that the short ones fill in at the end. Every simulator alive costs CPU
+# even at rest (docs/sim.md), so seven at once starved that machine past
+# the tests' deadlines, and each one fewer saves its start and its rest.
+# test/e2e/driver, the longest package, is two jobs: two halves by test
+# name (DRIVER_SPLIT and the rest), a complement: nothing is left out but
 # the CPU hog. Patterns hold no spaces (the runner splits on them).
 DRIVER_E2E := ./test/e2e/driver
-SEPARATE_TESTS := ^TestAPIServerFault$$
-WITH_FAULT := ^TestMaintenanceCheck$$
 DRIVER_SPLIT := ^Test[A-L]
 TEST_JOBS ?= 4
 # What burns CPU on purpose (every core busy, by design) is `make soak`'s,
 # which CI runs after `make test`: left out here.
 SOAK_TESTS := ^TestUnderCPUHog$$
-# Test binaries are linked without DWARF (-w; a panic's trace needs only
-# the symbol table): every run links each package's test binary again, and
+# Test binaries are linked without DWARF (-w; a panic's trace reads Go's
+# own pclntab): every run links each package's test binary again, and
 # DWARF is about half of a link's CPU, some 40 CPU-seconds of make test.
 # go vet runs in `make lint` (all of its checks, CI's first step), not
 # again in each test build (-vet=off): some 220 CPU-seconds of make test on
@@ -63,22 +60,22 @@ TEST_LDFLAGS := -ldflags=-w
 GOTEST := $(GO) test $(TEST_LDFLAGS) $(GOTEST_FLAGS) -timeout $(GOTEST_TIMEOUT) -count=1
 # The other end-to-end packages, in the queue's order; a package not
 # named here runs last.
-E2E_FIRST := ./test/e2e/guest ./test/e2e/sim
+E2E_FIRST := ./test/e2e/sim
+E2E_NEXT := ./test/e2e/guest
 E2E_LAST := ./test/e2e/simctl ./test/e2e/bootstrap
-E2E_UNNAMED = $$($(GO) list ./test/e2e/... | grep -vxF $(foreach p,driver $(notdir $(E2E_FIRST) $(E2E_LAST)),-e '$(MODULE)/test/e2e/$(p)'))
+E2E_UNNAMED = $$($(GO) list ./test/e2e/... | grep -vxF $(foreach p,driver $(notdir $(E2E_FIRST) $(E2E_NEXT) $(E2E_LAST)),-e '$(MODULE)/test/e2e/$(p)'))
 
 test: build tools ## unit and end-to-end tests (the simulator is started by the tests; the soak is the short one, 10 machines x 2; the CPU-hog runs are `make soak`'s)
 	@GOTEST='$(GOTEST) -vet=off' TEST_JOBS=$(TEST_JOBS) bash test/gotest-jobs.sh \
 	  $(UNIT_PKGS) -- \
-	  '-skip $(DRIVER_SPLIT)|$(SEPARATE_TESTS)|$(WITH_FAULT)|$(SOAK_TESTS) $(DRIVER_E2E)' \
-	  '-run $(DRIVER_SPLIT) -skip $(SEPARATE_TESTS)|$(WITH_FAULT)|$(SOAK_TESTS) $(DRIVER_E2E)' \
 	  $(E2E_FIRST) \
-	  '-run $(SEPARATE_TESTS)|$(WITH_FAULT) $(DRIVER_E2E)' \
-	  $(E2E_LAST) $(E2E_UNNAMED)
+	  '-run $(DRIVER_SPLIT) -skip $(SOAK_TESTS) $(DRIVER_E2E)' \
+	  '-skip $(DRIVER_SPLIT)|$(SOAK_TESTS) $(DRIVER_E2E)' \
+	  $(E2E_NEXT) $(E2E_LAST) $(E2E_UNNAMED)
 
-soak: build tools ## the long soaks: 50 machines x 3 rounds through rancher-machine, then again with every core busy, with the API-server faults at every moment; 50 machines on a 50-address static range (CI runs it after `make test`)
+soak: build tools ## the long soaks: the API-server faults at every moment; 50 machines x 3 rounds through rancher-machine, then both again with every core busy; 50 machines on a 50-address static range (CI runs it after `make test`)
 	HARVESTER_E2E_SOAK=long $(GO) test $(TEST_LDFLAGS) $(GOTEST_FLAGS) -timeout $(SOAK_TIMEOUT) -count=1 -v \
-	  -run '^(TestConcurrentMachines|TestUnderCPUHog|TestStaticAddressPool)$$' ./test/e2e/driver
+	  -run '^(TestAPIServerFault|TestConcurrentMachines|TestUnderCPUHog|TestStaticAddressPool)$$' ./test/e2e/driver
 
 unit: ## unit tests only
 	$(GOTEST) $(UNIT_PKGS)

@@ -154,9 +154,24 @@ var faultedCommands = []struct {
 
 // TestAPIServerFault: kube-apiserver restarted, or frozen for 6 s, as a
 // create or rm starts or right after its first change: the command
-// completes (see faultedCommands for what each must leave).
-// TestUnderCPUHog runs it again with every core busy.
-func TestAPIServerFault(t *testing.T) { apiServerFault(t, faultMoments...) }
+// completes (see faultedCommands for what each must leave). Sized by
+// soakEnv (faultMomentsFor): `make test` hits each command with each fault
+// once its watches run; `make soak`, which CI runs after it, at both
+// moments, and again with every core busy (TestUnderCPUHog).
+func TestAPIServerFault(t *testing.T) { apiServerFault(t, faultMomentsFor(soakSizeFromEnv(t))...) }
+
+// faultMomentsFor are the moments the fault tests hit: the long soak takes
+// all of faultMoments; the short one only "waits", the moment a command's
+// watches run, where a restart breaks the most at once. Each restart costs
+// every client of the simulator a relist (and, within two minutes of
+// another, leaves its informers blind for a while), so the short size
+// restarts kube-apiserver twice, not four times.
+func faultMomentsFor(size soakSize) []string {
+	if size == longSoak {
+		return faultMoments
+	}
+	return []string{"waits"}
+}
 
 // apiServerFault hits each command with each fault at the given moments.
 func apiServerFault(t *testing.T, moments ...string) {
