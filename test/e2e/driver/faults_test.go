@@ -156,8 +156,8 @@ var faultedCommands = []struct {
 // create or rm starts or right after its first change: the command
 // completes (see faultedCommands for what each must leave). Sized by
 // soakEnv (faultMomentsFor): `make test` hits each command with each fault
-// once its watches run; `make soak`, which CI runs after it, at both
-// moments, and again with every core busy (TestUnderCPUHog).
+// once its watches run; `make soak`, which CI runs after it, runs the
+// whole matrix with every core busy (TestUnderCPUHog).
 func TestAPIServerFault(t *testing.T) { apiServerFault(t, faultMomentsFor(soakSizeFromEnv(t))...) }
 
 // faultMomentsFor are the moments the fault tests hit: the long soak takes
