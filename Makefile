@@ -35,12 +35,12 @@ tools: ## build the pinned test tools (kube-apiserver, kube-controller-manager, 
 # `make test` runs the unit packages in one `go test` process and the
 # end-to-end packages, each of which starts its own simulator, as a queue
 # of jobs, TEST_JOBS at a time (test/gotest-jobs.sh), the longest first
-# (as measured on a slow 2-core machine, 2026-11-30: sim 18 minutes, the
-# driver's halves 14 each before they took TestAPIServerFault's short
-# form and TestMaintenanceCheck, guest 12, simctl 7, bootstrap 3), so
-# that the short ones fill in at the end. Every simulator alive costs CPU
-# even at rest (docs/sim.md), so seven at once starved that machine past
-# the tests' deadlines, and each one fewer saves its start and its rest.
+# (as measured on a slow 2-core machine, 2026-11-30: the driver's halves
+# 20-22 minutes, sim 17-18, guest 15-16, simctl 9, bootstrap 5; the first
+# four start together), so that the short ones fill in at the end. Every
+# simulator alive costs CPU even at rest (docs/sim.md), so seven at once
+# starved that machine past the tests' deadlines, and each one fewer
+# saves its start and its rest.
 # test/e2e/driver, the longest package, is two jobs: two halves by test
 # name (DRIVER_SPLIT and the rest), a complement: nothing is left out but
 # the CPU hog. Patterns hold no spaces (the runner splits on them).
@@ -60,18 +60,16 @@ TEST_LDFLAGS := -ldflags=-w
 GOTEST := $(GO) test $(TEST_LDFLAGS) $(GOTEST_FLAGS) -timeout $(GOTEST_TIMEOUT) -count=1
 # The other end-to-end packages, in the queue's order; a package not
 # named here runs last.
-E2E_FIRST := ./test/e2e/sim
-E2E_NEXT := ./test/e2e/guest
+E2E_FIRST := ./test/e2e/guest ./test/e2e/sim
 E2E_LAST := ./test/e2e/simctl ./test/e2e/bootstrap
-E2E_UNNAMED = $$($(GO) list ./test/e2e/... | grep -vxF $(foreach p,driver $(notdir $(E2E_FIRST) $(E2E_NEXT) $(E2E_LAST)),-e '$(MODULE)/test/e2e/$(p)'))
+E2E_UNNAMED = $$($(GO) list ./test/e2e/... | grep -vxF $(foreach p,driver $(notdir $(E2E_FIRST) $(E2E_LAST)),-e '$(MODULE)/test/e2e/$(p)'))
 
 test: build tools ## unit and end-to-end tests (the simulator is started by the tests; the soak is the short one, 10 machines x 2; the CPU-hog runs are `make soak`'s)
 	@GOTEST='$(GOTEST) -vet=off' TEST_JOBS=$(TEST_JOBS) bash test/gotest-jobs.sh \
 	  $(UNIT_PKGS) -- \
-	  $(E2E_FIRST) \
 	  '-run $(DRIVER_SPLIT) -skip $(SOAK_TESTS) $(DRIVER_E2E)' \
 	  '-skip $(DRIVER_SPLIT)|$(SOAK_TESTS) $(DRIVER_E2E)' \
-	  $(E2E_NEXT) $(E2E_LAST) $(E2E_UNNAMED)
+	  $(E2E_FIRST) $(E2E_LAST) $(E2E_UNNAMED)
 
 soak: build tools ## the long soaks: 50 machines x 3 rounds through rancher-machine, then again with every core busy, with the API-server faults at every moment; 50 machines on a 50-address static range (CI runs it after `make test`)
 	HARVESTER_E2E_SOAK=long $(GO) test $(TEST_LDFLAGS) $(GOTEST_FLAGS) -timeout $(SOAK_TIMEOUT) -count=1 -v \
