@@ -14,6 +14,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/harvester-kit/harvester-machine/sim/statefile"
 )
 
 // controlPlane is the real Kubernetes control plane behind the simulator.
@@ -104,17 +106,9 @@ func writeKubeconfigFile(path string, cfg *clientcmdapi.Config) error {
 	if err != nil {
 		return fmt.Errorf("encode kubeconfig: %w", err)
 	}
-	// Written aside and renamed: whoever sees the file (a test, a user
-	// waiting for a guest cluster) sees all of it, never an empty file
-	// that os.WriteFile has created but not yet filled.
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write kubeconfig: %w", err)
-	}
-	return nil
+	// Whoever waits for the file (a test, a user waiting for a guest
+	// cluster) sees all of it.
+	return statefile.Write(path, data)
 }
 
 func (c *controlPlane) startEtcd(ctx context.Context) error {

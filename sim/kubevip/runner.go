@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
+
+	"github.com/harvester-kit/harvester-machine/sim/podenv"
 )
 
 // Binary is kube-vip's file name in the simulator's --bin-dir (built by
@@ -339,16 +341,7 @@ func (c *clusterRun) writeServiceAccount(ctx context.Context, ns, sa, dir string
 	if len(ca) == 0 {
 		return errors.New("the guest API server's CA is unknown")
 	}
-	for name, data := range map[string][]byte{"token": []byte(tr.Status.Token), "ca.crt": ca, "namespace": []byte(ns)} {
-		tmp := filepath.Join(dir, "."+name)
-		if err := os.WriteFile(tmp, data, 0o600); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return podenv.Write(dir, ns, []byte(tr.Status.Token), ca)
 }
 
 func internalIP(n *corev1.Node) string {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sort"
 	"time"
+
+	"github.com/harvester-kit/harvester-machine/sim/statefile"
 )
 
 // StateFile is written in each node's directory (DIR/guests/<cluster>/
@@ -36,11 +38,7 @@ func writeState(dir string, s State) error {
 	if err != nil {
 		return err
 	}
-	tmp := filepath.Join(dir, StateFile+".tmp")
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(dir, StateFile))
+	return statefile.Write(filepath.Join(dir, StateFile), data)
 }
 
 // ReadStates reads the kube-vip states of a guest cluster whose directory

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/harvester-kit/harvester-machine/sim/statefile"
 )
 
 // ServiceAccountDir is where a pod finds its ServiceAccount token, CA and
@@ -26,13 +28,14 @@ const (
 )
 
 // Write fills dir with a ServiceAccount's files, as the kubelet projects
-// them.
+// them; each is replaced whole, so a process that re-reads its token while
+// it runs never reads half of one.
 func Write(dir, namespace string, token, ca []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("write service account files: %w", err)
 	}
 	for name, data := range map[string][]byte{TokenFile: token, CAFile: ca, NamespaceFile: []byte(namespace)} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+		if err := statefile.Write(filepath.Join(dir, name), data); err != nil {
 			return fmt.Errorf("write service account files: %w", err)
 		}
 	}
