@@ -19,7 +19,11 @@ import (
 var GVRKubeVirt = kubevirtv1.SchemeGroupVersion.WithResource("kubevirts")
 
 // Kinds only Hosts lists.
-const KindKubeVirt = "KubeVirt"
+const (
+	KindKubeVirt      = "KubeVirt"
+	KindResourceQuota = "ResourceQuota"
+	KindNamespace     = "Namespace"
+)
 
 // Hosts is what `maintenance-check` looks at: Harvester's hosts and every
 // VM, VMI and pod placed on them, the VMI migrations and the events about
@@ -50,7 +54,13 @@ type Hosts struct {
 	// (Errors says why); MigrationEvents the events about them.
 	Migrations      []kubevirtv1.VirtualMachineInstanceMigration
 	MigrationEvents []corev1.Event
-	Errors          map[string]string
+	// Quotas are the ResourceQuotas of the namespace ("" for all), nil
+	// when they could not be listed (Errors says why); ProjectQuotas the
+	// Rancher project limits of each namespace that has any
+	// (harvester.AnnotationRancherResourceQuota).
+	Quotas        []corev1.ResourceQuota
+	ProjectQuotas map[string]string
+	Errors        map[string]string
 }
 
 // FetchHosts lists the hosts, the VMs and VMIs of namespace ("" for all)
@@ -85,7 +95,31 @@ func (c *Clients) FetchHosts(ctx context.Context, namespace string) (Hosts, erro
 	h.OverheadRatio = c.settingValue(ctx, harvester.SettingMemoryOverheadRatio, h.Errors)
 	h.UpgradeConfig = c.settingValue(ctx, harvester.SettingUpgradeConfig, h.Errors)
 	c.fetchMigrations(ctx, &h)
+	c.fetchQuotas(ctx, &h)
 	return h, nil
+}
+
+// fetchQuotas lists the namespace's ResourceQuotas and reads the project
+// limits of the namespaces that have any; a failure is recorded in
+// h.Errors (the quotas then stay nil: not judged).
+func (c *Clients) fetchQuotas(ctx context.Context, h *Hosts) {
+	quotas, err := c.Kube.CoreV1().ResourceQuotas(h.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		record(h.Errors, KindResourceQuota, h.Namespace, err)
+		return
+	}
+	h.Quotas, h.ProjectQuotas = append([]corev1.ResourceQuota{}, quotas.Items...), map[string]string{}
+	for _, q := range quotas.Items {
+		if _, done := h.ProjectQuotas[q.Namespace]; done {
+			continue
+		}
+		ns, err := c.Kube.CoreV1().Namespaces().Get(ctx, q.Namespace, metav1.GetOptions{})
+		if err != nil {
+			h.Errors[KindNamespace+" "+q.Namespace] = fmt.Sprintf("get namespace %s (its project quota): %v", q.Namespace, err)
+			continue
+		}
+		h.ProjectQuotas[q.Namespace] = ns.Annotations[harvester.AnnotationRancherResourceQuota]
+	}
 }
 
 // GVRSetting is Harvester's settings (cluster-scoped).

@@ -319,6 +319,11 @@ func (w *world) judge(p *placed, unavailable map[string]bool, o Options) VM {
 	if v.Action != Migrates {
 		return v
 	}
+	if refused := w.quotaRefusal(p); refused != "" {
+		v.Action, v.Why = Blocks, "live-migratable, but quota admission refuses KubeVirt's migration target pod ("+refused+
+			"): the migration stays Pending and the VM on the host"
+		return v
+	}
 	targets, whyNot := w.targets(p, unavailable)
 	if len(targets) == 0 {
 		if o.Upgrade {

@@ -108,20 +108,57 @@ func TestMaintainModeStrategy(t *testing.T) {
 	}
 }
 
-// TestMaintainModeStrategyFromVM: the label on the VM alone counts (the
-// VM controller's SyncLabelsToVmi copies it to the VMI); without pods
+// TestMaintainModeStrategyReadWhereHarvesterReadsIt: each rule of v1.8
+// reads one object (expected values from its source):
+// listVMILabelMaintainModeStrategy the VMI's label, never the VM's;
+// maintainModeStrategyFilter the launcher pod's; the maintain controller
+// and disableMaintenanceMode select VMs by the VM's label. Without pods
 // listed the launcher pod is taken to carry the VMI's labels.
-func TestMaintainModeStrategyFromVM(t *testing.T) {
-	h := snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p", labelled("Shutdown")), guestVMI("g-p-1", "h2", "g", "p"))
-	h.VMs[0].Labels = maps.Clone(h.VMIs[0].Labels)
-	delete(h.VMIs[0].Labels, "harvesterhci.io/maintain-mode-strategy")
-	r, _ := Check(h, []string{"h1"}, Options{})
-	if v := verdict(t, r, "g-p-0"); v.Action != ShutDown || v.MaintainModeStrategy != "Shutdown" {
-		t.Errorf("VM labelled, VMI not yet: %+v", v)
+func TestMaintainModeStrategyReadWhereHarvesterReadsIt(t *testing.T) {
+	scene := func(vmiLabel, vmLabel string, podLabel *string) *clusterstate.Hosts {
+		h := snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p", labelled(vmiLabel)), guestVMI("g-p-1", "h2", "g", "p"))
+		h.VMs[0].Labels = maps.Clone(h.VMIs[0].Labels)
+		h.VMs[0].Labels["harvesterhci.io/maintain-mode-strategy"] = vmLabel
+		return withLaunchers(h, func(l map[string]string) {
+			if podLabel != nil && l["harvesterhci.io/vmName"] == "g-p-0" {
+				l["harvesterhci.io/maintain-mode-strategy"] = *podLabel
+			}
+		})
 	}
-	h = snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p", labelled("Shutdown")), guestVMI("g-p-1", "h2", "g", "p"))
+	shutdown, migrate := "Shutdown", "Migrate"
+	cases := []struct {
+		name            string
+		h               *clusterstate.Hosts
+		force           bool
+		action, restart string
+		why             string
+	}{
+		{name: "VM labelled Shutdown, VMI and pod not: migrates", h: scene("Migrate", "Shutdown", &migrate), action: Migrates},
+		{name: "VMI labelled Shutdown under a VM labelled Migrate: stopped", h: scene("Shutdown", "Migrate", nil), action: ShutDown,
+			restart: RestartNever, why: "Harvester stops it"},
+		{name: "VMI AfterEnable under a VM labelled Migrate: stopped, annotated, never restarted (the maintain controller selects the VM's label)",
+			h: scene("ShutdownAndRestartAfterEnable", "Migrate", nil), action: ShutDown, restart: RestartNever},
+		{name: "VMI AfterDisable under a VM AfterEnable: restarted when maintenance completes",
+			h: scene("ShutdownAndRestartAfterDisable", "ShutdownAndRestartAfterEnable", nil), action: ShutDown, restart: RestartOnEnable},
+		{name: "relabelled Migrate, the pod keeps Shutdown: not stopped, the drain skips it, blocks", h: scene("Migrate", "Migrate", &shutdown),
+			action: Blocks, why: "its launcher pod is labelled maintain-mode-strategy Shutdown but its VMI is not"},
+		{name: "forced, relabelled Migrate, the pod keeps Shutdown: blocks", h: scene("Migrate", "Migrate", &shutdown), force: true,
+			action: Blocks, why: "its launcher pod's maintain-mode-strategy Shutdown: forced maintenance stops only"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Check(tc.h, []string{"h1"}, Options{Force: tc.force})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := verdict(t, r, "g-p-0"); v.Action != tc.action || v.Restart != tc.restart || !strings.Contains(v.Why, tc.why) {
+				t.Errorf("got %s / %q: %s\nwant %s / %q containing %q", v.Action, v.Restart, v.Why, tc.action, tc.restart, tc.why)
+			}
+		})
+	}
+	h := snapshot(threeHosts(), guestVMI("g-p-0", "h1", "g", "p", labelled("Shutdown")), guestVMI("g-p-1", "h2", "g", "p"))
 	h.Pods = nil
-	r, _ = Check(h, []string{"h1"}, Options{Force: true})
+	r, _ := Check(h, []string{"h1"}, Options{Force: true})
 	if v := verdict(t, r, "g-p-0"); v.Action != Blocks {
 		t.Errorf("forced, pods not listed: %+v, want blocks (the pod carries the VMI's labels)", v)
 	}

@@ -24,6 +24,9 @@ type placed struct {
 	node          string
 	down          bool // shut down (by this check, or not running)
 	need          corev1.ResourceList
+	// launcher is the VMI's virt-launcher pod on its host, nil when not
+	// seen (pods not listed).
+	launcher *corev1.Pod
 }
 
 // world is the hosts and the VMIs as the check moves them.
@@ -53,17 +56,17 @@ func newWorld(h *clusterstate.Hosts) *world {
 	for i := range h.VMs {
 		vms[h.VMs[i].Namespace+"/"+h.VMs[i].Name] = &h.VMs[i]
 	}
-	launchers := map[string]corev1.ResourceList{} // by VMI UID
-	for _, p := range h.Pods {
+	launchers := map[string]*corev1.Pod{} // by VMI UID
+	for i := range h.Pods {
+		p := &h.Pods[i]
 		if p.Spec.NodeName == "" {
 			continue
 		}
-		req := podRequests(&p)
 		if uid := p.Labels[kubevirtv1.CreatedByLabel]; uid != "" && p.Labels[kubevirtv1.AppLabel] == "virt-launcher" {
-			launchers[uid] = req
+			launchers[uid] = p
 			continue
 		}
-		add(w.podUse, p.Spec.NodeName, req)
+		add(w.podUse, p.Spec.NodeName, podRequests(p))
 	}
 	for i := range h.VMIs {
 		vmi := &h.VMIs[i]
@@ -76,8 +79,8 @@ func newWorld(h *clusterstate.Hosts) *world {
 		if p.cluster == "" && p.vm != nil {
 			p.cluster, p.pool = p.vm.Labels[harvester.LabelGuestCluster], p.vm.Labels[harvester.LabelNodePool]
 		}
-		if req, ok := launchers[string(vmi.UID)]; ok {
-			p.need = req
+		if pod, ok := launchers[string(vmi.UID)]; ok {
+			p.launcher, p.need = pod, podRequests(pod)
 		} else {
 			p.need = w.launcherNeed(vmi)
 		}

@@ -10,21 +10,23 @@ import (
 // nodedrain controller acts on for vmi, "" for none (Migrate, the default,
 // an invalid value, or no label): listVMILabelMaintainModeStrategy selects
 // the VMIs of the host whose label LabelMaintainModeStrategy is one of
-// MaintainModeShutdownValues (case-sensitive). The label is read on the
-// VMI; Harvester's VM controller (SyncLabelsToVmi, syncLabelsToVmi)
-// copies it there from the VM's own labels whenever they change, so the
-// VM's label, when it has one, is what the VMI carries.
-func MaintainModeStrategy(vmi *kubevirtv1.VirtualMachineInstance, vm *kubevirtv1.VirtualMachine) string {
-	v := vmi.Labels[LabelMaintainModeStrategy]
-	if vm != nil {
-		if own, ok := vm.Labels[LabelMaintainModeStrategy]; ok {
-			v = own
-		}
-	}
-	if slices.Contains(MaintainModeShutdownValues, v) {
+// MaintainModeShutdownValues (case-sensitive), and reads nothing else: not
+// the VM's label (Harvester's VM controller copies it to the VMI when it
+// changes, but a VMI labelled by hand keeps its own), not the launcher
+// pod's (DrainSkipsPod).
+func MaintainModeStrategy(vmi *kubevirtv1.VirtualMachineInstance) string {
+	if v := vmi.Labels[LabelMaintainModeStrategy]; slices.Contains(MaintainModeShutdownValues, v) {
 		return v
 	}
 	return ""
+}
+
+// MaintainModeAnnotated says whether the nodedrain controller annotates
+// the VM of a VMI with strategy s (MaintainModeStrategy) with the host
+// (AnnMaintainModeStrategyNodeName) before it stops it: only for the two
+// strategies that restart, read on the VMI.
+func MaintainModeAnnotated(s string) bool {
+	return s == MaintainModeShutdownAndRestartAfterEnable || s == MaintainModeShutdownAndRestartAfterDisable
 }
 
 // DrainSkipsPod is Harvester v1.8's drain filter maintainModeStrategyFilter

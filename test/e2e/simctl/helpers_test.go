@@ -78,6 +78,7 @@ type vmOpts struct {
 	claims         []corev1.PersistentVolumeClaim
 	directClaims   []string
 	interfaces     int
+	cpuLimit       string // spec.domain.resources.limits.cpu, "" for none
 }
 
 func claimTemplate(name, image string, extraLabels map[string]string) corev1.PersistentVolumeClaim {
@@ -121,6 +122,9 @@ func buildVM(ns, name string, o vmOpts) *kubevirtv1.VirtualMachine {
 	evict := kubevirtv1.EvictionStrategyLiveMigrateIfPossible
 	spec := kubevirtv1.VirtualMachineInstanceSpec{NodeSelector: o.nodeSelector, Affinity: o.affinity, EvictionStrategy: &evict}
 	spec.Domain.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+	if o.cpuLimit != "" {
+		spec.Domain.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(o.cpuLimit)}
+	}
 	// Harvester's validator wants a guest memory or a memory limit ("either
 	// memory.guest or resources.limits.memory must be set"); KubeVirt gives a
 	// VM without one its memory request as guest memory, so this is the same VM.

@@ -216,14 +216,9 @@ func TestQuotaRefusesLauncherPod(t *testing.T) {
 	})
 }
 
-// waitQuota polls a quota until cond holds.
-func waitQuota(t *testing.T, ns, name string, cond func(*corev1.ResourceQuota) bool) {
+// waitQuota watches a quota until cond holds and returns it.
+func waitQuota(t *testing.T, ns, name string, cond func(*corev1.ResourceQuota) bool) *corev1.ResourceQuota {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(testContext(t), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		q, err := env.kube.CoreV1().ResourceQuotas(ns).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && cond(q), nil
-	})
-	if err != nil {
-		t.Fatalf("quota %s/%s: %v", ns, name, err)
-	}
+	gvr := corev1.SchemeGroupVersion.WithResource("resourcequotas")
+	return waitFor(t, gvr, ns, name, "its condition", func(q *corev1.ResourceQuota) bool { return q != nil && cond(q) })
 }

@@ -30,12 +30,13 @@ type checkReport struct {
 		Host, Reason, Source string
 	} `json:"refused"`
 	VMs []struct {
-		Host     string `json:"host"`
-		VM       string `json:"vm"`
-		Action   string `json:"action"`
-		Why      string `json:"why"`
-		Strategy string `json:"maintainModeStrategy"`
-		Restart  string `json:"restart"`
+		Host      string `json:"host"`
+		Namespace string `json:"namespace"`
+		VM        string `json:"vm"`
+		Action    string `json:"action"`
+		Why       string `json:"why"`
+		Strategy  string `json:"maintainModeStrategy"`
+		Restart   string `json:"restart"`
 	} `json:"vms"`
 }
 
