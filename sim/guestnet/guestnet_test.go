@@ -32,6 +32,13 @@ func TestCommands(t *testing.T) {
 		{&docker, "ubuntu", dockerCheck, 0, "0.0.0.0:2376 ", ""},
 		{&docker, "ubuntu", "ss  -tln", 0, "0.0.0.0:2376 ", ""},
 		{g, "ubuntu", "docker version", 127, "", "sh: docker version: the simulated guest has no such command"},
+		{g, "dev", "whoami", 0, "dev\n", ""},
+		{g, "ubuntu", "id -un", 0, "ubuntu\n", ""},
+		// Lists and quotes as sh reads them.
+		{g, "ubuntu", `echo 'a "b";' c\ \'d "e\"\$f\x";echo;hostname;exit 142;hostname`, 142, "a \"b\"; c 'd e\"$f\\x\n\nm1\n", ""},
+		{g, "ubuntu", "echo a; rm -rf /; echo b;", 0, "a\nb\n", "sh: rm -rf /: the simulated guest has no such command"},
+		{g, "ubuntu", "sleep x", 1, "", "sleep: invalid time interval 'x'"},
+		{g, "ubuntu", "echo 'a;b", 2, "", "sh: 1: Syntax error: Unterminated quoted string"},
 	} {
 		r := session{guest: tc.guest, user: tc.user}.run(tc.cmd)
 		if r.code != tc.code || !strings.Contains(r.stdout, tc.out) || !strings.Contains(r.stderr, tc.err) {

@@ -1,7 +1,6 @@
 package guestnet
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/subtle"
@@ -11,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 )
@@ -21,6 +21,7 @@ import (
 type sshServer struct {
 	hostKey ssh.Signer
 	log     *slog.Logger
+	sleep   func(time.Duration) // the guest's sleep; nil: time.Sleep
 }
 
 func newSSHServer(log *slog.Logger) (*sshServer, error) {
@@ -62,8 +63,10 @@ func (s *sshServer) config(g Guest) *ssh.ServerConfig {
 	cfg := &ssh.ServerConfig{
 		ServerVersion: "SSH-2.0-OpenSSH_8.9p1 Ubuntu-3ubuntu0.6",
 		PublicKeyCallback: func(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-			if l := g.Access.Logins[meta.User()]; l != nil && authorized(l.Keys, key) {
-				return nil, nil
+			if l := g.Access.Logins[meta.User()]; l != nil {
+				if perms, err := authorizedKey(l.Keys, key); err == nil {
+					return perms, nil
+				}
 			}
 			return nil, fmt.Errorf("public key of %s not accepted", meta.User())
 		},
@@ -81,17 +84,6 @@ func (s *sshServer) config(g Guest) *ssh.ServerConfig {
 	return cfg
 }
 
-// authorized reports whether key is among the authorized_keys lines.
-func authorized(lines []string, key ssh.PublicKey) bool {
-	for _, line := range lines {
-		k, _, _, _, err := ssh.ParseAuthorizedKey([]byte(line))
-		if err == nil && bytes.Equal(k.Marshal(), key.Marshal()) {
-			return true
-		}
-	}
-	return false
-}
-
 func (s *sshServer) handle(c net.Conn, g Guest) {
 	conn, chans, reqs, err := ssh.NewServerConn(c, s.config(g))
 	if err != nil {
@@ -100,7 +92,10 @@ func (s *sshServer) handle(c net.Conn, g Guest) {
 	}
 	defer conn.Close()
 	go ssh.DiscardRequests(reqs)
-	sess := session{guest: &g, user: conn.User()}
+	sess := session{guest: &g, user: conn.User(), sleep: s.sleep}
+	if conn.Permissions != nil {
+		sess.forced = conn.Permissions.CriticalOptions[forceCommand]
+	}
 	for nc := range chans {
 		if nc.ChannelType() != "session" {
 			_ = nc.Reject(ssh.UnknownChannelType, "the simulated guest opens sessions only")
@@ -114,7 +109,8 @@ func (s *sshServer) handle(c net.Conn, g Guest) {
 	}
 }
 
-// serveChannel answers one session: its exec (or shell) request.
+// serveChannel answers one session: its exec (or shell) request, or for a
+// key with a forced command that command in its place, as sshd runs it.
 func (s session) serveChannel(ch ssh.Channel, requests <-chan *ssh.Request) {
 	defer ch.Close()
 	for req := range requests {
@@ -126,10 +122,17 @@ func (s session) serveChannel(ch ssh.Channel, requests <-chan *ssh.Request) {
 				continue
 			}
 			_ = req.Reply(true, nil)
+			if s.forced != "" {
+				line = s.forced
+			}
 			s.finish(ch, s.run(line))
 			return
 		case "shell":
 			_ = req.Reply(true, nil)
+			if s.forced != "" {
+				s.finish(ch, s.run(s.forced))
+				return
+			}
 			s.finish(ch, result{stderr: "the simulated guest has no interactive shell: give a command (harvester-sim)\n", code: 127})
 			return
 		default: // env, pty-req, ...

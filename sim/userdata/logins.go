@@ -10,7 +10,7 @@ import (
 // Login is how one user may log in to a guest, as its cloud-init set it up.
 type Login struct {
 	Name     string
-	Keys     []string // authorized_keys lines
+	Keys     []string // authorized_keys lines, options included
 	Password string   // plain-text password ("" : none); hashes are not read
 	Sudo     bool     // passwordless sudo
 }
@@ -28,6 +28,8 @@ type cloudConfigAccess struct {
 	SSHAuthorizedKeys []string `yaml:"ssh_authorized_keys"`
 	Password          string   `yaml:"password"`
 	SSHPwauth         any      `yaml:"ssh_pwauth"`
+	DisableRoot       any      `yaml:"disable_root"`
+	DisableRootOpts   *string  `yaml:"disable_root_opts"`
 	Chpasswd          struct {
 		List  any `yaml:"list"`
 		Users []struct {
@@ -40,74 +42,121 @@ type cloudConfigAccess struct {
 	FQDN     string `yaml:"fqdn"`
 }
 
+// accessReader adds up the logins of #cloud-config documents.
+type accessReader struct {
+	a                        Access
+	defaultUser              string
+	listsUsers, wantsDefault bool
+	keys                     []string // top-level ssh_authorized_keys
+	password                 string   // top-level password
+	chpasswd                 bool     // chpasswd names passwords: password is ignored
+	disableRoot              bool
+	rootOpts                 string
+}
+
 // ReadAccess reads the logins of every #cloud-config document in the user
 // data documents. defaultUser is the image's default user (cloud-init's
-// "default" entry, and the owner of top-level ssh_authorized_keys and
-// password); it exists when no document lists users or one lists "default".
-// Documents are read in order and their users added up (cloud-init's own
-// merging of several parts is not modelled).
+// "default" entry); it exists when no document lists users or one lists
+// "default", and then owns the top-level ssh_authorized_keys and password.
+// Those keys are root's too (rootKeys). Documents are read in order and
+// their users added up (cloud-init's own merging of several parts is not
+// modelled).
 func ReadAccess(docs [][]byte, defaultUser string) (Access, error) {
-	a := Access{Logins: map[string]*Login{}}
-	listsUsers, wantsDefault := false, false
-	login := func(name string) *Login {
-		if a.Logins[name] == nil {
-			a.Logins[name] = &Login{Name: name, Sudo: name == defaultUser || name == "root"}
-		}
-		return a.Logins[name]
-	}
+	r := &accessReader{a: Access{Logins: map[string]*Login{}}, defaultUser: defaultUser, disableRoot: true, rootOpts: disableUserOpts}
 	for _, doc := range docs {
-		err := Walk(doc, func(kind Kind, body []byte) (bool, error) {
-			if kind != CloudConfig {
-				return false, nil
-			}
-			var c cloudConfigAccess
-			if err := yaml.Unmarshal(body, &c); err != nil {
-				return true, fmt.Errorf("parse #cloud-config: %w", err)
-			}
-			if c.Users != nil {
-				listsUsers = true
-			}
-			for _, u := range c.Users {
-				if name, ok := u.(string); ok && name == "default" {
-					wantsDefault = true
-				}
-				addUser(u, login)
-			}
-			if len(c.SSHAuthorizedKeys) > 0 || c.Password != "" {
-				l := login(defaultUser)
-				l.Keys = append(l.Keys, c.SSHAuthorizedKeys...)
-				if c.Password != "" {
-					l.Password = c.Password
-				}
-			}
-			for _, p := range chpasswdList(c.Chpasswd.List) {
-				login(p[0]).Password = p[1]
-			}
-			for _, u := range c.Chpasswd.Users {
-				if u.Type == "" || u.Type == "text" {
-					login(u.Name).Password = u.Password
-				}
-			}
-			if b, ok := c.SSHPwauth.(bool); ok {
-				a.PasswordSSH = b
-			} else if s, ok := c.SSHPwauth.(string); ok {
-				a.PasswordSSH = s == "true" || s == "yes"
-			}
-			if c.Hostname != "" {
-				a.Hostname = c.Hostname
-			} else if c.FQDN != "" {
-				a.Hostname, _, _ = strings.Cut(c.FQDN, ".")
-			}
-			return false, nil
-		})
-		if err != nil {
-			return a, err
+		if err := Walk(doc, r.visit); err != nil {
+			return r.a, err
 		}
 	}
-	if !listsUsers || wantsDefault {
-		login(defaultUser)
+	r.finish()
+	return r.a, nil
+}
+
+func (r *accessReader) login(name string) *Login {
+	if r.a.Logins[name] == nil {
+		r.a.Logins[name] = &Login{Name: name, Sudo: name == r.defaultUser || name == "root"}
 	}
-	return a, nil
+	return r.a.Logins[name]
+}
+
+func (r *accessReader) visit(kind Kind, body []byte) (bool, error) {
+	if kind != CloudConfig {
+		return false, nil
+	}
+	var c cloudConfigAccess
+	if err := yaml.Unmarshal(body, &c); err != nil {
+		return true, fmt.Errorf("parse #cloud-config: %w", err)
+	}
+	if c.Users != nil {
+		r.listsUsers = true
+	}
+	for _, u := range c.Users {
+		if name, ok := u.(string); ok && name == "default" {
+			r.wantsDefault = true
+		}
+		addUser(u, r.login)
+	}
+	r.keys = append(r.keys, c.SSHAuthorizedKeys...)
+	if c.Password != "" {
+		r.password = c.Password
+	}
+	if c.DisableRoot != nil {
+		r.disableRoot = cfgBool(c.DisableRoot)
+	}
+	if c.DisableRootOpts != nil {
+		r.rootOpts = *c.DisableRootOpts
+	}
+	r.readChpasswd(&c)
+	if b, ok := c.SSHPwauth.(bool); ok {
+		r.a.PasswordSSH = b
+	} else if s, ok := c.SSHPwauth.(string); ok {
+		r.a.PasswordSSH = s == "true" || s == "yes"
+	}
+	if c.Hostname != "" {
+		r.a.Hostname = c.Hostname
+	} else if c.FQDN != "" {
+		r.a.Hostname, _, _ = strings.Cut(c.FQDN, ".")
+	}
+	return false, nil
+}
+
+// readChpasswd reads chpasswd's passwords (cc_set_passwords: a users
+// entry without a type is a hash).
+func (r *accessReader) readChpasswd(c *cloudConfigAccess) {
+	switch l := c.Chpasswd.List.(type) {
+	case string:
+		r.chpasswd = r.chpasswd || l != ""
+	case []any:
+		r.chpasswd = r.chpasswd || len(l) > 0
+	}
+	r.chpasswd = r.chpasswd || len(c.Chpasswd.Users) > 0
+	for _, p := range chpasswdList(c.Chpasswd.List) {
+		r.login(p[0]).Password = p[1]
+	}
+	for _, u := range c.Chpasswd.Users {
+		if u.Type == "text" {
+			r.login(u.Name).Password = u.Password
+		}
+	}
+}
+
+// finish gives the top-level keys and password to the default user, if
+// there is one (cc_ssh, cc_set_passwords: the password only when chpasswd
+// names none), and the keys to root.
+func (r *accessReader) finish() {
+	owner := ""
+	if !r.listsUsers || r.wantsDefault {
+		owner = r.defaultUser
+		l := r.login(owner)
+		l.Keys = append(l.Keys, r.keys...)
+		if r.password != "" && !r.chpasswd {
+			l.Password = r.password
+		}
+	}
+	if len(r.keys) > 0 {
+		root := r.login("root")
+		root.Keys = append(root.Keys, rootKeys(r.keys, owner, r.disableRoot, r.rootOpts)...)
+	}
 }
 
 // addUser reads one users entry: "name" or {name, ssh_authorized_keys,

@@ -15,9 +15,21 @@ func TestReadAccess(t *testing.T) {
 		host   string
 	}{
 		{"no cloud-init: the default user", nil, map[string]Login{"ubuntu": {Name: "ubuntu", Sudo: true}}, false, ""},
-		{"top-level keys and password go to the default user",
-			[]string{"#cloud-config\nssh_authorized_keys: [\"" + key + "\"]\npassword: pw\nssh_pwauth: true\nhostname: h1\n"},
-			map[string]Login{"ubuntu": {Name: "ubuntu", Keys: []string{key}, Password: "pw", Sudo: true}}, true, "h1"},
+		{"top-level keys and password go to the default user, the keys to root",
+			[]string{"#cloud-config\nssh_authorized_keys: [\"" + key + "\"]\ndisable_root: false\npassword: pw\nssh_pwauth: true\nhostname: h1\n"},
+			map[string]Login{"ubuntu": {Name: "ubuntu", Keys: []string{key}, Password: "pw", Sudo: true}, "root": {Name: "root", Keys: []string{key}, Sudo: true}}, true, "h1"},
+		// cc_set_passwords.py: password only without chpasswd passwords, and
+		// only for a default user; a chpasswd users entry's type is hash
+		// unless given.
+		{"password ignored when chpasswd names passwords",
+			[]string{"#cloud-config\npassword: pw\nchpasswd:\n  users:\n  - {name: dev, password: x, type: text}\n"},
+			map[string]Login{"ubuntu": {Name: "ubuntu", Sudo: true}, "dev": {Name: "dev", Password: "x"}}, false, ""},
+		{"chpasswd users without a type are hashes",
+			[]string{"#cloud-config\nchpasswd:\n  users:\n  - {name: ubuntu, password: plain}\n"},
+			map[string]Login{"ubuntu": {Name: "ubuntu", Sudo: true}}, false, ""},
+		{"password without a default user: nobody's",
+			[]string{"#cloud-config\nusers:\n- name: dev\npassword: pw\n"},
+			map[string]Login{"dev": {Name: "dev"}}, false, ""},
 		{"users without default: only those",
 			[]string{"#cloud-config\nusers:\n- name: dev\n  ssh_authorized_keys: [\"" + key + "\"]\n  sudo: ALL=(ALL) NOPASSWD:ALL\n"},
 			map[string]Login{"dev": {Name: "dev", Keys: []string{key}, Sudo: true}}, false, ""},
