@@ -129,7 +129,7 @@ func runningPod(pod *corev1.Pod, hostIP, podIP string, now metav1.Time) *corev1.
 	p.Status.PodIPs = []corev1.PodIP{{IP: p.Status.PodIP}}
 	p.Status.InitContainerStatuses = nil
 	for _, c := range pod.Spec.InitContainers {
-		st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: c.Image, Ready: true,
+		st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, ImageID: imageID(c.Image), Ready: true,
 			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now}}}
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 			st.Started = ptrTo(true)
@@ -140,7 +140,7 @@ func runningPod(pod *corev1.Pod, hostIP, podIP string, now metav1.Time) *corev1.
 	p.Status.ContainerStatuses = nil
 	for _, c := range pod.Spec.Containers {
 		p.Status.ContainerStatuses = append(p.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, Image: c.Image,
-			ImageID: c.Image, Ready: true, Started: ptrTo(true), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
+			ImageID: imageID(c.Image), Ready: true, Started: ptrTo(true), State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
 	}
 	for _, t := range []corev1.PodConditionType{corev1.PodReadyToStartContainers, corev1.PodInitialized, corev1.ContainersReady} {
 		setPodCondition(p, corev1.PodCondition{Type: t, Status: corev1.ConditionTrue, LastTransitionTime: now})

@@ -77,6 +77,7 @@ type vmOpts struct {
 	userDataSecret string // Secret name holding the cloud-init
 	claims         []corev1.PersistentVolumeClaim
 	directClaims   []string
+	containerDisk  string // image of a containerDisk volume
 	interfaces     int
 	cpuLimit       string // spec.domain.resources.limits.cpu, "" for none
 }
@@ -152,6 +153,9 @@ func buildVM(ns, name string, o vmOpts) *kubevirtv1.VirtualMachine {
 	}
 	for i, c := range o.directClaims {
 		addDisk(fmt.Sprintf("direct-%d", i), claimSource(c))
+	}
+	if o.containerDisk != "" {
+		addDisk("containerdisk", kubevirtv1.VolumeSource{ContainerDisk: &kubevirtv1.ContainerDiskSource{Image: o.containerDisk}})
 	}
 	switch {
 	case o.userData != "":
