@@ -32,8 +32,11 @@ var errNameTaken = errors.New("the name is taken")
 // Create creates the machine's cloud-init Secret and VM, both labelled with
 // the machine's ID, makes the VM the Secret's owner (so the Secret goes
 // with the VM), records the VM's UID and waits until the VM runs and has
-// an address. If any step fails, what this create made is removed again;
-// an object of the same name made by anyone else is never touched.
+// an address; the wait ends at once when the VM is deleted, its Secret goes
+// too early, or it is halted for good (Harvester halts a VM whose launcher
+// pod a quota refused: machine.WaitRunning). If any step fails, what this
+// create made is removed again; an object of the same name made by anyone
+// else is never touched.
 func (d *Driver) Create() (err error) {
 	ctx := context.Background()
 	api, err := d.session(ctx)
@@ -81,7 +84,7 @@ func (d *Driver) Create() (err error) {
 	if static != nil {
 		what = "to run and report " + static.Held.String() + " on " + static.NICName()
 	}
-	vmi, err := d.machine().WaitVMI(ctx, api, d.createdRV, what, goal)
+	vmi, err := d.machine().WaitRunning(ctx, api, d.createdRV, d.runsFrom, what, goal)
 	if err != nil {
 		return err
 	}
@@ -158,7 +161,12 @@ func (d *Driver) createWithStaticAddress(ctx context.Context, api *harvesterapi.
 		return nil, err
 	}
 	d.machine().SecretPending = false
-	return made, api.StartVM(ctx, d.VMNamespace, created.Name, created.UID, plan.RunStrategy, s.Annotations())
+	started, err := api.StartVM(ctx, d.VMNamespace, created.Name, created.UID, plan.RunStrategy, s.Annotations())
+	if err != nil {
+		return nil, err
+	}
+	d.runsFrom = started.Generation
+	return made, nil
 }
 
 // createMachineVM creates the VM, registers its removal as an undo step
@@ -173,7 +181,7 @@ func (d *Driver) createMachineVM(ctx context.Context, api *harvesterapi.API, und
 		return nil, err
 	}
 	d.VMUID = string(created.UID)
-	d.createdRV = created.ResourceVersion
+	d.createdRV, d.runsFrom = created.ResourceVersion, created.Generation
 	return created, nil
 }
 

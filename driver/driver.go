@@ -37,8 +37,10 @@ type Driver struct {
 	// --update-config: it replaces the stored one once it is confirmed to
 	// point at the machine's cluster (see confirmed).
 	storeOnConfirm string
-	// createdRV is the resource version of the VM this process created.
+	// createdRV is the resource version of the VM this process created,
+	// runsFrom the VM's generation in which it set the VM running.
 	createdRV string
+	runsFrom  int64
 	// m is the machine the concern packages see (see machine).
 	m *machine.Machine
 }

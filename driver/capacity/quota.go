@@ -19,14 +19,23 @@ type vmAsk struct {
 	// objects are what the create makes, directly or through Harvester and
 	// KubeVirt, each with what quota admission charges it.
 	objects []quotaObject
-	// requests and limits of the virt-launcher pod: the VM as Harvester's
-	// mutator leaves it, plus KubeVirt's overhead.
+	// requests and limits of the virt-launcher pod, as quota admission
+	// sums them: the VM as Harvester's mutator leaves it, plus KubeVirt's
+	// overhead, plus its sidecars.
 	requests, limits corev1.ResourceList
 	launcherOverhead resource.Quantity
+	sidecars         []sidecar
 	// Harvester's project-quota rule: the VM's limits, the memory with the
 	// overhead of a VMI that has only those limits.
 	ruleCPU, ruleMemory, ruleOverhead resource.Quantity
 	storage                           resource.Quantity // requests.storage of every volume
+}
+
+// sidecar is a container of the launcher pod besides the VM's, and what
+// quota admission charges for it.
+type sidecar struct {
+	name  string
+	usage corev1.ResourceList
 }
 
 // quotaObject is one object a create makes and its quota usage. A pod or
@@ -104,8 +113,11 @@ func askOf(p vmspec.VMPlan, env quotaEnv) (vmAsk, error) {
 	}
 	spec := &vm.Spec.Template.Spec
 	pod := harvester.LauncherPod(spec, env.arch, env.ratio)
-	a.requests, a.limits = pod.Spec.Containers[0].Resources.Requests, pod.Spec.Containers[0].Resources.Limits
+	a.requests, a.limits = harvester.PodTotals(pod)
 	a.launcherOverhead = harvester.LauncherMemoryOverhead(spec, env.arch, env.ratio)
+	for _, c := range pod.Spec.InitContainers {
+		a.sidecars = append(a.sidecars, sidecar{name: c.Name, usage: harvester.PodQuotaUsage(c.Resources.Requests, c.Resources.Limits)})
+	}
 	a.objects = append(a.objects, launcherObject(pod, a.requests, a.limits))
 	a.storage = *resource.NewQuantity(0, resource.BinarySI)
 	for _, d := range p.Disks {
@@ -219,7 +231,7 @@ func quotaShortfalls(ask vmAsk, ns *corev1.Namespace, quotas []corev1.ResourceQu
 			}
 			hard, used := q.Spec.Hard[name], q.Status.Used[name]
 			if msg := shortfall(name, need, hard, used, whats); msg != "" {
-				out = append(out, fmt.Sprintf("ResourceQuota %s/%s: %s: %s%s", q.Namespace, q.Name, name, msg, overheadNote(name, ask.launcherOverhead, "KubeVirt's")))
+				out = append(out, fmt.Sprintf("ResourceQuota %s/%s: %s: %s%s", q.Namespace, q.Name, name, msg, launcherNote(name, ask)))
 			}
 		}
 	}
@@ -251,11 +263,36 @@ func shortfall(name corev1.ResourceName, need, hard, used resource.Quantity, wha
 // overheadNote explains a memory figure: the VM's memory and whose
 // overhead.
 func overheadNote(name corev1.ResourceName, overhead resource.Quantity, whose string) string {
-	switch name {
-	case corev1.ResourceLimitsMemory, corev1.ResourceRequestsMemory, corev1.ResourceMemory:
-		return fmt.Sprintf(" (the VM's memory and %s VM overhead %s)", whose, figures{name: name, unit: len(binaryUnits) - 1}.text(overhead))
+	if !memoryQuota[name] {
+		return ""
 	}
-	return ""
+	return fmt.Sprintf(" (the VM's memory and %s VM overhead %s)", whose, figures{name: name, unit: len(binaryUnits) - 1}.text(overhead))
+}
+
+// launcherNote explains a figure of the launcher pod: a memory figure is
+// the VM's memory, KubeVirt's overhead and the sidecars', a CPU figure the
+// VM's CPU and the sidecars'.
+func launcherNote(name corev1.ResourceName, ask vmAsk) string {
+	f := figures{name: name, unit: len(binaryUnits) - 1}
+	var parts []string
+	switch {
+	case memoryQuota[name]:
+		parts = []string{"the VM's memory", "KubeVirt's VM overhead " + f.text(ask.launcherOverhead)}
+	case cpuResource(name):
+		parts = []string{"the VM's CPU"}
+	default:
+		return ""
+	}
+	for _, c := range ask.sidecars {
+		if q, ok := c.usage[name]; ok {
+			parts = append(parts, fmt.Sprintf("its %s sidecar's %s", c.name, f.text(q)))
+		}
+	}
+	if len(parts) == 1 {
+		return ""
+	}
+	last := len(parts) - 1
+	return " (" + strings.Join(parts[:last], ", ") + " and " + parts[last] + ")"
 }
 
 // rancherQuota is the namespace annotation field.cattle.io/resourceQuota.

@@ -35,7 +35,8 @@ func TestQuotaShortfalls(t *testing.T) {
 	// 2 CPUs, 4 GiB, one 30 GiB disk of longhorn-ubuntu-22.04. At ratio 1
 	// Harvester's rule adds 276Mi; the launcher pod asks 2730Mi (4Gi at
 	// 150% overcommit) and 200m CPU, plus KubeVirt's 276Mi and the page
-	// tables of 2730Mi (5591041 bytes).
+	// tables of 2730Mi (5591041 bytes), plus its guest-console-log
+	// sidecar's 35M (33.38Mi) and 5m, limits 60M (57.22Mi) and 15m.
 	c := baseConfig()
 	c.DiskSizeGiB = 30
 	in, _ := config.ParseInputs(c)
@@ -62,12 +63,14 @@ func TestQuotaShortfalls(t *testing.T) {
 		{"storage", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"requests.storage": "50Gi"}, map[string]string{"requests.storage": "40Gi"})},
 			[]string{"ResourceQuota default/q: requests.storage: the machine needs 30Gi, 10Gi of 50Gi is free (40Gi used)"}},
 		{"memory with overhead", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"limits.memory": "4Gi", "limits.cpu": "1"}, nil)},
-			[]string{"ResourceQuota default/q: limits.cpu: the machine needs 2, 1 of 1 is free (0 used)",
-				"ResourceQuota default/q: limits.memory: the machine needs 4.27Gi, 4Gi of 4Gi is free (0 used) (the VM's memory and KubeVirt's VM overhead 281.33Mi)"}},
+			[]string{"ResourceQuota default/q: limits.cpu: the machine needs 2015m, 1 of 1 is free (0 used) (the VM's CPU and its guest-console-log sidecar's 15m)",
+				"ResourceQuota default/q: limits.memory: the machine needs 4.33Gi, 4Gi of 4Gi is free (0 used) (the VM's memory, KubeVirt's VM overhead 281.33Mi and its guest-console-log sidecar's 57.22Mi)"}},
 		{"requests", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"requests.cpu": "100m", "requests.memory": "3000Mi"}, nil)},
-			[]string{"ResourceQuota default/q: requests.cpu: the machine needs 200m, 100m of 100m is free (0 used)",
-				"ResourceQuota default/q: requests.memory: the machine needs 3011.33Mi, 3000Mi of 3000Mi is free"}},
-		{"requests with room", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"cpu": "200m", "memory": "3012Mi"}, nil)}, nil},
+			[]string{"ResourceQuota default/q: requests.cpu: the machine needs 205m, 100m of 100m is free (0 used) (the VM's CPU and its guest-console-log sidecar's 5m)",
+				"ResourceQuota default/q: requests.memory: the machine needs 3044.71Mi, 3000Mi of 3000Mi is free (0 used) (the VM's memory, KubeVirt's VM overhead 281.33Mi and its guest-console-log sidecar's 33.38Mi)"}},
+		{"requests with room", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"cpu": "205m", "memory": "3045Mi"}, nil)}, nil},
+		{"requests without the sidecar's", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"cpu": "204m", "memory": "3012Mi"}, nil)},
+			[]string{"ResourceQuota default/q: cpu: the machine needs 205m, 204m of 204m is free", "ResourceQuota default/q: memory: the machine needs 3044.71Mi, 3012Mi of 3012Mi is free"}},
 		{"counts and class", nil, []corev1.ResourceQuota{quota("q", nil, map[string]string{"count/virtualmachines.kubevirt.io": "3", "persistentvolumeclaims": "5",
 			"longhorn-ubuntu-22.04.storageclass.storage.k8s.io/requests.storage": "20Gi", "other.storageclass.storage.k8s.io/requests.storage": "0"},
 			map[string]string{"count/virtualmachines.kubevirt.io": "3", "persistentvolumeclaims": "1"})},
@@ -149,6 +152,10 @@ func TestVGPUShortfall(t *testing.T) {
 // makes of the plan, rendered as KubeVirt renders its launcher pod.
 func TestQuotaAskFollowsHarvester(t *testing.T) {
 	const mi = 1 << 20
+	// KubeVirt's guest-console-log sidecar (serialconsolelog.go): requests
+	// 35M and 5m, limits 60M and 15m; with dedicated CPUs its requests are
+	// its limits.
+	const sideReqMem, sideLimMem = 35_000_000, 60_000_000
 	cases := []struct {
 		name              string
 		modify            func(*config.Config)
@@ -158,17 +165,17 @@ func TestQuotaAskFollowsHarvester(t *testing.T) {
 		reqCPU, limCPU    string
 	}{
 		// 4Gi at 150%: 2730Mi; overhead 276Mi and page tables of 2730Mi.
-		{"plain", nil, "amd64", 2730*mi + 276*mi + 5591041, 4096*mi + 276*mi + 5591041, 4372 * mi, "200m", "2"},
+		{"plain", nil, "amd64", 2730*mi + 276*mi + 5591041 + sideReqMem, 4096*mi + 276*mi + 5591041 + sideLimMem, 4372 * mi, "205m", "2015m"},
 		// A vGPU pins all guest memory (no overcommit) and VFIO adds 1Gi.
 		{"vGPU", func(c *config.Config) {
 			c.VGPUInfo = `{"vGPURequests":[{"name":"gpu1","deviceName":"nvidia.com/NVIDIA_A2-4Q"}]}`
-		}, "amd64", 4096*mi + 276*mi + 8388609 + 1024*mi, 4096*mi + 276*mi + 8388609 + 1024*mi, 4372 * mi, "200m", "2"},
+		}, "amd64", 4096*mi + 276*mi + 8388609 + 1024*mi + sideReqMem, 4096*mi + 276*mi + 8388609 + 1024*mi + sideLimMem, 4372 * mi, "205m", "2015m"},
 		// UEFI's firmware on aarch64 adds 128Mi to both overheads.
-		{"arm64", nil, harvester.ArchARM64, 2730*mi + 404*mi + 5591041, 4096*mi + 404*mi + 5591041, 4500 * mi, "200m", "2"},
+		{"arm64", nil, harvester.ArchARM64, 2730*mi + 404*mi + 5591041 + sideReqMem, 4096*mi + 404*mi + 5591041 + sideLimMem, 4500 * mi, "205m", "2015m"},
 		// Dedicated CPUs: no overcommit, whole vCPUs plus the emulator
 		// thread, guaranteed QoS (+100Mi), memory limit = request.
 		{"pinned", func(c *config.Config) { c.CPUPinning, c.IsolateEmulatorThread = true, true },
-			"amd64", 4096*mi + 376*mi + 8388609, 4096*mi + 376*mi + 8388609, 4372 * mi, "3", "3"},
+			"amd64", 4096*mi + 376*mi + 8388609 + sideLimMem, 4096*mi + 376*mi + 8388609 + sideLimMem, 4372 * mi, "3015m", "3015m"},
 	}
 	for _, c := range cases {
 		cfg := baseConfig()
@@ -240,7 +247,7 @@ func TestScopedQuotas(t *testing.T) {
 		{"BestEffort pods: 0", withScopes(noPods, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}), ""},
 		{"NotBestEffort pods: 0", withScopes(noPods, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotBestEffort}), "pods: the machine needs 1 for its virt-launcher pod, 0 of 0 is free"},
 		{"Terminating", withScopes(map[string]string{"pods": "0", "limits.memory": "1Mi"}, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeTerminating}), ""},
-		{"NotTerminating", withScopes(map[string]string{"limits.cpu": "1"}, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotTerminating}), "limits.cpu: the machine needs 2, 1 of 1 is free"},
+		{"NotTerminating", withScopes(map[string]string{"limits.cpu": "1"}, []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotTerminating}), "limits.cpu: the machine needs 2015m, 1 of 1 is free"},
 		{"a class the launcher lacks", withScopes(noPods, nil, pc(corev1.ScopeSelectorOpIn, "high")), ""},
 		{"any class", withScopes(noPods, nil, pc(corev1.ScopeSelectorOpExists)), ""},
 		{"no class", withScopes(noPods, nil, pc(corev1.ScopeSelectorOpDoesNotExist)), "pods: the machine needs 1 for its virt-launcher pod"},

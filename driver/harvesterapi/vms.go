@@ -74,8 +74,8 @@ func (a *API) DeleteVM(ctx context.Context, ns, name string, uid types.UID) erro
 }
 
 // StartVM sets spec.runStrategy (and annotations, when given) of the VM of
-// that UID with one merge patch.
-func (a *API) StartVM(ctx context.Context, ns, name string, uid types.UID, rs kubevirtv1.VirtualMachineRunStrategy, annotations map[string]string) error {
+// that UID with one merge patch, and returns the VM as patched.
+func (a *API) StartVM(ctx context.Context, ns, name string, uid types.UID, rs kubevirtv1.VirtualMachineRunStrategy, annotations map[string]string) (*kubevirtv1.VirtualMachine, error) {
 	a.seen.forgetMachine()
 	meta := map[string]any{"uid": uid}
 	if len(annotations) > 0 {
@@ -83,10 +83,9 @@ func (a *API) StartVM(ctx context.Context, ns, name string, uid types.UID, rs ku
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": meta, "spec": map[string]any{"runStrategy": rs}})
 	if err != nil {
-		return fmt.Errorf("encode patch: %w", err)
+		return nil, fmt.Errorf("encode patch: %w", err)
 	}
-	_, err = do(ctx, a, "start VM "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
+	return do(ctx, a, "start VM "+ref(ns, name), func(c context.Context) (*kubevirtv1.VirtualMachine, error) {
 		return a.kube.VirtualMachines(ns).Patch(c, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	})
-	return err
 }

@@ -42,9 +42,24 @@ func (m *Machine) WaitTimeout() time.Duration {
 // timeout it reports what was last seen. The wait ends at once, with
 // ErrVMDeleted, when the machine's VM is deleted.
 func (m *Machine) WaitVMI(parent context.Context, api *harvesterapi.API, fromRV, what string, goal Goal) (*kubevirtv1.VirtualMachineInstance, error) {
+	return m.waitVMI(parent, api, fromRV, what, goal, nil)
+}
+
+// WaitRunning is WaitVMI for a goal that needs the VM to run, which the
+// driver set running in the VM's generation runsFrom: the wait also ends
+// at once, with a cause wrapping ErrVMHalted, when the VM is halted for
+// good in that generation or a later one (haltedForGood), as Harvester
+// halts a VM whose launcher pod a quota refused.
+func (m *Machine) WaitRunning(parent context.Context, api *harvesterapi.API, fromRV string, runsFrom int64, what string, goal Goal) (*kubevirtv1.VirtualMachineInstance, error) {
+	return m.waitVMI(parent, api, fromRV, what, goal, func(vm *kubevirtv1.VirtualMachine) error { return haltedForGood(vm, runsFrom) })
+}
+
+// waitVMI is WaitVMI, and with halted (not nil) WaitRunning: halted says
+// why the VM will not run (nil: it may).
+func (m *Machine) waitVMI(parent context.Context, api *harvesterapi.API, fromRV, what string, goal Goal, halted func(*kubevirtv1.VirtualMachine) error) (*kubevirtv1.VirtualMachineInstance, error) {
 	timed, cancelTimeout := context.WithTimeout(parent, m.WaitTimeout())
 	defer cancelTimeout()
-	ctx, stop := m.whileVMExists(timed, api, fromRV)
+	ctx, stop := m.whileVMMayRun(timed, api, fromRV, halted)
 	defer stop()
 	ns, name := m.Config.VMNamespace, m.Name
 	vmis := api.VMIs(ns)
@@ -65,7 +80,10 @@ func (m *Machine) WaitVMI(parent context.Context, api *harvesterapi.API, fromRV,
 		api.Seen().RememberVMI(met)
 		return met, nil
 	}
-	if cause := context.Cause(ctx); errors.Is(cause, ErrVMDeleted) || errors.Is(cause, ErrSecretDeleted) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, ErrVMHalted):
+		return nil, fmt.Errorf("VM %s/%s %w, while waiting for it %s; last seen: %s", ns, name, cause, what, DescribeVMI(p.last))
+	case errors.Is(cause, ErrVMDeleted) || errors.Is(cause, ErrSecretDeleted):
 		return nil, fmt.Errorf("VM %s/%s: %w while waiting for it %s; last seen: %s", ns, name, cause, what, DescribeVMI(p.last))
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
@@ -112,18 +130,22 @@ func (m *Machine) listAndWatchVMI(ctx context.Context, api *harvesterapi.API, vm
 // was deleted (or replaced by another VM of its name) by someone else.
 var ErrVMDeleted = errors.New("the VM was deleted by someone else")
 
-// whileVMExists returns a context that is cancelled with cause ErrVMDeleted
-// as soon as a watch sees the machine's VM (of the recorded UID, if any)
-// deleted, being deleted or replaced. With fromRV it watches the changes
-// after that resource version only (one request); the VMs it sees are
-// remembered for GetState.
-func (m *Machine) whileVMExists(parent context.Context, api *harvesterapi.API, fromRV string) (context.Context, context.CancelFunc) {
-	return whileExists(parent, api, api.VMs(m.Config.VMNamespace), m.Config.VMNamespace, m.Name, fromRV, ErrVMDeleted, func(vm *kubevirtv1.VirtualMachine) bool {
-		if vm != nil && vm.DeletionTimestamp == nil && (m.Ownership.VMUID == "" || string(vm.UID) == m.Ownership.VMUID) {
-			api.Seen().RememberVM(vm)
-			return true
+// whileVMMayRun returns a context that is cancelled, with cause
+// ErrVMDeleted, as soon as a watch sees the machine's VM (of the recorded
+// UID, if any) deleted, being deleted or replaced, or, with the error
+// halted returns (halted not nil), halted. With fromRV it watches the
+// changes after that resource version only (one request); the VMs it sees
+// are remembered for GetState.
+func (m *Machine) whileVMMayRun(parent context.Context, api *harvesterapi.API, fromRV string, halted func(*kubevirtv1.VirtualMachine) error) (context.Context, context.CancelFunc) {
+	return whileNoCause(parent, api, api.VMs(m.Config.VMNamespace), m.Config.VMNamespace, m.Name, fromRV, func(vm *kubevirtv1.VirtualMachine) error {
+		if vm == nil || vm.DeletionTimestamp != nil || (m.Ownership.VMUID != "" && string(vm.UID) != m.Ownership.VMUID) {
+			return ErrVMDeleted
 		}
-		return false
+		api.Seen().RememberVM(vm)
+		if halted != nil {
+			return halted(vm)
+		}
+		return nil
 	})
 }
 
@@ -206,13 +228,15 @@ func (m *Machine) SecretDeleted(name string) error {
 	return fmt.Errorf("its cloud-init Secret %s/%s was deleted by someone else (%w)", m.Config.VMNamespace, name, ErrSecretDeleted)
 }
 
-// whileExists returns a context that is cancelled with cause as soon as
-// waitGone sees the object ns/name of kind k no longer there.
-func whileExists[T runtime.Object](parent context.Context, api *harvesterapi.API, k kubeapi.Kind, ns, name, fromRV string, cause error, exists func(T) bool) (context.Context, context.CancelFunc) {
+// whileNoCause returns a context that is cancelled, with the error cause
+// returns, as soon as a watch of the object ns/name of kind k sees cause
+// return one (cause gets nil for an object that does not exist).
+func whileNoCause[T runtime.Object](parent context.Context, api *harvesterapi.API, k kubeapi.Kind, ns, name, fromRV string, cause func(T) error) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(parent)
 	go func() {
-		if waitGone(ctx, api, k, ns, name, fromRV, exists) {
-			cancel(cause)
+		var why error
+		if waitGone(ctx, api, k, ns, name, fromRV, func(obj T) bool { why = cause(obj); return why == nil }) {
+			cancel(why)
 		}
 	}()
 	return ctx, func() { cancel(context.Canceled) }

@@ -18,14 +18,18 @@ import (
 const restoreTimeout = time.Minute
 
 // setRunStrategy updates spec.runStrategy of the machine's own VM, retrying
-// on conflicts, and returns the strategy it replaced (nil: none set).
-func setRunStrategy(ctx context.Context, api *harvesterapi.API, m *machine.Machine, rs kubevirtv1.VirtualMachineRunStrategy) (*kubevirtv1.VirtualMachineRunStrategy, error) {
+// on conflicts, and returns the strategy it replaced (nil: none set) and
+// the VM's generation from which on a change of the run strategy is
+// someone else's (the generation it read, plus one: the VM carries rs
+// from its change on, or already did).
+func setRunStrategy(ctx context.Context, api *harvesterapi.API, m *machine.Machine, rs kubevirtv1.VirtualMachineRunStrategy) (*kubevirtv1.VirtualMachineRunStrategy, int64, error) {
 	var previous *kubevirtv1.VirtualMachineRunStrategy
+	var after int64
 	err := api.UpdateVM(ctx, m.Config.VMNamespace, m.Name, "set run strategy "+string(rs), func(vm *kubevirtv1.VirtualMachine) (bool, error) {
 		if err := m.Ownership.CheckOwned("VM", m.Name, vm); err != nil {
 			return false, err
 		}
-		previous = vm.Spec.RunStrategy
+		previous, after = vm.Spec.RunStrategy, vm.Generation+1
 		if vm.Spec.RunStrategy != nil && *vm.Spec.RunStrategy == rs {
 			return false, nil
 		}
@@ -33,24 +37,25 @@ func setRunStrategy(ctx context.Context, api *harvesterapi.API, m *machine.Machi
 		vm.Spec.RunStrategy = &rs
 		return true, nil
 	})
-	return previous, err
+	return previous, after, err
 }
 
 // Start sets the run strategy to RerunOnFailure and waits until the VM runs
-// with an address.
+// with an address, or until it is halted for good (machine.WaitRunning).
 func Start(ctx context.Context, api *harvesterapi.API, m *machine.Machine) error {
 	log.Infof("%s: starting", m.Name)
-	if _, err := setRunStrategy(ctx, api, m, kubevirtv1.RunStrategyRerunOnFailure); err != nil {
+	_, runsFrom, err := setRunStrategy(ctx, api, m, kubevirtv1.RunStrategyRerunOnFailure)
+	if err != nil {
 		return err
 	}
-	_, err := m.WaitVMI(ctx, api, "", "to run and report an address", machine.RunningWithAddress)
+	_, err = m.WaitRunning(ctx, api, "", runsFrom, "to run and report an address", machine.RunningWithAddress)
 	return err
 }
 
 // Stop halts the VM (run strategy Halted) and waits until its VMI is gone.
 func Stop(ctx context.Context, api *harvesterapi.API, m *machine.Machine) error {
 	log.Infof("%s: stopping", m.Name)
-	if _, err := setRunStrategy(ctx, api, m, kubevirtv1.RunStrategyHalted); err != nil {
+	if _, _, err := setRunStrategy(ctx, api, m, kubevirtv1.RunStrategyHalted); err != nil {
 		return err
 	}
 	_, err := m.WaitVMI(ctx, api, "", "to stop", machine.NoVMI)
@@ -61,7 +66,7 @@ func Stop(ctx context.Context, api *harvesterapi.API, m *machine.Machine) error 
 // until the VMI is gone.
 func Kill(ctx context.Context, api *harvesterapi.API, m *machine.Machine) error {
 	log.Infof("%s: killing", m.Name)
-	if _, err := setRunStrategy(ctx, api, m, kubevirtv1.RunStrategyHalted); err != nil {
+	if _, _, err := setRunStrategy(ctx, api, m, kubevirtv1.RunStrategyHalted); err != nil {
 		return err
 	}
 	vmi, err := m.GetVMI(ctx, api)
@@ -96,7 +101,7 @@ func Restart(ctx context.Context, api *harvesterapi.API, m *machine.Machine) (er
 	log.Infof("%s: restarting (VM instance %s)", m.Name, vmi.UID)
 	// With Always the controller re-creates a deleted VMI whatever way it
 	// ended.
-	found, err := setRunStrategy(ctx, api, m, kubevirtv1.RunStrategyAlways)
+	found, runsFrom, err := setRunStrategy(ctx, api, m, kubevirtv1.RunStrategyAlways)
 	if err != nil {
 		return err
 	}
@@ -104,7 +109,7 @@ func Restart(ctx context.Context, api *harvesterapi.API, m *machine.Machine) (er
 	if err := api.DeleteVMI(ctx, m.Config.VMNamespace, m.Name, vmi.UID, nil); err != nil {
 		return err
 	}
-	_, err = m.WaitVMI(ctx, api, "", "to run again with a new instance", machine.NewRunningVMI(string(vmi.UID)))
+	_, err = m.WaitRunning(ctx, api, "", runsFrom, "to run again with a new instance", machine.NewRunningVMI(string(vmi.UID)))
 	return err
 }
 
@@ -118,7 +123,7 @@ func restoreRunStrategy(parent context.Context, api *harvesterapi.API, m *machin
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), restoreTimeout)
 	defer cancel()
-	_, err := setRunStrategy(ctx, api, m, rs)
+	_, _, err := setRunStrategy(ctx, api, m, rs)
 	switch {
 	case err == nil:
 		if restartErr != nil {

@@ -33,6 +33,8 @@ const (
 //   - the compute container's requests and limits (LauncherResources, the
 //     50M of ephemeral storage KubeVirt adds, and one of each device-plugin
 //     GPU and host device, as request and limit);
+//   - the guest-console-log sidecar, an init container that runs beside
+//     it, with its requests and limits (consoleLogSidecar);
 //   - nodeSelector: kubevirt.io/schedulable "true", kubernetes.io/arch of
 //     spec.architecture, the machine type's and CPU model's and required
 //     CPU features' node-labeller labels, cpumanager "true" for dedicated
@@ -47,9 +49,11 @@ const (
 //     30 s, the readiness gate kubevirt.io/virtual-machine-unpaused, no
 //     service links and no service-account token.
 //
-// Not rendered:
-// volumes, init and sidecar containers, security contexts, image pull
-// secrets and the devices.kubevirt.io/{kvm,tun,vhost-net} limits.
+// Not rendered: volumes, security contexts, image pull secrets, the
+// devices.kubevirt.io/{kvm,tun,vhost-net} limits, and the containers of
+// what the driver's VMs never have (container disks, virtiofs
+// filesystems, hook sidecars); nor a runtime class' pod overhead:
+// Harvester's KubeVirt CR names no default runtime class.
 // KubeVirt sets no activeDeadlineSeconds, so the pod is NotTerminating,
 // and it always requests memory, so it is NotBestEffort. (The API
 // server's Priority admission gives a pod without a class the cluster's
@@ -81,6 +85,7 @@ func LauncherPod(spec *kubevirtv1.VirtualMachineInstanceSpec, arch, ratio string
 		RestartPolicy:                 corev1.RestartPolicyNever,
 		Containers: []corev1.Container{{Name: launcherContainer, Image: launcherImage,
 			Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}},
+		InitContainers:               initContainers(spec),
 		NodeSelector:                 launcherNodeSelector(spec),
 		DNSConfig:                    spec.DNSConfig.DeepCopy(),
 		DNSPolicy:                    spec.DNSPolicy,
@@ -93,6 +98,15 @@ func LauncherPod(spec *kubevirtv1.VirtualMachineInstanceSpec, arch, ratio string
 		PriorityClassName:            spec.PriorityClassName,
 		Affinity:                     launcherAffinity(spec),
 	}}
+}
+
+// initContainers are the launcher's init containers: the guest-console-log
+// sidecar, when rendered.
+func initContainers(spec *kubevirtv1.VirtualMachineInstanceSpec) []corev1.Container {
+	if c := consoleLogSidecar(spec); c != nil {
+		return []corev1.Container{*c}
+	}
+	return nil
 }
 
 func bump(requests, limits corev1.ResourceList, name corev1.ResourceName) {

@@ -27,3 +27,16 @@ const (
 	AnnotationMigratingUIDPrefix  = "harvesterhci.io/migratingUID-"
 	AnnotationMigratingNamePrefix = "harvesterhci.io/migrating-"
 )
+
+// What Harvester v1.8 does to a VM that its quotas do not let run
+// (pkg/controller/master/virtualmachine: VMIController.StopVMIfExceededQuota
+// when KubeVirt reports its launcher pod refused with "exceeded quota",
+// VMController.SetHaltIfInsufficientResourceQuota when the VM does not fit
+// a Rancher project's limits; both call stopVM): it sets the VM's
+// runStrategy to Halted, records why in this annotation (the refusal's
+// message) and posts an event of this reason on the VM. It never starts
+// the VM again; the annotation goes once the VM runs again.
+const (
+	AnnotationInsufficientResourceQuota = "harvesterhci.io/insufficient-resource-quota"
+	ReasonInsufficientResourceQuota     = "InsufficientResourceQuota"
+)

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	resourcehelper "k8s.io/component-helpers/resource"
 )
 
 // Which ResourceQuotas the API server's quota admission (Kubernetes 1.34,
@@ -183,6 +184,17 @@ func podCrossNamespaceAffinity(a *corev1.Affinity) bool {
 		}
 	}
 	return false
+}
+
+// PodTotals are a pod's total requests and limits as quota admission sums
+// them (PodUsageFunc, pkg/quota/v1/evaluator/core/pods.go, calls
+// component-helpers' PodRequests and PodLimits, as here): its containers
+// and restartable init containers (sidecars) added up, an ordinary init
+// container counted only where it asks more than that, plus the pod
+// overhead.
+func PodTotals(pod *corev1.Pod) (requests, limits corev1.ResourceList) {
+	opts := resourcehelper.PodResourcesOptions{}
+	return resourcehelper.PodRequests(pod, opts), resourcehelper.PodLimits(pod, opts)
 }
 
 // PodQuotaUsage is what quota admission charges a pod with these total

@@ -81,9 +81,12 @@ func TestQuotaRefusesBeforeAnythingExists(t *testing.T) {
 	}
 	for _, want := range []string{
 		"the machine does not fit its namespace's quota, so nothing was created: ResourceQuota default/e2e-tight: limits.memory: the machine needs",
-		"2Gi of 2Gi is free (0 used) (the VM's memory and KubeVirt's VM overhead",
-		// Harvester's mutator asks 100% / overcommit-config's 1000% of the CPUs.
-		"ResourceQuota default/e2e-tight: requests.cpu: the machine needs 200m, 100m of 100m is free",
+		"2Gi of 2Gi is free (0 used) (the VM's memory, KubeVirt's VM overhead ",
+		// KubeVirt's guest-console-log sidecar is limited to 60M.
+		"and its guest-console-log sidecar's 57.22Mi)",
+		// Harvester's mutator asks 100% / overcommit-config's 1000% of the
+		// CPUs, and KubeVirt's guest-console-log sidecar 5m.
+		"ResourceQuota default/e2e-tight: requests.cpu: the machine needs 205m, 100m of 100m is free (0 used) (the VM's CPU and its guest-console-log sidecar's 5m)",
 		"ResourceQuota default/e2e-tight: requests.storage: the machine needs 5Gi, 4Gi of 4Gi is free",
 	} {
 		if !strings.Contains(out, want) {
