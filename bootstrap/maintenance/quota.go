@@ -36,7 +36,7 @@ func (w *world) quotaRefusal(p *placed) string {
 		pod = harvester.LauncherPod(&p.vmi.Spec, w.arch(p.node), w.h.OverheadRatio)
 		pod.Namespace = p.vmi.Namespace
 	}
-	charge := harvester.PodQuotaUsage(podTotals(pod))
+	charge := harvester.PodQuotaUsage(harvester.PodTotals(pod))
 	var refusals []string
 	for i := range quotas {
 		q := &quotas[i]
@@ -89,62 +89,4 @@ func exceeded(name string, hard, used, charge corev1.ResourceList) string {
 		return strings.Join(parts, ",")
 	}
 	return fmt.Sprintf("exceeded quota: %s, requested: %s, used: %s, limited: %s", name, list(charge), list(used), list(hard))
-}
-
-// podTotals are a pod's requests and limits as the API server totals them
-// for quota (k8s.io/component-helpers resource.PodRequests and PodLimits):
-// its containers and its restartable init containers (sidecars, which
-// run beside them) summed, or, when larger per resource, what runs while
-// an ordinary init container does (it and the sidecars started before it).
-// Pod overhead is added (to a limit only where one is set).
-func podTotals(p *corev1.Pod) (requests, limits corev1.ResourceList) {
-	requests, limits = corev1.ResourceList{}, corev1.ResourceList{}
-	for _, c := range p.Spec.Containers {
-		addList(requests, c.Resources.Requests)
-		addList(limits, c.Resources.Limits)
-	}
-	sidecarReq, sidecarLim := corev1.ResourceList{}, corev1.ResourceList{}
-	initReq, initLim := corev1.ResourceList{}, corev1.ResourceList{}
-	for _, c := range p.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addList(requests, c.Resources.Requests)
-			addList(limits, c.Resources.Limits)
-			addList(sidecarReq, c.Resources.Requests)
-			addList(sidecarLim, c.Resources.Limits)
-			maxList(initReq, sidecarReq)
-			maxList(initLim, sidecarLim)
-			continue
-		}
-		req, lim := sidecarReq.DeepCopy(), sidecarLim.DeepCopy()
-		addList(req, c.Resources.Requests)
-		addList(lim, c.Resources.Limits)
-		maxList(initReq, req)
-		maxList(initLim, lim)
-	}
-	maxList(requests, initReq)
-	maxList(limits, initLim)
-	addList(requests, p.Spec.Overhead)
-	for n, q := range p.Spec.Overhead {
-		if l, ok := limits[n]; ok && !l.IsZero() {
-			l.Add(q)
-			limits[n] = l
-		}
-	}
-	return requests, limits
-}
-
-func addList(into, l corev1.ResourceList) {
-	for n, q := range l {
-		v := into[n]
-		v.Add(q)
-		into[n] = v
-	}
-}
-
-func maxList(into, l corev1.ResourceList) {
-	for n, q := range l {
-		if v, ok := into[n]; !ok || q.Cmp(v) > 0 {
-			into[n] = q.DeepCopy()
-		}
-	}
 }

@@ -1,7 +1,6 @@
 package capacity
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -295,15 +294,6 @@ func launcherNote(name corev1.ResourceName, ask vmAsk) string {
 	return " (" + strings.Join(parts[:last], ", ") + " and " + parts[last] + ")"
 }
 
-// rancherQuota is the namespace annotation field.cattle.io/resourceQuota.
-type rancherQuota struct {
-	Limit struct {
-		LimitsCPU       string `json:"limitsCpu"`
-		LimitsMemory    string `json:"limitsMemory"`
-		RequestsStorage string `json:"requestsStorage"`
-	} `json:"limit"`
-}
-
 // harvesterRuleShortfalls is Harvester v1.8's check of a VM against a
 // Rancher project's namespace limits: the namespace annotation's limits
 // minus the usage of Rancher's default ResourceQuota (less what migrating
@@ -313,18 +303,14 @@ func harvesterRuleShortfalls(ask vmAsk, ns *corev1.Namespace, quotas []corev1.Re
 	if ns == nil || ns.Annotations[harvester.AnnotationRancherResourceQuota] == "" {
 		return nil
 	}
-	var rq *corev1.ResourceQuota
-	for i := range quotas {
-		if quotas[i].Labels[harvester.LabelDefaultResourceQuota] == "true" {
-			rq = &quotas[i]
-			break
-		}
-	}
-	var limits rancherQuota
-	if rq == nil || json.Unmarshal([]byte(ns.Annotations[harvester.AnnotationRancherResourceQuota]), &limits) != nil {
+	rq := harvester.DefaultQuota(quotas)
+	limits, ok := harvester.ParseRancherQuota(ns.Annotations[harvester.AnnotationRancherResourceQuota])
+	if rq == nil || !ok {
 		return nil
 	}
-	migrating := migratingUsage(rq)
+	// A recorded migration that does not parse fails Harvester's check;
+	// the others are still subtracted here.
+	migrating, _ := harvester.MigratingUsage(rq)
 	var out []string
 	for _, c := range []struct {
 		field string
@@ -347,25 +333,4 @@ func harvesterRuleShortfalls(ask vmAsk, ns *corev1.Namespace, quotas []corev1.Re
 		}
 	}
 	return out
-}
-
-// migratingUsage sums the resource lists Harvester records on the quota
-// for migrating VMs.
-func migratingUsage(rq *corev1.ResourceQuota) corev1.ResourceList {
-	sum := corev1.ResourceList{}
-	for k, v := range rq.Annotations {
-		if !strings.HasPrefix(k, harvester.AnnotationMigratingUIDPrefix) && !strings.HasPrefix(k, harvester.AnnotationMigratingNamePrefix) {
-			continue
-		}
-		var rl corev1.ResourceList
-		if json.Unmarshal([]byte(v), &rl) != nil {
-			continue
-		}
-		for n, q := range rl {
-			s := sum[n]
-			s.Add(q)
-			sum[n] = s
-		}
-	}
-	return sum
 }

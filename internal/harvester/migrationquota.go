@@ -37,16 +37,18 @@ func ParseRancherQuota(annotation string) (RancherQuota, bool) {
 // MigratingUsage sums the resource lists Harvester records on Rancher's
 // default quota for migrating VMs (annotations AnnotationMigratingUIDPrefix
 // and AnnotationMigratingNamePrefix); false when one is not a resource
-// list (Harvester's GetVMIMResourcesFromRQAnnotation fails on it).
+// list (Harvester's GetVMIMResourcesFromRQAnnotation fails on it; the sum
+// leaves it out).
 func MigratingUsage(rq *corev1.ResourceQuota) (corev1.ResourceList, bool) {
-	sum := corev1.ResourceList{}
+	sum, ok := corev1.ResourceList{}, true
 	for k, v := range rq.Annotations {
 		if !strings.HasPrefix(k, AnnotationMigratingUIDPrefix) && !strings.HasPrefix(k, AnnotationMigratingNamePrefix) {
 			continue
 		}
 		var rl corev1.ResourceList
 		if json.Unmarshal([]byte(v), &rl) != nil {
-			return sum, false
+			ok = false
+			continue
 		}
 		for n, q := range rl {
 			s := sum[n]
@@ -54,7 +56,7 @@ func MigratingUsage(rq *corev1.ResourceQuota) (corev1.ResourceList, bool) {
 			sum[n] = s
 		}
 	}
-	return sum, true
+	return sum, ok
 }
 
 // DefaultQuota is the ResourceQuota of the namespace labelled
