@@ -26,8 +26,7 @@ help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-8s %s\n", $$1, $$2}'
 
 build: ## build the product binaries into bin/
-	@mkdir -p $(BIN)
-	$(GO) build -o $(BIN)/ $(addprefix ./cmd/,$(PRODUCT_BINS))
+	@PRODUCT_BINS='$(PRODUCT_BINS)' bash test/tools/build.sh product
 
 tools: ## build the pinned test tools (kube-apiserver, kube-controller-manager, etcd, rancher-machine, kube-vip, virt-api, virt-controller, kubevirt-install, harvester-webhook, harvester, upgradehelper) into bin/, once
 	@bash test/tools/build.sh

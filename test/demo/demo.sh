@@ -108,7 +108,7 @@ withdrawn_kube_vip() {
   node_addrs "$vip_node" | sed 's/^/    /'
 }
 
-step "Starting the simulated Harvester (real etcd, kube-apiserver, kube-controller-manager) with guest clusters"
+step "Starting the simulated Harvester: the real etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KubeVirt's kubevirt-install, virt-api and virt-controller, Harvester's harvester-webhook and harvester (its API server and controllers); each guest cluster gets a real kube-apiserver, and its nodes the real kube-vip"
 harvester-sim --state-dir "$state" --guest-clusters ${guest_net[@]+"${guest_net[@]}"} 2>"$work/sim.log" &
 sim_pid=$!
 for i in $(seq 1 600); do

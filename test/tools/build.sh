@@ -3,7 +3,15 @@
 # rancher-machine, kube-vip, KubeVirt's virt-api and virt-controller and
 # Harvester's webhook, API server and upgrade helper) and the linter (golangci-lint) at their pinned
 # versions into bin/. With arguments, builds only those groups
-# (`build.sh lint`); without, every test tool (not the linter).
+# (`build.sh lint`); without, every test tool (not the linter). Group
+# product is `make build`'s: the product binaries named by PRODUCT_BINS,
+# with no stamp (Go's build cache knows what changed).
+#
+# The terminal gets one line per group, what it compiled of what it has to
+# and the time so far (in place on a terminal, every 30 s otherwise); the
+# go commands' own output (a cold module cache's hundreds of `go:
+# downloading` lines, each package compiled, errors) goes to a log per
+# group, whose path is printed; a failed group's errors are printed too.
 #
 # main: kube-apiserver, kube-controller-manager (k8s.io/kubernetes), etcd
 #   (test/tools/etcd, go.etcd.io/etcd/server at the version Kubernetes' own
@@ -63,20 +71,6 @@ kube_minor=$(echo "$kube_version" | cut -d. -f2)
 kube_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$kube_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$kube_minor -X k8s.io/component-base/version.gitTreeState=clean"
 kubevip_version=$(awk '$1=="github.com/kube-vip/kube-vip"{print $2}' "$root/test/tools/kubevip/go.mod" | head -n1)
 
-# What a cold build (empty Go build cache) of each group compiles, and how
-# long that takes on 2 idle cores, to tell the user before starting: CPU
-# time / 2, measured after `make build` with an empty GOCACHE (2026-11-26:
-# make build 3.9 CPU-minutes, main and kubevip together 11.7). kubevirt:
-# what it adds to main's cache, measured by recompiling only the packages
-# main does not build (a -gcflags pattern for each) on 2 loaded cores.
-declare -A about=(
-  [main]="about 2,700 packages (k8s.io/kubernetes, etcd server, rancher/machine and its cloud SDKs; those the product shares come from the cache make build filled), ~5 minutes on 2 idle cores"
-  [kubevip]="about 1,000 packages (kube-vip, client-go v0.36, gobgp, nftables), ~2 minutes on 2 idle cores, alongside main (both: 11.7 CPU-minutes measured, ~6 minutes on 2 idle cores)"
-  [kubevirt]="about 940 packages besides the standard library (virt-api, virt-controller, kubevirt-install), 640 of them shared with main (k8s.io v0.34.4) and built after it; the other ~320 and the links took 98 CPU-seconds (2026-11-28), ~1 minute more on 2 idle cores"
-  [harvester]="about 2,480 packages (Harvester's webhook, API server and upgrade helper, its generated controllers, rancher/rancher's APIs, Longhorn, KubeVirt's virt-controller services), 1,480 of them shared with main (k8s.io v0.34.4), the rest ~3.5 CPU-minutes on top of main's cache"
-  [lint]="about 960 packages (golangci-lint and its linters), ~3 minutes on 2 cores"
-)
-
 # stale GROUP DIR FILES OUTPUTS... -- FLAGS: succeeds when GROUP must be
 # (re)built; sets want to the stamp it gets when built.
 stale() {
@@ -102,17 +96,138 @@ build() {
   while [ "$1" != "--" ]; do outputs+=("$1"); shift; done
   shift
   if ! stale "$group" "$dir" "$files" "${outputs[@]}" -- "$@"; then
-    echo "tools: ${outputs[*]} up to date" >&2
+    # Its end before its start: the display never shows it building.
+    note "$group" end up-to-date && begin "$group" "${outputs[@]}"
     return
   fi
-  echo "tools: building ${outputs[*]} (${group}): ${about[$group]} when nothing is in the Go build cache yet" >&2
-  local start=$SECONDS
+  begin "$group" "${outputs[@]}"
   # Replace, never overwrite: bin/ files may be hard links shared with other checkouts.
   for o in "${outputs[@]}"; do rm -f "$bin/$o"; done
   # A failed build leaves the old stamp: errexit does not hold in a function called from `||`.
-  (cd "$dir" && go build -o "$bin/" "$@") || return 1
-  echo "tools: built ${outputs[*]} in $((SECONDS - start))s" >&2
+  compile "$group" "$dir" "$@" || return 1
   echo "$want" > "$stamps/$group"
+}
+
+# The build's output goes to one log per group (LOGS/GROUP.log, its path
+# printed); the terminal gets one line per group: what it builds, packages
+# compiled of those to compile, the time so far. The groups' builds and the
+# display are separate processes: a build notes its state in files under
+# RUN (GROUP.what, .start, .total, .end), which the display reads.
+logs="$stamps/log"
+run=$(mktemp -d "${TMPDIR:-/tmp}/tools-build.XXXXXX")
+mkdir -p "$logs"
+
+# note GROUP KEY VALUE... records a state of GROUP's build for the display.
+note() {
+  local group=$1 key=$2; shift 2
+  echo "$*" > "$run/$group.$key.tmp" && mv "$run/$group.$key.tmp" "$run/$group.$key"
+}
+
+# begin GROUP OUTPUTS... marks GROUP's build as started, once.
+begin() {
+  local group=$1; shift
+  [ -f "$run/$group.start" ] && return
+  note "$group" what "$*"
+  note "$group" start "$(date +%s)"
+}
+
+# compile GROUP DIR GO_BUILD_ARGS...: `go build -v` in DIR, whose output
+# (go: downloading, each package as it is compiled, errors) goes to GROUP's
+# log. First `go list` counts the packages it will compile (Stale: their
+# result is not in the Go build cache; a main package already linked in it
+# is not compiled again), for the display; it also downloads the modules.
+compile() {
+  local group=$1 dir=$2 log="$logs/$1.log" total; shift 2
+  total=$( (cd "$dir" && go list -deps -f '{{if .Stale}}{{.StaleReason}}{{end}}' "$@" 2>>"$log") |
+    awk 'NF && !/not installed but available in build cache/ {n++} END {print n+0}') || total="?"
+  note "$group" total "$total"
+  if (cd "$dir" && go build -v -o "$bin/" "$@") >>"$log" 2>&1; then
+    note "$group" end ok "$(date +%s)"
+    return
+  fi
+  note "$group" end failed "$(date +%s)"
+  return 1
+}
+
+# compiled GROUP: the packages GROUP's build has compiled so far (the lines
+# of its log that are an import path: `go build -v` prints one per package).
+compiled() {
+  local n
+  n=$(grep -c -E '^[^ ]+$' "$logs/$1.log" 2>/dev/null) || true
+  echo "${n:-0}"
+}
+
+# minsec SECONDS: "3m07s".
+minsec() { local s=$(($1 > 0 ? $1 : 0)); printf '%dm%02ds' $((s / 60)) $((s % 60)); }
+
+# status GROUP END: GROUP's line: where its build is (first: a narrow
+# terminal cuts the end), then what it builds. END is its end as noted
+# (empty while it builds).
+status() {
+  local group=$1 start total end=() now state
+  read -r -a end <<<"$2"
+  start=$(<"$run/$group.start")
+  total=$(cat "$run/$group.total" 2>/dev/null) || true
+  now=${end[1]:-$(date +%s)}
+  local took
+  took=$(minsec $((now - start)))
+  case "${end[0]:-}" in
+    up-to-date) state="up to date" ;;
+    ok) state="built in $took, $(compiled "$group") packages compiled" ;;
+    failed) state="FAILED after $took, log ${logs#"$root"/}/$group.log" ;;
+    *) if [ -z "$total" ]; then
+         state="finding the packages to compile, $took"
+       elif [ "$total" = "?" ]; then
+         state="$(compiled "$group") packages compiled, $took"
+       elif [ "$(compiled "$group")" -ge "$total" ]; then
+         state="$total of $total packages, linking, $took"
+       else
+         state="$(compiled "$group") of $total packages, $took"
+       fi ;;
+  esac
+  echo "$label: $state: $(<"$run/$group.what")"
+}
+
+# display GROUP...: the groups' lines until RUN/stop exists: on a terminal
+# redrawn in place every second; otherwise a group's line when it starts,
+# every 30 s while it builds, and when it ends.
+display() {
+  local tty=false cols=80 drawn=0 last=$SECONDS group end line stop=false
+  local -A said=()
+  if [ -t 2 ]; then
+    tty=true
+    cols=$(stty size 2>/dev/null </dev/tty | cut -d' ' -f2) || true
+    [[ "${cols:-}" =~ ^[1-9][0-9]*$ ]] || cols=80
+  fi
+  while [ -d "$run" ]; do
+    [ -f "$run/stop" ] && stop=true
+    if $tty; then
+      [ "$drawn" -eq 0 ] || printf '\033[%dA' "$drawn" >&2
+      drawn=0
+      for group in "$@"; do
+        [ -f "$run/$group.start" ] || continue
+        end=$(cat "$run/$group.end" 2>/dev/null) || true
+        line=$(status "$group" "$end")
+        printf '\r\033[K%s\n' "${line:0:cols-1}" >&2
+        drawn=$((drawn + 1))
+      done
+    else
+      for group in "$@"; do
+        [ -f "$run/$group.start" ] || continue
+        end=$(cat "$run/$group.end" 2>/dev/null) || true
+        if [ -n "$end" ]; then
+          [ "${said[$group]:-}" = end ] || status "$group" "$end" >&2
+          said[$group]=end
+        elif [ -z "${said[$group]:-}" ] || [ $((SECONDS - last)) -ge 30 ]; then
+          status "$group" "" >&2
+          said[$group]=start
+        fi
+      done
+      [ $((SECONDS - last)) -lt 30 ] || last=$SECONDS
+    fi
+    $stop && return
+    sleep 1
+  done
 }
 
 # kubecli_modfile DIR CACHE writes CACHE/: a copy of the
@@ -136,7 +251,9 @@ kubecli_modfile() {
 build_kubevirt() {
   export GOWORK=off CGO_ENABLED=1
   local cache="$root/.cache/kubevirt-client-go"
-  kubecli_modfile "$root/test/tools/kubevirt" "$cache"
+  if ! kubecli_modfile "$root/test/tools/kubevirt" "$cache" 2>>"$logs/kubevirt.log"; then
+    note kubevirt end failed "$(date +%s)" && begin kubevirt virt-api virt-controller kubevirt-install && return 1
+  fi
   build kubevirt "$root/test/tools/kubevirt" . virt-api virt-controller kubevirt-install -- \
     -modfile "$cache/go.mod" -ldflags "-s -w" ./cmd/virt-api ./cmd/virt-controller ./cmd/kubevirt-install
 }
@@ -146,7 +263,9 @@ build_kubevirt() {
 build_harvester() {
   export GOWORK=off CGO_ENABLED=1
   local cache="$root/.cache/harvester-client-go"
-  kubecli_modfile "$root/test/tools/harvester" "$cache"
+  if ! kubecli_modfile "$root/test/tools/harvester" "$cache" 2>>"$logs/harvester.log"; then
+    note harvester end failed "$(date +%s)" && begin harvester harvester-webhook harvester upgradehelper && return 1
+  fi
   build harvester "$root/test/tools/harvester" ". ../kubevirt/_overlay" harvester-webhook harvester upgradehelper -- \
     -modfile "$cache/go.mod" -ldflags "-s -w" ./cmd/harvester-webhook github.com/harvester/harvester \
     github.com/harvester/harvester/cmd/upgradehelper
@@ -165,13 +284,28 @@ wanted=("$@")
 [ "${#wanted[@]}" -gt 0 ] || wanted=(main kubevip kubevirt harvester)
 for w in "${wanted[@]}"; do
   case "$w" in
-    main|kubevip|kubevirt|harvester|lint) ;;
-    *) echo "tools: unknown group \"$w\": want main, kubevip, kubevirt, harvester or lint" >&2; exit 2 ;;
+    product|main|kubevip|kubevirt|harvester|lint) ;;
+    *) echo "tools: unknown group \"$w\": want product, main, kubevip, kubevirt, harvester or lint" >&2; exit 2 ;;
   esac
 done
 is_wanted() { [[ " ${wanted[*]} " == *" $1 "* ]]; }
+label=tools
+[ "${wanted[*]}" != product ] || label=build
+for w in "${wanted[@]}"; do : > "$logs/$w.log"; done
+if [ "${#wanted[@]}" -eq 1 ]; then where=${wanted[0]}; else where="{$(IFS=,; echo "${wanted[*]}")}"; fi
+echo "$label: the build's output goes to ${logs#"$root"/}/$where.log" >&2
+display "${wanted[@]}" &
+display_pid=$!
+trap 'touch "$run/stop"; wait "$display_pid" || true; rm -rf "$run"' EXIT
 
 pids=()
+if is_wanted product; then
+  # `make build`: no stamp, go build's own cache tells what to compile.
+  read -r -a products <<<"${PRODUCT_BINS:?PRODUCT_BINS must name the product binaries}"
+  begin product "${products[@]}"
+  compile product "$root" "${products[@]/#/./cmd/}" &
+  pids+=($!)
+fi
 if is_wanted kubevip; then
   build kubevip "$root/test/tools/kubevip" . kube-vip -- -ldflags "-s -w -X main.Version=$kubevip_version" github.com/kube-vip/kube-vip &
   pids+=($!)
@@ -192,4 +326,13 @@ if is_wanted lint; then
 fi
 failed=0
 for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+touch "$run/stop"
+wait "$display_pid" || true
+# A failed group's errors, from the end of its log.
+for w in "${wanted[@]}"; do
+  if [ -f "$run/$w.end" ] && [ "$(cut -d' ' -f1 "$run/$w.end")" = failed ]; then
+    echo "$label: the end of ${logs#"$root"/}/$w.log:" >&2
+    grep -v -E -e '^go: downloading ' -e '^[^ ]+$' "$logs/$w.log" | tail -n 40 >&2
+  fi
+done
 exit "$failed"
