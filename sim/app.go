@@ -39,6 +39,7 @@ const (
 	flagDelay         = "delay"
 	flagGuestClusters = "guest-clusters"
 	flagAuditLog      = "audit-log"
+	flagLedger        = "ledger"
 	flagGuestIface    = guestnet.FlagInterface
 	flagNodeGrace     = "node-monitor-grace-period"
 )
@@ -75,6 +76,7 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagMigrationDur, Value: time.Second, Usage: "how long a live migration's transfer runs (migration phase Running to Succeeded)"},
 			&cli.BoolFlag{Name: flagGuestClusters, Usage: "play the guest clusters: a kube-apiserver per guest cluster a VM is labelled with (DIR/guests/<cluster>/kubeconfig), running VMs join as Nodes, their K3s/RKE2 auto-deploy manifests are applied"},
 			&cli.StringFlag{Name: flagAuditLog, Usage: "write kube-apiserver's audit log (every request at level Metadata, JSON lines) to this file; off when empty"},
+			&cli.StringFlag{Name: flagLedger, EnvVars: []string{LedgerEnv}, Usage: "append one line to this file when the simulator stops: start, stop, minutes alive, whether it got ready, requests its kube-apiserver served (make test sums them); off when empty"},
 			&cli.StringFlag{Name: flagGuestIface, Usage: "put running guests' addresses on this interface and answer SSH on them as the guest would (for a private network namespace, as the end-to-end harness makes; never on a host's network); with --guest-clusters, the real kube-vip (--bin-dir/kube-vip) also runs for each guest node its DaemonSet schedules on, in the node's own network namespace; off when empty"},
 			&cli.DurationFlag{Name: flagNodeGrace, Value: DefaultNodeMonitorGracePeriod, Usage: "kube-controller-manager's --node-monitor-grace-period: how long after a host stops renewing its node Lease (fault host-down) its Node turns Ready Unknown"},
 			&cli.BoolFlag{Name: flagVerbose, Usage: "log each start-up step with its timing"},
@@ -143,6 +145,7 @@ func runAction(c *cli.Context) error {
 		ScheduleDelay: c.Duration(flagScheduleDelay), BootDelay: c.Duration(flagBootDelay), IPDelay: c.Duration(flagIPDelay),
 		MigrationDuration: c.Duration(flagMigrationDur),
 		StartTimeout:      c.Duration(flagStartTimeout), GuestClusters: c.Bool(flagGuestClusters), AuditLog: auditLog,
+		Ledger:         c.String(flagLedger),
 		GuestInterface: c.String(flagGuestIface), NodeMonitorGracePeriod: c.Duration(flagNodeGrace),
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel(c.Bool(flagVerbose))})),
 	})

@@ -33,6 +33,11 @@ type controlPlane struct {
 	auditArgs []string
 	// frozen continues a kube-apiserver stopped by freeze-apiserver.
 	frozen *time.Timer
+	// countRequests has each kube-apiserver's served requests read before
+	// it stops (for the ledger): their sum, and whether a read failed.
+	countRequests      bool
+	requestsServed     float64
+	requestsIncomplete bool
 }
 
 func (c *controlPlane) path(parts ...string) string {
@@ -200,6 +205,7 @@ func (c *controlPlane) waitAPIServer(ctx context.Context) error {
 // as a fault for reliability tests.
 func (c *controlPlane) restartAPIServer(ctx context.Context) error {
 	c.thaw()
+	c.countServed(ctx)
 	c.apiserver.stop(10 * time.Second)
 	return c.startAPIServer(ctx)
 }
@@ -283,8 +289,9 @@ func (c *controlPlane) startComponent(ctx context.Context, name string, port int
 	})
 }
 
-func (c *controlPlane) stop() {
+func (c *controlPlane) stop(ctx context.Context) {
 	c.thaw()
+	c.countServed(context.WithoutCancel(ctx)) // the run's context is done by now
 	c.scheduler.stop(5 * time.Second)
 	c.kcm.stop(5 * time.Second)
 	c.apiserver.stop(10 * time.Second)

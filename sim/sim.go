@@ -58,6 +58,9 @@ type Options struct {
 	// AuditLog, when set, is the file kube-apiserver logs every request
 	// to (audit level Metadata, JSON lines), for counting API requests.
 	AuditLog string
+	// Ledger, when set, is the file the simulator appends its line to when
+	// it stops (see LedgerEnv).
+	Ledger string
 	// GuestInterface, when set, is the interface running guests' addresses
 	// go on, each answering SSH (sim/guestnet).
 	GuestInterface string
@@ -134,7 +137,15 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	defer cp.stop()
+	cp.countRequests = o.Ledger != ""
+	ready := false
+	defer func() { // after cp.stop, which counts the requests
+		e := ledgerEntry{start: start, stop: time.Now(), ready: ready, requests: cp.requestsServed, counted: !cp.requestsIncomplete}
+		if err := appendLedger(o.Ledger, e); err != nil {
+			log.Warn("write the ledger", "err", err)
+		}
+	}()
+	defer cp.stop(ctx)
 
 	cfg, err := clientcmd.NewDefaultClientConfig(*cp.adminKubeconfig(), nil).ClientConfig()
 	if err != nil {
@@ -268,6 +279,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := os.WriteFile(filepath.Join(o.StateDir, ReadyFile), []byte(cp.URL()+"\n"), 0o644); err != nil {
 		return fmt.Errorf("write ready file: %w", err)
 	}
+	ready = true
 	log.Info("simulated Harvester ready", "kubeconfig", filepath.Join(o.StateDir, KubeconfigFile), "after", time.Since(start).Round(time.Millisecond))
 	return serve(ctx, cp, log)
 }
