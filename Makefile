@@ -9,9 +9,9 @@ E2E_PKGS := ./test/e2e/...
 MODULE := $(shell $(GO) list -m)
 UNIT_PKGS = $$($(GO) list ./... | grep -v /test/e2e/)
 GOTEST_FLAGS ?=
-# Go's per-package test timeout (its default is 10m), a backstop: a job of
-# test/e2e/driver took 28 minutes on a slow, overloaded 2-core machine
-# (2026-11-29). `make soak` runs the long soaks with SOAK_TIMEOUT.
+# Go's per-package test timeout (its default is 10m), a backstop well past
+# what the longest job (a half of test/e2e/driver) takes on a slow, loaded
+# 2-core machine. `make soak` runs the long soaks with SOAK_TIMEOUT.
 GOTEST_TIMEOUT ?= 60m
 SOAK_TIMEOUT ?= 45m
 # One set of build flags for every go command here and in the scripts
@@ -34,12 +34,11 @@ tools: ## build the pinned test tools (kube-apiserver, kube-controller-manager, 
 # `make test` runs the unit packages in one `go test` process and the
 # end-to-end packages, each of which starts its own simulator, as a queue
 # of jobs, TEST_JOBS at a time (test/gotest-jobs.sh), the longest first
-# (as measured on a slow 2-core machine, 2026-11-30: the driver's halves
-# 20-22 minutes, sim 17-18, guest 15-16, simctl 9, bootstrap 5; the first
-# four start together), so that the short ones fill in at the end. Every
-# simulator alive costs CPU even at rest (docs/sim.md), so seven at once
-# starved that machine past the tests' deadlines, and each one fewer
-# saves its start and its rest.
+# (the driver's halves, then sim and guest; simctl and bootstrap are
+# short), so that the short ones fill in at the end. Every simulator alive
+# costs CPU even at rest (docs/sim.md#what-it-costs): on 2 cores, more
+# than 4 at once starve each other past the tests' deadlines, and fewer
+# leave the cores idle while the last long job runs alone.
 # test/e2e/driver, the longest package, is two jobs: two halves by test
 # name (DRIVER_SPLIT and the rest), a complement: nothing is left out but
 # the CPU hog. Patterns hold no spaces (the runner splits on them).
@@ -51,10 +50,8 @@ TEST_JOBS ?= 4
 SOAK_TESTS := ^TestUnderCPUHog$$
 # Test binaries are linked without DWARF (-w; a panic's trace reads Go's
 # own pclntab): every run links each package's test binary again, and
-# DWARF is about half of a link's CPU, some 40 CPU-seconds of make test.
-# go vet runs in `make lint` (all of its checks, CI's first step), not
-# again in each test build (-vet=off): some 220 CPU-seconds of make test on
-# a slow 2-core machine.
+# DWARF is about half of a link's CPU. go vet runs in `make lint` (all of
+# its checks, CI's first step), not again in each test build (-vet=off).
 TEST_LDFLAGS := -ldflags=-w
 GOTEST := $(GO) test $(TEST_LDFLAGS) $(GOTEST_FLAGS) -timeout $(GOTEST_TIMEOUT) -count=1
 # The other end-to-end packages, in the queue's order; a package not

@@ -3,9 +3,8 @@
 # `go test` process; the end-to-end ones, each of which starts its own
 # simulated Harvester, run as separate jobs, at most TEST_JOBS at a time,
 # in the order given (longest first). Every simulator alive costs CPU even
-# at rest, so on a slow 2-core machine seven at once (what `make test` ran
-# before) left the tests starved past their deadlines; a bounded queue keeps
-# the cores busy without that.
+# at rest, so on a slow 2-core machine too many at once starve the tests
+# past their deadlines; a bounded queue keeps the cores busy without that.
 #
 # Usage: gotest-jobs.sh UNIT_PKGS -- JOB... where each JOB is one string of
 # `go test` arguments (word-split, quotes not honoured: patterns must not
