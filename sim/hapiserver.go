@@ -68,7 +68,7 @@ func (h *harvesterAPIServerRun) start(startCtx context.Context, c *controlPlane,
 			return nil, fmt.Errorf("harvester API server: write its URL: %w", err)
 		}
 		url.Store(u)
-		return startInPod(c.binDir, c.path("logs"), hapiserver.Binary, o.ServiceAccountDir(), o.Args(ports[0], ports[1])...)
+		return startInPod(c.binDir, c.path("logs"), hapiserver.Binary, o.ServiceAccountDir(), hapiserver.Env(), o.Args(ports[0], ports[1])...)
 	}, log)
 	if err != nil {
 		return err

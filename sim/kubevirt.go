@@ -67,7 +67,7 @@ func (k *kubeVirtRun) start(ctx context.Context, c *controlPlane, cfg *rest.Conf
 	started := make([]*podContainer, 0, len(components))
 	for _, comp := range components {
 		pc, err := runPodContainer(comp.Name, func() (*process, error) {
-			return startInPod(c.binDir, c.path("logs"), comp.Name, comp.ServiceAccountDir, comp.Args...)
+			return startInPod(c.binDir, c.path("logs"), comp.Name, comp.ServiceAccountDir, nil, comp.Args...)
 		}, log)
 		if err != nil {
 			return err

@@ -38,9 +38,11 @@ func startProcess(binDir, logDir, name string, args ...string) (*process, error)
 
 // startInPod starts bin/name as a Pod's container would find itself: in a
 // mount namespace of its own with saDir's files (token, ca.crt,
-// namespace) at the ServiceAccount path. This binary re-executes itself
-// as kubevirt.ExecCommand to set that up, then becomes the process.
-func startInPod(binDir, logDir, name, saDir string, args ...string) (*process, error) {
+// namespace) at the ServiceAccount path, and with env (NAME=value, the
+// container's env) besides the simulator's environment. This binary
+// re-executes itself as kubevirt.ExecCommand to set that up, then becomes
+// the process.
+func startInPod(binDir, logDir, name, saDir string, env []string, args ...string) (*process, error) {
 	path := filepath.Join(binDir, name)
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("start %s: %w (run `make tools` to build it)", name, err)
@@ -50,6 +52,9 @@ func startInPod(binDir, logDir, name, saDir string, args ...string) (*process, e
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	cmd := exec.Command(self, kubevirt.ExecArgs(saDir, append([]string{path}, args...))...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	return startCommand(logDir, name, cmd, syscall.CLONE_NEWNS)
 }
 

@@ -67,7 +67,7 @@ func (h *harvesterWebhookRun) start(ctx, startCtx context.Context, c *controlPla
 		return startCtx.Err()
 	}
 	pc, err := runPodContainer(hwebhook.Binary, func() (*process, error) {
-		return startInPod(c.binDir, c.path("logs"), hwebhook.Binary, o.ServiceAccountDir(), o.Args(ports[0])...)
+		return startInPod(c.binDir, c.path("logs"), hwebhook.Binary, o.ServiceAccountDir(), nil, o.Args(ports[0])...)
 	}, log)
 	if err != nil {
 		return err

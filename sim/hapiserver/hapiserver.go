@@ -84,6 +84,32 @@ func (o Options) Args(httpPort, httpsPort int) []string {
 		"--profile-listen-address", ""}
 }
 
+// steve's refresh timing (github.com/rancher/steve v0.7.17, which Harvester
+// v1.8.0 pins: pkg/schema/definitions/schema.go reads both with
+// strconv.Atoi, the delay in seconds, the period in minutes). Its
+// schemaDefinitions handler, which only Harvester's UI reads, fetches
+// kube-apiserver's whole /openapi/v2 CRDRefreshDelaySeconds after the last
+// CRD or APIService event (a debounce; default 2) and again every
+// BackgroundRefreshMinutes (a ticker; default 10, and it must be above 0).
+// No simulator lives an hour and nothing it starts reads
+// schemaDefinitions, so neither fetch happens; the schema controller that
+// serves /v1/harvester (pkg/controllers/schema) has no such setting and
+// refreshes as before. The chart passes them to the container through its
+// containers.apiserver.env values.
+const (
+	CRDRefreshDelaySeconds   = 3600
+	BackgroundRefreshMinutes = 1440
+)
+
+// Env is the API server's container environment beyond what Args set:
+// steve's refresh timing.
+func Env() []string {
+	return []string{
+		"CATTLE_CRD_REFRESH_DELAY_SECONDS=" + strconv.Itoa(CRDRefreshDelaySeconds),
+		"CATTLE_BACKGROUND_REFRESH_MINUTES=" + strconv.Itoa(BackgroundRefreshMinutes),
+	}
+}
+
 // volumeSnapshotClasses are Longhorn's backup class (longhorn) and
 // Harvester's chart's snapshot class (templates/longhorn-
 // volumesnapshotclass.yaml), which the default settings the API server

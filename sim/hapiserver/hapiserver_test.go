@@ -2,6 +2,8 @@ package hapiserver
 
 import (
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -55,5 +57,28 @@ func TestArgs(t *testing.T) {
 		if !slices.Contains(args, flag) {
 			t.Errorf("args %q: want %s (the chart's HCI_MODE and RANCHER_EMBEDDED)", args, flag)
 		}
+	}
+}
+
+// TestEnv: the environment names steve v0.7.17 reads
+// (pkg/schema/definitions/schema.go: delayEnvVar, refreshEnvVar), with
+// whole numbers (it parses them with strconv.Atoi, falling back to its
+// defaults otherwise) and a period above 0 (time.NewTicker panics on 0).
+func TestEnv(t *testing.T) {
+	got := map[string]string{}
+	for _, kv := range Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		got[k] = v
+	}
+	delay, err := strconv.Atoi(got["CATTLE_CRD_REFRESH_DELAY_SECONDS"])
+	if err != nil || delay < 3600 {
+		t.Errorf("CATTLE_CRD_REFRESH_DELAY_SECONDS=%q: want whole seconds, at least an hour", got["CATTLE_CRD_REFRESH_DELAY_SECONDS"])
+	}
+	period, err := strconv.Atoi(got["CATTLE_BACKGROUND_REFRESH_MINUTES"])
+	if err != nil || period < 60 {
+		t.Errorf("CATTLE_BACKGROUND_REFRESH_MINUTES=%q: want whole minutes, at least an hour", got["CATTLE_BACKGROUND_REFRESH_MINUTES"])
+	}
+	if len(got) != 2 {
+		t.Errorf("Env() = %q, want steve's two settings only", Env())
 	}
 }

@@ -1,11 +1,20 @@
 package sim_test
 
 import (
+	"crypto/tls"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/harvester-kit/harvester-machine/sim"
+	"github.com/harvester-kit/harvester-machine/sim/hapiserver"
 )
 
 // TestHarvesterAPIServerRunsFromBin: Harvester's own API server runs as a
@@ -25,5 +34,49 @@ func TestHarvesterAPIServerRunsFromBin(t *testing.T) {
 		if !slices.Contains(n.Finalizers, "wrangler.cattle.io/node-remove-controller") {
 			t.Errorf("host %s finalizers %v: want Harvester's node-remove-controller's", n.Name, n.Finalizers)
 		}
+	}
+}
+
+// TestSchemaDefinitionsNotFetched: the simulator gives Harvester's API
+// server steve's refresh settings (CATTLE_CRD_REFRESH_DELAY_SECONDS and
+// CATTLE_BACKGROUND_REFRESH_MINUTES), so steve's schemaDefinitions handler
+// has not fetched /openapi/v2 within the simulator's first hour: by
+// steve v0.7.17's pkg/schema/definitions/handler.go, a definition of a
+// CRD's kind (not a base schema) then answers 503 SchemasNotRefreshed,
+// "schema definitions not yet refreshed". With steve's defaults it fetches
+// 2 s after the start's last CRD event and answers 200. The schema
+// controller behind /v1/harvester is not delayed: its node API serves.
+func TestSchemaDefinitionsNotFetched(t *testing.T) {
+	ctx := testContext(t)
+	raw, err := os.ReadFile(filepath.Join(simulator.Dir, sim.HarvesterAPIServerDir, sim.HarvesterURLFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := hapiserver.ServingCA(ctx, kube)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	base := strings.TrimSpace(string(raw))
+	get := func(path string) (int, string) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return resp.StatusCode, string(body)
+	}
+	code, body := get("/v1/schemaDefinitions/harvesterhci.io.setting")
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "schema definitions not yet refreshed") {
+		t.Errorf("GET /v1/schemaDefinitions/harvesterhci.io.setting: %d %.200s, want 503 \"schema definitions not yet refreshed\"", code, body)
+	}
+	if code, body := get("/v1/harvester/nodes/harvester-node-0"); code != http.StatusOK {
+		t.Errorf("GET /v1/harvester/nodes/harvester-node-0: %d %.200s, want 200", code, body)
 	}
 }
