@@ -28,6 +28,11 @@ var (
 func TestMain(m *testing.M) {
 	harness.Main(m, harness.Options{
 		Bins: []string{"rancher-machine", "docker-machine-driver-harvester", "harvester-bootstrap"},
+		// A live migration's transfer runs 4 s, not the simulator's 1 s:
+		// TestMachineSurvivesMigration needs whole rancher-machine status
+		// and ip calls inside a migration, and on a loaded 2-core machine
+		// each takes over a second (none fell inside a 2.4 s migration).
+		SimArgs: []string{"--migration-duration", "4s"},
 		Ready: func(env *harness.Env) error {
 			sim, kube, dynAdmin, virt = env.Sim, env.Kube, env.Dyn, env.Virt
 			root, err := simtest.RepoRoot()
