@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
 	"net/http"
@@ -24,8 +25,10 @@ import (
 // its node controllers have put their finalizer on every host (wrangler's
 // OnRemove, pkg/controller/master/node/node_remove_controller.go).
 func TestHarvesterAPIServerRunsFromBin(t *testing.T) {
-	checkHarvesterPod(t, "harvester")
+	// The Lease first: it waits while a restart (after this package's
+	// kube-apiserver faults) is under way.
 	checkLeads(t, time.Now().Add(-time.Minute), "harvester", "kube-system", "harvester-controllers")
+	checkHarvesterPod(t, "harvester")
 	nodes, err := kube.CoreV1().Nodes().List(testContext(t), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -47,17 +50,13 @@ func TestHarvesterAPIServerRunsFromBin(t *testing.T) {
 // 2 s after the start's last CRD event and answers 200. The schema
 // controller behind /v1/harvester is not delayed: its node API serves.
 func TestSchemaDefinitionsNotFetched(t *testing.T) {
+	base := servingHarvesterURL(t)
 	ctx := testContext(t)
-	raw, err := os.ReadFile(filepath.Join(simulator.Dir, sim.HarvesterAPIServerDir, sim.HarvesterURLFile))
-	if err != nil {
-		t.Fatal(err)
-	}
 	pool, err := hapiserver.ServingCA(ctx, kube)
 	if err != nil {
 		t.Fatal(err)
 	}
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	base := strings.TrimSpace(string(raw))
 	get := func(path string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
@@ -78,5 +77,33 @@ func TestSchemaDefinitionsNotFetched(t *testing.T) {
 	}
 	if code, body := get("/v1/harvester/nodes/harvester-node-0"); code != http.StatusOK {
 		t.Errorf("GET /v1/harvester/nodes/harvester-node-0: %d %.200s, want 200", code, body)
+	}
+}
+
+// servingHarvesterURL waits until Harvester's API server serves its node
+// API and returns its URL. A test may begin while it is down: Harvester
+// exits when it loses its leader Lease (as after this package's
+// kube-apiserver faults), and the simulator starts it again, as the kubelet
+// would after a crash-loop back-off of up to 5 minutes, on fresh ports whose
+// URL it writes anew. So the URL is read again at each attempt.
+func servingHarvesterURL(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	for {
+		raw, err := os.ReadFile(filepath.Join(simulator.Dir, sim.HarvesterAPIServerDir, sim.HarvesterURLFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u := strings.TrimSpace(string(raw))
+		attempt, stop := context.WithTimeout(ctx, 15*time.Second)
+		err = hapiserver.WaitServing(attempt, kube, u, "harvester-node-0")
+		stop()
+		if err == nil {
+			return u
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("Harvester's API server does not serve: %v", err)
+		}
 	}
 }
