@@ -27,7 +27,9 @@ func host(name, zone string, extra ...string) corev1.Node {
 	for i := 0; i+1 < len(extra); i += 2 {
 		n.Labels[extra[i]] = extra[i+1]
 	}
-	n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("62Gi")}
+	// A kubelet reports ephemeral storage too; a launcher pod asks 50M of it.
+	n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("16"), corev1.ResourceMemory: resource.MustParse("62Gi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("100Gi")}
 	n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
 	return n
 }
@@ -386,6 +388,32 @@ func TestRoomCountsPodsAndMovedVMs(t *testing.T) {
 	}
 	if b.Action != Blocks || !strings.Contains(b.Why, "h2: no room: memory") || !strings.Contains(b.Why, "h3: no room: memory") {
 		t.Errorf("second VM %+v", b)
+	}
+}
+
+// TestRoomCountsSidecarsAndOverhead: a host's pods take what
+// kube-scheduler counts (component-helpers' PodRequests, Kubernetes
+// v1.33): the containers, a sidecar (an init container with restartPolicy
+// Always) beside them, and the pod overhead. Here 30Gi + 4Gi + 1Gi leave
+// h2 27Gi of its 62Gi: no room for a 28Gi VM, which the containers alone
+// (30Gi) would leave.
+func TestRoomCountsSidecarsAndOverhead(t *testing.T) {
+	nodes := []corev1.Node{host("h1", "a"), host("h2", "b")}
+	vm := func(v *kubevirtv1.VirtualMachineInstance) {
+		v.Spec.Domain.Resources.Requests[corev1.ResourceMemory] = resource.MustParse("28Gi")
+	}
+	h := snapshot(nodes, guestVMI("g-a", "h1", "g", "p", vm))
+	mem := func(q string) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}}
+	}
+	always := corev1.ContainerRestartPolicyAlways
+	h.Pods = []corev1.Pod{{Spec: corev1.PodSpec{NodeName: "h2",
+		Containers:     []corev1.Container{{Name: "app", Resources: mem("30Gi")}},
+		InitContainers: []corev1.Container{{Name: "proxy", RestartPolicy: &always, Resources: mem("4Gi")}},
+		Overhead:       corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}}}
+	r, _ := Check(h, []string{"h1"}, Options{})
+	if v := verdict(t, r, "g-a"); v.Action != Blocks || !strings.Contains(v.Why, "h2: no room: memory") {
+		t.Errorf("VM %+v: want blocked, h2 without room for its memory", v)
 	}
 }
 

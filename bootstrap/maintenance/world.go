@@ -94,41 +94,22 @@ func newWorld(h *clusterstate.Hosts) *world {
 }
 
 // launcherNeed is what a VMI's virt-launcher pod requests when the pod
-// itself is not visible: Harvester's resources and KubeVirt's overhead
-// (internal/harvester), one device per GPU and host device.
+// itself is not visible: the pod KubeVirt would render for it
+// (internal/harvester), totalled as the scheduler totals it.
 func (w *world) launcherNeed(vmi *kubevirtv1.VirtualMachineInstance) corev1.ResourceList {
 	arch := ""
 	if n := w.nodes[vmi.Status.NodeName]; n != nil {
 		arch = n.Status.NodeInfo.Architecture
 	}
-	req, _ := harvester.LauncherResources(&vmi.Spec, arch, w.h.OverheadRatio)
-	for _, g := range vmi.Spec.Domain.Devices.GPUs {
-		inc(req, corev1.ResourceName(g.DeviceName))
-	}
-	for _, d := range vmi.Spec.Domain.Devices.HostDevices {
-		inc(req, corev1.ResourceName(d.DeviceName))
-	}
-	return req
+	return podRequests(harvester.LauncherPod(&vmi.Spec, arch, w.h.OverheadRatio))
 }
 
-func inc(l corev1.ResourceList, name corev1.ResourceName) {
-	q := l[name]
-	q.Add(resource.MustParse("1"))
-	l[name] = q
-}
-
-// podRequests sums a pod's containers' requests (what the scheduler counts
-// for running pods, init containers aside).
+// podRequests is what kube-scheduler's NodeResourcesFit counts for a pod
+// (component-helpers' PodRequests): its containers and sidecars, an init
+// container where it asks more, and the pod overhead.
 func podRequests(p *corev1.Pod) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for _, c := range p.Spec.Containers {
-		for n, q := range c.Resources.Requests {
-			v := out[n]
-			v.Add(q)
-			out[n] = v
-		}
-	}
-	return out
+	requests, _ := harvester.PodTotals(p)
+	return requests
 }
 
 func add(m map[string]corev1.ResourceList, node string, req corev1.ResourceList) {
