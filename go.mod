@@ -1,6 +1,6 @@
 module github.com/harvester-kit/harvester-machine
 
-go 1.25.7
+go 1.26
 
 // The test tools built from this module by test/tools/build.sh (etcd's main
 // package is ./test/tools/etcd): one dependency graph with the product and
@@ -15,7 +15,7 @@ tool (
 require (
 	github.com/distribution/reference v0.6.0
 	github.com/go-logr/logr v1.4.3
-	github.com/harvester/harvester v1.8.0
+	github.com/harvester/harvester v1.8.1
 	github.com/rancher/machine v0.15.0-rancher134
 	github.com/rancher/wrangler/v3 v3.2.4
 	github.com/urfave/cli/v2 v2.27.7
@@ -81,7 +81,7 @@ require (
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.6.0 // indirect
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
-	github.com/cyphar/filepath-securejoin v0.4.1 // indirect
+	github.com/cyphar/filepath-securejoin v0.5.1 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/digitalocean/godo v1.163.0 // indirect
 	github.com/dimchansky/utfbom v1.1.0 // indirect
@@ -141,7 +141,7 @@ require (
 	github.com/mistifyio/go-zfs v2.1.2-0.20190413222219-f784269be439+incompatible // indirect
 	github.com/mitchellh/go-homedir v1.1.0 // indirect
 	github.com/mitchellh/mapstructure v1.5.0 // indirect
-	github.com/moby/spdystream v0.5.0 // indirect
+	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/moby/sys/mountinfo v0.7.2 // indirect
 	github.com/moby/sys/userns v0.1.0 // indirect
 	github.com/moby/term v0.5.2 // indirect
@@ -248,7 +248,7 @@ require (
 // k8s.io/*: the staging modules of k8s.io/kubernetes v1.34.4 (which requires
 // them as v0.0.0; test/tools checks they follow it) and its kube-openapi
 // (harvester's graph names a v0.32.8 the module proxy does not serve).
-// docker/docker: rancher-machine's own pin; harvester v1.8.0 requires v28 for
+// docker/docker: rancher-machine's own pin; harvester v1.8.1 requires v28 for
 // packages this module never builds, and rancher-machine's docker client
 // does not compile against v28. urfave/cli: rancher-machine's own replace.
 replace (

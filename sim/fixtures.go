@@ -31,7 +31,7 @@ const (
 	FixtureNetwork     = "vlan1"
 	FixtureKeyPair     = "sim-key"
 	DefaultStorageName = "harvester-longhorn"
-	ServerVersion      = "v1.8.0"
+	ServerVersion      = "v1.8.1"
 	Region             = "sim-region"
 )
 

@@ -39,8 +39,8 @@ func TestBuildUpgradeIsPastEveryControllerStep(t *testing.T) {
 			t.Errorf("%s: not so in %+v", s.what, u)
 		}
 	}
-	if u.Labels["harvesterhci.io/upgradeState"] != "UpgradingNodes" || u.GenerateName != "hvst-upgrade-" || u.Namespace != "harvester-system" || u.Spec.Version != "v1.8.0" {
-		t.Errorf("Upgrade %+v: want harvester-system/hvst-upgrade-*, version v1.8.0, upgradeState UpgradingNodes", u.ObjectMeta)
+	if u.Labels["harvesterhci.io/upgradeState"] != "UpgradingNodes" || u.GenerateName != "hvst-upgrade-" || u.Namespace != "harvester-system" || u.Spec.Version != "v1.8.1" {
+		t.Errorf("Upgrade %+v: want harvester-system/hvst-upgrade-*, version v1.8.1, upgradeState UpgradingNodes", u.ObjectMeta)
 	}
 }
 

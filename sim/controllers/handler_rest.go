@@ -35,7 +35,7 @@ const (
 	handlerServerCerts    = "kubevirt-virt-handler-server-certs"
 	kubevirtCAConfigMap   = "kubevirt-ca"
 	handlerClientCN       = "kubevirt.io:system:client:virt-handler"
-	handlerContainerImage = "registry.suse.com/suse/sles/15.7/virt-handler:1.7.0-150700.3.16.2"
+	handlerContainerImage = "registry.suse.com/suse/sles/15.7/virt-handler:1.7.0-150700.3.21.1"
 )
 
 // handlerAddress is the attempt-th candidate for host's virt-handler Pod

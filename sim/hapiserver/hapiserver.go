@@ -1,5 +1,5 @@
 // Package hapiserver runs Harvester's own API server, with its controllers,
-// for the simulator: bin/harvester (Harvester v1.8.0's main package, built
+// for the simulator: bin/harvester (Harvester v1.8.1's main package, built
 // as it is by test/tools/build.sh) in HCI mode with embedded Rancher, as
 // Harvester's chart runs it (deploy/charts/harvester/templates/
 // deployment.yaml), as ServiceAccount harvester (sim/hwebhook's, bound to

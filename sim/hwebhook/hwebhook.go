@@ -1,5 +1,5 @@
 // Package hwebhook runs Harvester's own admission webhook for the
-// simulator: bin/harvester-webhook (Harvester v1.8.0's pkg/webhook/server,
+// simulator: bin/harvester-webhook (Harvester v1.8.1's pkg/webhook/server,
 // test/tools/harvester) with what Harvester's chart gives it: ServiceAccount
 // harvester bound to cluster-admin, a Pod's ServiceAccount files, and
 // Service harvester-webhook port 443. The webhook registers its own

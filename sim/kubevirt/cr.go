@@ -15,7 +15,7 @@ import (
 //go:embed kubevirt-cr.yaml
 var kubeVirtCRYAML []byte
 
-// KubeVirtCR is Harvester v1.8.0's KubeVirt CR (kubevirt-cr.yaml) in namespace.
+// KubeVirtCR is Harvester v1.8.1's KubeVirt CR (kubevirt-cr.yaml) in namespace.
 func KubeVirtCR(namespace string) (*kubevirtv1.KubeVirt, error) {
 	var kv kubevirtv1.KubeVirt
 	if err := yaml.UnmarshalStrict(kubeVirtCRYAML, &kv); err != nil {

@@ -27,10 +27,10 @@ import (
 // checks it against kubevirt.io/api in go.mod).
 const Version = "v1.7.0"
 
-// LauncherImage is the virt-launcher image Harvester v1.8.0 runs
+// LauncherImage is the virt-launcher image Harvester v1.8.1 runs
 // (deploy/charts/harvester/values.yaml, kubevirt-operator.containers.launcher):
 // virt-controller renders it into every virt-launcher Pod.
-const LauncherImage = "registry.suse.com/suse/sles/15.7/virt-launcher:1.7.0-150700.3.16.2"
+const LauncherImage = "registry.suse.com/suse/sles/15.7/virt-launcher:1.7.0-150700.3.21.1"
 
 // The binaries under the simulator's --bin-dir.
 const (

@@ -35,7 +35,7 @@
 #   test/tools/kubevirt/_overlay's (a placeholder of the project's own) and a
 #   go.mod there (-modfile) that points at the copy. Nothing patched is
 #   committed.
-# harvester: its own module (test/tools/harvester), Harvester v1.8.0's
+# harvester: its own module (test/tools/harvester), Harvester v1.8.1's
 #   admission webhook (harvester-webhook: a thin main calling Harvester's
 #   pkg/webhook/server) and its API server with its controllers (harvester:
 #   the module's own main package, built as it is), which harvester-sim

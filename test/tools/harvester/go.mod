@@ -1,6 +1,6 @@
-// Harvester v1.8.0's admission webhook (harvester-webhook), built by
+// Harvester v1.8.1's admission webhook (harvester-webhook), built by
 // test/tools/build.sh (`build.sh harvester`). The requires and replaces are
-// github.com/harvester/harvester v1.8.0's go.mod (a dependent module does
+// github.com/harvester/harvester v1.8.1's go.mod (a dependent module does
 // not inherit replaces) with these changes, so that the Go build cache
 // serves this module and the project's tools alike:
 //   - k8s.io is the main module's v0.34.4 and its kube-openapi (Harvester
@@ -16,10 +16,10 @@
 // (test/tools/kubevirt/_overlay); build with it, not with `go build` here.
 module github.com/harvester-kit/harvester-machine/test/tools/harvester
 
-go 1.25.7
+go 1.26
 
 require (
-	github.com/harvester/harvester v1.8.0
+	github.com/harvester/harvester v1.8.1
 	github.com/sirupsen/logrus v1.9.3
 	k8s.io/client-go v12.0.0+incompatible
 )
@@ -59,7 +59,7 @@ require (
 	github.com/containernetworking/cni v1.3.0 // indirect
 	github.com/coreos/go-semver v0.3.1 // indirect
 	github.com/coreos/go-systemd/v22 v22.6.0 // indirect
-	github.com/cyphar/filepath-securejoin v0.4.1 // indirect
+	github.com/cyphar/filepath-securejoin v0.5.1 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/deckarep/golang-set/v2 v2.6.0 // indirect
 	github.com/distribution/reference v0.6.0 // indirect
@@ -84,7 +84,7 @@ require (
 	github.com/ghodss/yaml v1.0.0 // indirect
 	github.com/go-errors/errors v1.4.2 // indirect
 	github.com/go-gorp/gorp/v3 v3.1.0 // indirect
-	github.com/go-jose/go-jose/v3 v3.0.3 // indirect
+	github.com/go-jose/go-jose/v3 v3.0.5 // indirect
 	github.com/go-kit/log v0.2.1 // indirect
 	github.com/go-logfmt/logfmt v0.6.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
@@ -122,7 +122,7 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/k3s-io/helm-controller v0.16.1 // indirect
 	github.com/k8snetworkplumbingwg/network-attachment-definition-client v1.7.7 // indirect
-	github.com/k8snetworkplumbingwg/whereabouts v0.9.3 // indirect
+	github.com/k8snetworkplumbingwg/whereabouts v0.9.4 // indirect
 	github.com/klauspost/compress v1.18.0 // indirect
 	github.com/kr/pretty v0.3.1 // indirect
 	github.com/kr/text v0.2.0 // indirect
@@ -150,7 +150,7 @@ require (
 	github.com/longhorn/types v0.0.0-20250915085125-0638a2eac534 // indirect
 	github.com/mailru/easyjson v0.9.0 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
-	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/mattn/go-isatty v0.0.22 // indirect
 	github.com/mattn/go-runewidth v0.0.16 // indirect
 	github.com/mcuadros/go-version v0.0.0-20190830083331-035f6764e8d2 // indirect
 	github.com/mitchellh/copystructure v1.2.0 // indirect
@@ -158,7 +158,7 @@ require (
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
 	github.com/mitchellh/reflectwalk v1.0.2 // indirect
 	github.com/moby/locker v1.0.1 // indirect
-	github.com/moby/spdystream v0.5.0 // indirect
+	github.com/moby/spdystream v0.5.1 // indirect
 	github.com/moby/sys/mountinfo v0.7.2 // indirect
 	github.com/moby/term v0.5.2 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
@@ -302,9 +302,9 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-// Harvester v1.8.0's replaces, k8s.io and docker/docker changed (above).
+// Harvester v1.8.1's replaces, k8s.io and docker/docker changed (above).
 replace (
-	github.com/containerd/containerd => github.com/containerd/containerd v1.7.27
+	github.com/containerd/containerd => github.com/containerd/containerd v1.7.33
 	github.com/docker/distribution => github.com/docker/distribution v2.8.2+incompatible // oras dep requires a replace is set
 	github.com/docker/docker => github.com/docker/docker v25.0.8+incompatible
 	github.com/gin-gonic/gin => github.com/gin-gonic/gin v1.9.1

@@ -1,4 +1,4 @@
-// Command harvester-webhook runs Harvester v1.8.0's admission webhook server
+// Command harvester-webhook runs Harvester v1.8.1's admission webhook server
 // (github.com/harvester/harvester/pkg/webhook/server) as a test tool of
 // harvester-sim. It is not Harvester's cmd/webhook: it takes the same options
 // with the standard flag package and does not import Harvester's API server
