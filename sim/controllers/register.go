@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -201,13 +200,6 @@ func genericKeys(l cache.GenericLister, ns string) []string {
 		}
 	}
 	return keys
-}
-
-// controlledBy reports whether u's controller reference is the object of
-// uid.
-func controlledBy(u *unstructured.Unstructured, uid types.UID) bool {
-	ref := metav1.GetControllerOfNoCopy(u)
-	return ref != nil && ref.UID == uid
 }
 
 // controllerVMName returns the name of the VirtualMachine controlling a VMI.
