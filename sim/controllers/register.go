@@ -44,8 +44,7 @@ func (s *sim) register(ctx context.Context) error {
 	vmInf := s.dynInformers.ForResource(gvrVM)
 	vmiInf := s.dynInformers.ForResource(gvrVMI)
 	imgInf := s.dynInformers.ForResource(gvrImage)
-	kpInf := s.dynInformers.ForResource(gvrKeyPair)
-	s.vms, s.vmis, s.images, s.keyPairs = vmInf.Lister(), vmiInf.Lister(), imgInf.Lister(), kpInf.Lister()
+	s.vms, s.vmis, s.images = vmInf.Lister(), vmiInf.Lister(), imgInf.Lister()
 	s.vmiInformer = vmiInf.Informer()
 	migInf := s.dynInformers.ForResource(gvrVMIM)
 	s.migrations = migInf.Lister()
@@ -101,10 +100,6 @@ func (s *sim) register(ctx context.Context) error {
 			s.imageQ.add(key)
 			s.enqueueNamespace(s.vmiQ, ns, s.vmiKeys)
 			s.enqueueNamespace(s.pvcQ, ns, s.pvcKeys)
-		}},
-		{"keypairs", kpInf.Informer(), func(obj any) {
-			key, _ := keyOf(obj)
-			s.keyPairQ.add(key)
 		}},
 		{"pods", s.kubeInformers.Core().V1().Pods().Informer(), func(obj any) {
 			key, ns := keyOf(obj)
