@@ -1,3 +1,7 @@
+// Stand-in for Harvester's image controller, Harvester v1.8.0: an image is
+// imported at once, with its StorageClass. It follows
+// https://github.com/harvester/harvester/blob/v1.8.0/pkg/controller/master/image/vm_image_controller.go.
+
 package controllers
 
 import (

@@ -1,3 +1,7 @@
+// Stand-in for Longhorn's CSI provisioner, Longhorn v1.10.0: a
+// PersistentVolume for each Longhorn claim. It follows
+// https://github.com/longhorn/longhorn-manager/blob/v1.10.0/csi/controller_server.go.
+
 package controllers
 
 import (
