@@ -97,11 +97,15 @@ bench: build tools ## benchmarks: the driver's cost per machine against the simu
 	$(GO) run ./test/bench/harvester-bench
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-lint: ## go vet, gofmt and golangci-lint (pinned in test/tools/lint, built into bin/ once)
+# deadcode starts from every main package and every test but sim/'s own:
+# a function under sim/ that only its unit test calls is unused.
+lint: ## go vet, gofmt, golangci-lint and deadcode (pinned in test/tools/lint, built into bin/ once)
 	$(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@bash test/tools/build.sh lint
 	$(BIN)/golangci-lint run ./...
+	@out=$$($(BIN)/deadcode -test -filter '^$(MODULE)/sim(/|$$)' $$($(GO) list ./... | grep -v '^$(MODULE)/sim\(/\|$$\)')) || exit 1; \
+	  if [ -n "$$out" ]; then echo "unused under sim/ (deadcode):"; echo "$$out"; exit 1; fi
 
 demo: build tools ## run the whole flow against a simulated Harvester, then clean up
 	@bash test/demo/demo.sh

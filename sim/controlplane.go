@@ -188,7 +188,7 @@ func (c *controlPlane) startAPIServer(ctx context.Context) error {
 	// The pid file says which kube-apiserver is serving; it changes only once
 	// a new one is ready (see RestartAPIServer).
 	pid := strconv.Itoa(c.apiserver.cmd.Process.Pid) + "\n"
-	return os.WriteFile(c.path(APIServerPIDFile), []byte(pid), 0o644)
+	return statefile.Write(c.path(APIServerPIDFile), []byte(pid))
 }
 
 func (c *controlPlane) waitAPIServer(ctx context.Context) error {

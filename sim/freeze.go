@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/harvester-kit/harvester-machine/sim/statefile"
 )
 
 // Files of the freeze-apiserver fault in the state directory: the command
@@ -36,7 +38,7 @@ func FreezeAPIServer(ctx context.Context, dir string, d time.Duration) error {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
 	token := hex.EncodeToString(b)
-	if err := os.WriteFile(filepath.Join(dir, freezeRequestFile), []byte(token+" "+d.String()+"\n"), 0o600); err != nil {
+	if err := statefile.Write(filepath.Join(dir, freezeRequestFile), []byte(token+" "+d.String()+"\n")); err != nil {
 		return fmt.Errorf("freeze-apiserver: write request: %w", err)
 	}
 	if err := syscall.Kill(pid, syscall.SIGUSR2); err != nil {
@@ -78,7 +80,7 @@ func (c *controlPlane) freezeAPIServer(token string, d time.Duration) error {
 		return fmt.Errorf("stop kube-apiserver (pid %d): %w", pid, err)
 	}
 	c.frozen = time.AfterFunc(d, func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
-	return os.WriteFile(c.path(freezeAnswerFile), []byte(token+"\n"), 0o600)
+	return statefile.Write(c.path(freezeAnswerFile), []byte(token+"\n"))
 }
 
 // thaw continues a frozen kube-apiserver at once (before it is stopped or

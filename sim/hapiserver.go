@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/sim/hapiserver"
+	"github.com/harvester-kit/harvester-machine/sim/statefile"
 )
 
 // HarvesterAPIServerDir is the state directory's folder of Harvester's API
@@ -64,7 +64,7 @@ func (h *harvesterAPIServerRun) start(startCtx context.Context, c *controlPlane,
 			return nil, err
 		}
 		u := "https://127.0.0.1:" + strconv.Itoa(ports[1])
-		if err := os.WriteFile(filepath.Join(o.Dir, HarvesterURLFile), []byte(u+"\n"), 0o644); err != nil {
+		if err := statefile.Write(filepath.Join(o.Dir, HarvesterURLFile), []byte(u+"\n")); err != nil {
 			return nil, fmt.Errorf("harvester API server: write its URL: %w", err)
 		}
 		url.Store(u)

@@ -29,6 +29,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/sim/guestnet"
 	"github.com/harvester-kit/harvester-machine/sim/guests"
 	"github.com/harvester-kit/harvester-machine/sim/kubevip"
+	"github.com/harvester-kit/harvester-machine/sim/statefile"
 )
 
 // Files the simulator writes into its state directory.
@@ -276,7 +277,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	log.Debug("Harvester's controllers running", "after", time.Since(start).Round(time.Millisecond))
 	log.Debug("kube-controller-manager and kube-scheduler ready", "after", time.Since(start).Round(time.Millisecond))
-	if err := os.WriteFile(filepath.Join(o.StateDir, ReadyFile), []byte(cp.URL()+"\n"), 0o644); err != nil {
+	if err := statefile.Write(filepath.Join(o.StateDir, ReadyFile), []byte(cp.URL()+"\n")); err != nil {
 		return fmt.Errorf("write ready file: %w", err)
 	}
 	ready = true
@@ -400,5 +401,5 @@ func prepareStateDir(dir string) error {
 			return fmt.Errorf("clean state dir: %w", err)
 		}
 	}
-	return os.WriteFile(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
+	return statefile.Write(filepath.Join(dir, PIDFile), []byte(strconv.Itoa(os.Getpid())+"\n"))
 }

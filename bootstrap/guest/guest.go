@@ -66,11 +66,6 @@ type ApplyResult struct {
 	Created, Configured, Unchanged, Pruned []string
 }
 
-// Changed reports whether anything was created, changed or pruned.
-func (r ApplyResult) Changed() bool {
-	return len(r.Created)+len(r.Configured)+len(r.Pruned) > 0
-}
-
 func objectID(gvk schema.GroupVersionKind, ns, name string) string {
 	if ns == "" {
 		return gvk.Kind + " " + name

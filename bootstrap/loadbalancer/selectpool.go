@@ -43,13 +43,10 @@ func fieldMatches(scope, want string, loose bool) bool {
 	return scope == lbapi.All || want == lbapi.All || scope == want || (loose && scope == "")
 }
 
-// Matches reports whether non-global pool p serves requirement r: the
+// matches reports whether non-global pool p serves requirement r: the
 // network is equal and some scope entry matches field by field (Harvester's
-// load balancer v1.8.0, pkg/ipam/selector.go, isMatch in strict mode).
-func Matches(p *lbapi.IPPool, r Requirement) bool { return matches(p, r, false) }
-
-// matches is isMatch in strict or loose mode: in loose mode the pool's
-// project and guest cluster match when empty.
+// load balancer v1.8.0, pkg/ipam/selector.go, isMatch); in loose mode the
+// pool's project and guest cluster match when empty.
 func matches(p *lbapi.IPPool, r Requirement, loose bool) bool {
 	if p.Spec.Selector.Network != r.Network {
 		return false

@@ -163,13 +163,3 @@ func PoolOf(networkLabels map[string]string) (namespace, name string) {
 	}
 	return ns, n
 }
-
-// ConditionTrue reports whether condition t is True.
-func ConditionTrue(conds []Condition, t string) bool {
-	for _, c := range conds {
-		if c.Type == t {
-			return c.Status == "True"
-		}
-	}
-	return false
-}

@@ -55,9 +55,9 @@ func (s *sim) writeStatus(ctx context.Context, gvr schema.GroupVersionResource, 
 	out.Object["status"] = m
 	ri := s.dyn.Resource(gvr).Namespace(u.GetNamespace())
 	var res *unstructured.Unstructured
-	if gvr == gvrVMI || gvr == gvrImage || gvr == gvrKeyPair {
-		// KubeVirt's VMI and Harvester's image and key pair have no status
-		// subresource: status is written with the object.
+	if gvr == gvrVMI || gvr == gvrImage {
+		// KubeVirt's VMI and Harvester's image have no status subresource:
+		// status is written with the object.
 		res, err = ri.Update(ctx, out, metav1.UpdateOptions{})
 	} else {
 		res, err = ri.UpdateStatus(ctx, out, metav1.UpdateOptions{})

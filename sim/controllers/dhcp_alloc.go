@@ -1,3 +1,7 @@
+// Stand-in for managed DHCP, vm-dhcp-controller main at c3042d6, the v1.9
+// line: a pool's address allocation. It follows
+// https://github.com/harvester/vm-dhcp-controller/blob/c3042d6cff7d939b6d939d2f6ef2b019ba3a0870/pkg/ipam/ipam.go.
+
 package controllers
 
 import (

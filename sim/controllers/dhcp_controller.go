@@ -1,3 +1,8 @@
+// Stand-in for managed DHCP, vm-dhcp-controller main at c3042d6, the v1.9
+// line: the IPPool, VM and vmnetcfg controllers for a pool's network. It
+// follows
+// https://github.com/harvester/vm-dhcp-controller/blob/c3042d6cff7d939b6d939d2f6ef2b019ba3a0870/pkg/controller/vm/controller.go.
+
 package controllers
 
 import (

@@ -1,3 +1,7 @@
+// Stand-in for the guest's cloud-init, cloud-init 26.2: whether the guest's
+// user data installs qemu-guest-agent. It follows
+// https://github.com/canonical/cloud-init/blob/26.2/cloudinit/config/cc_package_update_upgrade_install.py.
+
 package controllers
 
 import (

@@ -1,3 +1,7 @@
+// Stand-in for virt-handler, KubeVirt v1.7.0: every host's virt-handler: a
+// VMI's phases on its host. It follows
+// https://github.com/kubevirt/kubevirt/blob/v1.7.0/pkg/virt-handler/controller.go.
+
 package controllers
 
 import (

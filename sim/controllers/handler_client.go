@@ -1,3 +1,7 @@
+// Stand-in for virt-handler, KubeVirt v1.7.0: virt-handler's client, as its
+// ServiceAccount. It follows
+// https://github.com/kubevirt/kubevirt/blob/v1.7.0/cmd/virt-handler/virt-handler.go.
+
 package controllers
 
 import (

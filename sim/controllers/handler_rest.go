@@ -1,3 +1,7 @@
+// Stand-in for virt-handler, KubeVirt v1.7.0: virt-handler's REST server,
+// which virt-api calls. It follows
+// https://github.com/kubevirt/kubevirt/blob/v1.7.0/pkg/virt-handler/rest/lifecycle.go.
+
 package controllers
 
 import (

@@ -1,3 +1,7 @@
+// Stand-in for Harvester's image controller, Harvester v1.8.1: an image's
+// status once imported. It follows
+// https://github.com/harvester/harvester/blob/v1.8.1/pkg/controller/master/image/vm_image_controller.go.
+
 package controllers
 
 import (
@@ -7,7 +11,6 @@ import (
 
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
 	"github.com/rancher/wrangler/v3/pkg/condition"
-	"golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -73,41 +76,14 @@ func imageStatus(img *harvesterv1.VirtualMachineImage, decodeErr error, now time
 	return st
 }
 
-// imageImported reports whether an image's Imported condition is True, and
-// otherwise a message saying why not.
-func imageImported(img *harvesterv1.VirtualMachineImage) (bool, string) {
+// imageImported reports whether an image's Imported condition is True.
+func imageImported(img *harvesterv1.VirtualMachineImage) bool {
 	for _, c := range img.Status.Conditions {
 		if c.Type == harvesterv1.ImageImported {
-			if c.Status == corev1.ConditionTrue {
-				return true, ""
-			}
-			return false, fmt.Sprintf("image %s/%s is not imported: %s %s", img.Namespace, img.Name, c.Reason, c.Message)
+			return c.Status == corev1.ConditionTrue
 		}
 	}
-	return false, fmt.Sprintf("image %s/%s is not imported yet", img.Namespace, img.Name)
-}
-
-// keyPairStatus validates the public key: condition validated True with the
-// MD5 fingerprint (as Harvester shows it), or False with the parse error.
-func keyPairStatus(kp *harvesterv1.KeyPair, decodeErr error, now time.Time) harvesterv1.KeyPairStatus {
-	st := *kp.Status.DeepCopy()
-	stamp := now.UTC().Format(time.RFC3339)
-	if decodeErr != nil {
-		st.FingerPrint = ""
-		st.Conditions = setHarvesterCondition(st.Conditions, harvesterv1.KeyPairValidated, corev1.ConditionFalse,
-			reasonInvalidSpec, "spec does not decode as harvesterhci.io/v1beta1 KeyPair: "+decodeErr.Error(), stamp)
-		return st
-	}
-	pub, _, _, _, err := ssh.ParseAuthorizedKey([]byte(kp.Spec.PublicKey))
-	if err != nil {
-		st.FingerPrint = ""
-		st.Conditions = setHarvesterCondition(st.Conditions, harvesterv1.KeyPairValidated, corev1.ConditionFalse,
-			"failed to parse the public key, error: "+err.Error(), "spec.publicKey is not an OpenSSH authorized_keys line", stamp)
-		return st
-	}
-	st.FingerPrint = ssh.FingerprintLegacyMD5(pub)
-	st.Conditions = setHarvesterCondition(st.Conditions, harvesterv1.KeyPairValidated, corev1.ConditionTrue, "", "", stamp)
-	return st
+	return false
 }
 
 // setHarvesterCondition replaces or adds a condition; times change only

@@ -1,3 +1,7 @@
+// Stand-in for Harvester's image controller, Harvester v1.8.1: an image is
+// imported at once, with its StorageClass. It follows
+// https://github.com/harvester/harvester/blob/v1.8.1/pkg/controller/master/image/vm_image_controller.go.
+
 package controllers
 
 import (
@@ -62,27 +66,4 @@ func (s *sim) ensureImageStorageClass(ctx context.Context, img *harvesterv1.Virt
 		return fmt.Errorf("create storage class %s for image %s/%s: %w", name, img.Namespace, img.Name, err)
 	}
 	return nil
-}
-
-// reconcileKeyPair validates a KeyPair's public key once, as Harvester
-// v1.8's OnKeyPairChanged (pkg/controller/master/keypair/controller.go)
-// does: nothing for an empty key or one that already has a fingerprint,
-// whatever its condition says since.
-func (s *sim) reconcileKeyPair(ctx context.Context, key string) (time.Duration, error) {
-	ns, name, _ := cache.SplitMetaNamespaceKey(key)
-	u := getCached(s.keyPairs, ns, name)
-	if u == nil || u.GetDeletionTimestamp() != nil {
-		return 0, nil
-	}
-	var kp harvesterv1.KeyPair
-	decodeErr := decodeStrict(u, &kp)
-	if decodeErr != nil {
-		kp = harvesterv1.KeyPair{}
-		looseStatus(u, &kp.Status)
-	} else if kp.Spec.PublicKey == "" || kp.Status.FingerPrint != "" {
-		return 0, nil
-	}
-	st := keyPairStatus(&kp, decodeErr, time.Now())
-	_, err := s.writeStatus(ctx, gvrKeyPair, u, kp.Status, st)
-	return 0, err
 }

@@ -7,11 +7,8 @@ import (
 	"time"
 
 	harvesterv1 "github.com/harvester/harvester/pkg/apis/harvesterhci.io/v1beta1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-const testPublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl sim@test"
 
 func findCond(conds []harvesterv1.Condition, t string) *harvesterv1.Condition {
 	for i := range conds {
@@ -22,39 +19,6 @@ func findCond(conds []harvesterv1.Condition, t string) *harvesterv1.Condition {
 	return nil
 }
 
-func TestKeyPairStatus(t *testing.T) {
-	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tests := []struct {
-		name       string
-		key        string
-		decodeErr  error
-		wantStatus corev1.ConditionStatus
-		wantFP     bool
-		wantReason string
-	}{
-		{"valid", testPublicKey, nil, corev1.ConditionTrue, true, ""},
-		{"garbage", "not a key", nil, corev1.ConditionFalse, false, "failed to parse the public key"},
-		{"empty", "", nil, corev1.ConditionFalse, false, "failed to parse the public key"},
-		{"bad spec", testPublicKey, errors.New(`unknown field "spec.publickey"`), corev1.ConditionFalse, false, reasonInvalidSpec},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			kp := &harvesterv1.KeyPair{Spec: harvesterv1.KeyPairSpec{PublicKey: tt.key}}
-			st := keyPairStatus(kp, tt.decodeErr, now)
-			c := findCond(st.Conditions, "validated")
-			if c == nil || c.Status != tt.wantStatus || !strings.HasPrefix(c.Reason, tt.wantReason) {
-				t.Fatalf("condition = %+v", c)
-			}
-			if (st.FingerPrint != "") != tt.wantFP {
-				t.Errorf("fingerprint = %q", st.FingerPrint)
-			}
-			if tt.wantFP && strings.Count(st.FingerPrint, ":") != 15 {
-				t.Errorf("fingerprint %q is not an MD5 colon form", st.FingerPrint)
-			}
-		})
-	}
-}
-
 func TestImageStatus(t *testing.T) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	img := func(ann map[string]string) *harvesterv1.VirtualMachineImage {
@@ -63,8 +27,8 @@ func TestImageStatus(t *testing.T) {
 	}
 	ok := img(nil)
 	ok.Status = imageStatus(ok, nil, now)
-	if imported, msg := imageImported(ok); !imported || ok.Status.StorageClassName != "longhorn-focal" || ok.Status.Progress != 100 {
-		t.Errorf("imported=%v %q status %+v", imported, msg, ok.Status)
+	if !imageImported(ok) || ok.Status.StorageClassName != "longhorn-focal" || ok.Status.Progress != 100 {
+		t.Errorf("not imported: status %+v", ok.Status)
 	}
 	if ok.Status.VirtualSize != DefaultVirtualSize {
 		t.Errorf("virtual size %d, want the default %d", ok.Status.VirtualSize, DefaultVirtualSize)
@@ -79,16 +43,16 @@ func TestImageStatus(t *testing.T) {
 	}
 	failed := img(map[string]string{AnnImportResult: "fail"})
 	failed.Status = imageStatus(failed, nil, now)
-	if imported, msg := imageImported(failed); imported || !strings.Contains(msg, "simulated import failure") {
-		t.Errorf("fail annotation: imported=%v %q", imported, msg)
+	if c := findCond(failed.Status.Conditions, "Imported"); imageImported(failed) || c == nil || !strings.Contains(c.Message, "simulated import failure") {
+		t.Errorf("fail annotation: imported=%v, condition %+v", imageImported(failed), c)
 	}
 	bad := img(nil)
 	bad.Status = imageStatus(bad, errors.New(`unknown field "spec.urll"`), now)
-	if imported, msg := imageImported(bad); imported || !strings.Contains(msg, "spec.urll") {
-		t.Errorf("bad spec: imported=%v %q", imported, msg)
+	if c := findCond(bad.Status.Conditions, "Imported"); imageImported(bad) || c == nil || !strings.Contains(c.Message, "spec.urll") {
+		t.Errorf("bad spec: imported=%v, condition %+v", imageImported(bad), c)
 	}
-	if imported, msg := imageImported(img(nil)); imported || !strings.Contains(msg, "not imported yet") {
-		t.Errorf("fresh image: imported=%v %q", imported, msg)
+	if imageImported(img(nil)) {
+		t.Error("a fresh image, with no Imported condition, counts as imported")
 	}
 }
 

@@ -1,3 +1,7 @@
+// Stand-in for the kubelet, Kubernetes v1.34.4: the kubelet's node Lease and
+// Ready condition. It follows
+// https://github.com/kubernetes/kubernetes/blob/v1.34.4/pkg/kubelet/nodestatus/setters.go.
+
 package controllers
 
 import (

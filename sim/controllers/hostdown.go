@@ -1,3 +1,7 @@
+// Stand-in for the kubelet, Kubernetes v1.34.4: a host that is down: no
+// kubelet, no virt-handler. It follows
+// https://github.com/kubernetes/kubernetes/blob/v1.34.4/pkg/kubelet/kubelet.go.
+
 package controllers
 
 import (

@@ -1,3 +1,7 @@
+// Stand-in for the kubelet, Kubernetes v1.34.4: a container's imageID as the
+// kubelet reports containerd's imageRef. It follows
+// https://github.com/kubernetes/kubernetes/blob/v1.34.4/pkg/kubelet/kuberuntime/kuberuntime_container.go.
+
 package controllers
 
 import (

@@ -1,3 +1,7 @@
+// Stand-in for the kubelet, Kubernetes v1.34.4: the Pods on every host
+// run, end and go. It follows
+// https://github.com/kubernetes/kubernetes/blob/v1.34.4/pkg/kubelet/kubelet.go.
+
 package controllers
 
 import (

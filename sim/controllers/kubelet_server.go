@@ -1,3 +1,7 @@
+// Stand-in for the kubelet, Kubernetes v1.34.4: the kubelet's HTTPS server:
+// /stats/summary and /configz. It follows
+// https://github.com/kubernetes/kubernetes/blob/v1.34.4/pkg/kubelet/server/server.go.
+
 package controllers
 
 import (

@@ -1,3 +1,7 @@
+// Stand-in for Longhorn's CSI provisioner, Longhorn v1.10.0: a
+// PersistentVolume for each Longhorn claim. It follows
+// https://github.com/longhorn/longhorn-manager/blob/v1.10.0/csi/controller_server.go.
+
 package controllers
 
 import (
@@ -61,7 +65,7 @@ func (s *sim) reconcilePVC(ctx context.Context, key string) (time.Duration, erro
 		return 0, nil // the binder reports a missing class
 	}
 	if ref := cached.Annotations[hv.AnnotationImageID]; ref != "" {
-		if img := s.checkImage(ref); !img.Found || !img.Imported {
+		if !s.imageReady(ref) {
 			return 0, nil // re-queued when images change
 		}
 	}
@@ -221,19 +225,18 @@ func pvcObject(pvc *corev1.PersistentVolumeClaim) *unstructured.Unstructured {
 	return u
 }
 
-// checkImage looks an image ("ns/name") up in the cache.
-func (s *sim) checkImage(ref string) imageCheck {
+// imageReady reports whether the image ref ("ns/name") names is in the
+// cache and imported.
+func (s *sim) imageReady(ref string) bool {
 	ns, name, err := hv.ParseRef(ref, "")
 	if err != nil {
-		return imageCheck{}
+		return false
 	}
 	u := getCached(s.images, ns, name)
 	if u == nil {
-		return imageCheck{}
+		return false
 	}
 	var img harvesterv1.VirtualMachineImage
-	img.Namespace, img.Name = ns, name
 	looseStatus(u, &img.Status)
-	ok, msg := imageImported(&img)
-	return imageCheck{Found: true, Imported: ok, Message: msg}
+	return imageImported(&img)
 }

@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
@@ -45,8 +44,7 @@ func (s *sim) register(ctx context.Context) error {
 	vmInf := s.dynInformers.ForResource(gvrVM)
 	vmiInf := s.dynInformers.ForResource(gvrVMI)
 	imgInf := s.dynInformers.ForResource(gvrImage)
-	kpInf := s.dynInformers.ForResource(gvrKeyPair)
-	s.vms, s.vmis, s.images, s.keyPairs = vmInf.Lister(), vmiInf.Lister(), imgInf.Lister(), kpInf.Lister()
+	s.vms, s.vmis, s.images = vmInf.Lister(), vmiInf.Lister(), imgInf.Lister()
 	s.vmiInformer = vmiInf.Informer()
 	migInf := s.dynInformers.ForResource(gvrVMIM)
 	s.migrations = migInf.Lister()
@@ -102,10 +100,6 @@ func (s *sim) register(ctx context.Context) error {
 			s.imageQ.add(key)
 			s.enqueueNamespace(s.vmiQ, ns, s.vmiKeys)
 			s.enqueueNamespace(s.pvcQ, ns, s.pvcKeys)
-		}},
-		{"keypairs", kpInf.Informer(), func(obj any) {
-			key, _ := keyOf(obj)
-			s.keyPairQ.add(key)
 		}},
 		{"pods", s.kubeInformers.Core().V1().Pods().Informer(), func(obj any) {
 			key, ns := keyOf(obj)
@@ -201,13 +195,6 @@ func genericKeys(l cache.GenericLister, ns string) []string {
 		}
 	}
 	return keys
-}
-
-// controlledBy reports whether u's controller reference is the object of
-// uid.
-func controlledBy(u *unstructured.Unstructured, uid types.UID) bool {
-	ref := metav1.GetControllerOfNoCopy(u)
-	return ref != nil && ref.UID == uid
 }
 
 // controllerVMName returns the name of the VirtualMachine controlling a VMI.

@@ -1,8 +1,9 @@
-// Package controllers plays KubeVirt and Harvester for the simulated
-// Harvester: it runs VMs as VMIs through scheduling and boot, reports
-// guest addresses by the qemu-guest-agent rule, provisions and binds disks,
-// imports images, validates key pairs and allocates load-balancer
-// addresses from IP pools, against a real kube-apiserver.
+// Package controllers plays the Harvester hosts (kubelet, virt-handler,
+// the guests' network) and stands in for what cannot run here: it runs
+// Pods and VMIs through boot, reports guest addresses by the qemu-guest-agent
+// rule, provisions disks as Longhorn's provisioner, imports images and
+// allocates load-balancer and managed-DHCP addresses, against a real
+// kube-apiserver beside KubeVirt's and Harvester's own controllers.
 package controllers
 
 import (
@@ -54,10 +55,9 @@ type Options struct {
 
 // Resources the controllers serve.
 var (
-	gvrVM      = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
-	gvrVMI     = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
-	gvrImage   = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "virtualmachineimages"}
-	gvrKeyPair = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "keypairs"}
+	gvrVM    = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachines"}
+	gvrVMI   = schema.GroupVersionResource{Group: "kubevirt.io", Version: "v1", Resource: "virtualmachineinstances"}
+	gvrImage = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "virtualmachineimages"}
 )
 
 // Start launches every controller and returns once their informer caches
@@ -102,14 +102,14 @@ type sim struct {
 	faultInformers informers.SharedInformerFactory
 	dynInformers   dynamicinformer.DynamicSharedInformerFactory
 
-	vms, vmis, images, keyPairs, lbs, pools cache.GenericLister
-	migrations                              cache.GenericLister
-	dhcpPools, netConfigs                   cache.GenericLister
-	vmiInformer                             cache.SharedIndexInformer
+	vms, vmis, images, lbs, pools cache.GenericLister
+	migrations                    cache.GenericLister
+	dhcpPools, netConfigs         cache.GenericLister
+	vmiInformer                   cache.SharedIndexInformer
 	// nodes are the hosts, as the kubelets and virt-handlers read them.
 	nodes corelisters.NodeLister
 
-	vmiQ, pvcQ, imageQ, keyPairQ, lbQ, dhcpQ, podQ *queue
+	vmiQ, pvcQ, imageQ, lbQ, dhcpQ, podQ *queue
 
 	state    *vmiState
 	kubelets *Kubelets
@@ -162,7 +162,6 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 	s.vmiQ = newQueue("virt-handler", s.reconcileVMI, log)
 	s.pvcQ = newQueue("pvc", s.reconcilePVC, log)
 	s.imageQ = newQueue("image", s.reconcileImage, log)
-	s.keyPairQ = newQueue("keypair", s.reconcileKeyPair, log)
 	s.lbQ = newQueue("loadbalancer", s.reconcileLoadBalancer, log)
 	s.dhcpQ = newQueue("managed-dhcp", s.reconcileDHCPPool, log)
 	s.podQ = newQueue("kubelet", s.reconcilePod, log)
@@ -175,7 +174,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 func (s *sim) run(ctx context.Context) {
 	go s.event.run(ctx)
 	go s.runHeartbeats(ctx)
-	for _, q := range []*queue{s.vmiQ, s.pvcQ, s.imageQ, s.keyPairQ, s.lbQ, s.dhcpQ, s.podQ} {
+	for _, q := range []*queue{s.vmiQ, s.pvcQ, s.imageQ, s.lbQ, s.dhcpQ, s.podQ} {
 		go q.run(ctx)
 	}
 }

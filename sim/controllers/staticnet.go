@@ -1,3 +1,7 @@
+// Stand-in for the guest's cloud-init, cloud-init 26.2: the static addresses
+// a guest's network data gives it. It follows
+// https://github.com/canonical/cloud-init/blob/26.2/cloudinit/net/netplan.py.
+
 package controllers
 
 import (

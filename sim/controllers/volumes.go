@@ -18,10 +18,3 @@ func vmiClaimNames(spec *kubevirtv1.VirtualMachineInstanceSpec) []string {
 	}
 	return out
 }
-
-// imageCheck is what the start check knows about one image.
-type imageCheck struct {
-	Found    bool
-	Imported bool
-	Message  string // why not imported
-}

@@ -1,6 +1,7 @@
-// Package hv holds the Harvester v1.8.0 names and rules the simulator
-// plays until Harvester's own code runs in it, each written from
-// Harvester's source in the module cache
+// Package hv holds the Harvester v1.8.0 names and rules the simulator's
+// own code needs beside Harvester's running processes (its hosts,
+// fixtures, stand-ins and day-2 commands), each written from Harvester's
+// source in the module cache
 // (github.com/harvester/harvester@v1.8.0; Rancher's planner for the
 // upgrade order) and naming the file it reads. Harvester's packages that
 // hold them (pkg/util, pkg/settings, pkg/controller/...) are not imported:
@@ -34,18 +35,11 @@ const (
 	DefaultMemoryOverheadRatio = "1.5" // AdditionalGuestMemoryOverheadRatioDefault
 )
 
-// Annotations and labels of VMs and volumes (pkg/util/constants.go).
+// A volume's image and a host's role labels (pkg/util/constants.go).
 const (
-	AnnotationImageID              = "harvesterhci.io/imageId"
-	AnnotationVolumeClaimTemplates = "harvesterhci.io/volumeClaimTemplates"
-	AnnotationRemovedPVCs          = "harvesterhci.io/removedPersistentVolumeClaims" // RemovedPVCsAnnotationKey
-	AnnotationReservedMemory       = "harvesterhci.io/reservedMemory"
-	AnnotationCPUMemoryHotplug     = "harvesterhci.io/enableCPUAndMemoryHotplug" // AnnotationEnableCPUAndMemoryHotplug
-	// LabelCreator and CreatorNodeDriver: Harvester's VMI controller copies
-	// the host's topology labels onto VMIs so labelled
-	// (LabelVMCreator, VirtualMachineCreatorNodeDriver).
-	LabelCreator      = "harvesterhci.io/creator"
-	CreatorNodeDriver = "docker-machine-driver-harvester"
+	// AnnotationImageID on a volume names the image it is made from
+	// (AnnotationImageID).
+	AnnotationImageID = "harvesterhci.io/imageId"
 	// LabelWitnessHost marks a witness host (HarvesterWitnessNodeLabelKey).
 	LabelWitnessHost = "node-role.harvesterhci.io/witness"
 	// LabelWorkerHost marks a host installed with the worker role
@@ -58,16 +52,11 @@ const (
 	LabelManagedHost = "harvesterhci.io/managed"
 )
 
-// Names Harvester v1.8.0's source does not hold: the node driver's label
-// on a guest cluster's VMs and volumes, by which the simulator plays the
-// guest clusters, and the annotation Rancher puts on a VM when it deletes
-// its cluster (REFERENCE.md, "Harvester objects the driver touches"). No
-// file of the harvester module reads either: the simulator's removal of
-// every volume of the cluster on AnnotationRemoveAllPVCs is its own.
-const (
-	LabelGuestCluster       = "guestcluster.harvesterhci.io/name"
-	AnnotationRemoveAllPVCs = "harvesterhci.io/removeAllPersistentVolumeClaims"
-)
+// LabelGuestCluster is the node driver's label on a guest cluster's VMs
+// and volumes, by which the simulator plays the guest clusters
+// (REFERENCE.md, "Harvester objects the driver touches"); Harvester
+// v1.8.0's source does not hold it.
+const LabelGuestCluster = "guestcluster.harvesterhci.io/name"
 
 // Role labels of a host (RKE2's; Rancher's planner orders the upgrade by
 // them, util.KubeControlPlaneNodeLabelKey and KubeEtcdNodeLabelKey).

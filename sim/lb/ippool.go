@@ -1,3 +1,7 @@
+// Stand-in for Harvester's load balancer controller, load-balancer-harvester
+// v1.8.0: the IP pool a LoadBalancer gets. It follows
+// https://github.com/harvester/load-balancer-harvester/blob/v1.8.0/pkg/ipam/selector.go.
+
 package lb
 
 import (
@@ -5,10 +9,6 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
-
-// The pool choice of Harvester's load balancer controller v1.8.0 (the
-// chart's harvester-load-balancer v1.8.0; github.com/harvester/load-balancer-harvester
-// at tag v1.8.0), written from its source.
 
 // Requirement is ipam.Requirement (pkg/ipam/selector.go).
 type Requirement struct {

@@ -1,7 +1,9 @@
 // Package statefile writes the files that other processes of the
-// simulator read while it runs (kubeconfigs, a Pod's ServiceAccount files,
-// kube-vip's state) so that a reader sees the old file or all of the new
-// one, never one that has been created and not yet filled.
+// simulator, its commands and tests read while it runs (kubeconfigs, a
+// Pod's ServiceAccount files, kube-vip's state, the ready, pid and URL
+// files, freeze requests and answers) so that a reader sees the old file
+// or all of the new one, never one that has been created and not yet
+// filled.
 package statefile
 
 import (

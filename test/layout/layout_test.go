@@ -3,7 +3,8 @@
 // test/ may import the others. Inside driver/ the packages are layered too
 // (see driverLayers). sim/ imports no package of the product, only the
 // plumbing of internal/ that simPlumbing lists: the simulator is nobody's
-// oracle but Harvester's.
+// oracle but Harvester's. Every hand-written stand-in under sim/ names the
+// upstream source it follows (standins_test.go).
 package layout
 
 import (

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds the test tools (real kube-apiserver, kube-controller-manager, etcd,
 # rancher-machine, kube-vip, KubeVirt's virt-api and virt-controller and
-# Harvester's webhook, API server and upgrade helper) and the linter (golangci-lint) at their pinned
-# versions into bin/. With arguments, builds only those groups
+# Harvester's webhook, API server and upgrade helper) and the linters (golangci-lint, deadcode) at their
+# pinned versions into bin/. With arguments, builds only those groups
 # (`build.sh lint`); without, every test tool (not the linter). Group
 # product is `make build`'s: the product binaries named by PRODUCT_BINS,
 # with no stamp (Go's build cache knows what changed).
@@ -49,7 +49,8 @@
 #   kubecli: the same copy with the placeholder mock as kubevirt's.
 #   kubevirt and harvester build one after the other, after main: they share
 #   KubeVirt's packages, and two go builds at once would compile them twice.
-# lint: its own module (test/tools/lint), golangci-lint.
+# lint: its own module (test/tools/lint), golangci-lint and deadcode
+#   (golang.org/x/tools/cmd/deadcode at the x/tools golangci-lint uses).
 #
 # A group is rebuilt only when its module's pinned versions or sources
 # change: a stamp holding the hash of go.mod, go.sum, the sources and the
@@ -321,7 +322,8 @@ elif is_wanted kubevirt || is_wanted harvester; then
   pids+=($!)
 fi
 if is_wanted lint; then
-  build lint "$root/test/tools/lint" . golangci-lint -- -ldflags "-s -w" github.com/golangci/golangci-lint/v2/cmd/golangci-lint &
+  build lint "$root/test/tools/lint" . golangci-lint deadcode -- -ldflags "-s -w" \
+    github.com/golangci/golangci-lint/v2/cmd/golangci-lint golang.org/x/tools/cmd/deadcode &
   pids+=($!)
 fi
 failed=0

@@ -2,7 +2,7 @@
 // Kubernetes tools and rancher-machine are `tool`s of the project's own
 // module (go.mod; etcd's main package is test/tools/etcd); kube-vip,
 // KubeVirt's virt-api and virt-controller (test/tools/kubevirt),
-// Harvester's webhook (test/tools/harvester) and golangci-lint are separate
+// Harvester's webhook (test/tools/harvester) and the linters are separate
 // modules under test/tools/. build.sh builds them.
 package tools
 
