@@ -1,7 +1,8 @@
 // Package pluginserver serves a libmachine driver to the rancher-machine
 // (or docker-machine) process that started it, as libmachine's
 // plugin.RegisterDriver does, except for how the process ends: it exits
-// when its parent exits, at once, whatever the load.
+// when its parent exits, at once, whatever the load, and on Close only once
+// the reply to Close is written (closing.go).
 //
 // libmachine's plugin exits on a Close call or when no heartbeat came for
 // 10 s. rancher-machine sends no Close when a command fails (it calls
@@ -51,39 +52,53 @@ func Serve(d drivers.Driver) {
 		timeout = unwatchedHeartbeatTimeout
 	}
 
-	server := rpcdriver.NewRPCServerDriver(d)
-	for _, name := range []string{rpcdriver.RPCServiceNameV0, rpcdriver.RPCServiceNameV1} {
-		if err := rpc.RegisterName(name, server); err != nil {
-			fmt.Fprintf(os.Stderr, "register the RPC service %s: %v\n", name, err)
-			os.Exit(1)
-		}
-	}
-	rpc.HandleHTTP()
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "start the RPC server: %v\n", err)
 		os.Exit(1)
 	}
 	// The first line on stdout is the address rancher-machine dials.
-	fmt.Println(listener.Addr())
-	go func() { _ = http.Serve(listener, nil) }() //nolint:gosec // loopback only; rancher-machine's own protocol has no timeouts
-	os.Exit(run(server.CloseCh, server.HeartbeatCh, parentGone, timeout))
+	fmt.Println(l.Addr())
+	os.Exit(serve(d, l, parentGone, timeout))
+}
+
+// serve serves d over RPC on l until the plugin ends, and returns its exit
+// status (see run).
+func serve(d drivers.Driver, l net.Listener, parentGone <-chan struct{}, timeout time.Duration) int {
+	driver := rpcdriver.NewRPCServerDriver(d)
+	c := newClosing()
+	server := rpc.NewServer()
+	for _, name := range []string{rpcdriver.RPCServiceNameV0, rpcdriver.RPCServiceNameV1} {
+		if err := server.RegisterName(name, &service{RPCServerDriver: driver, closing: c}); err != nil {
+			fmt.Fprintf(os.Stderr, "register the RPC service %s: %v\n", name, err)
+			return 1
+		}
+	}
+	// net/rpc over HTTP: the server answers the CONNECT of rpc.DialHTTP.
+	go func() { _ = http.Serve(listener{Listener: l, closing: c}, server) }() //nolint:gosec // loopback only; rancher-machine's own protocol has no timeouts
+	return run(events{closed: c.done, heartbeat: driver.HeartbeatCh, parentGone: parentGone}, timeout)
+}
+
+// events end the plugin, or keep it alive (heartbeat).
+type events struct {
+	closed     <-chan struct{} // Close was called and its reply written
+	heartbeat  <-chan bool
+	parentGone <-chan struct{}
 }
 
 // run waits for the end of the plugin and returns its exit status: 0 when
 // closed, 1 when the parent exited or was silent for timeout.
-func run(closed <-chan bool, heartbeat <-chan bool, parentGone <-chan struct{}, timeout time.Duration) int {
+func run(e events, timeout time.Duration) int {
 	silence := time.NewTimer(timeout)
 	defer silence.Stop()
 	for {
 		select {
-		case <-closed:
-			machinelog.Debug("closed by rancher-machine")
+		case <-e.closed:
 			return 0
-		case <-parentGone:
+		case <-e.parentGone:
 			machinelog.Debug("rancher-machine exited; ending the plugin with it")
 			return 1
-		case <-heartbeat:
+		case <-e.heartbeat:
 			silence.Reset(timeout)
 		case <-silence.C:
 			machinelog.Debugf("no heartbeat from rancher-machine for %s; ending the plugin", timeout)

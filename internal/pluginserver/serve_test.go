@@ -11,22 +11,25 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rancher/machine/libmachine/drivers"
 )
 
 // TestRun: the plugin ends with 0 when closed, with 1 when its parent
 // exits or stays silent for the timeout, and heartbeats keep it alive.
 func TestRun(t *testing.T) {
+	closedCh := func() chan struct{} {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
 	t.Run("closed", func(t *testing.T) {
-		closed := make(chan bool, 1)
-		closed <- true
-		if got := run(closed, nil, nil, time.Hour); got != 0 {
+		if got := run(events{closed: closedCh()}, time.Hour); got != 0 {
 			t.Errorf("exit %d, want 0", got)
 		}
 	})
 	t.Run("parent gone", func(t *testing.T) {
-		gone := make(chan struct{})
-		close(gone)
-		if got := run(nil, nil, gone, time.Hour); got != 1 {
+		if got := run(events{parentGone: closedCh()}, time.Hour); got != 1 {
 			t.Errorf("exit %d, want 1", got)
 		}
 	})
@@ -36,7 +39,7 @@ func TestRun(t *testing.T) {
 		// Generous against a loaded machine: a sleep overshooting by most
 		// of the timeout would end run between two heartbeats.
 		const timeout = 500 * time.Millisecond
-		go func() { done <- run(nil, heartbeat, nil, timeout) }()
+		go func() { done <- run(events{heartbeat: heartbeat}, timeout) }()
 		// Each heartbeat is sent (unbuffered) only while run listens, so
 		// run is alive after 10 heartbeats spread over 2 timeouts; should
 		// it end early, the test fails instead of blocking.
@@ -58,8 +61,8 @@ func TestRun(t *testing.T) {
 const helperEnv = "PLUGINSERVER_TEST_ROLE"
 
 // TestMain lets the test binary play the parent (which starts a child
-// and then waits to be killed) and the child (which watches its parent
-// and exits when it is gone).
+// and then waits to be killed), the child (which watches its parent and
+// exits when it is gone), and a plugin serving a driver.
 func TestMain(m *testing.M) {
 	switch os.Getenv(helperEnv) {
 	case "parent":
@@ -72,6 +75,8 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Println("child", child.Process.Pid)
 		select {}
+	case "plugin":
+		Serve(drivers.NewDriverNotSupported("test", "m1", os.TempDir()))
 	case "child":
 		gone, err := watchParent()
 		if err != nil {
@@ -80,7 +85,7 @@ func TestMain(m *testing.M) {
 		}
 		fmt.Println("watching")
 		<-gone
-		os.Exit(run(nil, nil, gone, time.Hour))
+		os.Exit(run(events{parentGone: gone}, time.Hour))
 	}
 	os.Exit(m.Run())
 }

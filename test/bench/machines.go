@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -25,14 +26,31 @@ type machineRun struct {
 	returned               time.Time // the driver's "running, address" line: Create returns right after
 	addressAt              time.Time // the simulator's annotation address-reported-at
 	rmStart, rmEnd         time.Time
-	cpu                    time.Duration // user + system CPU of rancher-machine create (its own)
-	timeline               []string      // the create's output, each line with its time since the start
+	end                    *runEnd         // how the create ended: rancher-machine's and its plugins' exits and CPU
+	closeToExit            []time.Duration // per plugin process: its Close to its exit
+	timeline               []event         // the create's output, each line with the time it was read
 	err                    error
 }
 
-func (m *machineRun) wait() time.Duration     { return m.returned.Sub(m.addressAt) }
-func (m *machineRun) create() time.Duration   { return m.createEnd.Sub(m.createStart) }
-func (m *machineRun) removing() time.Duration { return m.rmEnd.Sub(m.rmStart) }
+// event is a line of a create's timeline.
+type event struct {
+	at   time.Time
+	text string
+}
+
+func (m *machineRun) wait() time.Duration          { return m.returned.Sub(m.addressAt) }
+func (m *machineRun) addressToExit() time.Duration { return m.end.exited.Sub(m.addressAt) }
+func (m *machineRun) create() time.Duration        { return m.createEnd.Sub(m.createStart) }
+func (m *machineRun) removing() time.Duration      { return m.rmEnd.Sub(m.rmStart) }
+
+// timelineText is the timeline, each line with its time since the start.
+func (m *machineRun) timelineText() string {
+	var b strings.Builder
+	for _, e := range m.timeline {
+		fmt.Fprintf(&b, "%6.0f ms  %s\n", float64(e.at.Sub(m.createStart))/float64(time.Millisecond), e.text)
+	}
+	return b.String()
+}
 
 // pool is one group of machines created (and then removed) concurrently.
 type pool struct {
@@ -78,15 +96,21 @@ func createPool(ctx context.Context, sim *simtest.Sim, dir, cluster string, n in
 			defer wg.Done()
 			marker := m.name + ": running, address "
 			m.createStart = time.Now()
-			m.cpu, m.err = runLines(ctx, ms, ms.CreateArgs(m.name), func(at time.Time, line string) {
+			args := append([]string{debugFlag}, ms.CreateArgs(m.name)...)
+			m.end, m.err = runLines(ctx, ms, args, func(at time.Time, line string) {
 				if strings.Contains(line, marker) {
 					m.returned = at
 				}
-				m.timeline = append(m.timeline, fmt.Sprintf("%6.0f ms  %s", float64(at.Sub(m.createStart))/float64(time.Millisecond), line))
+				m.timeline = append(m.timeline, event{at, line})
 			})
 			m.createEnd = time.Now()
 			if m.err == nil && m.returned.IsZero() {
 				m.err = fmt.Errorf("create %s: no line %q in the output", m.name, marker)
+			}
+			if m.err == nil {
+				m.closeToExit, m.err = m.end.closeToExit(m.name)
+				m.timeline = append(m.timeline, m.end.events()...)
+				slices.SortStableFunc(m.timeline, func(a, b event) int { return a.at.Compare(b.at) })
 			}
 		}()
 	}
@@ -124,29 +148,39 @@ func (p *pool) err() error {
 	return nil
 }
 
+// debugFlag makes rancher-machine log each RPC call it makes, Close
+// included (global flag: before the command).
+const debugFlag = "--debug"
+
 // runLines runs rancher-machine and hands each output line to onLine with
-// the time it was read; the output is kept for the error. It returns the
-// CPU time (user and system) of rancher-machine and the children it waited
-// for.
-func runLines(ctx context.Context, ms *simtest.Machines, args []string, onLine func(time.Time, string)) (time.Duration, error) {
+// the time it was read; the output is kept for the error. It returns how
+// the run ended: when rancher-machine and each of its plugin processes
+// exited, and their CPU.
+func runLines(ctx context.Context, ms *simtest.Machines, args []string, onLine func(time.Time, string)) (*runEnd, error) {
 	cmd := ms.Command(ctx, args...)
 	r, w := io.Pipe()
 	cmd.Stdout, cmd.Stderr = w, w
+	end := &runEnd{closes: map[string]time.Time{}}
 	var out strings.Builder
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(r)
 		for sc.Scan() {
-			onLine(time.Now(), sc.Text())
+			at := time.Now()
+			end.noteClose(at, sc.Text())
+			onLine(at, sc.Text())
 			out.WriteString(sc.Text() + "\n")
 		}
 	}()
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		err = track(cmd.Process.Pid, end).finish(ctx, cmd.Wait)
+	}
 	w.Close()
 	<-done
 	if err != nil {
-		return 0, fmt.Errorf("rancher-machine %s: %w\n%s", strings.Join(args, " "), err, out.String())
+		return nil, fmt.Errorf("rancher-machine %s: %w\n%s", strings.Join(args, " "), err, out.String())
 	}
-	return cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+	return end, nil
 }

@@ -83,24 +83,47 @@ func (s *rssSampler) Stop() (float64, time.Duration) {
 	return float64(s.peakKB) / 1024, time.Duration(total) * time.Second / clockTicks
 }
 
-// cpuTicks is utime + stime of /proc/PID/stat (fields 14 and 15; the
-// command name in field 2 may hold spaces, so count after its ')').
-func cpuTicks(path string) int {
+// statFields are the fields of /proc/PID/stat after the command name
+// (field 2, which may hold spaces and parentheses): index 0 is field 3
+// (state); nil when it cannot be read.
+func statFields(path string) []string {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return 0
+		return nil
 	}
 	i := strings.LastIndexByte(string(data), ')')
 	if i < 0 {
-		return 0
+		return nil
 	}
 	f := strings.Fields(string(data)[i+1:])
-	if len(f) < 13 {
+	if len(f) < 20 {
+		return nil
+	}
+	return f
+}
+
+// statField is field n (1-based, as proc(5) numbers them) of fields read
+// by statFields, as a number; 0 when absent.
+func statField(f []string, n int) int {
+	if len(f) < n-2 {
 		return 0
 	}
-	u, _ := strconv.Atoi(f[11])
-	st, _ := strconv.Atoi(f[12])
-	return u + st
+	v, _ := strconv.Atoi(f[n-3])
+	return v
+}
+
+// cpuTicks is utime + stime of /proc/PID/stat (fields 14 and 15).
+func cpuTicks(path string) int {
+	own, _ := statTicks(path)
+	return own
+}
+
+// statTicks is the process's own CPU (utime + stime, fields 14 and 15)
+// and that of the children it reaped (cutime + cstime, 16 and 17), in
+// clock ticks.
+func statTicks(path string) (own, children int) {
+	f := statFields(path)
+	return statField(f, 14) + statField(f, 15), statField(f, 16) + statField(f, 17)
 }
 
 // statusKB reads one "Key: N kB" line of /proc/PID/status.

@@ -5,6 +5,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +181,47 @@ func TestScaleRows(t *testing.T) {
 		if missed := len(tab.Missed()) > 0; missed == tc.met {
 			t.Errorf("%+v against 14 requests, 50000 bytes: missed %v, want met %v", tc.full, tab.Missed(), tc.met)
 		}
+	}
+}
+
+func TestStatTicks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stat")
+	// utime 7, stime 5, cutime 3, cstime 2 at fields 14 to 17
+	stat := "4242 (rancher-machine) Z 1 4242 4242 0 -1 4194560 900 0 0 0 7 5 3 2 20 0 9 0 100 0 0\n"
+	if err := os.WriteFile(path, []byte(stat), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if own, children := statTicks(path); own != 12 || children != 5 {
+		t.Errorf("statTicks = %d, %d; want 12, 5", own, children)
+	}
+}
+
+// TestCloseToExit: rancher-machine logs "(<machine name>) Calling .Close"
+// before each Close (libmachine/drivers/rpc client_driver.go,
+// InternalClient.Call); the flag reader is named temp-driver-loader and
+// started first.
+func TestCloseToExit(t *testing.T) {
+	t0 := time.Now()
+	e := &runEnd{closes: map[string]time.Time{}, plugins: []*pluginRun{{exited: t0.Add(9 * time.Millisecond)}, {exited: t0.Add(4 * time.Millisecond)}}}
+	e.noteClose(t0.Add(time.Millisecond), "(m1) Calling .Close")
+	e.noteClose(t0.Add(2*time.Millisecond), "(temp-driver-loader) Calling .Close")
+	e.noteClose(t0, "(m1) Calling .GetState")
+	e.noteClose(t0, "Failed to make call to close driver server: unexpected EOF")
+	if e.lost != 1 {
+		t.Errorf("lost = %d after one closeLost line, want 1", e.lost)
+	}
+	got, err := e.closeToExit("m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Duration{7 * time.Millisecond, 3 * time.Millisecond}; !slices.Equal(got, want) {
+		t.Errorf("closeToExit = %v, want %v (flag reader, machine)", got, want)
+	}
+	if _, err := e.closeToExit("m2"); err == nil {
+		t.Error("no Close line for m2: want an error")
+	}
+	e.plugins = e.plugins[:1]
+	if _, err := e.closeToExit("m1"); err == nil {
+		t.Error("one plugin process: want an error")
 	}
 }

@@ -14,6 +14,7 @@ import (
 const (
 	targetWaitP50       = 20 * time.Millisecond
 	targetWaitP95       = 100 * time.Millisecond
+	targetCloseToExit   = 10 * time.Millisecond // issue 56: p50 of a plugin's Close to its exit
 	targetOverheadP50   = 500 * time.Millisecond
 	targetPoolRatio     = 1.5
 	targetCreateReqs    = 14 // issue 30's budget (goal 12): each request's check in docs/benchmarks.md
@@ -99,7 +100,7 @@ func (r *Result) Table() Table {
 		} else {
 			t.Add(poolLabel(n)+": create wall time, whole pool", value)
 		}
-		t.Add(poolLabel(n)+": rancher-machine CPU per create (user+system) p50/p95/max", Dist(Summarize(durations(ms, func(m *machineRun) time.Duration { return m.cpu }))))
+		r.exitRows(&t, n, ms)
 		t.Add(poolLabel(n)+": remove time per machine p50/p95/max", Dist(Summarize(durations(ms, (*machineRun).removing))))
 		t.Add(poolLabel(n)+": remove wall time, whole pool", Ms(r.poolWall(n, rmStart, rmEnd).P50))
 	}
@@ -123,6 +124,27 @@ func (r *Result) Table() Table {
 	t.Check("driver binary, stripped (-s -w)", fmt.Sprintf("%.1f MiB", r.StrippedMiB), fmt.Sprintf("<= %d MiB", targetStrippedMiB), r.StrippedMiB <= targetStrippedMiB)
 	t.Add("harvester-bootstrap kubeconfig: end to end / API requests", fmt.Sprintf("%s / %d", Ms(r.KubeconfigDur), r.KubeconfigReq.Total()))
 	return t
+}
+
+// exitRows are what Rancher waits for after Create returns, and what the
+// processes cost: per create, the address to rancher-machine's exit; per
+// plugin process, its Close to its exit; the CPU of rancher-machine and of
+// its two plugin processes.
+func (r *Result) exitRows(t *Table, n int, ms []*machineRun) {
+	t.Add(poolLabel(n)+": address to rancher-machine's exit p50/p95/max", Dist(Summarize(durations(ms, (*machineRun).addressToExit))))
+	var closes []time.Duration
+	for _, m := range ms {
+		closes = append(closes, m.closeToExit...)
+	}
+	c := Summarize(closes)
+	t.Check(poolLabel(n)+": plugin Close to its exit (both plugins of each create) p50/p95/max", Dist(c), "p50 <= "+Ms(targetCloseToExit), c.P50 <= targetCloseToExit)
+	lost := 0
+	for _, m := range ms {
+		lost += m.end.lost
+	}
+	t.Add(poolLabel(n)+": plugin Close calls answered by the end of the connection, not the reply", fmt.Sprintf("%d of %d", lost, len(closes)))
+	t.Add(poolLabel(n)+": rancher-machine CPU per create, its own (user+system) p50/p95/max", Dist(Summarize(durations(ms, func(m *machineRun) time.Duration { return m.end.cpu }))))
+	t.Add(poolLabel(n)+": plugin CPU per create, both processes (user+system) p50/p95/max", Dist(Summarize(durations(ms, func(m *machineRun) time.Duration { return m.end.pluginCPU() }))))
 }
 
 // scaleRows are the create-cost-by-namespace-size rows: per kind of
@@ -209,9 +231,9 @@ func (r *Result) Generated(plotFile string) string {
 	b.WriteString("API requests per machine, by verb and resource (kube-apiserver audit log):\n\n")
 	b.WriteString(r.Breakdown())
 	if len(r.Pools) > 0 && len(r.Pools[0].machines) > 0 {
-		b.WriteString("\nTimeline of the first single create (time since `rancher-machine create` started, as its output was read):\n\n```\n")
-		b.WriteString(strings.Join(r.Pools[0].machines[0].timeline, "\n"))
-		b.WriteString("\n```\n")
+		b.WriteString("\nTimeline of the first single create (time since `rancher-machine --debug create` started, as its output was read; `[bench]` lines are the exits the benchmark saw):\n\n```\n")
+		b.WriteString(r.Pools[0].machines[0].timelineText())
+		b.WriteString("```\n")
 	}
 	if missed := r.Table().Missed(); len(missed) > 0 {
 		fmt.Fprintf(&b, "\nTargets missed in this run: %s (see below for why and the fix).\n", strings.Join(missed, "; "))

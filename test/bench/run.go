@@ -42,6 +42,7 @@ type Options struct {
 	SimArgs                           []string      // more harvester-sim flags (the guest network, test/harness)
 	NamespaceVMIs                     int           // VMIs seeded for the create-cost-by-namespace-size rows (0: none)
 	MigrationDuration                 time.Duration // simulator: a live migration's transfer (phase Running to Succeeded)
+	SkipDay2                          bool          // leave out the day-2 measurement (migrations, maintenance)
 }
 
 // BootToAddress is the simulator's configured time from a VMI's creation
@@ -73,6 +74,9 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	if err := becomeSubreaper(); err != nil {
+		return nil, err
+	}
 	audit := filepath.Join(dir, "audit.log")
 	logf(o, "starting the simulator (boot to address %s)", o.BootToAddress())
 	sim, err := simtest.Start(ctx, simtest.Options{Args: append([]string{
@@ -119,8 +123,10 @@ func Run(ctx context.Context, o Options) (_ *Result, err error) {
 	if err := r.measureScale(ctx, sim, virt, log, dir); err != nil {
 		return nil, err
 	}
-	if err := r.measureDay2(ctx, sim, kube, virt, dir); err != nil {
-		return nil, err
+	if !o.SkipDay2 {
+		if err := r.measureDay2(ctx, sim, kube, virt, dir); err != nil {
+			return nil, err
+		}
 	}
 	if err := r.measureProcess(ctx, dir); err != nil {
 		return nil, err

@@ -132,6 +132,15 @@ func createOneCounted(ctx context.Context, sim *simtest.Sim, virt kubevirt.Inter
 	return cost, vmi, nil
 }
 
+// reservedVMILabels are the labels KubeVirt sets on a VMI and refuses on
+// one created by anyone else (KubeVirt v1.7.0
+// pkg/virt-api/webhooks/validating-webhook/admitters/vmi-create-admitter.go,
+// restrictedVmiLabels).
+var reservedVMILabels = []string{
+	kubevirtv1.CreatedByLabel, kubevirtv1.MigrationJobLabel, kubevirtv1.NodeNameLabel,
+	kubevirtv1.MigrationTargetNodeNameLabel, kubevirtv1.NodeSchedulable, kubevirtv1.InstallStrategyLabel,
+}
+
 // seedVMIs creates n copies of the template VMI, each labelled as a
 // machine of another pool of the driver and with a node selector no host
 // has (so the simulator leaves them unscheduled, holding no address).
@@ -144,6 +153,9 @@ func seedVMIs(ctx context.Context, virt kubevirt.Interface, template *kubevirtv1
 		}
 		for k, v := range template.Labels {
 			vmi.Labels[k] = v
+		}
+		for _, k := range reservedVMILabels {
+			delete(vmi.Labels, k)
 		}
 		delete(vmi.Labels, staticip.LabelRange)
 		vmi.Labels[harvester.LabelMachineID] = fmt.Sprintf("seed%05d", i)

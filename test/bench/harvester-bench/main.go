@@ -45,9 +45,11 @@ func run(iso harness.Isolation) error {
 	flag.StringVar(&pools, "pools", "10,50", "sizes of the pools created concurrently, comma-separated (empty: none)")
 	flag.IntVar(&o.StartupRuns, "startup-runs", 10, "driver start-ups timed")
 	flag.IntVar(&o.NamespaceVMIs, "namespace-vmis", 500, "VMIs seeded to measure a create's cost against the namespace's size (0: skip)")
+	day2 := flag.Bool("day2", true, "measure day-2 operations (live migrations, host maintenance)")
 	flag.StringVar(&o.DocPath, "doc", filepath.Join(root, "docs", "benchmarks.md"), "document to write the results into (its generated part)")
 	flag.StringVar(&o.PlotPath, "plot", filepath.Join(root, "docs", "benchmarks-overhead.png"), "PNG plot of create overhead against pool size")
 	flag.Parse()
+	o.SkipDay2 = !*day2
 	for _, f := range strings.Split(pools, ",") {
 		if strings.TrimSpace(f) == "" {
 			continue
