@@ -7,10 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
-	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
 // session returns the API of the command's credential once the credential
@@ -22,7 +20,7 @@ func (d *Driver) session(ctx context.Context) (*harvesterapi.API, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.clusterConfirmed {
+	if d.cmd.confirmed {
 		return api, nil
 	}
 	if err := d.confirmCluster(ctx, api); err != nil {
@@ -30,50 +28,6 @@ func (d *Driver) session(ctx context.Context) (*harvesterapi.API, error) {
 	}
 	d.confirmed()
 	return api, nil
-}
-
-// recordCluster records the identity of the credential's cluster (at
-// pre-create), the Setting server-version's UID, and returns the problems
-// found: no Harvester, or a credential that is rejected.
-func (d *Driver) recordCluster(ctx context.Context, api *harvesterapi.API) []error {
-	setting, err := api.ServerVersion(ctx)
-	switch {
-	case err == nil:
-		d.ClusterUID = string(setting.UID)
-		log.Infof("Harvester %s, namespace %s", setting.Current(), d.VMNamespace)
-	case harvesterapi.IsTerminal(err):
-		return []error{err}
-	case apierrors.IsForbidden(err):
-		log.Warnf("cannot read the Harvester setting server-version (forbidden); the cluster is identified by namespace %s", d.VMNamespace)
-	default:
-		return []error{fmt.Errorf("%w (is this a Harvester cluster?)", err)}
-	}
-	return nil
-}
-
-// checkNamespace reads the VM namespace, and records its UID, when the
-// namespace must identify the cluster (the setting was not readable) or is
-// not known to exist yet (nsSeen: an object in it was read). It completes
-// the cluster's record: the session is confirmed once either UID is known.
-func (d *Driver) checkNamespace(ctx context.Context, api *harvesterapi.API, nsSeen bool) []error {
-	var problems []error
-	if d.ClusterUID == "" || !nsSeen {
-		ns, err := api.GetNamespace(ctx, d.VMNamespace)
-		switch {
-		case err == nil:
-			d.NamespaceUID = string(ns.UID)
-		case apierrors.IsForbidden(err):
-			log.Warnf("cannot read namespace %s (forbidden); skipping that check", d.VMNamespace)
-		default:
-			problems = append(problems, harvesterapi.NotFoundOr(err, config.FlagProblem(config.FlagVMNamespace, "namespace %q does not exist", d.VMNamespace)))
-		}
-	}
-	if d.ClusterUID == "" && d.NamespaceUID == "" && len(problems) == 0 {
-		problems = append(problems, fmt.Errorf("cannot record which Harvester cluster the machine is created on: "+
-			"the credential may read neither the setting server-version nor namespace %s (grant get on one of them)", d.VMNamespace))
-	}
-	d.clusterConfirmed = len(problems) == 0
-	return problems
 }
 
 // confirmCluster checks that the credential's cluster is the recorded one:

@@ -13,7 +13,7 @@ func (d *Driver) SetConfigFromFlags(opts drivers.DriverOptions) error {
 	c, problems := config.Read(opts, d.BaseDriver)
 	d.Config = c
 	// On create the flags are the credential to use and to store.
-	d.api, d.clusterConfirmed, d.sessionKubeconfig, d.storeOnConfirm = nil, false, "", ""
+	d.cmd = command{}
 	if d.MachineID == "" {
 		id, err := machine.NewMachineID()
 		if err != nil {
@@ -23,7 +23,7 @@ func (d *Driver) SetConfigFromFlags(opts drivers.DriverOptions) error {
 	}
 	d.SetSwarmConfigFromFlags(opts)
 	in, err := validate(c, d.MachineName, d.SSHUser, d.SSHPort)
-	d.parsed = &in
+	d.cmd.parsed = &in
 	problems = append(problems, err)
 	return joinProblems("invalid machine configuration", problems)
 }
@@ -32,12 +32,12 @@ func (d *Driver) SetConfigFromFlags(opts drivers.DriverOptions) error {
 // parsed, or, for a machine loaded from its stored config, parsed once on
 // first use.
 func (d *Driver) inputs() (config.Inputs, error) {
-	if d.parsed == nil {
+	if d.cmd.parsed == nil {
 		in, err := config.ParseInputs(d.Config)
 		if err != nil {
 			return config.Inputs{}, err
 		}
-		d.parsed = &in
+		d.cmd.parsed = &in
 	}
-	return *d.parsed, nil
+	return *d.cmd.parsed, nil
 }

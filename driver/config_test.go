@@ -290,7 +290,7 @@ func TestRefusedCredentialNotStored(t *testing.T) {
 		setting, want string
 	}{{"another-cluster", "stale"}, {testCluster, "fresh"}} {
 		d, _ := newFakeDriver(t, c.setting, nil, []runtime.Object{fakeVM(testMachineID, "uid-1"), fakeVMI(testMachineID, "uid-vmi")})
-		d.KubeconfigContent, d.storeOnConfirm = "stale", "fresh"
+		d.KubeconfigContent, d.cmd.storeOnConfirm = "stale", "fresh"
 		_, err := d.GetState()
 		if (err != nil) != (c.want == "stale") {
 			t.Errorf("setting %s: GetState: %v", c.setting, err)

@@ -22,7 +22,7 @@ func newStaticCreateDriver(t *testing.T, rng string) (*Driver, fakeHarvester) {
 	t.Helper()
 	d, f := newCreateDriver(t)
 	d.StaticAddressRange = rng
-	d.parsed = nil
+	d.cmd.parsed = nil
 	// The garbage collector: deleting a VM deletes the ConfigMaps it owns.
 	f.virt.PrependReactor("delete", "virtualmachines", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		name := a.(k8stesting.DeleteAction).GetName()

@@ -24,25 +24,25 @@ type Driver struct {
 	machine.Ownership
 	machine.Held
 
-	// parsed are the JSON flags of Config, parsed (see inputs).
+	// cmd is what this process knows of the current command; never stored.
+	cmd command
+}
+
+// command is what the driver knows of the command it runs, for this
+// process only: the parsed JSON flags (see inputs), the Harvester API of
+// the command's credential (lazily built), and whether that credential is
+// confirmed to point at the machine's cluster (see session).
+type command struct {
 	parsed *config.Inputs
-	// api is the Harvester API of the current credentials (lazily built).
-	api *harvesterapi.API
-	// sessionKubeconfig is a credential from this command's arguments or
+	api    *harvesterapi.API
+	// kubeconfig is a credential from this command's arguments or
 	// environment: used for the command, persisted only on request.
-	sessionKubeconfig string
-	// clusterConfirmed: the credential's cluster is the machine's.
-	clusterConfirmed bool
+	kubeconfig string
+	confirmed  bool
 	// storeOnConfirm is the command's credential given with
 	// --update-config: it replaces the stored one once it is confirmed to
 	// point at the machine's cluster (see confirmed).
 	storeOnConfirm string
-	// createdRV is the resource version of the VM this process created,
-	// runsFrom the VM's generation in which it set the VM running.
-	createdRV string
-	runsFrom  int64
-	// m is the machine the concern packages see (see machine).
-	m *machine.Machine
 }
 
 // New returns a driver with the flag defaults, for plugin.RegisterDriver.
@@ -72,7 +72,6 @@ func (d *Driver) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("load harvester driver config: %w", err)
 	}
 	*d = Driver(target)
-	d.parsed, d.m = nil, nil
 	d.useCommandCredentials(os.Args, os.Getenv)
 	return nil
 }
@@ -81,11 +80,11 @@ func (d *Driver) UnmarshalJSON(data []byte) error {
 // environment) for this command, and into the stored state only when args
 // has --update-config and the credential is confirmed (see confirmed).
 func (d *Driver) useCommandCredentials(args []string, getenv func(string) string) {
-	d.api, d.clusterConfirmed, d.sessionKubeconfig, d.storeOnConfirm = nil, false, "", ""
+	d.cmd = command{}
 	if fresh, ok := credentialsFrom(args, getenv); ok {
-		d.sessionKubeconfig = fresh
+		d.cmd.kubeconfig = fresh
 		if updateConfigRequested(args) {
-			d.storeOnConfirm = fresh
+			d.cmd.storeOnConfirm = fresh
 		}
 	}
 }
@@ -93,16 +92,16 @@ func (d *Driver) useCommandCredentials(args []string, getenv func(string) string
 // confirmed records that the command's credential points at the machine's
 // cluster, and stores it when --update-config asked for that.
 func (d *Driver) confirmed() {
-	d.clusterConfirmed = true
-	if d.storeOnConfirm != "" {
-		d.KubeconfigContent, d.storeOnConfirm = d.storeOnConfirm, ""
+	d.cmd.confirmed = true
+	if d.cmd.storeOnConfirm != "" {
+		d.KubeconfigContent, d.cmd.storeOnConfirm = d.cmd.storeOnConfirm, ""
 	}
 }
 
 // kubeconfig is the credential of this command.
 func (d *Driver) kubeconfig() string {
-	if d.sessionKubeconfig != "" {
-		return d.sessionKubeconfig
+	if d.cmd.kubeconfig != "" {
+		return d.cmd.kubeconfig
 	}
 	return d.KubeconfigContent
 }

@@ -265,13 +265,13 @@ func TestRemoveCountsNotFoundAsDone(t *testing.T) {
 	// Straight through the layer: a delete of nothing is done, a UID
 	// precondition that no longer matches is done.
 	ctx := context.Background()
-	if err := d.api.DeletePVC(ctx, testNS, "never-was", "uid-x"); err != nil {
+	if err := d.cmd.api.DeletePVC(ctx, testNS, "never-was", "uid-x"); err != nil {
 		t.Errorf("delete of a missing volume: %v", err)
 	}
 	f.kube.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, "s", errors.New("UID precondition failed"))
 	})
-	if err := d.api.DeleteSecret(ctx, testNS, "s", "uid-old"); err != nil {
+	if err := d.cmd.api.DeleteSecret(ctx, testNS, "s", "uid-old"); err != nil {
 		t.Errorf("delete with a stale UID: %v", err)
 	}
 }
@@ -285,8 +285,8 @@ func TestInputsParsedOnLoad(t *testing.T) {
 	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{config.FlagDiskInfo: disks}))); err != nil {
 		t.Fatal(err)
 	}
-	if d.parsed == nil || len(d.parsed.Disks) != 2 {
-		t.Fatalf("SetConfigFromFlags did not keep the parsed disks: %+v", d.parsed)
+	if d.cmd.parsed == nil || len(d.cmd.parsed.Disks) != 2 {
+		t.Fatalf("SetConfigFromFlags did not keep the parsed disks: %+v", d.cmd.parsed)
 	}
 	raw, err := json.Marshal(d)
 	if err != nil {
@@ -323,7 +323,7 @@ func TestUserDataMergedOncePerCommand(t *testing.T) {
 		return merge(in, user...)
 	}
 	d, f := newCreateDriver(t)
-	api := d.api
+	api := d.cmd.api
 	cloudConfig := filepath.Join(t.TempDir(), "cloud-config")
 	if err := os.WriteFile(cloudConfig, []byte("#cloud-config\nruncmd: [[echo, installed]]\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -335,7 +335,7 @@ func TestUserDataMergedOncePerCommand(t *testing.T) {
 	if merges != 1 {
 		t.Errorf("%d merges while reading the flags, want 1", merges)
 	}
-	d.api = api // the fake Harvester
+	d.cmd.api = api // the fake Harvester
 	f.kube.PrependReactor("create", "selfsubjectrulesreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectRulesReview).DeepCopy()
 		r.Status.ResourceRules = []authv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}

@@ -137,8 +137,8 @@ func TestBrokenKubeconfigKeepsMachine(t *testing.T) {
 			t.Run(tc.name+"/"+cmd, func(t *testing.T) {
 				kubeObjs, virtObjs := machineObjects(true)
 				d, f := newFakeDriver(t, testCluster, kubeObjs, virtObjs)
-				d.api = nil
-				d.sessionKubeconfig = strings.Replace(drivertest.Kubeconfig, tc.from, tc.to, 1)
+				d.cmd.api = nil
+				d.cmd.kubeconfig = strings.Replace(drivertest.Kubeconfig, tc.from, tc.to, 1)
 				var err error
 				if cmd == "rm" {
 					err = d.Remove()

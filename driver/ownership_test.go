@@ -77,7 +77,7 @@ func newFakeDriver(t *testing.T, settingUID string, kubeObjs, virtObjs []runtime
 	d.MachineName, d.VMNamespace = testMachine, testNS
 	d.WaitTimeoutSeconds = 5
 	d.Ownership = machine.Ownership{MachineID: testMachineID, ClusterUID: testCluster, NamespaceUID: testNSUID}
-	d.api = harvesterapi.FromClients(restapifake.Clients{Kube: f.kube, Virt: f.virt}, f.dyn, nil, harvesterapi.Options{CallTimeout: 5 * time.Second, Rejected: config.CredentialsRejected})
+	d.cmd.api = harvesterapi.FromClients(restapifake.Clients{Kube: f.kube, Virt: f.virt}, f.dyn, nil, harvesterapi.Options{CallTimeout: 5 * time.Second, Rejected: config.CredentialsRejected})
 	return d, f
 }
 
@@ -239,7 +239,7 @@ func TestConfirmClusterByNamespace(t *testing.T) {
 			for _, s := range tc.setup {
 				s(f)
 			}
-			err := d.confirmCluster(context.Background(), d.api)
+			err := d.confirmCluster(context.Background(), d.cmd.api)
 			switch {
 			case tc.want == nil && tc.substr == "" && err != nil:
 				t.Errorf("got %v", err)
@@ -262,7 +262,7 @@ func TestRemoveFindsDisksByLabel(t *testing.T) {
 		fakePVC("someone-elses", ownedBy("other")),
 		fakeSecret(ownedBy(testMachineID)),
 	}, nil)
-	r, err := removal.Find(context.Background(), d.api, d.machine(), nil)
+	r, err := removal.Find(context.Background(), d.cmd.api, d.newMachine(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestRemoveKeepsForeignVolumeOfOwnVM(t *testing.T) {
 	vm := fakeVM(testMachineID, "uid-1")
 	vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "users-data"
 	d, _ := newFakeDriver(t, testCluster, []runtime.Object{fakePVC("users-data", nil)}, []runtime.Object{vm})
-	r, err := removal.Find(context.Background(), d.api, d.machine(), nil)
+	r, err := removal.Find(context.Background(), d.cmd.api, d.newMachine(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ func TestRemoveConfirmsClusterByVMUID(t *testing.T) {
 	}{{"uid-1", false}, {"uid-other", true}} {
 		d, f := newFakeDriver(t, testCluster, nil, []runtime.Object{fakeVM(testMachineID, c.uid)})
 		d.VMUID = "uid-1"
-		vm, err := d.confirmByVM(context.Background(), d.api)
+		vm, err := d.confirmByVM(context.Background(), d.cmd.api)
 		if err != nil {
 			t.Fatalf("VM UID %s: %v", c.uid, err)
 		}

@@ -53,7 +53,7 @@ func Images(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in c
 			problems = append(problems, fmt.Errorf("image %s has no storage class in its status", ref))
 		}
 	}
-	problems = append(problems, vmspec.DisksFitImages(*m.Config, in, virtualSizes)...)
+	problems = append(problems, vmspec.DisksFitImages(m.Config, in, virtualSizes)...)
 	if m.Config.DiskInfo != "" {
 		for i, disk := range in.Disks {
 			if disk.ImageName == "" && disk.StorageClassName != "" {
@@ -82,7 +82,7 @@ func StorageClasses(ctx context.Context, api *harvesterapi.API, m *machine.Machi
 // Harvester's managed DHCP serves one of them (its controller then makes
 // the VM's VirtualMachineNetworkConfig, which quotas count).
 func Networks(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in config.Inputs) (managedDHCP bool, problems []error) {
-	nics, err := vmspec.PlanNICs(*m.Config, in)
+	nics, err := vmspec.PlanNICs(m.Config, in)
 	if err != nil {
 		return false, []error{err}
 	}
@@ -101,7 +101,7 @@ func Networks(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in
 
 // KeyPair checks that the key pair, if any, exists and is validated.
 func KeyPair(ctx context.Context, api *harvesterapi.API, m *machine.Machine) []error {
-	ref, err := vmspec.KeyPairRef(*m.Config)
+	ref, err := vmspec.KeyPairRef(m.Config)
 	if err != nil {
 		return []error{err}
 	}

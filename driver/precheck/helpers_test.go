@@ -45,7 +45,7 @@ func newFake(t *testing.T, kubeObjs, virtObjs []runtime.Object) (*harvesterapi.A
 		harvesterapi.Options{CallTimeout: 5 * time.Second, Rejected: config.CredentialsRejected})
 	c := config.Defaults()
 	c.VMNamespace, c.WaitTimeoutSeconds = testNS, 5
-	m := &machine.Machine{Config: &c, Ownership: &machine.Ownership{MachineID: testMachineID}, Held: &machine.Held{}, Name: testMachine}
+	m := &machine.Machine{Config: c, Ownership: machine.Ownership{MachineID: testMachineID}, Held: machine.Held{}, Name: testMachine}
 	return api, f, m
 }
 

@@ -1,4 +1,4 @@
-package driver
+package create
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
@@ -20,8 +21,8 @@ import (
 // beside --harvester-ssh-private-key-path, or a newly generated key. A
 // private key that does not belong to the key pair is refused before
 // anything is stored or created.
-func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterapi.API, keyPair *config.ObjectRef) ([]string, error) {
-	keyPath := d.GetSSHKeyPath()
+func prepareSSHKeys(ctx context.Context, api *harvesterapi.API, m *machine.Machine, keyPath string, keyPair *config.ObjectRef) ([]string, error) {
+	private := m.Config.SSHPrivateKeyPath
 	switch {
 	case keyPair != nil:
 		kp, err := api.GetKeyPair(ctx, keyPair.Namespace, keyPair.Name)
@@ -31,18 +32,18 @@ func (d *Driver) prepareSSHKeys(ctx context.Context, api *harvesterapi.API, keyP
 		if ok, msg := harvesterapi.ConditionTrue(kp.Status.Conditions, "validated"); !ok {
 			return nil, config.FlagProblem(config.FlagKeyPairName, "key pair %s is not validated%s; nothing was created", keyPair, harvesterapi.MessageSuffix(msg))
 		}
-		if err := checkKeyPairMatches(d.SSHPrivateKeyPath, keyPair.String(), kp.Spec.PublicKey); err != nil {
+		if err := checkKeyPairMatches(private, keyPair.String(), kp.Spec.PublicKey); err != nil {
 			return nil, err
 		}
-		if err := copyPrivateKey(d.SSHPrivateKeyPath, keyPath); err != nil {
+		if err := copyPrivateKey(private, keyPath); err != nil {
 			return nil, err
 		}
 		return []string{strings.TrimSpace(kp.Spec.PublicKey)}, nil
-	case d.SSHPrivateKeyPath != "":
-		if err := copyPrivateKey(d.SSHPrivateKeyPath, keyPath); err != nil {
+	case private != "":
+		if err := copyPrivateKey(private, keyPath); err != nil {
 			return nil, err
 		}
-		pub, err := config.ReadPublicKeyFile(d.SSHPrivateKeyPath + ".pub")
+		pub, err := config.ReadPublicKeyFile(private + ".pub")
 		if err != nil {
 			return nil, err
 		}
