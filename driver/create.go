@@ -7,8 +7,9 @@ import (
 	"github.com/harvester-kit/harvester-machine/driver/create"
 )
 
-// Create runs the create flow (create.Run) on the machine and stores what
-// it learned: the VM's UID, the held address, the machine's address.
+// Create runs the create flow (create.Run) on the machine, from what the
+// pre-create check of this process read, and stores what it learned: the
+// VM's UID, the held address, the machine's address.
 func (d *Driver) Create() error {
 	ctx := context.Background()
 	api, err := d.session(ctx)
@@ -21,7 +22,7 @@ func (d *Driver) Create() error {
 	}
 	m := d.newMachine()
 	defer d.store(m)
-	ip, err := create.Run(ctx, api, m, create.Request{Inputs: in, SSHUser: d.GetSSHUsername(), KeyPath: d.GetSSHKeyPath()})
+	ip, err := create.Run(ctx, api, m, create.Request{Inputs: in, SSHUser: d.GetSSHUsername(), KeyPath: d.GetSSHKeyPath(), Read: d.cmd.read})
 	if err != nil {
 		return err
 	}
@@ -50,5 +51,9 @@ func (d *Driver) PreCreateCheck() error {
 	if err := endFailFast(); err != nil {
 		return fmt.Errorf("pre-create check failed: %w", err)
 	}
-	return joinProblems("pre-create check failed", checked.Problems)
+	if len(checked.Problems) > 0 {
+		return joinProblems("pre-create check failed", checked.Problems)
+	}
+	d.cmd.read = &checked.Read
+	return nil
 }

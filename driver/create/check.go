@@ -13,11 +13,13 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
-// Checked is what the pre-create check found: every problem, and whether
-// the credential's cluster is recorded in m (the session is confirmed).
+// Checked is what the pre-create check found: every problem, whether the
+// credential's cluster is recorded in m (the session is confirmed), and
+// what it read that the create builds from (Request.Read).
 type Checked struct {
 	Problems         []error
 	ClusterConfirmed bool
+	Read             Read
 }
 
 // Check checks everything a create needs and reports every problem at
@@ -34,21 +36,23 @@ func Check(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in co
 	}
 	add := func(errs ...error) { c.Problems = append(c.Problems, errs...) }
 	add(precheck.Permissions(ctx, api, m)...)
-	images, storageClasses, nsSeen, errs := precheck.Images(ctx, api, m, in)
+	images, errs := precheck.Images(ctx, api, m, in)
+	c.Read.Images = images.Facts
 	add(errs...)
-	nsProblems := checkNamespace(ctx, api, m, nsSeen)
+	nsProblems := checkNamespace(ctx, api, m, images.NamespaceSeen)
 	c.ClusterConfirmed = len(nsProblems) == 0
 	add(nsProblems...)
-	add(precheck.StorageClasses(ctx, api, m, storageClasses)...)
-	managedDHCP, errs := precheck.Networks(ctx, api, m, in)
+	add(precheck.StorageClasses(ctx, api, m, images.StorageClasses)...)
+	c.Read.Pools, errs = precheck.Networks(ctx, api, m, in)
 	add(errs...)
-	add(precheck.KeyPair(ctx, api, m)...)
+	c.Read.KeyPairPublic, errs = precheck.KeyPair(ctx, api, m)
+	add(errs...)
 	if m.Config.SSHPrivateKeyPath != "" {
 		if _, err := config.ReadPrivateKeyFile(m.Config.SSHPrivateKeyPath); err != nil {
 			add(err)
 		}
 	}
-	add(checkCapacity(ctx, api, m, in, images, managedDHCP)...)
+	add(checkCapacity(ctx, api, m, in, c.Read)...)
 	claims := make([]string, len(in.Disks))
 	for i := range in.Disks {
 		claims[i] = vmspec.DiskClaimName(m.Name, i)
@@ -71,13 +75,17 @@ func dedupeCredentialErrors(problems []error) []error {
 }
 
 // checkCapacity checks that the machine fits its namespace's quotas and
-// its vGPUs have room (see capacity.Check). images: what precheck.Images
-// read (a machine whose images failed is not planned: that is reported);
-// managedDHCP: what precheck.Networks found.
-func checkCapacity(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in config.Inputs, images map[string]vmspec.ImageFacts, managedDHCP bool) []error {
+// its vGPUs have room (see capacity.Check), from what the checks before
+// read: the images (a machine whose images failed is not planned: that
+// is reported) and the networks' managed-DHCP pools.
+func checkCapacity(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in config.Inputs, read Read) []error {
 	var plan *vmspec.VMPlan
-	if p, err := vmspec.PlanFromConfig(m.Config, in, m.Name, images); err == nil {
+	if p, err := vmspec.PlanFromConfig(m.Config, in, m.Name, read.Images); err == nil {
 		plan = &p
+	}
+	managedDHCP := false
+	for _, pool := range read.Pools {
+		managedDHCP = managedDHCP || pool != nil
 	}
 	return capacity.Check(ctx, api, m, plan, in.VGPUs, in.Static != nil, managedDHCP)
 }

@@ -21,11 +21,13 @@ import (
 )
 
 // Request is what a create needs besides the machine: its parsed flags,
-// the SSH user and where the machine's private key is stored.
+// the SSH user, where the machine's private key is stored, and what the
+// pre-create check read (Checked.Read; nil: the create reads it).
 type Request struct {
 	Inputs  config.Inputs
 	SSHUser string
 	KeyPath string
+	Read    *Read
 }
 
 // made is what a create made: the cloud-init Secret, the VM, and the VM's
