@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -61,3 +63,22 @@ func (d *Driver) newMachine() *machine.Machine {
 // store records in the driver's state what a flow learned: the VM's UID,
 // the cluster's identity, the held address.
 func (d *Driver) store(m *machine.Machine) { d.Ownership, d.Held = m.Ownership, m.Held }
+
+// session returns the API of the command's credential once the credential
+// is confirmed to point at the cluster the machine was created on. Every
+// command goes through it, so a wrong cluster changes nothing and NotFound
+// is only ever read on the right cluster.
+func (d *Driver) session(ctx context.Context) (*harvesterapi.API, error) {
+	api, err := d.client()
+	if err != nil {
+		return nil, err
+	}
+	if d.cmd.confirmed {
+		return api, nil
+	}
+	if err := d.newMachine().ConfirmCluster(ctx, api); err != nil {
+		return nil, fmt.Errorf("machine %s: %w", d.MachineName, err)
+	}
+	d.confirmed()
+	return api, nil
+}

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"github.com/rancher/machine/libmachine/drivers"
+	"github.com/rancher/machine/libmachine/mcnflag"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
@@ -40,4 +41,9 @@ func (d *Driver) inputs() (config.Inputs, error) {
 		d.cmd.parsed = &in
 	}
 	return *d.cmd.parsed, nil
+}
+
+// GetCreateFlags returns the flags of the driver, in their fixed order.
+func (d *Driver) GetCreateFlags() []mcnflag.Flag {
+	return config.CreateFlags()
 }

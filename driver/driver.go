@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/rancher/machine/libmachine/drivers"
 
@@ -17,6 +16,8 @@ import (
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
 )
+
+var _ drivers.Driver = (*Driver)(nil)
 
 // Driver implements drivers.Driver for Harvester.
 type Driver struct {
@@ -86,9 +87,9 @@ func (d *Driver) UnmarshalJSON(data []byte) error {
 // has --update-config and the credential is confirmed (see confirmed).
 func (d *Driver) useCommandCredentials(args []string, getenv func(string) string) {
 	d.cmd = command{}
-	if fresh, ok := credentialsFrom(args, getenv); ok {
+	if fresh, ok := config.CommandCredential(args, getenv); ok {
 		d.cmd.kubeconfig = fresh
-		if updateConfigRequested(args) {
+		if config.UpdateConfigRequested(args) {
 			d.cmd.storeOnConfirm = fresh
 		}
 	}
@@ -109,42 +110,6 @@ func (d *Driver) kubeconfig() string {
 		return d.cmd.kubeconfig
 	}
 	return d.KubeconfigContent
-}
-
-// updateConfigRequested reports whether rancher-machine's command line has
-// --update-config (bare, or with a true value).
-func updateConfigRequested(args []string) bool {
-	for _, a := range args {
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || name != "update-config" {
-			continue
-		}
-		if !hasValue {
-			return true
-		}
-		on, err := strconv.ParseBool(value)
-		return err == nil && on
-	}
-	return false
-}
-
-// credentialsFrom returns the kubeconfig given as --harvester-kubeconfig-content
-// in args (either "--flag=value" or "--flag value"; a value may contain '=')
-// or else in HARVESTER_KUBECONFIG_CONTENT, decoded if it is base64.
-func credentialsFrom(args []string, getenv func(string) string) (string, bool) {
-	long := config.FlagField(config.FlagKubeconfigContent)
-	for i, a := range args {
-		if v, ok := strings.CutPrefix(a, long+"="); ok && v != "" {
-			return config.DecodePlainOrBase64(v, config.IsKubeconfig), true
-		}
-		if a == long && i+1 < len(args) && args[i+1] != "" && !strings.HasPrefix(args[i+1], "-") {
-			return config.DecodePlainOrBase64(args[i+1], config.IsKubeconfig), true
-		}
-	}
-	if v := getenv(config.EnvVar(config.FlagKubeconfigContent)); v != "" {
-		return config.DecodePlainOrBase64(v, config.IsKubeconfig), true
-	}
-	return "", false
 }
 
 // GetSSHHostname returns the VM's address.

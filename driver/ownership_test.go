@@ -239,7 +239,7 @@ func TestConfirmClusterByNamespace(t *testing.T) {
 			for _, s := range tc.setup {
 				s(f)
 			}
-			err := d.confirmCluster(context.Background(), d.cmd.api)
+			err := d.newMachine().ConfirmCluster(context.Background(), d.cmd.api)
 			switch {
 			case tc.want == nil && tc.substr == "" && err != nil:
 				t.Errorf("got %v", err)
