@@ -9,6 +9,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/drivertest"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest/plans"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 )
 
@@ -51,7 +52,7 @@ func TestOversizedValuesRejected(t *testing.T) {
 	// The largest valid values still build a VM.
 	c := config.Config{VMNamespace: "default", CPUCount: 1, MemoryGiB: config.MaxMemoryGiB, ReservedMemoryMiB: -1,
 		ImageName: "default/img", DiskSizeGiB: config.MaxDiskGiB, NetworkName: "default/vlan1"}
-	p, err := planOf(t, c, "m", map[string]vmspec.ImageFacts{"default/img": {StorageClassName: "sc"}})
+	p, err := plans.Of(t, c, "m", map[string]vmspec.ImageFacts{"default/img": {StorageClassName: "sc"}})
 	if err != nil {
 		t.Fatal(err)
 	}

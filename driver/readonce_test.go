@@ -27,7 +27,7 @@ func TestCreateReadsEachObjectOnce(t *testing.T) {
 	kp.SetName("k")
 	kp.Object["spec"] = map[string]any{"publicKey": pub}
 	kp.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "validated", "status": "True"}}}
-	if err := f.dyn.Tracker().Create(harvesterapi.GVRKeyPair, kp, testNS); err != nil {
+	if err := f.Dyn.Tracker().Create(harvesterapi.GVRKeyPair, kp, testNS); err != nil {
 		t.Fatal(err)
 	}
 	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{config.FlagVMNamespace: testNS, config.FlagClusterName: "c1",
@@ -40,12 +40,12 @@ func TestCreateReadsEachObjectOnce(t *testing.T) {
 	if err := d.PreCreateCheck(); err != nil {
 		t.Fatalf("pre-create check: %v", err)
 	}
-	fail(f.virt, "create", "virtualmachines", internal("boom"))
+	fail(f.Virt, "create", "virtualmachines", internal("boom"))
 	if err := d.Create(); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("create: %v, want the VM create's failure", err)
 	}
 	gets := map[string]int{}
-	for _, a := range f.dyn.Actions() {
+	for _, a := range f.Dyn.Actions() {
 		if a.GetVerb() == "get" {
 			gets[a.GetResource().Resource]++
 		}

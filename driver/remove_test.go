@@ -21,7 +21,7 @@ func TestRemoveConfirmsClusterByVMUID(t *testing.T) {
 		if err != nil {
 			t.Fatalf("VM UID %s: %v", c.uid, err)
 		}
-		if readSetting := len(f.dyn.Actions()) > 0; readSetting != c.wantSetting {
+		if readSetting := len(f.Dyn.Actions()) > 0; readSetting != c.wantSetting {
 			t.Errorf("VM UID %s: setting read %v, want %v", c.uid, readSetting, c.wantSetting)
 		}
 		if (vm != nil) == c.wantSetting {
