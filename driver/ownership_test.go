@@ -277,39 +277,6 @@ func TestRemoveKeepsForeignVolumeOfOwnVM(t *testing.T) {
 	}
 }
 
-// TestRestartRestoresRunStrategy: a restart whose VMI delete fails puts
-// back the run strategy it found.
-func TestRestartRestoresRunStrategy(t *testing.T) {
-	vm := fakeVM(testMachineID, "uid-1")
-	halted := kubevirtv1.RunStrategyManual
-	vm.Spec.RunStrategy = &halted
-	d, f := newFakeDriver(t, testCluster, nil, []runtime.Object{vm, fakeVMI(testMachineID, "vmi-1")})
-	f.Virt.PrependReactor("delete", "virtualmachineinstances", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewInternalError(errors.New("boom"))
-	})
-	err := d.Restart()
-	if err == nil || !strings.Contains(err.Error(), "boom") {
-		t.Fatalf("got %v", err)
-	}
-	got, _ := f.Virt.KubevirtV1().VirtualMachines(testNS).Get(context.Background(), testMachine, metav1.GetOptions{})
-	if got.Spec.RunStrategy == nil || *got.Spec.RunStrategy != kubevirtv1.RunStrategyManual {
-		t.Errorf("run strategy after failed restart: %v", got.Spec.RunStrategy)
-	}
-}
-
-// TestKillLeavesForeignVMI: a VMI of the machine's name that is not the
-// machine's is not deleted.
-func TestKillLeavesForeignVMI(t *testing.T) {
-	d, f := newFakeDriver(t, testCluster, nil, []runtime.Object{fakeVM(testMachineID, "uid-1"), fakeVMI("other", "vmi-1")})
-	err := d.Kill()
-	if !errors.Is(err, machine.ErrNotOwned) {
-		t.Fatalf("got %v", err)
-	}
-	if _, err := f.Virt.KubevirtV1().VirtualMachineInstances(testNS).Get(context.Background(), testMachine, metav1.GetOptions{}); err != nil {
-		t.Errorf("VMI: %v", err)
-	}
-}
-
 // TestOwnedByLabelsEverything: the machine ID labels the VM, its template,
 // every volume claim template and the Secret.
 func TestOwnedByLabelsEverything(t *testing.T) {
