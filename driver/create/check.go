@@ -79,13 +79,12 @@ func dedupeCredentialErrors(problems []error) []error {
 // read: the images (a machine whose images failed is not planned: that
 // is reported) and the networks' managed-DHCP pools.
 func checkCapacity(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in config.Inputs, read Read) []error {
-	var plan *vmspec.VMPlan
+	c := capacity.Demand{VGPUs: in.VGPUs, StaticClaim: in.Static != nil}
 	if p, err := vmspec.PlanFromConfig(m.Config, in, m.Name, read.Images); err == nil {
-		plan = &p
+		c.Plan = &p
 	}
-	managedDHCP := false
 	for _, pool := range read.Pools {
-		managedDHCP = managedDHCP || pool != nil
+		c.ManagedDHCP = c.ManagedDHCP || pool != nil
 	}
-	return capacity.Check(ctx, api, m, plan, in.VGPUs, in.Static != nil, managedDHCP)
+	return capacity.Check(ctx, api, m, c)
 }
