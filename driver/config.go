@@ -2,6 +2,7 @@ package driver
 
 import (
 	"github.com/rancher/machine/libmachine/drivers"
+	"github.com/rancher/machine/libmachine/mcnflag"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
@@ -13,7 +14,7 @@ func (d *Driver) SetConfigFromFlags(opts drivers.DriverOptions) error {
 	c, problems := config.Read(opts, d.BaseDriver)
 	d.Config = c
 	// On create the flags are the credential to use and to store.
-	d.api, d.clusterConfirmed, d.sessionKubeconfig, d.storeOnConfirm = nil, false, "", ""
+	d.cmd = command{}
 	if d.MachineID == "" {
 		id, err := machine.NewMachineID()
 		if err != nil {
@@ -23,7 +24,7 @@ func (d *Driver) SetConfigFromFlags(opts drivers.DriverOptions) error {
 	}
 	d.SetSwarmConfigFromFlags(opts)
 	in, err := validate(c, d.MachineName, d.SSHUser, d.SSHPort)
-	d.parsed = &in
+	d.cmd.parsed = &in
 	problems = append(problems, err)
 	return joinProblems("invalid machine configuration", problems)
 }
@@ -32,12 +33,17 @@ func (d *Driver) SetConfigFromFlags(opts drivers.DriverOptions) error {
 // parsed, or, for a machine loaded from its stored config, parsed once on
 // first use.
 func (d *Driver) inputs() (config.Inputs, error) {
-	if d.parsed == nil {
+	if d.cmd.parsed == nil {
 		in, err := config.ParseInputs(d.Config)
 		if err != nil {
 			return config.Inputs{}, err
 		}
-		d.parsed = &in
+		d.cmd.parsed = &in
 	}
-	return *d.parsed, nil
+	return *d.cmd.parsed, nil
+}
+
+// GetCreateFlags returns the flags of the driver, in their fixed order.
+func (d *Driver) GetCreateFlags() []mcnflag.Flag {
+	return config.CreateFlags()
 }

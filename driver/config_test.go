@@ -165,37 +165,6 @@ func TestCloudConfigFileRead(t *testing.T) {
 	}
 }
 
-func TestCredentialsFrom(t *testing.T) {
-	env := func(v string) func(string) string {
-		return func(k string) string {
-			if k == "HARVESTER_KUBECONFIG_CONTENT" {
-				return v
-			}
-			return ""
-		}
-	}
-	cases := []struct {
-		name string
-		args []string
-		env  string
-		want string
-		ok   bool
-	}{
-		{"none", []string{"rancher-machine", "rm", "-y", "m"}, "", "", false},
-		{"env", []string{"rm"}, "ENV", "ENV", true},
-		{"arg with = and padding wins", []string{"rm", "--harvester-kubeconfig-content=" + b64(drivertest.Kubeconfig+"# padded\n")}, "ENV", drivertest.Kubeconfig + "# padded\n", true},
-		{"arg separate", []string{"rm", "--harvester-kubeconfig-content", "PLAIN", "m"}, "", "PLAIN", true},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := credentialsFrom(tc.args, env(tc.env))
-			if got != tc.want || ok != tc.ok {
-				t.Errorf("got %q %v, want %q %v", got, ok, tc.want, tc.ok)
-			}
-		})
-	}
-}
-
 func TestUnmarshalJSONRereadsCredentials(t *testing.T) {
 	t.Setenv("HARVESTER_KUBECONFIG_CONTENT", b64("clusters: []\nfresh: true\n"))
 	d := New()
@@ -290,7 +259,7 @@ func TestRefusedCredentialNotStored(t *testing.T) {
 		setting, want string
 	}{{"another-cluster", "stale"}, {testCluster, "fresh"}} {
 		d, _ := newFakeDriver(t, c.setting, nil, []runtime.Object{fakeVM(testMachineID, "uid-1"), fakeVMI(testMachineID, "uid-vmi")})
-		d.KubeconfigContent, d.storeOnConfirm = "stale", "fresh"
+		d.KubeconfigContent, d.cmd.storeOnConfirm = "stale", "fresh"
 		_, err := d.GetState()
 		if (err != nil) != (c.want == "stale") {
 			t.Errorf("setting %s: GetState: %v", c.setting, err)

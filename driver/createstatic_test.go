@@ -22,17 +22,17 @@ func newStaticCreateDriver(t *testing.T, rng string) (*Driver, fakeHarvester) {
 	t.Helper()
 	d, f := newCreateDriver(t)
 	d.StaticAddressRange = rng
-	d.parsed = nil
+	d.cmd.parsed = nil
 	// The garbage collector: deleting a VM deletes the ConfigMaps it owns.
-	f.virt.PrependReactor("delete", "virtualmachines", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.Virt.PrependReactor("delete", "virtualmachines", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		name := a.(k8stesting.DeleteAction).GetName()
-		list, err := f.kube.CoreV1().ConfigMaps(testNS).List(context.Background(), metav1.ListOptions{})
+		list, err := f.Kube.CoreV1().ConfigMaps(testNS).List(context.Background(), metav1.ListOptions{})
 		if err != nil {
 			return true, nil, err
 		}
 		for _, cm := range list.Items {
 			if len(cm.OwnerReferences) > 0 && cm.OwnerReferences[0].Name == name {
-				_ = f.kube.Tracker().Delete(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, testNS, cm.Name)
+				_ = f.Kube.Tracker().Delete(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, testNS, cm.Name)
 			}
 		}
 		return false, nil, nil
@@ -42,7 +42,7 @@ func newStaticCreateDriver(t *testing.T, rng string) (*Driver, fakeHarvester) {
 
 func assertNoClaims(t *testing.T, f fakeHarvester) {
 	t.Helper()
-	list, err := f.kube.CoreV1().ConfigMaps(testNS).List(context.Background(), metav1.ListOptions{LabelSelector: staticip.LabelClaim})
+	list, err := f.Kube.CoreV1().ConfigMaps(testNS).List(context.Background(), metav1.ListOptions{LabelSelector: staticip.LabelClaim})
 	if err != nil || len(list.Items) != 0 {
 		t.Errorf("address claims left: %v %v", list, err)
 	}
@@ -65,7 +65,7 @@ func claimOf(t *testing.T, network, addr, machine string, labelled bool) *corev1
 func TestStaticCreateFailsBeforeAnythingExists(t *testing.T) {
 	d, f := newStaticCreateDriver(t, "10.0.0.10-10.0.0.12/24")
 	for _, cm := range []*corev1.ConfigMap{claimOf(t, "default/vlan1", "10.0.0.10", "other-1", true), claimOf(t, "default/vlan1", "10.0.0.11", "", false)} {
-		if err := f.kube.Tracker().Add(cm); err != nil {
+		if err := f.Kube.Tracker().Add(cm); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -75,7 +75,7 @@ func TestStaticCreateFailsBeforeAnythingExists(t *testing.T) {
 			NetworkSource: kubevirtv1.NetworkSource{Multus: &kubevirtv1.MultusNetwork{NetworkName: "default/vlan1"}}}}},
 		Status: kubevirtv1.VirtualMachineInstanceStatus{Interfaces: []kubevirtv1.VirtualMachineInstanceNetworkInterface{{Name: "nic-0", IP: "10.0.0.12"}}},
 	}
-	if err := f.virt.Tracker().Add(vmi); err != nil {
+	if err := f.Virt.Tracker().Add(vmi); err != nil {
 		t.Fatal(err)
 	}
 	err := d.Create()
@@ -99,16 +99,16 @@ func TestStaticCreateFailsBeforeAnythingExists(t *testing.T) {
 func TestStaticCreateRace(t *testing.T) {
 	d, f := newStaticCreateDriver(t, "10.0.0.10-10.0.0.30/24")
 	lost := 0
-	f.kube.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.Kube.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if lost < 6 {
 			lost++
 			return true, nil, apierrors.NewAlreadyExists(schema.GroupResource{Resource: "configmaps"}, "taken")
 		}
 		return false, nil, nil
 	})
-	fail(f.virt, "patch", "virtualmachines", internal("no start"))
+	fail(f.Virt, "patch", "virtualmachines", internal("no start"))
 	var claim *corev1.ConfigMap
-	f.kube.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.Kube.PrependReactor("create", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		claim = a.(k8stesting.CreateAction).GetObject().(*corev1.ConfigMap).DeepCopy()
 		return false, nil, nil
 	})
@@ -135,7 +135,7 @@ func TestStaticCreateRollsBack(t *testing.T) {
 	} {
 		t.Run(tc.verb+" "+tc.resource, func(t *testing.T) {
 			d, f := newStaticCreateDriver(t, "10.0.0.10-10.0.0.30/24")
-			fail(f.kube, tc.verb, tc.resource, internal("boom"))
+			fail(f.Kube, tc.verb, tc.resource, internal("boom"))
 			err := d.Create()
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "cleanup") {
 				t.Fatalf("Create() = %v, want %q without a failed cleanup", err, tc.want)
@@ -167,18 +167,18 @@ func TestStaticCreateReadsOnlyVMIsThatCanHoldTheRange(t *testing.T) {
 		reporting("same-range", "10.0.0.11", map[string]string{harvester.LabelMachineID: "lost-claim", staticip.LabelRange: staticip.RangeValue("default/vlan1", rng)}),
 		reporting("by-hand", "10.0.0.12", nil),
 	} {
-		if err := f.virt.Tracker().Add(vmi); err != nil {
+		if err := f.Virt.Tracker().Add(vmi); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fail(f.virt, "patch", "virtualmachines", internal("no start"))
+	fail(f.Virt, "patch", "virtualmachines", internal("no start"))
 	if err := d.Create(); err == nil || !strings.Contains(err.Error(), "no start") {
 		t.Fatalf("Create() = %v, want the start's failure", err)
 	}
 	if d.HeldAddress != "10.0.0.10" {
 		t.Errorf("held %q, want 10.0.0.10 (10.0.0.11 and .12 are reported by VMIs that can hold them)", d.HeldAddress)
 	}
-	for _, a := range f.virt.Actions() {
+	for _, a := range f.Virt.Actions() {
 		if l, ok := a.(k8stesting.ListAction); ok && a.GetResource().Resource == "virtualmachineinstances" && l.GetListRestrictions().Labels.Empty() && l.GetListRestrictions().Fields.Empty() {
 			t.Errorf("listed every VMI of the namespace")
 		}

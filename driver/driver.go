@@ -8,14 +8,16 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/rancher/machine/libmachine/drivers"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/create"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
 )
+
+var _ drivers.Driver = (*Driver)(nil)
 
 // Driver implements drivers.Driver for Harvester.
 type Driver struct {
@@ -24,25 +26,29 @@ type Driver struct {
 	machine.Ownership
 	machine.Held
 
-	// parsed are the JSON flags of Config, parsed (see inputs).
+	// cmd is what this process knows of the current command; never stored.
+	cmd command
+}
+
+// command is what the driver knows of the command it runs, for this
+// process only: the parsed JSON flags (see inputs), the Harvester API of
+// the command's credential (lazily built), whether that credential is
+// confirmed to point at the machine's cluster (see session), and what the
+// pre-create check read.
+type command struct {
 	parsed *config.Inputs
-	// api is the Harvester API of the current credentials (lazily built).
-	api *harvesterapi.API
-	// sessionKubeconfig is a credential from this command's arguments or
+	api    *harvesterapi.API
+	// kubeconfig is a credential from this command's arguments or
 	// environment: used for the command, persisted only on request.
-	sessionKubeconfig string
-	// clusterConfirmed: the credential's cluster is the machine's.
-	clusterConfirmed bool
+	kubeconfig string
+	confirmed  bool
 	// storeOnConfirm is the command's credential given with
 	// --update-config: it replaces the stored one once it is confirmed to
 	// point at the machine's cluster (see confirmed).
 	storeOnConfirm string
-	// createdRV is the resource version of the VM this process created,
-	// runsFrom the VM's generation in which it set the VM running.
-	createdRV string
-	runsFrom  int64
-	// m is the machine the concern packages see (see machine).
-	m *machine.Machine
+	// read is what a passed pre-create check read, for Create to build
+	// the machine from (each object is read once per create).
+	read *create.Read
 }
 
 // New returns a driver with the flag defaults, for plugin.RegisterDriver.
@@ -72,7 +78,6 @@ func (d *Driver) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("load harvester driver config: %w", err)
 	}
 	*d = Driver(target)
-	d.parsed, d.m = nil, nil
 	d.useCommandCredentials(os.Args, os.Getenv)
 	return nil
 }
@@ -81,11 +86,11 @@ func (d *Driver) UnmarshalJSON(data []byte) error {
 // environment) for this command, and into the stored state only when args
 // has --update-config and the credential is confirmed (see confirmed).
 func (d *Driver) useCommandCredentials(args []string, getenv func(string) string) {
-	d.api, d.clusterConfirmed, d.sessionKubeconfig, d.storeOnConfirm = nil, false, "", ""
-	if fresh, ok := credentialsFrom(args, getenv); ok {
-		d.sessionKubeconfig = fresh
-		if updateConfigRequested(args) {
-			d.storeOnConfirm = fresh
+	d.cmd = command{}
+	if fresh, ok := config.CommandCredential(args, getenv); ok {
+		d.cmd.kubeconfig = fresh
+		if config.UpdateConfigRequested(args) {
+			d.cmd.storeOnConfirm = fresh
 		}
 	}
 }
@@ -93,54 +98,18 @@ func (d *Driver) useCommandCredentials(args []string, getenv func(string) string
 // confirmed records that the command's credential points at the machine's
 // cluster, and stores it when --update-config asked for that.
 func (d *Driver) confirmed() {
-	d.clusterConfirmed = true
-	if d.storeOnConfirm != "" {
-		d.KubeconfigContent, d.storeOnConfirm = d.storeOnConfirm, ""
+	d.cmd.confirmed = true
+	if d.cmd.storeOnConfirm != "" {
+		d.KubeconfigContent, d.cmd.storeOnConfirm = d.cmd.storeOnConfirm, ""
 	}
 }
 
 // kubeconfig is the credential of this command.
 func (d *Driver) kubeconfig() string {
-	if d.sessionKubeconfig != "" {
-		return d.sessionKubeconfig
+	if d.cmd.kubeconfig != "" {
+		return d.cmd.kubeconfig
 	}
 	return d.KubeconfigContent
-}
-
-// updateConfigRequested reports whether rancher-machine's command line has
-// --update-config (bare, or with a true value).
-func updateConfigRequested(args []string) bool {
-	for _, a := range args {
-		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || name != "update-config" {
-			continue
-		}
-		if !hasValue {
-			return true
-		}
-		on, err := strconv.ParseBool(value)
-		return err == nil && on
-	}
-	return false
-}
-
-// credentialsFrom returns the kubeconfig given as --harvester-kubeconfig-content
-// in args (either "--flag=value" or "--flag value"; a value may contain '=')
-// or else in HARVESTER_KUBECONFIG_CONTENT, decoded if it is base64.
-func credentialsFrom(args []string, getenv func(string) string) (string, bool) {
-	long := config.FlagField(config.FlagKubeconfigContent)
-	for i, a := range args {
-		if v, ok := strings.CutPrefix(a, long+"="); ok && v != "" {
-			return config.DecodePlainOrBase64(v, config.IsKubeconfig), true
-		}
-		if a == long && i+1 < len(args) && args[i+1] != "" && !strings.HasPrefix(args[i+1], "-") {
-			return config.DecodePlainOrBase64(args[i+1], config.IsKubeconfig), true
-		}
-	}
-	if v := getenv(config.EnvVar(config.FlagKubeconfigContent)); v != "" {
-		return config.DecodePlainOrBase64(v, config.IsKubeconfig), true
-	}
-	return "", false
 }
 
 // GetSSHHostname returns the VM's address.

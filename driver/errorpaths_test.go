@@ -20,6 +20,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest/plans"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
@@ -31,7 +32,7 @@ import (
 func newCreateDriver(t *testing.T) (*Driver, fakeHarvester) {
 	t.Helper()
 	d, f := newFakeDriver(t, testCluster, nil, nil)
-	c := baseConfig()
+	c := plans.BaseConfig()
 	c.WaitTimeoutSeconds = d.WaitTimeoutSeconds
 	d.Config = c
 	d.SSHKeyPath = filepath.Join(t.TempDir(), "id_rsa")
@@ -42,7 +43,7 @@ func newCreateDriver(t *testing.T) (*Driver, fakeHarvester) {
 	img.SetName("ubuntu-22.04")
 	img.Object["status"] = map[string]any{"storageClassName": "longhorn-ubuntu", "virtualSize": int64(1 << 30),
 		"conditions": []any{map[string]any{"type": "Imported", "status": "True"}}}
-	if err := f.dyn.Tracker().Add(img); err != nil {
+	if err := f.Dyn.Tracker().Add(img); err != nil {
 		t.Fatal(err)
 	}
 	nad := &unstructured.Unstructured{}
@@ -50,10 +51,24 @@ func newCreateDriver(t *testing.T) (*Driver, fakeHarvester) {
 	nad.SetKind("NetworkAttachmentDefinition")
 	nad.SetNamespace(testNS)
 	nad.SetName("vlan1")
-	if err := f.dyn.Tracker().Create(harvesterapi.GVRNetwork, nad, testNS); err != nil {
+	if err := f.Dyn.Tracker().Create(harvesterapi.GVRNetwork, nad, testNS); err != nil {
 		t.Fatal(err)
 	}
 	return d, f
+}
+
+// passPreCreate lets the fake Harvester pass the pre-create check: every
+// right granted, the image's storage class there.
+func passPreCreate(t *testing.T, f fakeHarvester) {
+	t.Helper()
+	f.Kube.PrependReactor("create", "selfsubjectrulesreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectRulesReview).DeepCopy()
+		r.Status.ResourceRules = []authv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}
+		return true, r, nil
+	})
+	if err := f.Kube.Tracker().Add(&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "longhorn-ubuntu"}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // reactors is a fake clientset's reactor chain.
@@ -71,10 +86,10 @@ func internal(msg string) error { return apierrors.NewInternalError(errors.New(m
 func assertGone(t *testing.T, f fakeHarvester) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := f.kube.CoreV1().Secrets(testNS).Get(ctx, vmspec.UserDataSecretName(testMachine), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := f.Kube.CoreV1().Secrets(testNS).Get(ctx, vmspec.UserDataSecretName(testMachine), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("cloud-init Secret left behind (get: %v)", err)
 	}
-	if _, err := f.virt.KubevirtV1().VirtualMachines(testNS).Get(ctx, testMachine, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := f.Virt.KubevirtV1().VirtualMachines(testNS).Get(ctx, testMachine, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("VM left behind (get: %v)", err)
 	}
 }
@@ -87,15 +102,15 @@ func TestCreateRollsBack(t *testing.T) {
 		setup func(fakeHarvester)
 		want  string
 	}{
-		{"VM create fails", func(f fakeHarvester) { fail(f.virt, "create", "virtualmachines", internal("boom")) },
+		{"VM create fails", func(f fakeHarvester) { fail(f.Virt, "create", "virtualmachines", internal("boom")) },
 			"create VM " + testNS + "/" + testMachine + ": Internal error occurred: boom"},
-		{"adopting the Secret fails after the VM is made", func(f fakeHarvester) { fail(f.kube, "patch", "secrets", internal("boom")) },
+		{"adopting the Secret fails after the VM is made", func(f fakeHarvester) { fail(f.Kube, "patch", "secrets", internal("boom")) },
 			"set the owner of Secret " + testNS + "/" + vmspec.UserDataSecretName(testMachine) + ": Internal error occurred: boom"},
 		{"the VM create is applied but its answer lost", func(f fakeHarvester) {
-			f.virt.PrependReactor("create", "virtualmachines", appliedButLost(f.virt.Tracker()))
+			f.Virt.PrependReactor("create", "virtualmachines", appliedButLost(f.Virt.Tracker()))
 		}, "create VM " + testNS + "/" + testMachine + ": " + context.DeadlineExceeded.Error()},
 		{"the Secret create is applied but its answer lost", func(f fakeHarvester) {
-			f.kube.PrependReactor("create", "secrets", appliedButLost(f.kube.Tracker()))
+			f.Kube.PrependReactor("create", "secrets", appliedButLost(f.Kube.Tracker()))
 		}, "create Secret " + testNS + "/" + vmspec.UserDataSecretName(testMachine) + ": " + context.DeadlineExceeded.Error()},
 	}
 	for _, tc := range cases {
@@ -120,33 +135,33 @@ func TestCreateRollsBack(t *testing.T) {
 func TestCreateNameTaken(t *testing.T) {
 	t.Run("Secret", func(t *testing.T) {
 		d, f := newCreateDriver(t)
-		if err := f.kube.Tracker().Add(fakeSecret(nil)); err != nil {
+		if err := f.Kube.Tracker().Add(fakeSecret(nil)); err != nil {
 			t.Fatal(err)
 		}
 		err := d.Create()
 		if err == nil || !strings.Contains(err.Error(), "a cloud-init Secret named "+vmspec.UserDataSecretName(testMachine)+" already exists") {
 			t.Fatalf("got %v", err)
 		}
-		if _, err := f.kube.CoreV1().Secrets(testNS).Get(context.Background(), vmspec.UserDataSecretName(testMachine), metav1.GetOptions{}); err != nil {
+		if _, err := f.Kube.CoreV1().Secrets(testNS).Get(context.Background(), vmspec.UserDataSecretName(testMachine), metav1.GetOptions{}); err != nil {
 			t.Errorf("the other's Secret: %v", err)
 		}
-		if _, err := f.virt.KubevirtV1().VirtualMachines(testNS).Get(context.Background(), testMachine, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := f.Virt.KubevirtV1().VirtualMachines(testNS).Get(context.Background(), testMachine, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("VM made (get: %v)", err)
 		}
 	})
 	t.Run("VM", func(t *testing.T) {
 		d, f := newCreateDriver(t)
-		if err := f.virt.Tracker().Add(fakeVM("someone-else", "uid-other")); err != nil {
+		if err := f.Virt.Tracker().Add(fakeVM("someone-else", "uid-other")); err != nil {
 			t.Fatal(err)
 		}
 		err := d.Create()
 		if err == nil || !strings.Contains(err.Error(), "a VM named "+testMachine+" already exists") || strings.Contains(err.Error(), "cleanup") {
 			t.Fatalf("got %v", err)
 		}
-		if _, err := f.virt.KubevirtV1().VirtualMachines(testNS).Get(context.Background(), testMachine, metav1.GetOptions{}); err != nil {
+		if _, err := f.Virt.KubevirtV1().VirtualMachines(testNS).Get(context.Background(), testMachine, metav1.GetOptions{}); err != nil {
 			t.Errorf("the other's VM: %v", err)
 		}
-		if _, err := f.kube.CoreV1().Secrets(testNS).Get(context.Background(), vmspec.UserDataSecretName(testMachine), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		if _, err := f.Kube.CoreV1().Secrets(testNS).Get(context.Background(), vmspec.UserDataSecretName(testMachine), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("cloud-init Secret left behind (get: %v)", err)
 		}
 	})
@@ -168,8 +183,8 @@ func appliedButLost(tracker k8stesting.ObjectTracker) k8stesting.ReactionFunc {
 // create's and the cleanup's errors are reported.
 func TestCreateReportsFailedRollback(t *testing.T) {
 	d, f := newCreateDriver(t)
-	fail(f.virt, "create", "virtualmachines", internal("boom"))
-	fail(f.kube, "delete", "secrets", internal("cleanup boom"))
+	fail(f.Virt, "create", "virtualmachines", internal("boom"))
+	fail(f.Kube, "delete", "secrets", internal("cleanup boom"))
 	err := d.Create()
 	if err == nil {
 		t.Fatal("create succeeded")
@@ -190,9 +205,9 @@ func TestCreateReportsFailedRollback(t *testing.T) {
 func TestUnauthorizedGivesOneCredentialError(t *testing.T) {
 	unauthorized := apierrors.NewUnauthorized("token expired")
 	everywhere := func(f fakeHarvester) {
-		fail(f.kube, "*", "*", unauthorized)
-		fail(f.virt, "*", "*", unauthorized)
-		fail(f.dyn, "*", "*", unauthorized)
+		fail(f.Kube, "*", "*", unauthorized)
+		fail(f.Virt, "*", "*", unauthorized)
+		fail(f.Dyn, "*", "*", unauthorized)
 	}
 	cases := []struct {
 		name    string
@@ -201,19 +216,19 @@ func TestUnauthorizedGivesOneCredentialError(t *testing.T) {
 		hasVM   bool
 	}{
 		{"create, first call", (*Driver).Create, everywhere, false},
-		{"create, Secret create", (*Driver).Create, func(f fakeHarvester) { fail(f.kube, "create", "secrets", unauthorized) }, false},
+		{"create, Secret create", (*Driver).Create, func(f fakeHarvester) { fail(f.Kube, "create", "secrets", unauthorized) }, false},
 		{"pre-create check, first call", (*Driver).PreCreateCheck, everywhere, false},
 		{"pre-create check, permission reviews", (*Driver).PreCreateCheck, func(f fakeHarvester) {
-			fail(f.kube, "create", "selfsubjectrulesreviews", unauthorized)
+			fail(f.Kube, "create", "selfsubjectrulesreviews", unauthorized)
 		}, false},
 		{"remove, first call", (*Driver).Remove, everywhere, true},
-		{"remove, VM delete", (*Driver).Remove, func(f fakeHarvester) { fail(f.virt, "delete", "virtualmachines", unauthorized) }, true},
+		{"remove, VM delete", (*Driver).Remove, func(f fakeHarvester) { fail(f.Virt, "delete", "virtualmachines", unauthorized) }, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			d, f := newCreateDriver(t)
 			if tc.hasVM {
-				if err := f.virt.Tracker().Add(fakeVM(testMachineID, "uid-1")); err != nil {
+				if err := f.Virt.Tracker().Add(fakeVM(testMachineID, "uid-1")); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -247,14 +262,14 @@ func TestRemoveCountsNotFoundAsDone(t *testing.T) {
 			return true, nil, apierrors.NewNotFound(gr, del.GetName())
 		}
 	}
-	f.virt.PrependReactor("delete", "virtualmachines", vanish(f.virt.Tracker(), schema.GroupResource{Group: "kubevirt.io", Resource: "virtualmachines"}))
-	f.kube.PrependReactor("delete", "persistentvolumeclaims", vanish(f.kube.Tracker(), schema.GroupResource{Resource: "persistentvolumeclaims"}))
-	f.kube.PrependReactor("delete", "secrets", vanish(f.kube.Tracker(), schema.GroupResource{Resource: "secrets"}))
+	f.Virt.PrependReactor("delete", "virtualmachines", vanish(f.Virt.Tracker(), schema.GroupResource{Group: "kubevirt.io", Resource: "virtualmachines"}))
+	f.Kube.PrependReactor("delete", "persistentvolumeclaims", vanish(f.Kube.Tracker(), schema.GroupResource{Resource: "persistentvolumeclaims"}))
+	f.Kube.PrependReactor("delete", "secrets", vanish(f.Kube.Tracker(), schema.GroupResource{Resource: "secrets"}))
 	if err := d.Remove(); err != nil {
 		t.Fatalf("remove: %v", err)
 	}
 	deletes := 0
-	for _, a := range append(f.kube.Actions(), f.virt.Actions()...) {
+	for _, a := range append(f.Kube.Actions(), f.Virt.Actions()...) {
 		if a.GetVerb() == "delete" {
 			deletes++
 		}
@@ -265,13 +280,13 @@ func TestRemoveCountsNotFoundAsDone(t *testing.T) {
 	// Straight through the layer: a delete of nothing is done, a UID
 	// precondition that no longer matches is done.
 	ctx := context.Background()
-	if err := d.api.DeletePVC(ctx, testNS, "never-was", "uid-x"); err != nil {
+	if err := d.cmd.api.DeletePVC(ctx, testNS, "never-was", "uid-x"); err != nil {
 		t.Errorf("delete of a missing volume: %v", err)
 	}
-	f.kube.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+	f.Kube.PrependReactor("delete", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, "s", errors.New("UID precondition failed"))
 	})
-	if err := d.api.DeleteSecret(ctx, testNS, "s", "uid-old"); err != nil {
+	if err := d.cmd.api.DeleteSecret(ctx, testNS, "s", "uid-old"); err != nil {
 		t.Errorf("delete with a stale UID: %v", err)
 	}
 }
@@ -285,8 +300,8 @@ func TestInputsParsedOnLoad(t *testing.T) {
 	if err := d.SetConfigFromFlags(optsWith(withValues(map[string]any{config.FlagDiskInfo: disks}))); err != nil {
 		t.Fatal(err)
 	}
-	if d.parsed == nil || len(d.parsed.Disks) != 2 {
-		t.Fatalf("SetConfigFromFlags did not keep the parsed disks: %+v", d.parsed)
+	if d.cmd.parsed == nil || len(d.cmd.parsed.Disks) != 2 {
+		t.Fatalf("SetConfigFromFlags did not keep the parsed disks: %+v", d.cmd.parsed)
 	}
 	raw, err := json.Marshal(d)
 	if err != nil {
@@ -323,7 +338,7 @@ func TestUserDataMergedOncePerCommand(t *testing.T) {
 		return merge(in, user...)
 	}
 	d, f := newCreateDriver(t)
-	api := d.api
+	api := d.cmd.api
 	cloudConfig := filepath.Join(t.TempDir(), "cloud-config")
 	if err := os.WriteFile(cloudConfig, []byte("#cloud-config\nruncmd: [[echo, installed]]\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -335,25 +350,18 @@ func TestUserDataMergedOncePerCommand(t *testing.T) {
 	if merges != 1 {
 		t.Errorf("%d merges while reading the flags, want 1", merges)
 	}
-	d.api = api // the fake Harvester
-	f.kube.PrependReactor("create", "selfsubjectrulesreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectRulesReview).DeepCopy()
-		r.Status.ResourceRules = []authv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}
-		return true, r, nil
-	})
-	if err := f.kube.Tracker().Add(&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "longhorn-ubuntu"}}); err != nil {
-		t.Fatal(err)
-	}
+	d.cmd.api = api // the fake Harvester
+	passPreCreate(t, f)
 	if err := d.PreCreateCheck(); err != nil {
 		t.Fatalf("pre-create check: %v", err)
 	}
 	var userData string
-	f.kube.PrependReactor("create", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+	f.Kube.PrependReactor("create", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		s, _ := a.(k8stesting.CreateAction).GetObject().(*corev1.Secret)
 		userData = string(s.Data["userdata"])
 		return false, nil, nil
 	})
-	fail(f.virt, "create", "virtualmachines", internal("boom"))
+	fail(f.Virt, "create", "virtualmachines", internal("boom"))
 	if err := d.Create(); err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("create: %v", err)
 	}

@@ -56,12 +56,12 @@ func (c *failingCall) install(f fakeHarvester) {
 		}
 		return false, nil, nil
 	}
-	f.kube.PrependReactor("*", "*", react)
-	f.virt.PrependReactor("*", "*", react)
-	f.dyn.PrependReactor("*", "*", react)
-	f.kube.PrependWatchReactor("*", watchReact)
-	f.virt.PrependWatchReactor("*", watchReact)
-	f.dyn.PrependWatchReactor("*", watchReact)
+	f.Kube.PrependReactor("*", "*", react)
+	f.Virt.PrependReactor("*", "*", react)
+	f.Dyn.PrependReactor("*", "*", react)
+	f.Kube.PrependWatchReactor("*", watchReact)
+	f.Virt.PrependWatchReactor("*", watchReact)
+	f.Dyn.PrependWatchReactor("*", watchReact)
 }
 
 // TestNoErrorSaysGone enumerates the error paths of Remove and GetState:
@@ -137,8 +137,8 @@ func TestBrokenKubeconfigKeepsMachine(t *testing.T) {
 			t.Run(tc.name+"/"+cmd, func(t *testing.T) {
 				kubeObjs, virtObjs := machineObjects(true)
 				d, f := newFakeDriver(t, testCluster, kubeObjs, virtObjs)
-				d.api = nil
-				d.sessionKubeconfig = strings.Replace(drivertest.Kubeconfig, tc.from, tc.to, 1)
+				d.cmd.api = nil
+				d.cmd.kubeconfig = strings.Replace(drivertest.Kubeconfig, tc.from, tc.to, 1)
 				var err error
 				if cmd == "rm" {
 					err = d.Remove()
@@ -148,7 +148,7 @@ func TestBrokenKubeconfigKeepsMachine(t *testing.T) {
 				if err == nil || saysGone(err) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "--"+config.FlagKubeconfigContent) {
 					t.Fatalf("got %v\nwant an error naming --%s and saying %s, not 'not found'", err, config.FlagKubeconfigContent, tc.want)
 				}
-				if n := len(f.kube.Actions()) + len(f.virt.Actions()) + len(f.dyn.Actions()); n != 0 {
+				if n := len(f.Kube.Actions()) + len(f.Virt.Actions()) + len(f.Dyn.Actions()); n != 0 {
 					t.Errorf("%d API calls made", n)
 				}
 			})

@@ -1,19 +1,15 @@
 package driver
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
-	cryptossh "golang.org/x/crypto/ssh"
-
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/drivertest"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest/plans"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 )
 
@@ -56,7 +52,7 @@ func TestOversizedValuesRejected(t *testing.T) {
 	// The largest valid values still build a VM.
 	c := config.Config{VMNamespace: "default", CPUCount: 1, MemoryGiB: config.MaxMemoryGiB, ReservedMemoryMiB: -1,
 		ImageName: "default/img", DiskSizeGiB: config.MaxDiskGiB, NetworkName: "default/vlan1"}
-	p, err := planOf(t, c, "m", map[string]vmspec.ImageFacts{"default/img": {StorageClassName: "sc"}})
+	p, err := plans.Of(t, c, "m", map[string]vmspec.ImageFacts{"default/img": {StorageClassName: "sc"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,42 +101,13 @@ func TestClusterNameMustBeLabelValue(t *testing.T) {
 	}
 }
 
-// writeKey writes an OpenSSH private key to dir/name and, when pub, its
-// .pub; it returns the path and the authorized_keys line.
-func writeKey(t *testing.T, dir, name string, pub bool) (string, string) {
-	t.Helper()
-	pk, sk, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := cryptossh.MarshalPrivateKey(sk, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(dir, name)
-	if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	sshPub, err := cryptossh.NewPublicKey(pk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	line := string(cryptossh.MarshalAuthorizedKey(sshPub))
-	if pub {
-		if err := os.WriteFile(path+".pub", []byte(line), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return path, line
-}
-
 // SSH key files are checked when the flags are read, before any API call.
 func TestSSHKeyFilesCheckedAtValidation(t *testing.T) {
 	dir := t.TempDir()
-	withPub, _ := writeKey(t, dir, "good", true)
-	noPub, _ := writeKey(t, dir, "nopub", false)
-	_, otherPub := writeKey(t, dir, "other", true)
-	mismatch, _ := writeKey(t, dir, "mismatch", false)
+	withPub, _ := drivertest.WriteKey(t, dir, "good", true)
+	noPub, _ := drivertest.WriteKey(t, dir, "nopub", false)
+	_, otherPub := drivertest.WriteKey(t, dir, "other", true)
+	mismatch, _ := drivertest.WriteKey(t, dir, "mismatch", false)
 	if err := os.WriteFile(mismatch+".pub", []byte(otherPub), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -173,23 +140,6 @@ func TestSSHKeyFilesCheckedAtValidation(t *testing.T) {
 	// With a key pair no .pub is needed (the key pair's public key is used).
 	if err := validateErr(t, map[string]any{config.FlagSSHPrivateKeyPath: noPub, config.FlagKeyPairName: "default/k"}); err != nil {
 		t.Errorf("key pair with a private key and no .pub rejected: %v", err)
-	}
-}
-
-func TestKeyPairMatchesPrivateKey(t *testing.T) {
-	dir := t.TempDir()
-	key, pub := writeKey(t, dir, "k", false)
-	_, otherPub := writeKey(t, dir, "o", false)
-	if err := checkKeyPairMatches(key, "default/k", pub); err != nil {
-		t.Errorf("matching key pair rejected: %v", err)
-	}
-	err := checkKeyPairMatches(key, "default/k", otherPub)
-	if err == nil || !strings.Contains(err.Error(), "--harvester-ssh-private-key-path: the private key (SHA256:") ||
-		!strings.Contains(err.Error(), "does not belong to key pair default/k") {
-		t.Errorf("mismatch: got %v", err)
-	}
-	if err := checkKeyPairMatches(key, "default/k", "not a key"); err == nil || !strings.Contains(err.Error(), "--harvester-key-pair-name: key pair default/k has no valid public key") {
-		t.Errorf("bad spec.publicKey: got %v", err)
 	}
 }
 

@@ -49,14 +49,14 @@ func TestRemoveDeletesOrphanedVMI(t *testing.T) {
 			d, f := newFakeDriver(t, testCluster, []runtime.Object{fakeSecret(ownedBy(testMachineID))}, []runtime.Object{tc.vmi})
 			d.VMUID = "uid-1"
 			patches := 0
-			f.virt.PrependReactor("patch", "virtualmachineinstances", func(k8stesting.Action) (bool, runtime.Object, error) {
+			f.Virt.PrependReactor("patch", "virtualmachineinstances", func(k8stesting.Action) (bool, runtime.Object, error) {
 				patches++
 				return false, nil, nil
 			})
 			if err := d.Remove(); err != nil {
 				t.Fatalf("remove: %v", err)
 			}
-			got, err := f.virt.KubevirtV1().VirtualMachineInstances(testNS).Get(context.Background(), testMachine, metav1.GetOptions{})
+			got, err := f.Virt.KubevirtV1().VirtualMachineInstances(testNS).Get(context.Background(), testMachine, metav1.GetOptions{})
 			if gone := apierrors.IsNotFound(err); gone != tc.deleted {
 				t.Errorf("VMI deleted: %v, want %v (get: %v)", gone, tc.deleted, err)
 			}
@@ -81,16 +81,16 @@ func TestRemoveOrphanedVMIFinalizerRefused(t *testing.T) {
 	gvr := kubevirtv1.SchemeGroupVersion.WithResource("virtualmachineinstances")
 	// The API server's delete of an object with finalizers: it stays,
 	// marked for deletion.
-	f.virt.PrependReactor("delete", "virtualmachineinstances", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		obj, err := f.virt.Tracker().Get(gvr, testNS, a.(k8stesting.DeleteAction).GetName())
+	f.Virt.PrependReactor("delete", "virtualmachineinstances", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj, err := f.Virt.Tracker().Get(gvr, testNS, a.(k8stesting.DeleteAction).GetName())
 		if err != nil {
 			return true, nil, err
 		}
 		v := obj.(*kubevirtv1.VirtualMachineInstance).DeepCopy()
 		v.DeletionTimestamp = &metav1.Time{Time: time.Now()}
-		return true, nil, f.virt.Tracker().Update(gvr, v, testNS)
+		return true, nil, f.Virt.Tracker().Update(gvr, v, testNS)
 	})
-	f.virt.PrependReactor("patch", "virtualmachineinstances", func(k8stesting.Action) (bool, runtime.Object, error) {
+	f.Virt.PrependReactor("patch", "virtualmachineinstances", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(gvr.GroupResource(), testMachine, errors.New(`User "system:serviceaccount:default:driver" cannot patch resource "virtualmachineinstances" in API group "kubevirt.io" in the namespace "default"`))
 	})
 	start := time.Now()
@@ -111,7 +111,7 @@ func TestRemoveOrphanedVMIFinalizerRefused(t *testing.T) {
 			t.Errorf("rm's error lacks %q:\n%v", want, err)
 		}
 	}
-	got, gerr := f.virt.KubevirtV1().VirtualMachineInstances(testNS).Get(context.Background(), testMachine, metav1.GetOptions{})
+	got, gerr := f.Virt.KubevirtV1().VirtualMachineInstances(testNS).Get(context.Background(), testMachine, metav1.GetOptions{})
 	if gerr != nil || len(got.Finalizers) != 2 || got.DeletionTimestamp == nil {
 		t.Errorf("the VM instance after rm: %v, %v; want it deleted, both finalizers still on it", got, gerr)
 	}

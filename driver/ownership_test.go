@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,19 +15,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	dynfake "k8s.io/client-go/dynamic/fake"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	virtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest/plans"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
 	"github.com/harvester-kit/harvester-machine/driver/removal"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
-	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 )
 
 const (
@@ -39,12 +36,8 @@ const (
 	testNSUID     = "ns-uid-1"
 )
 
-// fakeHarvester holds the fake clientsets behind a driver.
-type fakeHarvester struct {
-	kube *kubefake.Clientset
-	virt *virtfake.Clientset
-	dyn  *dynfake.FakeDynamicClient
-}
+// fakeHarvester is the fake Harvester behind a test's driver.
+type fakeHarvester = drivertest.Harvester
 
 func settingObject(uid string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
@@ -63,21 +56,16 @@ func settingObject(uid string) *unstructured.Unstructured {
 func newFakeDriver(t *testing.T, settingUID string, kubeObjs, virtObjs []runtime.Object) (*Driver, fakeHarvester) {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS, UID: testNSUID}}
-	f := fakeHarvester{
-		kube: kubefake.NewSimpleClientset(append(kubeObjs, ns)...),
-		virt: virtfake.NewSimpleClientset(virtObjs...),
-	}
 	var dynObjs []runtime.Object
 	if settingUID != "" {
 		dynObjs = append(dynObjs, settingObject(settingUID))
 	}
-	f.dyn = dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{harvesterapi.GVRSetting: "SettingList"}, dynObjs...)
+	f := drivertest.NewHarvester(append(kubeObjs, ns), virtObjs, dynObjs)
 	d := New()
 	d.MachineName, d.VMNamespace = testMachine, testNS
 	d.WaitTimeoutSeconds = 5
 	d.Ownership = machine.Ownership{MachineID: testMachineID, ClusterUID: testCluster, NamespaceUID: testNSUID}
-	d.api = harvesterapi.FromClients(restapifake.Clients{Kube: f.kube, Virt: f.virt}, f.dyn, nil, harvesterapi.Options{CallTimeout: 5 * time.Second, Rejected: config.CredentialsRejected})
+	d.cmd.api = f.API(config.CredentialsRejected)
 	return d, f
 }
 
@@ -123,16 +111,16 @@ func fakeSecret(labels map[string]string) *corev1.Secret {
 func assertUntouched(t *testing.T, f fakeHarvester) {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := f.virt.KubevirtV1().VirtualMachines(testNS).Get(ctx, testMachine, metav1.GetOptions{}); err != nil {
+	if _, err := f.Virt.KubevirtV1().VirtualMachines(testNS).Get(ctx, testMachine, metav1.GetOptions{}); err != nil {
 		t.Errorf("VM: %v", err)
 	}
-	if _, err := f.kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, testMachine+"-disk-0", metav1.GetOptions{}); err != nil {
+	if _, err := f.Kube.CoreV1().PersistentVolumeClaims(testNS).Get(ctx, testMachine+"-disk-0", metav1.GetOptions{}); err != nil {
 		t.Errorf("PVC: %v", err)
 	}
-	if _, err := f.kube.CoreV1().Secrets(testNS).Get(ctx, vmspec.UserDataSecretName(testMachine), metav1.GetOptions{}); err != nil {
+	if _, err := f.Kube.CoreV1().Secrets(testNS).Get(ctx, vmspec.UserDataSecretName(testMachine), metav1.GetOptions{}); err != nil {
 		t.Errorf("Secret: %v", err)
 	}
-	for _, a := range append(f.kube.Actions(), f.virt.Actions()...) {
+	for _, a := range append(f.Kube.Actions(), f.Virt.Actions()...) {
 		if v := a.GetVerb(); v == "delete" || v == "update" || v == "patch" {
 			t.Errorf("changed something: %s %s", v, a.GetResource().Resource)
 		}
@@ -212,12 +200,12 @@ func TestEveryCommandRefusesAnotherCluster(t *testing.T) {
 // act.
 func TestConfirmClusterByNamespace(t *testing.T) {
 	forbidSetting := func(f fakeHarvester) {
-		f.dyn.PrependReactor("get", "settings", func(k8stesting.Action) (bool, runtime.Object, error) {
+		f.Dyn.PrependReactor("get", "settings", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Group: "harvesterhci.io", Resource: "settings"}, harvesterapi.ServerVerID, errors.New("no"))
 		})
 	}
 	forbidNamespace := func(f fakeHarvester) {
-		f.kube.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+		f.Kube.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
 			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, testNS, errors.New("no"))
 		})
 	}
@@ -239,7 +227,7 @@ func TestConfirmClusterByNamespace(t *testing.T) {
 			for _, s := range tc.setup {
 				s(f)
 			}
-			err := d.confirmCluster(context.Background(), d.api)
+			err := d.newMachine().ConfirmCluster(context.Background(), d.cmd.api)
 			switch {
 			case tc.want == nil && tc.substr == "" && err != nil:
 				t.Errorf("got %v", err)
@@ -262,7 +250,7 @@ func TestRemoveFindsDisksByLabel(t *testing.T) {
 		fakePVC("someone-elses", ownedBy("other")),
 		fakeSecret(ownedBy(testMachineID)),
 	}, nil)
-	r, err := removal.Find(context.Background(), d.api, d.machine(), nil)
+	r, err := removal.Find(context.Background(), d.cmd.api, d.newMachine(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +268,7 @@ func TestRemoveKeepsForeignVolumeOfOwnVM(t *testing.T) {
 	vm := fakeVM(testMachineID, "uid-1")
 	vm.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "users-data"
 	d, _ := newFakeDriver(t, testCluster, []runtime.Object{fakePVC("users-data", nil)}, []runtime.Object{vm})
-	r, err := removal.Find(context.Background(), d.api, d.machine(), nil)
+	r, err := removal.Find(context.Background(), d.cmd.api, d.newMachine(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,45 +277,12 @@ func TestRemoveKeepsForeignVolumeOfOwnVM(t *testing.T) {
 	}
 }
 
-// TestRestartRestoresRunStrategy: a restart whose VMI delete fails puts
-// back the run strategy it found.
-func TestRestartRestoresRunStrategy(t *testing.T) {
-	vm := fakeVM(testMachineID, "uid-1")
-	halted := kubevirtv1.RunStrategyManual
-	vm.Spec.RunStrategy = &halted
-	d, f := newFakeDriver(t, testCluster, nil, []runtime.Object{vm, fakeVMI(testMachineID, "vmi-1")})
-	f.virt.PrependReactor("delete", "virtualmachineinstances", func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewInternalError(errors.New("boom"))
-	})
-	err := d.Restart()
-	if err == nil || !strings.Contains(err.Error(), "boom") {
-		t.Fatalf("got %v", err)
-	}
-	got, _ := f.virt.KubevirtV1().VirtualMachines(testNS).Get(context.Background(), testMachine, metav1.GetOptions{})
-	if got.Spec.RunStrategy == nil || *got.Spec.RunStrategy != kubevirtv1.RunStrategyManual {
-		t.Errorf("run strategy after failed restart: %v", got.Spec.RunStrategy)
-	}
-}
-
-// TestKillLeavesForeignVMI: a VMI of the machine's name that is not the
-// machine's is not deleted.
-func TestKillLeavesForeignVMI(t *testing.T) {
-	d, f := newFakeDriver(t, testCluster, nil, []runtime.Object{fakeVM(testMachineID, "uid-1"), fakeVMI("other", "vmi-1")})
-	err := d.Kill()
-	if !errors.Is(err, machine.ErrNotOwned) {
-		t.Fatalf("got %v", err)
-	}
-	if _, err := f.virt.KubevirtV1().VirtualMachineInstances(testNS).Get(context.Background(), testMachine, metav1.GetOptions{}); err != nil {
-		t.Errorf("VMI: %v", err)
-	}
-}
-
 // TestOwnedByLabelsEverything: the machine ID labels the VM, its template,
 // every volume claim template and the Secret.
 func TestOwnedByLabelsEverything(t *testing.T) {
-	c := baseConfig()
+	c := plans.BaseConfig()
 	c.DiskInfo = `{"disks":[{"imageName":"default/ubuntu-22.04","size":40,"bootOrder":1},{"storageClassName":"sc","size":5,"hotPlugAble":true}]}`
-	plan, err := planOf(t, c, "m-1", testImages)
+	plan, err := plans.Of(t, c, "m-1", plans.Images)
 	if err != nil {
 		t.Fatal(err)
 	}

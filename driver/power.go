@@ -34,14 +34,15 @@ func (d *Driver) getState() (state.State, error) {
 	if err != nil {
 		return state.Error, err
 	}
-	vm, err := d.machine().CurrentVM(ctx, api)
+	m := d.newMachine()
+	vm, err := m.CurrentVM(ctx, api)
 	if err != nil {
 		return state.Error, err
 	}
 	if vm == nil {
 		return state.None, d.machineGone()
 	}
-	vmi, err := d.machine().CurrentVMI(ctx, api)
+	vmi, err := m.CurrentVMI(ctx, api)
 	if err != nil {
 		return state.Error, err
 	}
@@ -75,7 +76,7 @@ func (d *Driver) vmiAddress(what string, selectAddr func([]kubevirtv1.VirtualMac
 	if err != nil {
 		return "", err
 	}
-	vmi, err := d.machine().CurrentVMI(ctx, api)
+	vmi, err := d.newMachine().CurrentVMI(ctx, api)
 	if err != nil {
 		return "", err
 	}
@@ -113,5 +114,5 @@ func (d *Driver) withPower(op func(context.Context, *harvesterapi.API, *machine.
 	if err != nil {
 		return err
 	}
-	return op(ctx, api, d.machine())
+	return op(ctx, api, d.newMachine())
 }

@@ -38,7 +38,7 @@ func (d *Driver) remove() error {
 	if err != nil {
 		return fmt.Errorf("remove: %w", err)
 	}
-	return removal.RemoveMachineOf(ctx, api, d.machine(), vm)
+	return removal.RemoveMachineOf(ctx, api, d.newMachine(), vm)
 }
 
 // confirmByVM confirms the cluster by the VM of the recorded UID when it
@@ -47,7 +47,7 @@ func (d *Driver) remove() error {
 // command.
 // It returns that VM when it read it (nil otherwise).
 func (d *Driver) confirmByVM(ctx context.Context, api *harvesterapi.API) (*kubevirtv1.VirtualMachine, error) {
-	if !d.clusterConfirmed && d.VMUID != "" {
+	if !d.cmd.confirmed && d.VMUID != "" {
 		vm, err := api.GetVM(ctx, d.VMNamespace, d.MachineName)
 		vm, err = harvesterapi.Absent(d.MachineName, vm, err)
 		if err != nil && harvesterapi.IsTerminal(err) {

@@ -17,11 +17,11 @@ func TestRemoveConfirmsClusterByVMUID(t *testing.T) {
 	}{{"uid-1", false}, {"uid-other", true}} {
 		d, f := newFakeDriver(t, testCluster, nil, []runtime.Object{fakeVM(testMachineID, c.uid)})
 		d.VMUID = "uid-1"
-		vm, err := d.confirmByVM(context.Background(), d.api)
+		vm, err := d.confirmByVM(context.Background(), d.cmd.api)
 		if err != nil {
 			t.Fatalf("VM UID %s: %v", c.uid, err)
 		}
-		if readSetting := len(f.dyn.Actions()) > 0; readSetting != c.wantSetting {
+		if readSetting := len(f.Dyn.Actions()) > 0; readSetting != c.wantSetting {
 			t.Errorf("VM UID %s: setting read %v, want %v", c.uid, readSetting, c.wantSetting)
 		}
 		if (vm != nil) == c.wantSetting {

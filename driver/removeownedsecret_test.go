@@ -29,8 +29,8 @@ func TestRemoveOneByOneWaitsForOwnedSecret(t *testing.T) {
 		d.WaitTimeoutSeconds = 2
 		if gc {
 			// The garbage collector: the VM gone, its Secret goes.
-			f.virt.PrependReactor("delete", "virtualmachines", func(k8stesting.Action) (bool, runtime.Object, error) {
-				err := f.kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("secrets"), testNS, secret)
+			f.Virt.PrependReactor("delete", "virtualmachines", func(k8stesting.Action) (bool, runtime.Object, error) {
+				err := f.Kube.Tracker().Delete(corev1.SchemeGroupVersion.WithResource("secrets"), testNS, secret)
 				if err != nil && !apierrors.IsNotFound(err) {
 					t.Errorf("collect the Secret: %v", err)
 				}
@@ -44,12 +44,12 @@ func TestRemoveOneByOneWaitsForOwnedSecret(t *testing.T) {
 		case !gc && (err == nil || !strings.Contains(err.Error(), secret)):
 			t.Errorf("Secret never collected: got %v, want a timeout naming %s", err, secret)
 		}
-		for _, a := range f.kube.Actions() {
+		for _, a := range f.Kube.Actions() {
 			if a.GetVerb() == "delete" && a.GetResource().Resource == "secrets" {
 				t.Errorf("gc %v: rm deleted the Secret the VM owns itself", gc)
 			}
 		}
-		if _, err := f.kube.CoreV1().Secrets(testNS).Get(context.Background(), secret, metav1.GetOptions{}); gc != apierrors.IsNotFound(err) {
+		if _, err := f.Kube.CoreV1().Secrets(testNS).Get(context.Background(), secret, metav1.GetOptions{}); gc != apierrors.IsNotFound(err) {
 			t.Errorf("gc %v: Secret lookup after rm: %v", gc, err)
 		}
 	}

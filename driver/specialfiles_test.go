@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest"
 )
 
 // TestSpecialFilesRefused: a FIFO (which would block until written to), a
@@ -29,7 +30,7 @@ func TestSpecialFilesRefused(t *testing.T) {
 	if err := os.WriteFile(hugeConfig, make([]byte, config.MaxSecretBytes+1), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	noPub, _ := writeKey(t, dir, "nopub", false)
+	noPub, _ := drivertest.WriteKey(t, dir, "nopub", false)
 	if err := syscall.Mkfifo(noPub+".pub", 0o600); err != nil {
 		t.Fatal(err)
 	}

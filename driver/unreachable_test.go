@@ -9,6 +9,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/drivertest"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest/plans"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
 )
@@ -76,7 +77,7 @@ func TestPreCreateStopsAtFirstConnectionFailure(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			addr := c.addr(t)
 			d := New()
-			d.Config = baseConfig()
+			d.Config = plans.BaseConfig()
 			d.MachineName = testMachine
 			d.KubeconfigContent = kubeconfigFor(addr)
 			d.APITimeoutSeconds = 1
@@ -136,7 +137,7 @@ func TestTLSStallHonoursAPITimeout(t *testing.T) {
 	t.Parallel()
 	addr := silentServer(t)
 	d := New()
-	d.Config = baseConfig()
+	d.Config = plans.BaseConfig()
 	d.MachineName = testMachine
 	d.KubeconfigContent = kubeconfigFor(addr)
 	d.APITimeoutSeconds = 12

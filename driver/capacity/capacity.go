@@ -20,23 +20,31 @@ import (
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
+// Demand is what the capacity check counts of a machine: its plan (nil
+// for a machine that could not be planned: its images failed, which is
+// reported), its vGPUs, whether it claims a static address, and whether
+// managed DHCP serves one of its networks (the network check found it).
+type Demand struct {
+	Plan        *vmspec.VMPlan
+	VGPUs       []config.VGPURequest
+	StaticClaim bool
+	ManagedDHCP bool
+}
+
 // Check checks, before anything exists, that the machine fits the
 // namespace's ResourceQuotas (the API server's rule and Harvester's) and
 // that its vGPU profiles have room on some host. One list of the quotas;
 // the overhead setting only when a quota limits memory, the namespace only
 // when Rancher's default quota is there; the hosts only with vGPUs. Reads
-// that are forbidden are skipped with a warning. plan is nil for a machine
-// that could not be planned (its images failed: that is reported);
-// staticClaim: the machine claims a static address; managedDHCP: what the
-// network check found.
-func Check(ctx context.Context, api *harvesterapi.API, m *machine.Machine, plan *vmspec.VMPlan, vgpus []config.VGPURequest, staticClaim, managedDHCP bool) []error {
+// that are forbidden are skipped with a warning.
+func Check(ctx context.Context, api *harvesterapi.API, m *machine.Machine, c Demand) []error {
 	var problems []error
-	if plan != nil {
-		env := quotaEnv{staticClaim: staticClaim, managedDHCP: managedDHCP}
-		problems = append(problems, checkQuotas(ctx, api, m, *plan, env)...)
+	if c.Plan != nil {
+		env := quotaEnv{staticClaim: c.StaticClaim, managedDHCP: c.ManagedDHCP}
+		problems = append(problems, checkQuotas(ctx, api, m, *c.Plan, env)...)
 	}
-	if len(vgpus) > 0 {
-		problems = append(problems, checkVGPUs(ctx, api, m, vgpus)...)
+	if len(c.VGPUs) > 0 {
+		problems = append(problems, checkVGPUs(ctx, api, m, c.VGPUs)...)
 	}
 	return problems
 }

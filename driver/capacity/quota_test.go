@@ -10,6 +10,7 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest/plans"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
@@ -37,10 +38,10 @@ func TestQuotaShortfalls(t *testing.T) {
 	// 150% overcommit) and 200m CPU, plus KubeVirt's 276Mi and the page
 	// tables of 2730Mi (5591041 bytes), plus its guest-console-log
 	// sidecar's 35M (33.38Mi) and 5m, limits 60M (57.22Mi) and 15m.
-	c := baseConfig()
+	c := plans.BaseConfig()
 	c.DiskSizeGiB = 30
 	in, _ := config.ParseInputs(c)
-	plan, err := vmspec.PlanFromConfig(c, in, "c1-pool1-x7k2p", testImages)
+	plan, err := vmspec.PlanFromConfig(c, in, "c1-pool1-x7k2p", plans.Images)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,9 +98,9 @@ func TestQuotaShortfalls(t *testing.T) {
 }
 
 func TestMigratingVMsAreNotCountedTwice(t *testing.T) {
-	c := baseConfig()
+	c := plans.BaseConfig()
 	in, _ := config.ParseInputs(c)
-	plan, _ := vmspec.PlanFromConfig(c, in, "m", testImages)
+	plan, _ := vmspec.PlanFromConfig(c, in, "m", plans.Images)
 	rq := quota("default-xyz", map[string]string{harvester.LabelDefaultResourceQuota: "true"}, map[string]string{"limits.cpu": "100"}, map[string]string{"limits.cpu": "4"})
 	rq.Annotations = map[string]string{harvester.AnnotationMigratingUIDPrefix + "uid-1": `{"limits.cpu":"2"}`}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default", Annotations: map[string]string{harvester.AnnotationRancherResourceQuota: `{"limit":{"limitsCpu":"4"}}`}}}
@@ -178,7 +179,7 @@ func TestQuotaAskFollowsHarvester(t *testing.T) {
 			"amd64", 4096*mi + 376*mi + 8388609 + sideLimMem, 4096*mi + 376*mi + 8388609 + sideLimMem, 4372 * mi, "3015m", "3015m"},
 	}
 	for _, c := range cases {
-		cfg := baseConfig()
+		cfg := plans.BaseConfig()
 		if c.modify != nil {
 			c.modify(&cfg)
 		}
@@ -186,7 +187,7 @@ func TestQuotaAskFollowsHarvester(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
-		plan, err := vmspec.PlanFromConfig(cfg, in, "m", testImages)
+		plan, err := vmspec.PlanFromConfig(cfg, in, "m", plans.Images)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -216,9 +217,9 @@ func TestQuotaAskFollowsHarvester(t *testing.T) {
 // by VolumeAttributesClass, the claims) it selects; everything else the
 // machine makes counts against unscoped quotas alone.
 func TestScopedQuotas(t *testing.T) {
-	c := baseConfig()
+	c := plans.BaseConfig()
 	in, _ := config.ParseInputs(c)
-	plan, err := vmspec.PlanFromConfig(c, in, "m", testImages)
+	plan, err := vmspec.PlanFromConfig(c, in, "m", plans.Images)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,9 +284,9 @@ func TestScopedQuotas(t *testing.T) {
 // managed-DHCP network config and the cloud-provider credential's objects
 // when the machine makes them, in both quota forms.
 func TestQuotaCountsWhatCreateMakes(t *testing.T) {
-	c := baseConfig()
+	c := plans.BaseConfig()
 	in, _ := config.ParseInputs(c)
-	plan, err := vmspec.PlanFromConfig(c, in, "m", testImages)
+	plan, err := vmspec.PlanFromConfig(c, in, "m", plans.Images)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -355,17 +356,4 @@ func TestQuotaFigures(t *testing.T) {
 			t.Errorf("%s %s of %s: %q, want %q", c.name, c.need, c.hard, got, c.want)
 		}
 	}
-}
-
-var testImages = map[string]vmspec.ImageFacts{
-	"default/ubuntu-22.04": {StorageClassName: "longhorn-ubuntu-22.04", VirtualSizeBytes: 2361393152},
-}
-
-// baseConfig is the flag defaults with an image, a network and a cluster.
-func baseConfig() config.Config {
-	c := config.Defaults()
-	c.ImageName = "default/ubuntu-22.04"
-	c.NetworkName = "default/vlan1"
-	c.ClusterName = "c1"
-	return c
 }

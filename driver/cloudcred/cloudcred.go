@@ -41,7 +41,7 @@ func Files(ctx context.Context, api *harvesterapi.API, m *machine.Machine, nics 
 	if err != nil {
 		return nil, config.FlagError(config.FlagCloudProvider, err)
 	}
-	server, err := config.GuestServer(*m.Config, api.Config())
+	server, err := config.GuestServer(m.Config, api.Config())
 	if err != nil {
 		return nil, err
 	}

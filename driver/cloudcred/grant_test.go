@@ -64,7 +64,7 @@ func TestEnsureGuestGrantSaysWhatToRun(t *testing.T) {
 			var out bytes.Buffer
 			pluginlog.SetOutput(&out, io.Discard)
 			t.Cleanup(func() { pluginlog.SetOutput(io.Discard, io.Discard) })
-			m := &machine.Machine{Name: "m1", Config: &config.Config{ClusterName: "guest-a", VMNamespace: "vms"}}
+			m := &machine.Machine{Name: "m1", Config: config.Config{ClusterName: "guest-a", VMNamespace: "vms"}}
 			ensureGrant(ctx, m, &credentials.Harvester{Client: restapifake.Clients{Kube: kube}, Log: slog.New(slog.DiscardHandler)}, "guest-a")
 			for _, w := range c.want {
 				if !strings.Contains(out.String(), w) {

@@ -79,7 +79,7 @@ func TestWaitRunningEndsWhenHalted(t *testing.T) {
 		vm := haltedVM(1, func(vm *kubevirtv1.VirtualMachine) { vm.Spec.RunStrategy = &rerun })
 		virt := virtfake.NewSimpleClientset(vm)
 		api := harvesterapi.FromClients(restapifake.Clients{Kube: kubefake.NewSimpleClientset(), Virt: virt}, nil, nil, harvesterapi.Options{CallTimeout: time.Second})
-		m := &Machine{Config: &config.Config{VMNamespace: "default", WaitTimeoutSeconds: 3}, Ownership: &Ownership{VMUID: "vm-1"}, Name: "m1"}
+		m := &Machine{Config: config.Config{VMNamespace: "default", WaitTimeoutSeconds: 3}, Ownership: Ownership{VMUID: "vm-1"}, Name: "m1"}
 		never := func(*kubevirtv1.VirtualMachineInstance) bool { return false }
 		done := make(chan error, 1)
 		start := time.Now()

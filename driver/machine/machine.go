@@ -24,13 +24,14 @@ type Held struct {
 	HeldClaimUID  string
 }
 
-// Machine is one machine, built once per command and passed by hand to
-// the concern packages: the driver's stored state (the pointers point into
-// the driver, so a change is seen everywhere) and this command's facts.
+// Machine is one machine, built once per libmachine call from the
+// driver's stored state and passed by hand to the flow and the concern
+// packages. What a flow learns (the VM's UID, the held address, the
+// pending Secret) it records in the value; the driver stores it back.
 type Machine struct {
-	Config    *config.Config
-	Ownership *Ownership
-	Held      *Held
+	Config    config.Config
+	Ownership Ownership
+	Held      Held
 	Name      string
 	// SecretPending: this process created the VM before its cloud-init
 	// Secret (static addresses), and the Secret is not made yet.

@@ -51,7 +51,7 @@ func TestWhileSecretNeeded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			kube := kubefake.NewSimpleClientset(secret.DeepCopy())
 			api := harvesterapi.FromClients(restapifake.Clients{Kube: kube, Virt: virtfake.NewSimpleClientset()}, nil, nil, harvesterapi.Options{CallTimeout: time.Second})
-			m := &Machine{Config: &config.Config{VMNamespace: "default"}, Name: "m1"}
+			m := &Machine{Config: config.Config{VMNamespace: "default"}, Name: "m1"}
 			parent, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			ctx, guard, stop := m.WhileSecretNeeded(parent, api, secret.Name, secret.UID, "1", delay)

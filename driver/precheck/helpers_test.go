@@ -2,22 +2,19 @@ package precheck
 
 import (
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	kubefake "k8s.io/client-go/kubernetes/fake"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	virtfake "kubevirt.io/client-go/kubevirt/fake"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
-	"github.com/harvester-kit/harvester-machine/internal/restapi/restapifake"
 )
 
 const (
@@ -26,26 +23,16 @@ const (
 	testMachineID = "mine"
 )
 
-// fakeHarvester holds the fake clientsets behind an API.
-type fakeHarvester struct {
-	kube *kubefake.Clientset
-	virt *virtfake.Clientset
-}
-
 // newFake returns machine testMachine of ID testMachineID in namespace
-// testNS, and the API of fakes holding objs (kube objects, KubeVirt
-// objects).
-func newFake(t *testing.T, kubeObjs, virtObjs []runtime.Object) (*harvesterapi.API, fakeHarvester, *machine.Machine) {
+// testNS, and the API of a fake Harvester holding objs (kube objects,
+// KubeVirt objects).
+func newFake(t *testing.T, kubeObjs, virtObjs []runtime.Object) (*harvesterapi.API, drivertest.Harvester, *machine.Machine) {
 	t.Helper()
-	f := fakeHarvester{
-		kube: kubefake.NewSimpleClientset(append(kubeObjs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}})...),
-		virt: virtfake.NewSimpleClientset(virtObjs...),
-	}
-	api := harvesterapi.FromClients(restapifake.Clients{Kube: f.kube, Virt: f.virt}, nil, nil,
-		harvesterapi.Options{CallTimeout: 5 * time.Second, Rejected: config.CredentialsRejected})
+	f := drivertest.NewHarvester(append(kubeObjs, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}), virtObjs, nil)
+	api := f.API(config.CredentialsRejected)
 	c := config.Defaults()
 	c.VMNamespace, c.WaitTimeoutSeconds = testNS, 5
-	m := &machine.Machine{Config: &c, Ownership: &machine.Ownership{MachineID: testMachineID}, Held: &machine.Held{}, Name: testMachine}
+	m := &machine.Machine{Config: c, Ownership: machine.Ownership{MachineID: testMachineID}, Held: machine.Held{}, Name: testMachine}
 	return api, f, m
 }
 

@@ -52,7 +52,7 @@ func TestPreCreateRefusesLeftovers(t *testing.T) {
 	if len(problems) != 1 || !strings.Contains(got.Error(), "volume (PVC) named "+testMachine+"-disk-0 already exists") {
 		t.Errorf("got %v", got)
 	}
-	for _, a := range append(f.kube.Actions(), f.virt.Actions()...) {
+	for _, a := range append(f.Kube.Actions(), f.Virt.Actions()...) {
 		if r := a.GetResource().Resource; r != "persistentvolumeclaims" && r != "virtualmachineinstances" {
 			t.Errorf("read %s %s", a.GetVerb(), r)
 		}

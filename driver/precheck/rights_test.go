@@ -70,7 +70,7 @@ func TestCheckPermissionsAsksOnce(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			api, f, m := newFake(t, nil, nil)
 			rulesReviews, accessReviews := 0, 0
-			f.kube.PrependReactor("create", "selfsubjectrulesreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			f.Kube.PrependReactor("create", "selfsubjectrulesreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				rulesReviews++
 				r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectRulesReview).DeepCopy()
 				if r.Spec.Namespace != testNS {
@@ -79,7 +79,7 @@ func TestCheckPermissionsAsksOnce(t *testing.T) {
 				r.Status = authv1.SubjectRulesReviewStatus{ResourceRules: c.rules, Incomplete: c.incomplete}
 				return true, r, nil
 			})
-			f.kube.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			f.Kube.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 				accessReviews++
 				r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectAccessReview).DeepCopy()
 				r.Status.Allowed = c.accessAllow || r.Spec.ResourceAttributes.Verb != "list" && r.Spec.ResourceAttributes.Verb != "watch"

@@ -118,7 +118,7 @@ func releaseFixture(t *testing.T, finalizers ...string) (*harvesterapi.API, *mac
 		Finalizers: finalizers, DeletionTimestamp: &metav1.Time{Time: time.Now()}}}
 	virt := virtfake.NewSimpleClientset(vmi.DeepCopy())
 	api := harvesterapi.FromClients(restapifake.Clients{Kube: kubefake.NewSimpleClientset(), Virt: virt}, nil, nil, harvesterapi.Options{CallTimeout: 5 * time.Second})
-	m := &machine.Machine{Name: testMachine, Config: &config.Config{VMNamespace: "default"}}
+	m := &machine.Machine{Name: testMachine, Config: config.Config{VMNamespace: "default"}}
 	return api, m, virt, vmi
 }
 

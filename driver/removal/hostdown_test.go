@@ -94,7 +94,7 @@ func TestHostDownError(t *testing.T) {
 // that fails, leaves the timeout error as it was.
 func TestExplainTimeout(t *testing.T) {
 	timeout := fmt.Errorf("timed out after 10s waiting for VMI default/%s to be deleted: %w", testMachine, context.DeadlineExceeded)
-	m := &machine.Machine{Config: &config.Config{VMNamespace: "default"}, Name: testMachine}
+	m := &machine.Machine{Config: config.Config{VMNamespace: "default"}, Name: testMachine}
 	api := func(node *corev1.Node, vmi *kubevirtv1.VirtualMachineInstance, listFails bool) (*harvesterapi.API, *kubefake.Clientset) {
 		var objs []runtime.Object
 		if node != nil {

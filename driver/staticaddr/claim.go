@@ -18,27 +18,6 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/staticip"
 )
 
-// claimedOn reads the claims of the static NIC's network and what managed
-// DHCP gave away in the range.
-func claimedOn(ctx context.Context, api *harvesterapi.API, m *machine.Machine, s *Plan) (takenAddresses, error) {
-	taken := takenAddresses{}
-	claims, err := api.ListConfigMaps(ctx, m.Config.VMNamespace, staticip.LabelClaim+"="+staticip.NetworkValue(s.Network.String()))
-	if err != nil {
-		return nil, err
-	}
-	for _, cm := range claims {
-		c, err := staticip.ClaimFromData(cm.Data)
-		if err != nil {
-			continue
-		}
-		taken[c.Address.Addr()] = "held by machine " + c.Machine
-	}
-	if err := takenByDHCP(ctx, api, m, s, taken); err != nil {
-		return nil, err
-	}
-	return taken, nil
-}
-
 // ClaimAddress holds the lowest free address for the machine's VM vm: it
 // creates the address's claim (owned by vm, so garbage collection frees
 // it with the VM) and records it as the machine's held address (m.Held),
@@ -73,7 +52,7 @@ func ClaimAddress(ctx context.Context, api *harvesterapi.API, m *machine.Machine
 					taken[la] = why
 				}
 			}
-			if free, err = taken.FreeAddresses(s); err != nil {
+			if free, err = taken.free(s); err != nil {
 				return err
 			}
 		}

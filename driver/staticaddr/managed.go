@@ -7,7 +7,6 @@ import (
 
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
-	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
@@ -58,16 +57,18 @@ func dhcpAllocation(ctx context.Context, api *harvesterapi.API, m *machine.Machi
 	return netip.Addr{}, false
 }
 
-// HoldManaged records the address the guest leased from managed DHCP on
-// the NIC (MAC mac, on a network IPPool pool serves) (GetIP reports it from then on) and checks it against the
-// add-on's allocation for the NIC's MAC.
-func HoldManaged(ctx context.Context, api *harvesterapi.API, m *machine.Machine, nic, mac string, pool *config.ObjectRef, vmi *kubevirtv1.VirtualMachineInstance) string {
-	addr, _ := addressOn(vmi.Status.Interfaces, nic)
-	m.Held.HeldAddress, m.Held.HeldInterface = addr.String(), nic
+// HoldManaged records in m the address the guest leased from managed
+// DHCP on the NIC (on a network an IPPool serves: nic.DHCPPool; GetIP
+// reports it from then on) and checks it against the add-on's allocation
+// for the NIC's MAC.
+func HoldManaged(ctx context.Context, api *harvesterapi.API, m *machine.Machine, nic vmspec.NICPlan, vmi *kubevirtv1.VirtualMachineInstance) string {
+	mac, pool := nic.MAC, nic.DHCPPool
+	addr, _ := addressOn(vmi.Status.Interfaces, nic.Name)
+	m.Held.HeldAddress, m.Held.HeldInterface = addr.String(), nic.Name
 	if alloc, ok := dhcpAllocation(ctx, api, m, mac); ok && alloc != addr {
-		log.Warnf("%s: %s reports %s but managed DHCP (IPPool %s) allocated %s to its MAC %s", m.Name, nic, addr, pool, alloc, mac)
+		log.Warnf("%s: %s reports %s but managed DHCP (IPPool %s) allocated %s to its MAC %s", m.Name, nic.Name, addr, pool, alloc, mac)
 	} else if ok {
-		log.Infof("%s: managed DHCP (IPPool %s) allocated %s to %s (MAC %s)", m.Name, pool, addr, nic, mac)
+		log.Infof("%s: managed DHCP (IPPool %s) allocated %s to %s (MAC %s)", m.Name, pool, addr, nic.Name, mac)
 	}
 	return addr.String()
 }

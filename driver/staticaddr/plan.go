@@ -1,6 +1,7 @@
 // Package staticaddr gives machines static addresses
 // (--harvester-static-address-range), the whole flow: the plan of the
-// static NIC (plan.go), the range's free addresses (free.go), claiming one
+// static NIC (plan.go), the range's free addresses (free.go: the reads;
+// taken.go: who holds what, pure), claiming one
 // with a labelled ConfigMap (claim.go), the network data that sets it
 // (staticnet.go), and the checks against managed DHCP (managed.go).
 package staticaddr

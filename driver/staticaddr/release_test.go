@@ -48,7 +48,7 @@ func TestAddressHeldUntilVMIGone(t *testing.T) {
 	claimer := func(vmis ...runtime.Object) (*machine.Machine, *harvesterapi.API) {
 		api := harvesterapi.FromClients(restapifake.Clients{Kube: kubefake.NewSimpleClientset(), Virt: virtfake.NewSimpleClientset(vmis...)}, nil, nil,
 			harvesterapi.Options{CallTimeout: time.Second})
-		return &machine.Machine{Config: &config.Config{VMNamespace: "default"}, Name: "c1-pool1-new"}, api
+		return &machine.Machine{Config: config.Config{VMNamespace: "default"}, Name: "c1-pool1-new"}, api
 	}
 	ctx := context.Background()
 

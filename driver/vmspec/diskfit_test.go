@@ -1,4 +1,4 @@
-package vmspec
+package vmspec_test
 
 import (
 	"strings"
@@ -6,6 +6,8 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/drivertest"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest/plans"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 )
 
 func TestDisksFitImages(t *testing.T) {
@@ -25,17 +27,17 @@ func TestDisksFitImages(t *testing.T) {
 		}, []string{"--harvester-disk-info: disks[1]: size: 1 GiB is smaller than image default/ubuntu-22.04's"}},
 	}
 	for _, tc := range cases {
-		c := baseConfig()
+		c := plans.BaseConfig()
 		tc.mutate(&c)
 		in, err := config.ParseInputs(c)
 		if err != nil {
 			t.Fatal(err)
 		}
-		drivertest.CheckProblems(t, tc.name, DisksFitImages(c, in, sizes), tc.want)
+		drivertest.CheckProblems(t, tc.name, vmspec.DisksFitImages(c, in, sizes), tc.want)
 	}
-	c := baseConfig()
+	c := plans.BaseConfig()
 	c.DiskSizeGiB = 1
-	if _, err := PlanFromConfig(c, config.Inputs{Disks: []config.Disk{{ImageName: c.ImageName, Size: 1}}}, "m", testImages); err == nil || !strings.Contains(err.Error(), "smaller than image") {
+	if _, err := vmspec.PlanFromConfig(c, config.Inputs{Disks: []config.Disk{{ImageName: c.ImageName, Size: 1}}}, "m", plans.Images); err == nil || !strings.Contains(err.Error(), "smaller than image") {
 		t.Errorf("plan of a disk smaller than its image: %v", err)
 	}
 }

@@ -1,10 +1,9 @@
-package vmspec
+package vmspec_test
 
 import (
 	"encoding/json"
 	"testing"
 
-	"github.com/harvester-kit/harvester-machine/driver/config"
 	goldenfile "github.com/harvester-kit/harvester-machine/internal/golden"
 )
 
@@ -18,14 +17,4 @@ func goldenJSON(t *testing.T, name string, v any) {
 		t.Fatal(err)
 	}
 	golden(t, name, append(b, '\n'))
-}
-
-// planOf parses c's JSON flags and plans the machine's VM.
-func planOf(t *testing.T, c config.Config, machineName string, images map[string]ImageFacts) (VMPlan, error) {
-	t.Helper()
-	in, err := config.ParseInputs(c)
-	if err != nil {
-		t.Fatalf("parse inputs: %v", err)
-	}
-	return PlanFromConfig(c, in, machineName, images)
 }

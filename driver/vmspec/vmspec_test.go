@@ -1,4 +1,4 @@
-package vmspec
+package vmspec_test
 
 import (
 	"encoding/json"
@@ -9,23 +9,10 @@ import (
 	kubevirtv1 "kubevirt.io/api/core/v1"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
-	"github.com/harvester-kit/harvester-machine/driver/drivertest"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest/plans"
+	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 )
-
-var testImages = map[string]ImageFacts{
-	"default/ubuntu-22.04": {StorageClassName: "longhorn-ubuntu-22.04", VirtualSizeBytes: 2361393152},
-	"images/rocky":         {StorageClassName: "longhorn-rocky"},
-}
-
-func baseConfig() config.Config {
-	c := config.Defaults()
-	c.KubeconfigContent = drivertest.Kubeconfig
-	c.ImageName = "default/ubuntu-22.04"
-	c.NetworkName = "default/vlan1"
-	c.ClusterName = "c1"
-	return c
-}
 
 func TestBuildVMGolden(t *testing.T) {
 	cases := []struct {
@@ -60,17 +47,17 @@ func TestBuildVMGolden(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := baseConfig()
+			c := plans.BaseConfig()
 			tc.mutate(&c)
 			_, errs := config.Validate(c, "c1-pool1-x7k2p", "ubuntu", 22, nil)
 			if err := errors.Join(errs...); err != nil {
 				t.Fatalf("test config invalid: %v", err)
 			}
-			plan, err := planOf(t, c, "c1-pool1-x7k2p", testImages)
+			plan, err := plans.Of(t, c, "c1-pool1-x7k2p", plans.Images)
 			if err != nil {
 				t.Fatal(err)
 			}
-			vm, err := BuildVM(plan)
+			vm, err := vmspec.BuildVM(plan)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +85,7 @@ func assertVMInvariants(t *testing.T, vm *kubevirtv1.VirtualMachine) {
 	found := false
 	for _, v := range vm.Spec.Template.Spec.Volumes {
 		if nc := v.CloudInitNoCloud; nc != nil {
-			found = nc.UserDataSecretRef != nil && nc.UserDataSecretRef.Name == UserDataSecretName(vm.Name) && nc.UserData == "" && nc.UserDataBase64 == ""
+			found = nc.UserDataSecretRef != nil && nc.UserDataSecretRef.Name == vmspec.UserDataSecretName(vm.Name) && nc.UserData == "" && nc.UserDataBase64 == ""
 		}
 	}
 	if !found {
@@ -111,25 +98,25 @@ func assertVMInvariants(t *testing.T, vm *kubevirtv1.VirtualMachine) {
 }
 
 func TestBuildUserDataSecret(t *testing.T) {
-	plan, err := planOf(t, baseConfig(), "c1-pool1-x7k2p", testImages)
+	plan, err := plans.Of(t, plans.BaseConfig(), "c1-pool1-x7k2p", plans.Images)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := BuildUserDataSecret(plan, []byte("#cloud-config\n"), []byte("version: 2\n"))
+	s := vmspec.BuildUserDataSecret(plan, []byte("#cloud-config\n"), []byte("version: 2\n"))
 	if s.Name != "c1-pool1-x7k2p-cloudinit" || string(s.Data["userdata"]) != "#cloud-config\n" || string(s.Data["networkdata"]) != "version: 2\n" {
 		t.Errorf("secret: %+v", s)
 	}
 	if s.Labels[harvester.LabelCreator] != harvester.CreatorValue || s.Labels[harvester.LabelGuestCluster] != "c1" {
 		t.Errorf("secret labels: %v", s.Labels)
 	}
-	s2 := BuildUserDataSecret(plan, []byte("x"), nil)
+	s2 := vmspec.BuildUserDataSecret(plan, []byte("x"), nil)
 	if _, ok := s2.Data["networkdata"]; ok {
 		t.Errorf("networkdata key without network data")
 	}
 }
 
 func TestPlanUnknownImage(t *testing.T) {
-	_, err := planOf(t, baseConfig(), "m", map[string]ImageFacts{})
+	_, err := plans.Of(t, plans.BaseConfig(), "m", map[string]vmspec.ImageFacts{})
 	if err == nil || !strings.Contains(err.Error(), "default/ubuntu-22.04") {
 		t.Fatalf("got %v", err)
 	}

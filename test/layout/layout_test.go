@@ -31,26 +31,31 @@ var forbidden = map[string][]string{
 
 // driverLayers lists, for each package of driver/, the packages of driver/
 // it may import, directly or through another package (its tests too): the
-// libmachine adapter (driver) on top; the concerns under it (static
+// libmachine adapter (driver) on top; the create flow (create) under it;
+// the concerns under those (static
 // addresses, capacity, removal, power, the pre-create checks that need the
 // cluster, the cloud-provider credential), none importing another, each
 // taking the one machine by hand; the machine (identity, ownership, waits)
 // and the pure VM spec under those; the flags and their checks (config)
 // and the Harvester API layer at the bottom; drivertest, what their tests
-// share, imports none. A new package of driver/ must be placed here.
+// share, imports only that API layer (its fake Harvester serves it);
+// drivertest/plans, the machine fixtures of the tests of vmspec (external)
+// and of the packages above it. A new package of driver/ must be placed here.
 var driverLayers = map[string][]string{
-	"driver":              {"driver/capacity", "driver/cloudcred", "driver/config", "driver/drivertest", "driver/harvesterapi", "driver/machine", "driver/power", "driver/precheck", "driver/removal", "driver/staticaddr", "driver/vmspec"},
-	"driver/capacity":     {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
-	"driver/cloudcred":    {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
-	"driver/precheck":     {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
-	"driver/removal":      {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
-	"driver/staticaddr":   {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
-	"driver/power":        {"driver/config", "driver/harvesterapi", "driver/machine"},
-	"driver/machine":      {"driver/config", "driver/harvesterapi"},
-	"driver/vmspec":       {"driver/config", "driver/drivertest"},
-	"driver/config":       {"driver/drivertest"},
-	"driver/harvesterapi": {},
-	"driver/drivertest":   {},
+	"driver":                  {"driver/capacity", "driver/cloudcred", "driver/config", "driver/create", "driver/drivertest", "driver/drivertest/plans", "driver/harvesterapi", "driver/machine", "driver/power", "driver/precheck", "driver/removal", "driver/staticaddr", "driver/vmspec"},
+	"driver/create":           {"driver/capacity", "driver/cloudcred", "driver/config", "driver/drivertest", "driver/harvesterapi", "driver/machine", "driver/precheck", "driver/removal", "driver/staticaddr", "driver/vmspec"},
+	"driver/capacity":         {"driver/config", "driver/drivertest/plans", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
+	"driver/cloudcred":        {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
+	"driver/precheck":         {"driver/config", "driver/drivertest", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
+	"driver/removal":          {"driver/config", "driver/drivertest/plans", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
+	"driver/staticaddr":       {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
+	"driver/power":            {"driver/config", "driver/harvesterapi", "driver/machine"},
+	"driver/machine":          {"driver/config", "driver/harvesterapi"},
+	"driver/vmspec":           {"driver/config", "driver/drivertest", "driver/drivertest/plans"},
+	"driver/config":           {"driver/drivertest"},
+	"driver/harvesterapi":     {},
+	"driver/drivertest":       {"driver/harvesterapi"},
+	"driver/drivertest/plans": {"driver/config", "driver/drivertest", "driver/harvesterapi", "driver/vmspec"},
 }
 
 // simPlumbing are the only packages outside sim/ that a package of sim/

@@ -1,17 +1,13 @@
 package driver_test
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/ssh"
+	"github.com/harvester-kit/harvester-machine/driver/drivertest"
 )
 
 // TestKeyPairWithAnotherPrivateKey: a private key that does not belong to
@@ -20,18 +16,7 @@ import (
 func TestKeyPairWithAnotherPrivateKey(t *testing.T) {
 	r := newRM(t, "e2e-kpm")
 	name := "e2e-kpm-pool1-k0000"
-	_, sk, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	block, err := ssh.MarshalPrivateKey(sk, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := filepath.Join(t.TempDir(), "other")
-	if err := os.WriteFile(key, pem.EncodeToMemory(block), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key, _ := drivertest.WriteKey(t, t.TempDir(), "other", false)
 	out, err := r.create(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1",
 		"--harvester-key-pair-name=default/sim-key", "--harvester-ssh-private-key-path="+key)
 	if err == nil {
