@@ -7,9 +7,8 @@ import (
 	"github.com/harvester-kit/harvester-machine/driver/create"
 )
 
-// Create runs the create flow (create.Run) on the machine, from what the
-// pre-create check of this process read, and stores what it learned: the
-// VM's UID, the held address, the machine's address.
+// Create runs the create flow (create.Run) on the machine and stores what
+// it learned: the VM's UID, the held address, the machine's address.
 func (d *Driver) Create() error {
 	ctx := context.Background()
 	api, err := d.session(ctx)
@@ -22,7 +21,7 @@ func (d *Driver) Create() error {
 	}
 	m := d.newMachine()
 	defer d.store(m)
-	ip, err := create.Run(ctx, api, m, create.Request{Inputs: in, SSHUser: d.GetSSHUsername(), KeyPath: d.GetSSHKeyPath(), Read: d.cmd.read})
+	ip, err := create.Run(ctx, api, m, create.Request{Inputs: in, SSHUser: d.GetSSHUsername(), KeyPath: d.GetSSHKeyPath()})
 	if err != nil {
 		return err
 	}
@@ -51,9 +50,5 @@ func (d *Driver) PreCreateCheck() error {
 	if err := endFailFast(); err != nil {
 		return fmt.Errorf("pre-create check failed: %w", err)
 	}
-	if len(checked.Problems) > 0 {
-		return joinProblems("pre-create check failed", checked.Problems)
-	}
-	d.cmd.read = &checked.Read
-	return nil
+	return joinProblems("pre-create check failed", checked.Problems)
 }

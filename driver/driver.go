@@ -12,7 +12,6 @@ import (
 	"github.com/rancher/machine/libmachine/drivers"
 
 	"github.com/harvester-kit/harvester-machine/driver/config"
-	"github.com/harvester-kit/harvester-machine/driver/create"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
 )
@@ -32,9 +31,8 @@ type Driver struct {
 
 // command is what the driver knows of the command it runs, for this
 // process only: the parsed JSON flags (see inputs), the Harvester API of
-// the command's credential (lazily built), whether that credential is
-// confirmed to point at the machine's cluster (see session), and what the
-// pre-create check read.
+// the command's credential (lazily built), and whether that credential is
+// confirmed to point at the machine's cluster (see session).
 type command struct {
 	parsed *config.Inputs
 	api    *harvesterapi.API
@@ -46,9 +44,6 @@ type command struct {
 	// --update-config: it replaces the stored one once it is confirmed to
 	// point at the machine's cluster (see confirmed).
 	storeOnConfirm string
-	// read is what a passed pre-create check read, for Create to build
-	// the machine from (each object is read once per create).
-	read *create.Read
 }
 
 // New returns a driver with the flag defaults, for plugin.RegisterDriver.

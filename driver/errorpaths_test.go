@@ -57,20 +57,6 @@ func newCreateDriver(t *testing.T) (*Driver, fakeHarvester) {
 	return d, f
 }
 
-// passPreCreate lets the fake Harvester pass the pre-create check: every
-// right granted, the image's storage class there.
-func passPreCreate(t *testing.T, f fakeHarvester) {
-	t.Helper()
-	f.Kube.PrependReactor("create", "selfsubjectrulesreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectRulesReview).DeepCopy()
-		r.Status.ResourceRules = []authv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}
-		return true, r, nil
-	})
-	if err := f.Kube.Tracker().Add(&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "longhorn-ubuntu"}}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // reactors is a fake clientset's reactor chain.
 type reactors interface {
 	PrependReactor(verb, resource string, fn k8stesting.ReactionFunc)
@@ -351,7 +337,14 @@ func TestUserDataMergedOncePerCommand(t *testing.T) {
 		t.Errorf("%d merges while reading the flags, want 1", merges)
 	}
 	d.cmd.api = api // the fake Harvester
-	passPreCreate(t, f)
+	f.Kube.PrependReactor("create", "selfsubjectrulesreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		r := a.(k8stesting.CreateAction).GetObject().(*authv1.SelfSubjectRulesReview).DeepCopy()
+		r.Status.ResourceRules = []authv1.ResourceRule{{Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}}}
+		return true, r, nil
+	})
+	if err := f.Kube.Tracker().Add(&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "longhorn-ubuntu"}}); err != nil {
+		t.Fatal(err)
+	}
 	if err := d.PreCreateCheck(); err != nil {
 		t.Fatalf("pre-create check: %v", err)
 	}

@@ -11,9 +11,9 @@ import (
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
 	"github.com/harvester-kit/harvester-machine/driver/machine"
-	"github.com/harvester-kit/harvester-machine/driver/precheck"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
+	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
 )
 
 // built is the machine as planned: the plan, its cloud-init Secret and
@@ -24,42 +24,22 @@ type built struct {
 	vm     *kubevirtv1.VirtualMachine
 }
 
-// Read is what a create builds the machine from, as the pre-create check
-// read it: each image's facts and each network's managed-DHCP IPPool (nil:
-// none), by "<namespace>/<name>", and the key pair's public key ("":
-// none).
-type Read struct {
-	Images        map[string]vmspec.ImageFacts
-	Pools         map[string]*config.ObjectRef
-	KeyPairPublic string
-}
-
-// build builds the labelled Secret and VM from what the pre-create check
-// read (r.Read), or, for a create without one in this process, from what
-// it reads now.
+// build resolves the images and builds the labelled Secret and VM.
 func build(ctx context.Context, api *harvesterapi.API, m *machine.Machine, r Request) (built, error) {
-	in, read := r.Inputs, r.Read
-	if read == nil {
-		images, err := readImages(ctx, api, m, in)
-		if err != nil {
-			return built{}, err
-		}
-		read = &Read{Images: images}
+	in := r.Inputs
+	images, err := readImages(ctx, api, m, in)
+	if err != nil {
+		return built{}, err
 	}
-	plan, err := vmspec.PlanFromConfig(m.Config, in, m.Name, read.Images)
+	plan, err := vmspec.PlanFromConfig(m.Config, in, m.Name, images)
 	if err != nil {
 		return built{}, fmt.Errorf("plan VM: %w", err)
 	}
 	plan = plan.OwnedBy(m.Ownership.MachineID)
-	if r.Read == nil {
-		if err := read.networksAndKeyPair(ctx, api, plan); err != nil {
-			return built{}, err
-		}
+	if err := readNetworks(ctx, api, plan.NICs); err != nil {
+		return built{}, err
 	}
-	for i, nic := range plan.NICs {
-		plan.NICs[i].DHCPPool = read.Pools[nic.Network.String()]
-	}
-	keys, err := prepareSSHKeys(m, r.KeyPath, plan.KeyPair, read.KeyPairPublic)
+	keys, err := prepareSSHKeys(ctx, api, m, r.KeyPath, plan.KeyPair)
 	if err != nil {
 		return built{}, err
 	}
@@ -101,23 +81,20 @@ func readImages(ctx context.Context, api *harvesterapi.API, m *machine.Machine, 
 	return images, nil
 }
 
-// networksAndKeyPair reads the planned NICs' networks (recording each
-// one's managed-DHCP IPPool) and the key pair.
-func (read *Read) networksAndKeyPair(ctx context.Context, api *harvesterapi.API, plan vmspec.VMPlan) error {
-	read.Pools = map[string]*config.ObjectRef{}
-	for _, nic := range plan.NICs {
+// readNetworks reads the NICs' networks and records the managed-DHCP pool
+// of each. The networks may have gone since the pre-create check; KubeVirt
+// would only fail to start the VM.
+func readNetworks(ctx context.Context, api *harvesterapi.API, nics []vmspec.NICPlan) error {
+	for i, nic := range nics {
 		labels, err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name)
 		if err != nil {
 			return harvesterapi.NotFoundOr(err, fmt.Errorf("network %s does not exist; nothing was created", nic.Network))
 		}
-		read.Pools[nic.Network.String()] = precheck.PoolOf(labels)
+		if ns, name := dhcpapi.PoolOf(labels); name != "" {
+			nics[i].DHCPPool = &config.ObjectRef{Namespace: ns, Name: name}
+		}
 	}
-	if plan.KeyPair == nil {
-		return nil
-	}
-	var err error
-	read.KeyPairPublic, err = readKeyPair(ctx, api, plan.KeyPair)
-	return err
+	return nil
 }
 
 // renderUserData is the machine's user data with its SSH keys and

@@ -13,13 +13,11 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
-// Checked is what the pre-create check found: every problem, whether the
-// credential's cluster is recorded in m (the session is confirmed), and
-// what it read that the create builds from (Request.Read).
+// Checked is what the pre-create check found: every problem, and whether
+// the credential's cluster is recorded in m (the session is confirmed).
 type Checked struct {
 	Problems         []error
 	ClusterConfirmed bool
-	Read             Read
 }
 
 // Check checks everything a create needs and reports every problem at
@@ -36,23 +34,21 @@ func Check(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in co
 	}
 	add := func(errs ...error) { c.Problems = append(c.Problems, errs...) }
 	add(precheck.Permissions(ctx, api, m)...)
-	images, errs := precheck.Images(ctx, api, m, in)
-	c.Read.Images = images.Facts
+	images, storageClasses, nsSeen, errs := precheck.Images(ctx, api, m, in)
 	add(errs...)
-	nsProblems := checkNamespace(ctx, api, m, images.NamespaceSeen)
+	nsProblems := checkNamespace(ctx, api, m, nsSeen)
 	c.ClusterConfirmed = len(nsProblems) == 0
 	add(nsProblems...)
-	add(precheck.StorageClasses(ctx, api, m, images.StorageClasses)...)
-	c.Read.Pools, errs = precheck.Networks(ctx, api, m, in)
+	add(precheck.StorageClasses(ctx, api, m, storageClasses)...)
+	managedDHCP, errs := precheck.Networks(ctx, api, m, in)
 	add(errs...)
-	c.Read.KeyPairPublic, errs = precheck.KeyPair(ctx, api, m)
-	add(errs...)
+	add(precheck.KeyPair(ctx, api, m)...)
 	if m.Config.SSHPrivateKeyPath != "" {
 		if _, err := config.ReadPrivateKeyFile(m.Config.SSHPrivateKeyPath); err != nil {
 			add(err)
 		}
 	}
-	add(checkCapacity(ctx, api, m, in, c.Read)...)
+	add(checkCapacity(ctx, api, m, in, images, managedDHCP)...)
 	claims := make([]string, len(in.Disks))
 	for i := range in.Disks {
 		claims[i] = vmspec.DiskClaimName(m.Name, i)
@@ -75,16 +71,13 @@ func dedupeCredentialErrors(problems []error) []error {
 }
 
 // checkCapacity checks that the machine fits its namespace's quotas and
-// its vGPUs have room (see capacity.Check), from what the checks before
-// read: the images (a machine whose images failed is not planned: that
-// is reported) and the networks' managed-DHCP pools.
-func checkCapacity(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in config.Inputs, read Read) []error {
-	c := capacity.Demand{VGPUs: in.VGPUs, StaticClaim: in.Static != nil}
-	if p, err := vmspec.PlanFromConfig(m.Config, in, m.Name, read.Images); err == nil {
+// its vGPUs have room (see capacity.Check). images: what precheck.Images
+// read (a machine whose images failed is not planned: that is reported);
+// managedDHCP: what precheck.Networks found.
+func checkCapacity(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in config.Inputs, images map[string]vmspec.ImageFacts, managedDHCP bool) []error {
+	c := capacity.Demand{VGPUs: in.VGPUs, StaticClaim: in.Static != nil, ManagedDHCP: managedDHCP}
+	if p, err := vmspec.PlanFromConfig(m.Config, in, m.Name, images); err == nil {
 		c.Plan = &p
-	}
-	for _, pool := range read.Pools {
-		c.ManagedDHCP = c.ManagedDHCP || pool != nil
 	}
 	return capacity.Check(ctx, api, m, c)
 }

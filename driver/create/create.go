@@ -21,13 +21,11 @@ import (
 )
 
 // Request is what a create needs besides the machine: its parsed flags,
-// the SSH user, where the machine's private key is stored, and what the
-// pre-create check read (Checked.Read; nil: the create reads it).
+// the SSH user and where the machine's private key is stored.
 type Request struct {
 	Inputs  config.Inputs
 	SSHUser string
 	KeyPath string
-	Read    *Read
 }
 
 // made is what a create made: the cloud-init Secret, the VM, and the VM's

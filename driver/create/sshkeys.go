@@ -16,36 +16,29 @@ import (
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
-// readKeyPair reads the key pair, which must be validated, and returns
-// its public key (spec.publicKey).
-func readKeyPair(ctx context.Context, api *harvesterapi.API, keyPair *config.ObjectRef) (string, error) {
-	kp, err := api.GetKeyPair(ctx, keyPair.Namespace, keyPair.Name)
-	if err != nil {
-		return "", harvesterapi.NotFoundOr(err, config.FlagProblem(config.FlagKeyPairName, "key pair %s does not exist; nothing was created", keyPair))
-	}
-	if ok, msg := harvesterapi.ConditionTrue(kp.Status.Conditions, "validated"); !ok {
-		return "", config.FlagProblem(config.FlagKeyPairName, "key pair %s is not validated%s; nothing was created", keyPair, harvesterapi.MessageSuffix(msg))
-	}
-	return kp.Spec.PublicKey, nil
-}
-
 // prepareSSHKeys puts the machine's private key in the store (0600) and
-// returns the public keys to authorize: the key pair's public key
-// (keyPairPublic, as read), the .pub beside
-// --harvester-ssh-private-key-path, or a newly generated key. A private
-// key that does not belong to the key pair is refused before anything is
-// stored or created.
-func prepareSSHKeys(m *machine.Machine, keyPath string, keyPair *config.ObjectRef, keyPairPublic string) ([]string, error) {
+// returns the public keys to authorize: the key pair's public key, the .pub
+// beside --harvester-ssh-private-key-path, or a newly generated key. A
+// private key that does not belong to the key pair is refused before
+// anything is stored or created.
+func prepareSSHKeys(ctx context.Context, api *harvesterapi.API, m *machine.Machine, keyPath string, keyPair *config.ObjectRef) ([]string, error) {
 	private := m.Config.SSHPrivateKeyPath
 	switch {
 	case keyPair != nil:
-		if err := checkKeyPairMatches(private, keyPair.String(), keyPairPublic); err != nil {
+		kp, err := api.GetKeyPair(ctx, keyPair.Namespace, keyPair.Name)
+		if err != nil {
+			return nil, harvesterapi.NotFoundOr(err, config.FlagProblem(config.FlagKeyPairName, "key pair %s does not exist; nothing was created", keyPair))
+		}
+		if ok, msg := harvesterapi.ConditionTrue(kp.Status.Conditions, "validated"); !ok {
+			return nil, config.FlagProblem(config.FlagKeyPairName, "key pair %s is not validated%s; nothing was created", keyPair, harvesterapi.MessageSuffix(msg))
+		}
+		if err := checkKeyPairMatches(private, keyPair.String(), kp.Spec.PublicKey); err != nil {
 			return nil, err
 		}
 		if err := copyPrivateKey(private, keyPath); err != nil {
 			return nil, err
 		}
-		return []string{strings.TrimSpace(keyPairPublic)}, nil
+		return []string{strings.TrimSpace(kp.Spec.PublicKey)}, nil
 	case private != "":
 		if err := copyPrivateKey(private, keyPath); err != nil {
 			return nil, err

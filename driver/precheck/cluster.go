@@ -25,23 +25,14 @@ import (
 	log "github.com/harvester-kit/harvester-machine/internal/pluginlog"
 )
 
-// ImagesRead is what Images read: each image's facts (by
-// "<namespace>/<name>"), the storage classes to check (name -> who uses
-// it): those --disk-info names (an imported image's class is the one
+// Images checks that every image exists, is imported and has a
+// storage class. It returns the storage classes to check (name -> who
+// uses it): those --disk-info names; an imported image's class is the one
 // Harvester made for the image before marking it imported, so reading the
-// image proves it), and whether an image was read in the VM namespace,
-// which proves that the namespace exists.
-type ImagesRead struct {
-	Facts          map[string]vmspec.ImageFacts
-	StorageClasses map[string]string
-	NamespaceSeen  bool
-}
-
-// Images checks that every image exists, is imported and has a storage
-// class, and returns what it read.
-func Images(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in config.Inputs) (ImagesRead, []error) {
-	got := ImagesRead{Facts: map[string]vmspec.ImageFacts{}, StorageClasses: map[string]string{}}
-	var problems []error
+// image proves it. nsSeen: an image was read in the VM namespace, which
+// proves that the namespace exists.
+func Images(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in config.Inputs) (images map[string]vmspec.ImageFacts, storageClasses map[string]string, nsSeen bool, problems []error) {
+	storageClasses, images = map[string]string{}, map[string]vmspec.ImageFacts{}
 	refs, err := in.ImageRefs(m.Config.VMNamespace)
 	if err != nil {
 		problems = append(problems, err)
@@ -54,8 +45,8 @@ func Images(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in c
 			continue
 		}
 		virtualSizes[ref.String()] = img.Status.VirtualSize
-		got.Facts[ref.String()] = vmspec.ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
-		got.NamespaceSeen = got.NamespaceSeen || ref.Namespace == m.Config.VMNamespace
+		images[ref.String()] = vmspec.ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
+		nsSeen = nsSeen || ref.Namespace == m.Config.VMNamespace
 		if ok, msg := harvesterapi.ConditionTrue(img.Status.Conditions, "Imported"); !ok {
 			problems = append(problems, fmt.Errorf("image %s is not imported yet (condition Imported is not True%s)", ref, harvesterapi.MessageSuffix(msg)))
 		} else if img.Status.StorageClassName == "" {
@@ -66,11 +57,11 @@ func Images(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in c
 	if m.Config.DiskInfo != "" {
 		for i, disk := range in.Disks {
 			if disk.ImageName == "" && disk.StorageClassName != "" {
-				got.StorageClasses[disk.StorageClassName] = fmt.Sprintf("--%s disks[%d]", config.FlagDiskInfo, i)
+				storageClasses[disk.StorageClassName] = fmt.Sprintf("--%s disks[%d]", config.FlagDiskInfo, i)
 			}
 		}
 	}
-	return got, problems
+	return images, storageClasses, nsSeen, problems
 }
 
 // StorageClasses checks that the storage classes exist (skipped with a
@@ -87,54 +78,44 @@ func StorageClasses(ctx context.Context, api *harvesterapi.API, m *machine.Machi
 	return problems
 }
 
-// Networks checks that every interface's network exists and returns the
-// managed-DHCP IPPool that serves each (by "<namespace>/<name>"; nil:
-// none). Where one serves a network, its controller makes the VM's
-// VirtualMachineNetworkConfig, which quotas count.
-func Networks(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in config.Inputs) (map[string]*config.ObjectRef, []error) {
+// Networks checks that every interface's network exists; managedDHCP:
+// Harvester's managed DHCP serves one of them (its controller then makes
+// the VM's VirtualMachineNetworkConfig, which quotas count).
+func Networks(ctx context.Context, api *harvesterapi.API, m *machine.Machine, in config.Inputs) (managedDHCP bool, problems []error) {
 	nics, err := vmspec.PlanNICs(m.Config, in)
 	if err != nil {
-		return nil, []error{err}
+		return false, []error{err}
 	}
-	pools := map[string]*config.ObjectRef{}
-	var problems []error
 	for _, nic := range nics {
 		labels, err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name)
 		if err != nil {
 			problems = append(problems, harvesterapi.NotFoundOr(err, fmt.Errorf("network %s does not exist (see --%s / --%s)", nic.Network, config.FlagNetworkName, config.FlagNetworkInfo)))
 			continue
 		}
-		pools[nic.Network.String()] = PoolOf(labels)
+		if _, pool := dhcpapi.PoolOf(labels); pool != "" {
+			managedDHCP = true
+		}
 	}
-	return pools, problems
+	return managedDHCP, problems
 }
 
-// PoolOf is the managed-DHCP IPPool a network's labels name (nil: none).
-func PoolOf(networkLabels map[string]string) *config.ObjectRef {
-	if ns, name := dhcpapi.PoolOf(networkLabels); name != "" {
-		return &config.ObjectRef{Namespace: ns, Name: name}
-	}
-	return nil
-}
-
-// KeyPair checks that the key pair, if any, exists and is validated, and
-// returns its public key (spec.publicKey; "" without a key pair).
-func KeyPair(ctx context.Context, api *harvesterapi.API, m *machine.Machine) (string, []error) {
+// KeyPair checks that the key pair, if any, exists and is validated.
+func KeyPair(ctx context.Context, api *harvesterapi.API, m *machine.Machine) []error {
 	ref, err := vmspec.KeyPairRef(m.Config)
 	if err != nil {
-		return "", []error{err}
+		return []error{err}
 	}
 	if ref == nil {
-		return "", nil
+		return nil
 	}
 	kp, err := api.GetKeyPair(ctx, ref.Namespace, ref.Name)
 	if err != nil {
-		return "", []error{harvesterapi.NotFoundOr(err, config.FlagProblem(config.FlagKeyPairName, "key pair %s does not exist", ref))}
+		return []error{harvesterapi.NotFoundOr(err, config.FlagProblem(config.FlagKeyPairName, "key pair %s does not exist", ref))}
 	}
 	if ok, msg := harvesterapi.ConditionTrue(kp.Status.Conditions, "validated"); !ok {
-		return "", []error{config.FlagProblem(config.FlagKeyPairName, "key pair %s is not validated%s", ref, harvesterapi.MessageSuffix(msg))}
+		return []error{config.FlagProblem(config.FlagKeyPairName, "key pair %s is not validated%s", ref, harvesterapi.MessageSuffix(msg))}
 	}
-	return kp.Spec.PublicKey, nil
+	return nil
 }
 
 // NamesFree reports every disk volume (claim) of the machine that
