@@ -49,7 +49,7 @@ func Run(ctx context.Context, api *harvesterapi.API, m *machine.Machine, r Reque
 		return "", errors.New("create: the machine has no ID (its flags were never read); nothing was created")
 	}
 	var undo rollback
-	defer func() { err = undo.run(m.Name, err) }()
+	defer func() { err = undo.run(ctx, m.Name, err) }()
 
 	api.Seen().ForgetReads()
 	b, err := build(ctx, api, m, r)

@@ -17,12 +17,15 @@ type rollback []func(context.Context) error
 
 func (r *rollback) add(f func(context.Context) error) { *r = append(*r, f) }
 
-func (r rollback) run(machine string, err error) error {
+// run undoes what a failed create made. It runs past the create's own
+// deadline or cancellation (that may be why it failed), with a deadline
+// of its own.
+func (r rollback) run(ctx context.Context, machine string, err error) error {
 	if err == nil || len(r) == 0 {
 		return err
 	}
 	log.Warnf("%s: create failed, removing what it created", machine)
-	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	var cerrs []error
 	for i := len(r) - 1; i >= 0; i-- {
