@@ -49,7 +49,7 @@ var driverLayers = map[string][]string{
 	"driver/precheck":         {"driver/config", "driver/drivertest", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
 	"driver/removal":          {"driver/config", "driver/drivertest/plans", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
 	"driver/staticaddr":       {"driver/config", "driver/harvesterapi", "driver/machine", "driver/vmspec"},
-	"driver/power":            {"driver/config", "driver/harvesterapi", "driver/machine"},
+	"driver/power":            {"driver/config", "driver/drivertest", "driver/harvesterapi", "driver/machine"},
 	"driver/machine":          {"driver/config", "driver/harvesterapi"},
 	"driver/vmspec":           {"driver/config", "driver/drivertest", "driver/drivertest/plans"},
 	"driver/config":           {"driver/drivertest"},
