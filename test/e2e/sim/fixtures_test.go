@@ -61,7 +61,7 @@ func TestHarvesterFixtures(t *testing.T) {
 		t.Errorf("network default/vlan1: %v", err)
 	}
 	setting, err := dyn.Resource(settingGVR).Get(ctx, "server-version", metav1.GetOptions{})
-	if err != nil || setting.Object["value"] != "v1.8.0" {
+	if err != nil || setting.Object["value"] != "v1.8.1" {
 		t.Errorf("setting server-version: %v %v", err, setting)
 	}
 	// The VM mutator's settings, as Harvester ships them: a default, no value.
