@@ -83,7 +83,7 @@ func NewApp() *cli.App {
 			&cli.DurationFlag{Name: flagStartTimeout, Value: 2 * time.Minute, Usage: "give up if the simulator is not ready within this time"},
 		},
 		Action:   runAction,
-		Commands: []*cli.Command{faultCommand(), statusCommand(), maintenanceCommand(), upgradeCommand(), kubeVIPExecCommand(), kubeVirtExecCommand()},
+		Commands: []*cli.Command{faultCommand(), tuneCommand(), statusCommand(), maintenanceCommand(), upgradeCommand(), kubeVIPExecCommand(), kubeVirtExecCommand()},
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/sim/guests"
 	"github.com/harvester-kit/harvester-machine/sim/kubevip"
 	"github.com/harvester-kit/harvester-machine/sim/statefile"
+	"github.com/harvester-kit/harvester-machine/sim/tunables"
 )
 
 // Files the simulator writes into its state directory.
@@ -73,9 +74,8 @@ type Options struct {
 	Log                    *slog.Logger
 }
 
-// DefaultNodeMonitorGracePeriod is kube-controller-manager's own default
-// (Kubernetes 1.34).
-const DefaultNodeMonitorGracePeriod = 50 * time.Second
+// DefaultNodeMonitorGracePeriod is kube-controller-manager's own default.
+const DefaultNodeMonitorGracePeriod = tunables.DefaultNodeMonitorGracePeriod
 
 // restartDeadline is how long a restarted kube-apiserver may take to serve
 // (fault restart-apiserver) before the simulator gives up: it loads every
@@ -83,9 +83,16 @@ const DefaultNodeMonitorGracePeriod = 50 * time.Second
 // at once; on a busy 2-core machine that took over a minute.
 const restartDeadline = 3 * time.Minute
 
-// MinNodeMonitorGracePeriod is the shortest grace period the simulator
-// accepts.
-const MinNodeMonitorGracePeriod = 4 * time.Second
+// timing is what the options start the controllers with (the tunables'
+// start values).
+func (o Options) timing() tunables.Values {
+	grace := o.NodeMonitorGracePeriod
+	if grace == 0 {
+		grace = DefaultNodeMonitorGracePeriod
+	}
+	return tunables.Values{NodeMonitorGracePeriod: grace, MigrationDuration: o.MigrationDuration,
+		ScheduleDelay: o.ScheduleDelay, BootDelay: o.BootDelay, IPDelay: o.IPDelay}
+}
 
 // Validate returns every problem with the options at once.
 func (o Options) Validate() error {
@@ -99,13 +106,8 @@ func (o Options) Validate() error {
 	if o.Zones < 1 || o.Zones > o.Hosts {
 		errs = append(errs, fmt.Errorf("--zones: %d is out of range: use 1 to the host count (%d)", o.Zones, o.Hosts))
 	}
-	for name, d := range map[string]time.Duration{"--schedule-delay": o.ScheduleDelay, "--boot-delay": o.BootDelay, "--ip-delay": o.IPDelay, "--migration-duration": o.MigrationDuration} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("%s: %s is negative: use 0 or more", name, d))
-		}
-	}
-	if g := o.NodeMonitorGracePeriod; g != 0 && g < MinNodeMonitorGracePeriod {
-		errs = append(errs, fmt.Errorf("--node-monitor-grace-period: %s is too short: use %s or more (the hosts renew their Lease every quarter of it)", g, MinNodeMonitorGracePeriod))
+	if err := o.timing().Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -118,9 +120,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	if err := o.Validate(); err != nil {
 		return err
 	}
-	if o.NodeMonitorGracePeriod == 0 {
-		o.NodeMonitorGracePeriod = DefaultNodeMonitorGracePeriod
-	}
+	o.NodeMonitorGracePeriod = o.timing().NodeMonitorGracePeriod
 	log := o.Log
 	if log == nil {
 		log = slog.Default()
@@ -225,11 +225,12 @@ func Run(ctx context.Context, o Options) (err error) {
 			}
 		}()
 	}
+	kcmGrace := make(chan graceRequest)
 	err = controllers.Start(runCtx, cfg, controllers.Options{
-		ScheduleDelay: o.ScheduleDelay, BootDelay: o.BootDelay, IPDelay: o.IPDelay, MigrationDuration: o.MigrationDuration,
+		Timing: o.timing(), SetNodeGrace: graceSetter(kcmGrace),
 		Log:          log.With("component", "controllers"),
-		GuestNetwork: guestNet, LeaseRenewInterval: controllers.LeaseRenewInterval(o.NodeMonitorGracePeriod),
-		KubeletCert: cp.pki.kubeletCert,
+		GuestNetwork: guestNet,
+		KubeletCert:  cp.pki.kubeletCert,
 	})
 	if err != nil {
 		return fmt.Errorf("start simulated controllers: %w", err)
@@ -282,13 +283,13 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 	ready = true
 	log.Info("simulated Harvester ready", "kubeconfig", filepath.Join(o.StateDir, KubeconfigFile), "after", time.Since(start).Round(time.Millisecond))
-	return serve(ctx, cp, log)
+	return serve(ctx, cp, kcmGrace, log)
 }
 
 // serve waits for the end, restarting kube-apiserver on SIGUSR1 and
 // freezing it on SIGUSR2 (see FreezeAPIServer), and fails when a component
 // dies on its own.
-func serve(ctx context.Context, cp *controlPlane, log *slog.Logger) error {
+func serve(ctx context.Context, cp *controlPlane, kcmGrace <-chan graceRequest, log *slog.Logger) error {
 	restart := make(chan os.Signal, 1)
 	signal.Notify(restart, syscall.SIGUSR1)
 	defer signal.Stop(restart)
@@ -319,6 +320,14 @@ func serve(ctx context.Context, cp *controlPlane, log *slog.Logger) error {
 				return fmt.Errorf("restart kube-apiserver: %w", err)
 			}
 			log.Info("kube-apiserver restarted")
+		case req := <-kcmGrace:
+			rctx, cancel := context.WithTimeout(ctx, kcmRestartTimeout)
+			err := cp.restartControllerManager(rctx, req.grace)
+			cancel()
+			req.done <- err
+			if err == nil {
+				log.Info("tunables: kube-controller-manager started again", "node-monitor-grace-period", req.grace)
+			}
 		case <-cp.etcd.done:
 			return fmt.Errorf("etcd exited: %w", cp.etcd.err)
 		case <-cp.apiserver.done:

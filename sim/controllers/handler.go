@@ -116,7 +116,7 @@ func (s *sim) newVMIContext(key string, u *unstructured.Unstructured) *vmiContex
 // scheduled: phase Running, LiveMigratable, its interfaces (no address
 // yet), its volumes' targets, event Started.
 func (s *sim) bootVMI(ctx context.Context, c *vmiContext) (time.Duration, error) {
-	if wait := s.since(c).Add(s.opts.BootDelay).Sub(c.now.Time); wait > 0 {
+	if wait := s.since(c).Add(s.tuned().BootDelay).Sub(c.now.Time); wait > 0 {
 		return wait, nil
 	}
 	s.enter(c, kubevirtv1.Running)

@@ -37,7 +37,7 @@ func (s *sim) runVMI(ctx context.Context, c *vmiContext) (time.Duration, error) 
 	src := s.guestSources(c)
 	agent, why := guestRunsAgent(src)
 	noIP := s.faults().Match(fault.NoIP, c.u.GetNamespace(), c.vmName)
-	plan := planAddresses(agent, why, noIP, s.since(c), c.now.Time, s.opts.IPDelay)
+	plan := planAddresses(agent, why, noIP, s.since(c), c.now.Time, s.tuned().IPDelay)
 	var ips []string
 	if plan.Report {
 		ips = s.state.addrsOf(c.key)

@@ -95,9 +95,9 @@ func (s *sim) migrate(ctx context.Context, c *vmiContext) (time.Duration, bool, 
 		if err == nil && wait == 0 {
 			s.event.emit(c.u, corev1.EventTypeNormal, string(kubevirtv1.Migrating), "VirtualMachineInstance is migrating.")
 		}
-		return min0(wait, max(s.opts.MigrationDuration, time.Millisecond)), true, err
+		return min0(wait, max(s.tuned().MigrationDuration, time.Millisecond)), true, err
 	}
-	if wait := ms.StartTimestamp.Add(s.opts.MigrationDuration).Sub(c.now.Time); wait > 0 {
+	if wait := ms.StartTimestamp.Add(s.tuned().MigrationDuration).Sub(c.now.Time); wait > 0 {
 		return wait, false, nil
 	}
 	return s.migrationCompleted(ctx, c, ms)

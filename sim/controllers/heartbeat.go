@@ -54,6 +54,11 @@ func (k *Kubelets) SetHostDown(name string, down bool) {
 		delete(k.down, name)
 	}
 	k.mu.Unlock()
+	k.wakeUp()
+}
+
+// wakeUp has the heartbeat loop run at once.
+func (k *Kubelets) wakeUp() {
 	select {
 	case k.wake <- struct{}{}:
 	default:
@@ -77,11 +82,7 @@ func (k *Kubelets) DownSince(name string) (time.Time, bool) {
 // runHeartbeats renews the up hosts' Leases and Ready conditions until
 // ctx ends.
 func (s *sim) runHeartbeats(ctx context.Context) {
-	interval := s.opts.LeaseRenewInterval
-	if interval <= 0 {
-		interval = leaseRenewInterval
-	}
-	tick := time.NewTicker(interval)
+	tick := time.NewTimer(s.leaseRenew())
 	defer tick.Stop()
 	for {
 		nodes, _ := s.nodes.List(labels.Everything())
@@ -99,6 +100,7 @@ func (s *sim) runHeartbeats(ctx context.Context) {
 		case <-tick.C:
 		case <-s.kubelets.wake:
 		}
+		tick.Reset(s.leaseRenew()) // the grace period may have changed
 	}
 }
 

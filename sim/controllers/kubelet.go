@@ -93,7 +93,7 @@ func (s *sim) guestShutdownWait(pod *corev1.Pod) time.Duration {
 // startPod runs a bound Pod, ScheduleDelay after it was created, once its
 // Secret volumes exist.
 func (s *sim) startPod(ctx context.Context, pod *corev1.Pod) (time.Duration, error) {
-	if wait := time.Until(pod.CreationTimestamp.Add(s.opts.ScheduleDelay)); wait > 0 {
+	if wait := time.Until(pod.CreationTimestamp.Add(s.tuned().ScheduleDelay)); wait > 0 {
 		return wait, nil
 	}
 	if why := s.missingSecret(pod); why != "" {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/internal/dhcpapi"
 	"github.com/harvester-kit/harvester-machine/sim/fault"
+	"github.com/harvester-kit/harvester-machine/sim/tunables"
 )
 
 // handler calls fn with the object of every add, update and delete.
@@ -130,8 +131,15 @@ func (s *sim) register(ctx context.Context) error {
 		{"storageclasses", s.kubeInformers.Storage().V1().StorageClasses().Informer(), func(any) {
 			s.enqueueNamespace(s.pvcQ, "", s.pvcKeys)
 		}},
-		{"fault configmap", s.faultInformers.Core().V1().ConfigMaps().Informer(), func(obj any) {
-			if key, _ := keyOf(obj); key == fault.ConfigMapKey {
+		{"fault and tunables configmaps", s.faultInformers.Core().V1().ConfigMaps().Informer(), func(obj any) {
+			key, _ := keyOf(obj)
+			if key == tunables.Namespace+"/"+tunables.ConfigMap {
+				select {
+				case s.tuneWake <- struct{}{}:
+				default: // runTunables reads the latest content anyway
+				}
+			}
+			if key == fault.ConfigMapKey {
 				s.enqueueNamespace(s.vmiQ, "", s.vmiKeys)
 				s.enqueueNamespace(s.lbQ, "", func(string) []string { return s.poolKeys() })
 				s.enqueueNamespace(s.dhcpQ, "", s.dhcpPoolKeys)

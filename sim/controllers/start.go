@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,19 +24,23 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/sim/fault"
 	"github.com/harvester-kit/harvester-machine/sim/guestnet"
+	"github.com/harvester-kit/harvester-machine/sim/tunables"
 )
 
 // Options tune the simulated controllers.
 type Options struct {
-	// ScheduleDelay is how long a VMI stays in Scheduling at least
-	// (Pending moves to Scheduling once its launcher pod exists; the pod
-	// is started, as kubelet would, once bound and ScheduleDelay after the
-	// VMI entered Scheduling); BootDelay is Scheduled -> Running; IPDelay is
-	// Running -> addresses reported (when the guest runs the agent).
-	ScheduleDelay, BootDelay, IPDelay time.Duration
-	// MigrationDuration is how long a live migration's transfer runs
-	// (from Running to Succeeded); 0 means at once.
-	MigrationDuration time.Duration
+	// Timing is what the simulator starts with: the VMI phases' delays
+	// (ScheduleDelay: a VMI stays in Scheduling at least that long, its
+	// launcher Pod started, as kubelet would, once bound and ScheduleDelay
+	// after it was created; BootDelay: Scheduled to Running; IPDelay:
+	// Running to addresses, when the guest runs the agent), a live
+	// migration's transfer, and the grace period the kubelets renew their
+	// Lease for. The tunables ConfigMap changes it while they run.
+	Timing tunables.Values
+	// SetNodeGrace, when set, makes kube-controller-manager run with a new
+	// --node-monitor-grace-period (the tunables ConfigMap asked for it); it
+	// returns once that one is serving.
+	SetNodeGrace func(ctx context.Context, grace time.Duration) error
 	// Log receives the controllers' logs; nil discards them.
 	Log *slog.Logger
 	// GuestNetwork, when set, gets each running guest with an address and
@@ -45,9 +50,6 @@ type Options struct {
 	// from outside); SetHostDown stops one. The fault ConfigMap's
 	// host-down list stops them too.
 	Kubelets *Kubelets
-	// LeaseRenewInterval is how often the kubelets renew their node
-	// Lease (0: kubelet's 10 s); see LeaseRenewInterval.
-	LeaseRenewInterval time.Duration
 	// KubeletCert, when set, gives each host a kubelet server
 	// (serveKubelet) with a certificate it issues.
 	KubeletCert KubeletCert
@@ -112,6 +114,8 @@ type sim struct {
 	vmiQ, pvcQ, imageQ, lbQ, dhcpQ, podQ *queue
 
 	state    *vmiState
+	timing   atomic.Pointer[tunables.Values] // what the controllers run with now
+	tuneWake chan struct{}                   // the tunables ConfigMap changed
 	kubelets *Kubelets
 	handler  handlerClients
 	beats    handlerBeats
@@ -159,6 +163,9 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 	if s.kubelets == nil {
 		s.kubelets = NewKubelets()
 	}
+	timing := opts.Timing
+	s.timing.Store(&timing)
+	s.tuneWake = make(chan struct{}, 1)
 	s.vmiQ = newQueue("virt-handler", s.reconcileVMI, log)
 	s.pvcQ = newQueue("pvc", s.reconcilePVC, log)
 	s.imageQ = newQueue("image", s.reconcileImage, log)
@@ -174,6 +181,7 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 func (s *sim) run(ctx context.Context) {
 	go s.event.run(ctx)
 	go s.runHeartbeats(ctx)
+	go s.runTunables(ctx, s.tuneWake)
 	for _, q := range []*queue{s.vmiQ, s.pvcQ, s.imageQ, s.lbQ, s.dhcpQ, s.podQ} {
 		go q.run(ctx)
 	}

@@ -137,17 +137,30 @@ func SetVM(ctx context.Context, kube kubernetes.Interface, fault, pattern string
 // ConfigMap, lines identified by their first field (the pattern), and
 // returns once the controllers have read the new content.
 func SetLine(ctx context.Context, kube kubernetes.Interface, fault, line string, remove bool) error {
+	want, err := EditConfigMap(ctx, kube, ConfigMap, map[string]string{faultLabel: "vm"}, func(data map[string]string) {
+		data[fault] = editPatterns(data[fault], line, remove)
+	})
+	if err != nil {
+		return fmt.Errorf("fault %s: %w", fault, err)
+	}
+	return waitObserved(ctx, kube, want)
+}
+
+// EditConfigMap applies edit to the data of ConfigMap Namespace/name,
+// creating it (with labels) when missing, retrying conflicts, and returns
+// the Digest of the data written.
+func EditConfigMap(ctx context.Context, kube kubernetes.Interface, name string, labels map[string]string, edit func(data map[string]string)) (string, error) {
 	cms := kube.CoreV1().ConfigMaps(Namespace)
-	var want string
+	var digest string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cm, err := cms.Get(ctx, ConfigMap, metav1.GetOptions{})
+		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: ConfigMap, Namespace: Namespace, Labels: map[string]string{faultLabel: "vm"}}}
-			cm.Data = map[string]string{fault: editPatterns("", line, remove)}
-			want = Digest(cm.Data)
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: labels}, Data: map[string]string{}}
+			edit(cm.Data)
+			digest = Digest(cm.Data)
 			_, err = cms.Create(ctx, cm, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) { // a concurrent first writer
-				return apierrors.NewConflict(corev1.Resource("configmaps"), ConfigMap, err)
+				return apierrors.NewConflict(corev1.Resource("configmaps"), name, err)
 			}
 			return err
 		}
@@ -157,15 +170,12 @@ func SetLine(ctx context.Context, kube kubernetes.Interface, fault, line string,
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
-		cm.Data[fault] = editPatterns(cm.Data[fault], line, remove)
-		want = Digest(cm.Data)
+		edit(cm.Data)
+		digest = Digest(cm.Data)
 		_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
 		return err
 	})
-	if err != nil {
-		return fmt.Errorf("fault %s: %w", fault, err)
-	}
-	return waitObserved(ctx, kube, want)
+	return digest, err
 }
 
 // waitObserved waits until the controllers have acknowledged fault data

@@ -82,7 +82,7 @@ var standIns = map[string]upstream{
 var simOwn = []string{
 	"sim/controllers/apiutil.go", "sim/controllers/decode.go", "sim/controllers/events.go",
 	"sim/controllers/faultack.go", "sim/controllers/guestnet.go", "sim/controllers/queue.go",
-	"sim/controllers/register.go", "sim/controllers/start.go", "sim/controllers/unknownfields.go",
+	"sim/controllers/register.go", "sim/controllers/start.go", "sim/controllers/tunables.go", "sim/controllers/unknownfields.go",
 	"sim/controllers/vmi_state.go", "sim/controllers/volumes.go",
 }
 

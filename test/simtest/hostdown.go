@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
+	"github.com/harvester-kit/harvester-machine/sim/tunables"
 )
 
 var gvrSetting = schema.GroupVersionResource{Group: "harvesterhci.io", Version: "v1beta1", Resource: "settings"}
@@ -131,6 +133,50 @@ func (tl *NodeTimeline) Stop() { tl.cancel() }
 
 func fieldsName(name string) fields.Selector {
 	return fields.OneTermEqualSelector("metadata.name", name)
+}
+
+// Tune changes tunables (sim/tunables) of the running simulator for the
+// test and gives them their start values back when it ends.
+func Tune(ctx context.Context, t testing.TB, kube kubernetes.Interface, changes map[string]string) {
+	t.Helper()
+	if err := tunables.Set(ctx, kube, changes); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		reset := map[string]string{}
+		for k := range changes {
+			reset[k] = ""
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		defer cancel()
+		if err := tunables.Set(ctx, kube, reset); err != nil {
+			t.Errorf("give the tunables their start values: %v", err)
+		}
+	})
+}
+
+// HostFailures readies the package's simulator for a host failure, for
+// the test: kube-controller-manager's --node-monitor-grace-period is
+// grace and Harvester's vm-force-reset-policy is policy until it ends;
+// then both are what they were.
+func HostFailures(ctx context.Context, t testing.TB, kube kubernetes.Interface, dyn dynamic.Interface, grace time.Duration, policy string) {
+	t.Helper()
+	was, err := dyn.Resource(gvrSetting).Get(ctx, harvester.SettingVMForceResetPolicy, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("read %s: %v", harvester.SettingVMForceResetPolicy, err)
+	}
+	value, _, _ := unstructured.NestedString(was.Object, "value")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := SetForceResetPolicy(ctx, dyn, value); err != nil {
+			t.Errorf("restore %s: %v", harvester.SettingVMForceResetPolicy, err)
+		}
+	})
+	Tune(ctx, t, kube, map[string]string{tunables.NodeMonitorGracePeriod: grace.String()})
+	if err := SetForceResetPolicy(ctx, dyn, policy); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // StartHostDown starts a simulator of the test's own (a host failure must

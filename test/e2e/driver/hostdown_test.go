@@ -13,17 +13,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	kubevirtv1 "kubevirt.io/api/core/v1"
-	"kubevirt.io/client-go/kubevirt"
 
 	"github.com/harvester-kit/harvester-machine/internal/staticip"
 	"github.com/harvester-kit/harvester-machine/test/harness"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
-// The host-failure test's simulator and policy: kube-controller-manager's
-// grace period, and a vm-force-reset-policy whose out-of-service step
+// The host-failure test's timing and policy: kube-controller-manager's
+// grace period (tuned for the test), and a vm-force-reset-policy whose out-of-service step
 // comes well after the first rm's --harvester-wait-timeout: the first rm,
 // the replacement's create and the third machine's refusal must all fall
 // before it, on a loaded machine too.
@@ -35,9 +33,9 @@ const (
 )
 
 // TestHostDownReplacement (issue 34): a machine whose host dies goes
-// through Rancher's replacement, through the real rancher-machine, on a
-// simulator of its own (the host failure must not touch the package's
-// other tests). While Harvester's force-reset has not released the VM
+// through Rancher's replacement, through the real rancher-machine, on the
+// package's simulator with a short grace period; it runs alone (no
+// t.Parallel), so the host failure touches no other test's machine. While Harvester's force-reset has not released the VM
 // instance, rm fails within --harvester-wait-timeout naming the down
 // host, and the machine is kept; the replacement machine of the pool is
 // created at once on a healthy host with the other free address, and the
@@ -48,8 +46,8 @@ func TestHostDownReplacement(t *testing.T) {
 	harness.NeedGuests(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	s, cfg := simtest.StartHostDown(ctx, t, hdGrace, hdPolicy, harness.Current().SimArgs()...)
-	kc, vc := kubernetes.NewForConfigOrDie(cfg), kubevirt.NewForConfigOrDie(cfg)
+	simtest.HostFailures(ctx, t, kube, dynAdmin, hdGrace, hdPolicy)
+	s, kc, vc := sim, kube, virt
 	m, err := s.NewMachines(t.TempDir(), "e2e-hd")
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +55,20 @@ func TestHostDownReplacement(t *testing.T) {
 	t.Cleanup(func() { simtest.NoPluginLeft(t, m.Store) })
 	flags := append(staticFlags(hdRange), "--harvester-wait-timeout="+strings.TrimSuffix(hdWaitTimeout.String(), "s"))
 	dead, repl, third := "e2e-hd-pool1-d0001", "e2e-hd-pool1-r0002", "e2e-hd-pool1-t0003"
+	var host string
+	t.Cleanup(func() { // a failed test leaves the simulator as it found it
+		if !t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+		defer cancel()
+		if host != "" {
+			_ = s.Fault(ctx, "host-down", "--remove", host)
+		}
+		for _, name := range []string{dead, repl, third} {
+			_, _ = m.Remove(ctx, name)
+		}
+	})
 
 	if out, err := m.Create(ctx, dead, flags...); err != nil {
 		t.Fatalf("create %s: %v\n%s", dead, err, out)
@@ -65,7 +77,8 @@ func TestHostDownReplacement(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, addr := vmi.Status.NodeName, hostDownNIC0(vmi)
+	host = vmi.Status.NodeName
+	addr := hostDownNIC0(vmi)
 	t.Logf("%s runs on %s with %s", dead, host, addr)
 
 	if err := s.Fault(ctx, "host-down", host); err != nil {

@@ -37,16 +37,17 @@ const (
 	hdCluster   = "hd"
 )
 
-// TestFaultHostDown: `harvester-sim fault host-down`, on a simulator of
-// the test's own (a host failure must not touch the package's other
-// tests) with guest clusters and the short grace period. Its two cases
-// share that simulator, one after the other: each sets its own
-// vm-force-reset-policy, uses its own VM and brings its host back.
+// TestFaultHostDown: `harvester-sim fault host-down`, with guest clusters
+// and a short grace period (tuned for the test while the package's
+// simulator runs). Its two cases run one after the other: each sets its
+// own vm-force-reset-policy, uses its own VM, brings its host back and
+// deletes its VM. The package's tests run one at a time, so no other test
+// sees the host down.
 func TestFaultHostDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
-	s, cfg := simtest.StartHostDown(ctx, t, hdGrace, hdPolicy, append(harness.Current().SimArgs(), "--guest-clusters")...)
-	hd := hostDownSim{sim: s, kube: kubernetes.NewForConfigOrDie(cfg), virt: kubevirt.NewForConfigOrDie(cfg), dyn: dynamic.NewForConfigOrDie(cfg)}
+	simtest.HostFailures(ctx, t, kube, dyn, hdGrace, hdPolicy)
+	hd := hostDownSim{sim: simulator, kube: kube, virt: virt, dyn: dyn}
 	t.Run("the VM restarts elsewhere", func(t *testing.T) { restartedElsewhere(ctx, t, hd) })
 	t.Run("a host back in time keeps its VM", func(t *testing.T) { backInTime(ctx, t, hd) })
 }
@@ -262,15 +263,30 @@ func bringBackOnFailure(ctx context.Context, t *testing.T, s *simtest.Sim, host 
 // it returns that VMI and the guest cluster's client.
 func runningGuestVM(ctx context.Context, t *testing.T, s *simtest.Sim, vc kubevirt.Interface, name string) (*kubevirtv1.VirtualMachineInstance, kubernetes.Interface) {
 	t.Helper()
-	if _, err := vc.KubevirtV1().VirtualMachines("default").Create(ctx, hostDownVM(name), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	createHostDownVM(ctx, t, vc, hostDownVM(name))
 	vmi := waitVMIOn(ctx, t, vc, name, "Running with an address", func(v *kubevirtv1.VirtualMachineInstance) bool {
 		return v.Status.Phase == kubevirtv1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != ""
 	})
 	guest := guestClient(ctx, t, s)
 	waitGuestNode(ctx, t, guest, name, corev1.ConditionTrue)
 	return vmi, guest
+}
+
+// createHostDownVM creates vm and deletes it when the test ends, waiting
+// until its VMI is gone: the package's later tests share the simulator.
+func createHostDownVM(ctx context.Context, t *testing.T, vc kubevirt.Interface, vm *kubevirtv1.VirtualMachine) {
+	t.Helper()
+	vms := vc.KubevirtV1().VirtualMachines(vm.Namespace)
+	if _, err := vms.Create(ctx, vm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+		defer cancel()
+		if err := simtest.DeleteVM(ctx, vc, vm.Namespace, vm.Name); err != nil {
+			t.Errorf("delete VM %s: %v", vm.Name, err)
+		}
+	})
 }
 
 func vmiCondition(v *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {

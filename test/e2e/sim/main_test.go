@@ -23,7 +23,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	harness.Main(m, harness.Options{Ready: func(env *harness.Env) error {
+	// Guest clusters: TestFaultHostDown watches a guest node follow its
+	// host's failure.
+	harness.Main(m, harness.Options{SimArgs: []string{"--guest-clusters"}, Ready: func(env *harness.Env) error {
 		simulator, kube, dyn, virt = env.Sim, env.Kube, env.Dyn, env.Virt
 		return nil
 	}})
