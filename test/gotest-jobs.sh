@@ -8,7 +8,9 @@
 #
 # Usage: gotest-jobs.sh UNIT_PKGS -- JOB... where each JOB is one string of
 # `go test` arguments (word-split, quotes not honoured: patterns must not
-# hold spaces). GOTEST is the go test command line; TEST_JOBS the bound.
+# hold spaces), or "@chain PKG..." : packages run one after another on one
+# simulator by E2E_CHAIN (test/harness/e2e-chain). GOTEST is the go test
+# command line; TEST_JOBS the bound.
 #
 # Its closing lines say what the run cost, to compare two runs on one
 # machine: the time, the CPU-seconds of every process it waited for (the
@@ -91,7 +93,11 @@ reap() {
 for spec in "$@"; do
 	while [ "${#job[@]}" -ge "$TEST_JOBS" ]; do reap; done
 	read -r -a args <<<"$spec"
-	"${gotest[@]}" "${args[@]}" &
+	if [ "${args[0]}" = "@chain" ]; then
+		"${E2E_CHAIN:?E2E_CHAIN must be the e2e-chain program}" "${gotest[@]}" -- "${args[@]:1}" &
+	else
+		"${gotest[@]}" "${args[@]}" &
+	fi
 	job[$!]=$spec
 done
 while [ "${#job[@]}" -gt 0 ] || [ "$unitRC" = -1 ]; do reap; done

@@ -20,10 +20,17 @@ import (
 // Options describe what a test package needs.
 type Options struct {
 	Bins    []string // programs in bin/ the tests run besides harvester-sim and its tools
-	SimArgs []string // extra harvester-sim flags (delays, --guest-clusters)
+	SimArgs []string // extra harvester-sim flags (--guest-clusters)
+	// Tunables are the package's timings (sim/tunables names, e.g.
+	// "boot-delay": "100ms"): start flags of a simulator it starts, tuned
+	// for its tests on one it attaches to and given back after.
+	Tunables map[string]string
 	// Ready runs once the simulator is ready, before the tests: the
 	// package takes what it shares from env.
 	Ready func(env *Env) error
+	// Teardown runs after the tests, before the checks: it removes what
+	// the package's tests share (made once for all of them).
+	Teardown func(ctx context.Context, env *Env) error
 	// Checks run after the tests (and whenever a test calls Env.Verify):
 	// conditions every test of the package must leave true.
 	Checks []Check
@@ -79,14 +86,11 @@ func run(m *testing.M, opts Options, iso Isolation) (int, error) {
 			return 1, err
 		}
 	}
-	// make test starts every package's simulator at once (eight on two
-	// cores, while go test still compiles), each about 26 CPU-seconds.
-	args := append(append(iso.SimArgs(), "--start-timeout="+packageSimStart.String()), opts.SimArgs...)
 	ctx, cancel := context.WithTimeout(context.Background(), packageSimStart+time.Minute)
 	defer cancel()
-	s, err := simtest.Start(ctx, simtest.Options{Args: args})
+	s, err := simulatorFor(ctx, opts, iso)
 	if err != nil {
-		return 1, fmt.Errorf("start the simulated Harvester: %w", err)
+		return 1, err
 	}
 	defer func() {
 		if err := s.Stop(); err != nil {
@@ -102,17 +106,69 @@ func run(m *testing.M, opts Options, iso Isolation) (int, error) {
 			return 1, err
 		}
 	}
+	var before state
+	if s.Attached() {
+		if before, err = snapshot(ctx, env); err != nil {
+			return 1, err
+		}
+		if err := tune(ctx, env, opts.Tunables); err != nil {
+			return 1, err
+		}
+	}
 	current = env
 	code := m.Run()
+	if err := teardown(env, opts.Teardown); err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL: after the tests:", err)
+		code = 1
+	}
 	if err := env.runChecks(); err != nil {
 		fmt.Fprintln(os.Stderr, "FAIL: after the tests:", err)
 		code = 1
+	}
+	if s.Attached() {
+		if err := leftBehind(env, before, opts.Tunables); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL: the package did not leave the shared simulator as it found it:", err)
+			code = 1
+		}
 	}
 	if code != 0 {
 		fmt.Fprintf(os.Stderr, "--- harvester-sim warnings and errors (last 40) ---\n%s\n", s.Warnings(40))
 		fmt.Fprintf(os.Stderr, "--- harvester-sim log (last 60 lines) ---\n%s\n", s.LogTail(60))
 	}
 	return code, nil
+}
+
+// teardown runs fn, if any, within a few minutes.
+func teardown(env *Env, fn func(context.Context, *Env) error) error {
+	if fn == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := fn(ctx, env); err != nil {
+		return fmt.Errorf("teardown: %w", err)
+	}
+	return nil
+}
+
+// simulatorFor is the simulator the package runs on: the one named in
+// simtest.AttachEnv (the chain runner's, shared one package at a time),
+// else one of its own, started with the package's flags and tunables.
+// make test starts several packages' simulators at once on two cores,
+// while go test still compiles, so a start gets packageSimStart.
+func simulatorFor(ctx context.Context, opts Options, iso Isolation) (*simtest.Sim, error) {
+	if root := os.Getenv(simtest.AttachEnv); root != "" {
+		return simtest.Attach(root)
+	}
+	args := append(append(iso.SimArgs(), "--start-timeout="+packageSimStart.String()), opts.SimArgs...)
+	for name, value := range opts.Tunables {
+		args = append(args, "--"+name+"="+value)
+	}
+	s, err := simtest.Start(ctx, simtest.Options{Args: args})
+	if err != nil {
+		return nil, fmt.Errorf("start the simulated Harvester: %w", err)
+	}
+	return s, nil
 }
 
 func newEnv(s *simtest.Sim, iso Isolation, checks []Check) (*Env, error) {

@@ -32,10 +32,45 @@ type Sim struct {
 	Kubeconfig string // admin kubeconfig path
 	LogPath    string // the simulator's own log
 	root       string
-	cmd        *exec.Cmd
+	cmd        *exec.Cmd // nil when attached: another process owns it
+	pid        int
 	done       chan struct{}
 	waitErr    error
 }
+
+// AttachEnv names the running simulator a test package attaches to,
+// instead of starting its own: the Root of one that simtest.Start made in
+// another process (the chain runner, test/harness/e2e-chain).
+const AttachEnv = "HARVESTER_E2E_SIM"
+
+// Root is the directory that holds the simulator's state and log, to give
+// another process in AttachEnv.
+func (s *Sim) Root() string { return s.root }
+
+// Attach is the running simulator that another process started under
+// root (Start's layout: state/ and harvester-sim.log). Stop leaves it
+// running: its owner stops it.
+func Attach(root string) (*Sim, error) {
+	s := &Sim{root: root, Dir: filepath.Join(root, "state"), LogPath: filepath.Join(root, "harvester-sim.log")}
+	s.Kubeconfig = filepath.Join(s.Dir, "kubeconfig")
+	if _, err := os.Stat(filepath.Join(s.Dir, "ready")); err != nil {
+		return nil, fmt.Errorf("attach to the simulator in %s: not ready: %w", root, err)
+	}
+	raw, err := os.ReadFile(filepath.Join(s.Dir, "sim.pid"))
+	if err == nil {
+		s.pid, err = strconv.Atoi(strings.TrimSpace(string(raw)))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("attach to the simulator in %s: its pid: %w", root, err)
+	}
+	if err := syscall.Kill(s.pid, 0); err != nil {
+		return nil, fmt.Errorf("attach to the simulator in %s: pid %d: %w", root, s.pid, err)
+	}
+	return s, nil
+}
+
+// Attached reports whether another process owns the simulator.
+func (s *Sim) Attached() bool { return s.cmd == nil }
 
 // RepoRoot finds the repository root by walking up to this module's go.mod.
 func RepoRoot() (string, error) {
@@ -179,8 +214,12 @@ func (s *Sim) RESTConfig() (*rest.Config, error) {
 	return kubeapi.ConfigFromFile(s.Kubeconfig, "harvester-machine-e2e")
 }
 
-// Stop ends the simulator and everything it started, and removes its files.
+// Stop ends the simulator and everything it started, and removes its
+// files; an attached one it leaves to its owner.
 func (s *Sim) Stop() error {
+	if s.Attached() {
+		return nil
+	}
 	var err error
 	select {
 	case <-s.done:
@@ -198,7 +237,12 @@ func (s *Sim) Stop() error {
 }
 
 // PID is the simulator process's id.
-func (s *Sim) PID() int { return s.cmd.Process.Pid }
+func (s *Sim) PID() int {
+	if s.Attached() {
+		return s.pid
+	}
+	return s.cmd.Process.Pid
+}
 
 // Fault runs `bin/harvester-sim fault ARGS...` against this simulator; it
 // returns once the fault is in effect (sim/fault).

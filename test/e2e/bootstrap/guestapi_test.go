@@ -17,6 +17,8 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/bootstrap/clusterstate"
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
+	"github.com/harvester-kit/harvester-machine/test/harness"
+	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
 // guestAPICluster is the guest cluster whose own kube-apiserver the add-on
@@ -48,12 +50,22 @@ func guestAPIServer(t *testing.T) (*rest.Config, string) {
 	return guestAPI.cfg, guestAPI.kubeconfig
 }
 
+// guestAPIVM is the VM whose guest cluster guestAPIServer starts.
+const guestAPIVM = guestAPICluster + "-pool1-0"
+
+// stopGuestAPI deletes the guest cluster's VM, if the tests made it: the
+// harness's teardown, so that a simulator the package shares is left as
+// it was found.
+func stopGuestAPI(ctx context.Context, env *harness.Env) error {
+	return simtest.DeleteVM(ctx, env.Virt, "default", guestAPIVM)
+}
+
 func startGuestAPI(ctx context.Context) (*rest.Config, string, error) {
 	dyn, err := dynamic.NewForConfig(adminCfg)
 	if err != nil {
 		return nil, "", err
 	}
-	name := guestAPICluster + "-pool1-0"
+	name := guestAPIVM
 	labels := map[string]any{harvester.LabelGuestCluster: guestAPICluster}
 	vm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kubevirt.io/v1", "kind": "VirtualMachine",

@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		var err error
 		binPath, err = simtest.Bin("harvester-bootstrap")
 		return err
-	}})
+	}, Teardown: stopGuestAPI})
 }
 
 type result struct {

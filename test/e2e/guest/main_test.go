@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"kubevirt.io/client-go/kubevirt"
 
+	"github.com/harvester-kit/harvester-machine/sim/tunables"
 	"github.com/harvester-kit/harvester-machine/test/harness"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
@@ -25,8 +26,9 @@ var env struct {
 
 func TestMain(m *testing.M) {
 	harness.Main(m, harness.Options{
-		Bins:    []string{"rancher-machine", "docker-machine-driver-harvester", "harvester-bootstrap", "kube-vip"},
-		SimArgs: []string{"--guest-clusters", "--schedule-delay=100ms", "--boot-delay=100ms", "--ip-delay=100ms"},
+		Bins:     []string{"rancher-machine", "docker-machine-driver-harvester", "harvester-bootstrap", "kube-vip"},
+		SimArgs:  []string{"--guest-clusters"},
+		Tunables: map[string]string{tunables.ScheduleDelay: "100ms", tunables.BootDelay: "100ms", tunables.IPDelay: "100ms"},
 		Ready: func(e *harness.Env) error {
 			env.sim, env.kube, env.dyn, env.virt = e.Sim, e.Kube, e.Dyn, e.Virt
 			return nil

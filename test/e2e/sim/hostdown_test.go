@@ -47,6 +47,18 @@ func TestFaultHostDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 9*time.Minute)
 	defer cancel()
 	simtest.HostFailures(ctx, t, kube, dyn, hdGrace, hdPolicy)
+	// The VMs go when the test ends, not after each case: the guest
+	// cluster's control plane stops with its last VM and would start anew,
+	// on another port, under the second case.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+		defer cancel()
+		for _, name := range []string{"hd-vm", "back-vm"} {
+			if err := simtest.DeleteVM(ctx, virt, "default", name); err != nil {
+				t.Error(err)
+			}
+		}
+	})
 	hd := hostDownSim{sim: simulator, kube: kube, virt: virt, dyn: dyn}
 	t.Run("the VM restarts elsewhere", func(t *testing.T) { restartedElsewhere(ctx, t, hd) })
 	t.Run("a host back in time keeps its VM", func(t *testing.T) { backInTime(ctx, t, hd) })
@@ -263,30 +275,15 @@ func bringBackOnFailure(ctx context.Context, t *testing.T, s *simtest.Sim, host 
 // it returns that VMI and the guest cluster's client.
 func runningGuestVM(ctx context.Context, t *testing.T, s *simtest.Sim, vc kubevirt.Interface, name string) (*kubevirtv1.VirtualMachineInstance, kubernetes.Interface) {
 	t.Helper()
-	createHostDownVM(ctx, t, vc, hostDownVM(name))
+	if _, err := vc.KubevirtV1().VirtualMachines("default").Create(ctx, hostDownVM(name), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	vmi := waitVMIOn(ctx, t, vc, name, "Running with an address", func(v *kubevirtv1.VirtualMachineInstance) bool {
 		return v.Status.Phase == kubevirtv1.Running && len(v.Status.Interfaces) > 0 && v.Status.Interfaces[0].IP != ""
 	})
 	guest := guestClient(ctx, t, s)
 	waitGuestNode(ctx, t, guest, name, corev1.ConditionTrue)
 	return vmi, guest
-}
-
-// createHostDownVM creates vm and deletes it when the test ends, waiting
-// until its VMI is gone: the package's later tests share the simulator.
-func createHostDownVM(ctx context.Context, t *testing.T, vc kubevirt.Interface, vm *kubevirtv1.VirtualMachine) {
-	t.Helper()
-	vms := vc.KubevirtV1().VirtualMachines(vm.Namespace)
-	if _, err := vms.Create(ctx, vm, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
-		defer cancel()
-		if err := simtest.DeleteVM(ctx, vc, vm.Namespace, vm.Name); err != nil {
-			t.Errorf("delete VM %s: %v", vm.Name, err)
-		}
-	})
 }
 
 func vmiCondition(v *kubevirtv1.VirtualMachineInstance, t kubevirtv1.VirtualMachineInstanceConditionType) *kubevirtv1.VirtualMachineInstanceCondition {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/harvester-kit/harvester-machine/sim/tunables"
 	"github.com/harvester-kit/harvester-machine/test/harness"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
@@ -30,7 +31,7 @@ var env struct {
 
 func TestMain(m *testing.M) {
 	harness.Main(m, harness.Options{
-		SimArgs: []string{"--schedule-delay=" + scheduleDelay.String(), "--boot-delay=" + bootDelay.String(), "--ip-delay=" + ipDelay.String()},
+		Tunables: map[string]string{tunables.ScheduleDelay: scheduleDelay.String(), tunables.BootDelay: bootDelay.String(), tunables.IPDelay: ipDelay.String()},
 		Ready: func(e *harness.Env) error {
 			env.sim, env.kube, env.dyn = e.Sim, e.Kube, e.Dyn
 			return nil
