@@ -10,11 +10,13 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
@@ -133,6 +135,14 @@ func SetVM(ctx context.Context, kube kubernetes.Interface, fault, pattern string
 	return SetLine(ctx, kube, fault, pattern, remove)
 }
 
+// editBackoff paces EditConfigMap's conflict retries. Every write of the
+// ConfigMap, the controllers' acknowledgements included, conflicts with a
+// concurrent writer's read: with tests run in parallel each setting a
+// pattern of its own VMs at the same moment, client-go's DefaultRetry (5
+// tries about 10 ms apart) can run out. This one keeps trying for about
+// 10 s.
+var editBackoff = wait.Backoff{Steps: 15, Duration: 20 * time.Millisecond, Factor: 1.5, Jitter: 0.5, Cap: 2 * time.Second}
+
 // SetLine adds (or with remove, removes) one line of a key of the fault
 // ConfigMap, lines identified by their first field (the pattern), and
 // returns once the controllers have read the new content.
@@ -152,7 +162,7 @@ func SetLine(ctx context.Context, kube kubernetes.Interface, fault, line string,
 func EditConfigMap(ctx context.Context, kube kubernetes.Interface, name string, labels map[string]string, edit func(data map[string]string)) (string, error) {
 	cms := kube.CoreV1().ConfigMaps(Namespace)
 	var digest string
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(editBackoff, func() error {
 		cm, err := cms.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: labels}, Data: map[string]string{}}

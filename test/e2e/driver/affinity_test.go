@@ -22,6 +22,7 @@ import (
 // of the same cluster; as a hard rule it puts pool1's VMs on different hosts,
 // and the driver does not add its default spread term twice.
 func TestAffinityRuleSelectsExactlyItsPool(t *testing.T) {
+	t.Parallel()
 	const cluster = "e2e-aff"
 	rule := bootstrapAffinity(t, "--namespace", namespace, "--cluster-name", cluster, "--pool", "pool1", "--required", "--format", "base64")
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(rule))

@@ -76,6 +76,11 @@ func readNodeCloudInit(t *testing.T, machine string) nodeCloudInit {
 // 3-machine pool at once with --harvester-cloud-provider and checks the
 // nodes' files, the one shared credential and its limits, and that removing
 // the machines leaves the credential until `revoke`.
+//
+// Sequential: it revokes a credential in namespace default, and revoke
+// deletes the namespace's guest grant once no credential is left there
+// (credentials.DropGrantIfUnused), racing another test's credential on its
+// way.
 func TestCloudProviderPerDistribution(t *testing.T) {
 	for _, dist := range nodefiles.Distributions {
 		t.Run(string(dist), func(t *testing.T) {
@@ -129,6 +134,7 @@ func TestCloudProviderPerDistribution(t *testing.T) {
 // proxy URL as the server without --harvester-cloud-provider-server, fails
 // with a message naming the flag, and nothing is created.
 func TestCloudProviderFailsBeforeCreating(t *testing.T) {
+	t.Parallel()
 	cfg, err := sim.RESTConfig()
 	if err != nil {
 		t.Fatal(err)

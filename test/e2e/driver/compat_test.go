@@ -109,6 +109,9 @@ func driverFlagsOverRPC(t *testing.T) []mcnflag.Flag {
 // default, so machine configs stored by existing Rancher installations
 // keep working; and cloud-config is the first user-data-like flag, the one
 // rancher-machine hands the install script to.
+//
+// Sequential: t.Setenv changes the environment every rancher-machine of
+// the other tests inherits.
 func TestRancherSchemaKeepsUpstreamFlags(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("testdata", "upstream-v1.0.6-flags.json"))
 	if err != nil {
@@ -166,6 +169,9 @@ func firstUserDataFlag(flags []mcnflag.Flag) string {
 // flags, each with the YAML type of its schema field (string, boolean or
 // array of strings), so the page never tells a user to set a field
 // Rancher does not have.
+//
+// Sequential: t.Setenv changes the environment every rancher-machine of
+// the other tests inherits.
 func TestRancherDocUsesDerivedFields(t *testing.T) {
 	root, err := simtest.RepoRoot()
 	if err != nil {

@@ -120,6 +120,7 @@ func waitRejected(t *testing.T, kc string) {
 // saying the credential was rejected and how to renew it; rm with a
 // renewed credential in the environment then removes everything.
 func TestCredentialRevokedMidLife(t *testing.T) {
+	t.Parallel()
 	cred := newTokenCredential(t, "e2e-revoked-admin")
 	revoked := []string{"HARVESTER_KUBECONFIG_CONTENT=" + b64(cred.kubeconfig)}
 	r := newRM(t, "e2e-revoked")
@@ -157,6 +158,7 @@ func TestCredentialRevokedMidLife(t *testing.T) {
 // "already gone"), and the VM, VMI, disk and Secret stay until an rm with
 // the right credential removes them.
 func TestBrokenCredentialKeepsMachine(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-brokencred")
 	name := "e2e-brokencred-pool1-b0000"
 	r.mustCreate(name, imageAndNet...)

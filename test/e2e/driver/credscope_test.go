@@ -27,6 +27,11 @@ import (
 // cluster-admin's (or any) ClusterRoleBinding an owner that does not exist
 // (the garbage collector would delete it) nor bind Harvester's CSI role to
 // everyone.
+//
+// Sequential: it revokes a credential in namespace default, and revoke
+// deletes the namespace's guest grant once no credential is left there
+// (credentials.DropGrantIfUnused), racing another test's credential on its
+// way.
 func TestDriverCredentialCannotTouchClusterRBAC(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -88,6 +93,11 @@ func TestDriverCredentialCannotTouchClusterRBAC(t *testing.T) {
 // the driver credential may read the guest tokens of its machine
 // namespace; such a token, made as the driver makes it, reaches nothing in
 // any other namespace.
+//
+// Sequential: it revokes a credential in namespace default, and revoke
+// deletes the namespace's guest grant once no credential is left there
+// (credentials.DropGrantIfUnused), racing another test's credential on its
+// way.
 func TestGuestTokenReadByDriverReachesOnlyItsNamespace(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

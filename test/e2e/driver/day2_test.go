@@ -277,6 +277,9 @@ func migrate(t *testing.T, vmi string) (m *kubevirtv1.VirtualMachineInstanceMigr
 // machine keeps its name, the machine ID and VM UID the driver stored, its
 // VMI (the same object) and SSH access. A machine pinned to a zone
 // (--harvester-vm-affinity) migrates within that zone only.
+//
+// Sequential: status and ip must answer within a 4 s migration, which
+// other tests' load stretches.
 func TestMachineSurvivesMigration(t *testing.T) {
 	harness.NeedGuests(t)
 	r := newRM(t, "e2e-mig")
@@ -384,6 +387,8 @@ func nodeEvents(host string) string {
 // shut down), rancher-machine sees it Running at its address throughout,
 // the command exits 0 with the host completed, the target is one
 // maintenance-check named, and the other machines stay where they are.
+//
+// Sequential: it cordons hosts and puts one into maintenance.
 func TestMaintenanceWithPoolOverThreeHosts(t *testing.T) {
 	const cluster = "e2e-mpool"
 	r := newRM(t, cluster)
@@ -459,6 +464,9 @@ func TestMaintenanceWithPoolOverThreeHosts(t *testing.T) {
 // again: Harvester records no VM it force-stopped, so it stays Halted and
 // Stopped until someone starts it (rancher-machine start, as Rancher does
 // for a stopped machine), which brings it back Running on its host.
+//
+// Sequential: it changes a host's allocatable and puts the host into
+// maintenance.
 func TestVGPUMachineUnderMaintenance(t *testing.T) {
 	harness.NeedGuests(t)
 	const cluster = "e2e-mgpu"

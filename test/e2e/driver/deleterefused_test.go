@@ -23,6 +23,7 @@ import (
 // deletion never made. Now the refusal is reported, and tried again until
 // the webhook lets it through.
 func TestDeleteVolumeWaitsOutHarvesterRefusal(t *testing.T) {
+	t.Parallel()
 	const name = "e2e-refused"
 	guestVolume(t, name+"-disk", "e2e-refused")
 	vm := haltedVM(name)

@@ -60,6 +60,11 @@ func tokenOf(t *testing.T, kc string) string {
 // it on their spec); rotate replaces the token (the
 // old one is rejected when it returns); after revoke the driver says the
 // credential was rejected (401).
+//
+// Sequential: it revokes a credential in namespace default, and revoke
+// deletes the namespace's guest grant once no credential is left there
+// (credentials.DropGrantIfUnused), racing another test's credential on its
+// way.
 func TestDriverCredentialOnly(t *testing.T) {
 	const cluster = "e2e-dcred"
 	args := []string{"--namespace", namespace, "--cloud-provider"}
@@ -204,6 +209,11 @@ func checkOnlyDriverRights(t *testing.T, kc string) {
 
 // TestDriverCredentialStart: start (which connects to the guest) works with
 // only the driver credential, without the cloud-provider rights.
+//
+// Sequential: it revokes a credential in namespace default, and revoke
+// deletes the namespace's guest grant once no credential is left there
+// (credentials.DropGrantIfUnused), racing another test's credential on its
+// way.
 func TestDriverCredentialStart(t *testing.T) {
 	harness.NeedGuests(t)
 	const cluster = "e2e-dcreds"

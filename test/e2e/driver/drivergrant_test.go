@@ -66,6 +66,7 @@ func checkGrantNames(t *testing.T, ctx context.Context, ns, step string, sas ...
 // guest credential takes its ServiceAccount out; revoking the driver
 // credential removes its grant policy.
 func TestDriverAddsItsGuestToTheGrant(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const vmNS, cluster, stranger = "e2e-dgrant", "e2e-dgrant-a", "app"

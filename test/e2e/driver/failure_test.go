@@ -40,6 +40,7 @@ func simFault(t *testing.T, args ...string) {
 // TestPreCreateReportsEveryProblem: missing image, network and key pair are
 // reported together, and nothing is created.
 func TestPreCreateReportsEveryProblem(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-pre")
 	key := filepath.Join(sim.Dir, "sim-key") // a private key: the flags are valid, the objects are missing
 	out, err := r.create("e2e-pre-pool1-p0000", "--harvester-image-name=default/no-such-image",
@@ -56,6 +57,7 @@ func TestPreCreateReportsEveryProblem(t *testing.T) {
 
 // TestInvalidFlagsReportedTogether: validation errors name every flag.
 func TestInvalidFlagsReportedTogether(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-bad")
 	out, err := r.create("e2e-bad-pool1-b0000", "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1",
 		"--harvester-enable-secure-boot", "--harvester-disk-info={", "--harvester-vm-affinity=nope", "--harvester-cpu-count=0")
@@ -71,6 +73,9 @@ func TestInvalidFlagsReportedTogether(t *testing.T) {
 
 // TestCreateRollsBackWhenVMCreateFails: the Secret created before the VM is
 // removed again when the API refuses the VM.
+//
+// Sequential: fault reject-create refuses every test's VM creates (and
+// clear ends every fault).
 func TestCreateRollsBackWhenVMCreateFails(t *testing.T) {
 	simFault(t, fault.RejectCreate, "virtualmachines.kubevirt.io")
 	t.Cleanup(func() { simFault(t, fault.ClearAll) })
@@ -93,6 +98,9 @@ func TestCreateRollsBackWhenVMCreateFails(t *testing.T) {
 // the binding of the VM's disk on a loaded machine (Harvester's VM
 // controller makes the claim; at 10 s the scheduler had only seen it
 // unbound).
+//
+// Sequential: fault stuck-scheduling rewrites the admission policy every
+// launcher Pod's binding passes.
 func TestTimeoutSaysWhatWasSeen(t *testing.T) {
 	name := "e2e-stuck-pool1-s0000"
 	simFault(t, fault.StuckScheduling, namespace+"/e2e-stuck-*")
@@ -113,13 +121,14 @@ func TestTimeoutSaysWhatWasSeen(t *testing.T) {
 
 // TestNoIPHintsAtGuestAgent: without the agent no address appears, and the
 // error says why. The wait is long enough for the VM to run on a loaded
-// machine (10 s once ended it still Pending): the hint is about a VM that
-// runs.
+// machine (10 s once ended it still Pending), with the package's other
+// parallel tests beside it: the hint is about a VM that runs.
 func TestNoIPHintsAtGuestAgent(t *testing.T) {
+	t.Parallel()
 	name := "e2e-noagent-pool1-n0000"
 	r := newRM(t, "e2e-noagent")
 	out, err := r.create(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1",
-		"--harvester-skip-qemu-guest-agent", "--harvester-wait-timeout=30")
+		"--harvester-skip-qemu-guest-agent", "--harvester-wait-timeout=60")
 	if err == nil {
 		t.Fatalf("create succeeded without a guest agent:\n%s", out)
 	}
@@ -131,6 +140,7 @@ func TestNoIPHintsAtGuestAgent(t *testing.T) {
 // TestRejectedTokenSaysExpired: a kubeconfig with a bad token yields one
 // clear error; rm --update-config with fresh credentials then works.
 func TestRejectedTokenSaysExpired(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-token")
 	name := "e2e-token-pool1-t0000"
 	r.mustCreate(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1")

@@ -158,6 +158,8 @@ var faultedCommands = []struct {
 // soakEnv (faultMomentsFor): `make test` hits each command with each fault
 // once its watches run; `make soak`, which CI runs after it, runs the
 // whole matrix with every core busy (TestUnderCPUHog).
+//
+// Sequential: it restarts and freezes the kube-apiserver every test uses.
 func TestAPIServerFault(t *testing.T) { apiServerFault(t, faultMomentsFor(soakSizeFromEnv(t))...) }
 
 // faultMomentsFor are the moments the fault tests hit: the long soak takes
@@ -213,6 +215,9 @@ func apiServerFault(t *testing.T, moments ...string) {
 // for its VM: rm removes everything, the create stops at once saying the
 // VM was deleted, and neither the simulator nor rancher-machine keeps
 // anything of the machine.
+//
+// Sequential: fault stuck-scheduling rewrites the admission policy every
+// launcher Pod's binding passes.
 func TestRmWhileCreateWaits(t *testing.T) {
 	name := "e2e-rmwait-pool1-w0000"
 	simFault(t, fault.StuckScheduling, namespace+"/e2e-rmwait-*")
@@ -240,13 +245,15 @@ func TestRmWhileCreateWaits(t *testing.T) {
 // address (the simulator's no-ip fault: the guest agent reports none)
 // makes create fail at the wait timeout saying so; rm afterwards succeeds
 // and nothing is left. The wait outlasts the disk's binding and the boot
-// on a loaded machine (at 12 s the VM was once still Scheduling).
+// on a loaded machine (at 12 s the VM was once still Scheduling), with
+// the package's other parallel tests beside it.
 func TestNoAddressFromGuestAgent(t *testing.T) {
+	t.Parallel()
 	name := "e2e-noip-pool1-n0000"
 	simFault(t, fault.NoIP, namespace+"/e2e-noip-*")
 	t.Cleanup(func() { simFault(t, fault.NoIP, "--remove", namespace+"/e2e-noip-*") })
 	r := newRM(t, "e2e-noip")
-	out, err := r.create(name, append(imageAndNet, "--harvester-wait-timeout=25")...)
-	mustFail(t, out, err, "timed out after 25s", "phase Running", "no IP: the guest reports none", "qemu-guest-agent")
+	out, err := r.create(name, append(imageAndNet, "--harvester-wait-timeout=60")...)
+	mustFail(t, out, err, "timed out after 1m0s", "phase Running", "no IP: the guest reports none", "qemu-guest-agent")
 	r.mustRun("rm", "-y", "--update-config", name)
 }

@@ -10,6 +10,7 @@ import (
 // and flannel.1 before the VM's NICs (fault guest-bridges), create waits
 // for and `ip` prints the address of the VM's first NIC, never a bridge's.
 func TestGetIPPrefersTheVMsNICs(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-bridges")
 	name := "e2e-bridges-pool1-b0000"
 	simFault(t, fault.GuestBridges, namespace+"/"+name)

@@ -14,6 +14,7 @@ import (
 // the key pair fails the create before anything exists, naming both keys'
 // fingerprints.
 func TestKeyPairWithAnotherPrivateKey(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-kpm")
 	name := "e2e-kpm-pool1-k0000"
 	key, _ := drivertest.WriteKey(t, t.TempDir(), "other", false)
@@ -34,6 +35,7 @@ func TestKeyPairWithAnotherPrivateKey(t *testing.T) {
 // the create at once, saying what the path is; nothing is created and no
 // plugin process is left waiting.
 func TestSpecialKeyPathFailsFast(t *testing.T) {
+	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "key-fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 // first, then a global one; simulator fault ipv6-only) is created, and
 // `ip` and `url` answer with its global IPv6 address.
 func TestIPv6OnlyGuest(t *testing.T) {
+	t.Parallel()
 	name := "e2e-ipv6-pool1-v0000"
 	simFault(t, "ipv6-only", "default/e2e-ipv6-*")
 	t.Cleanup(func() { simFault(t, "ipv6-only", "--remove", "default/e2e-ipv6-*") })

@@ -13,6 +13,7 @@ import (
 // its VMI template, so the running VMI carries them too (what Harvester's
 // load balancer with workloadType vm and network policies select on).
 func TestVMLabels(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-lbl")
 	name := "e2e-lbl-pool1-l0000"
 	r.mustCreate(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1",
@@ -44,6 +45,7 @@ func TestVMLabels(t *testing.T) {
 // TestVMLabelsReservedRefused: keys of Harvester, KubeVirt and the driver
 // are refused with the reason, every one at once, before anything exists.
 func TestVMLabelsReservedRefused(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-lblr")
 	out, err := r.create("e2e-lblr-pool1-l0000", "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1",
 		"--harvester-vm-labels=harvesterhci.io/creator=me,vm.kubevirt.io/name=x,node-driver.harvester-kit.io/machine-id=y,Bad Key=z")

@@ -31,6 +31,9 @@ var launcherResources = map[corev1.ResourceName]resource.Quantity{
 // and one of 1m CPU or one byte of memory less, in any of requests.cpu,
 // limits.cpu, requests.memory and limits.memory, makes the driver refuse
 // it before anything exists, naming that resource.
+//
+// Sequential: a ResourceQuota in namespace default counts and limits every
+// test's machines.
 func TestQuotaMatchesLauncherPod(t *testing.T) {
 	const cluster, quotaName = "e2e-qpod", "e2e-launcher"
 	r := newRM(t, cluster)
@@ -102,6 +105,9 @@ func TestQuotaMatchesLauncherPod(t *testing.T) {
 // reason InsufficientResourceQuota), which nothing undoes. The create ends
 // at once, naming Harvester's reason and the refusal, well within its
 // --harvester-wait-timeout, and removes what it made: no VM, Secret or PVC.
+//
+// Sequential: a global default PriorityClass and a quota of no pods of it
+// refuse every test's launcher pods.
 func TestCreateEndsWhenHarvesterHalts(t *testing.T) {
 	const cluster, class, waitTimeout = "e2e-qhalt", "e2e-default-class", 300 * time.Second
 	r := newRM(t, cluster)

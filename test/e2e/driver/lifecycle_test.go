@@ -18,6 +18,7 @@ import (
 // runs every machine command on it: ls, status, ip, stop, start, restart,
 // kill, rm, rm again.
 func TestImageDiskLifecycle(t *testing.T) {
+	t.Parallel()
 	harness.NeedGuests(t) // start and restart connect to the guest
 	r := newRM(t, "e2e-life")
 	name := "e2e-life-pool1-x7k2p"
@@ -119,6 +120,7 @@ func TestImageDiskLifecycle(t *testing.T) {
 
 // TestKeyPair creates a machine with the fixture key pair default/sim-key.
 func TestKeyPair(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-key")
 	name := "e2e-key-pool1-k3y00"
 	keyPath := filepath.Join(sim.Dir, "sim-key")
@@ -154,6 +156,7 @@ func TestKeyPair(t *testing.T) {
 // TestPassword creates a machine with an SSH password that YAML and shells
 // would choke on if it were pasted into text.
 func TestPassword(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-pw")
 	name := "e2e-pw-pool1-pw000"
 	password := `p"a's: #w{rd}`
@@ -180,6 +183,7 @@ func TestPassword(t *testing.T) {
 
 // TestMultiDiskMultiNIC uses the JSON forms (one base64-encoded).
 func TestMultiDiskMultiNIC(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-multi")
 	name := "e2e-multi-pool1-m0001"
 	disks := `{"disks":[{"imageName":"default/ubuntu-22.04","size":20,"bootOrder":1},{"storageClassName":"harvester-longhorn","size":10}]}`

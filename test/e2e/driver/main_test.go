@@ -2,6 +2,19 @@
 // real bin/rancher-machine against one simulated Harvester, the way Rancher
 // runs it: credentials in the environment, --custom-install-script and
 // --harvester-cluster-name.
+//
+// A test that touches only objects of its own (machines, VMs, Secrets,
+// namespaces, address ranges and fault patterns whose names no other test
+// uses) calls t.Parallel() first. One that changes hosts or what other
+// tests share stays sequential: simulator faults that hit every VM or the
+// API server (reject-create, stuck-scheduling, restart/freeze), host
+// maintenance, cordons and allocatable, ResourceQuotas, PriorityClasses
+// and admission policies, the process environment (t.Setenv), timing that
+// other tests' load upsets, and the guest grant of namespace default,
+// which a revoke there deletes once no credential of the namespace is left
+// (credentials.DropGrantIfUnused) while another test's credential may be
+// on its way. go test runs the sequential tests first, one at a time, then
+// the parallel ones together, at most -parallel at once (the Makefile's).
 package driver_test
 
 import (

@@ -95,6 +95,9 @@ func zoneAffinity(zone string) string {
 //     one-machine pools are down meanwhile: exit 1;
 //     `harvester-sim upgrade --restore-vm` shuts down and restores exactly
 //     those, and the vGPU machine is Running again afterwards.
+//
+// Sequential: it changes a host's allocatable and puts hosts into
+// maintenance and through an upgrade.
 func TestMaintenanceCheck(t *testing.T) {
 	const cluster = "e2e-mnt"
 	const profile = "nvidia.com/GRID_A100-2B"

@@ -100,6 +100,9 @@ func allocatedTo(p dhcpapi.IPPool, mac string) string {
 // that ignores the annotation the machine still gets its held address
 // and the driver warns that the pool spends another one; with the pool's
 // agent down a machine without a range gets no address and is rolled back.
+//
+// Sequential: it stops its pool's DHCP agent (fault dhcp-agent-down), kept
+// with the other simulator faults.
 func TestManagedDHCP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 // to removes it (and everything else), releasing the finalizer Harvester's
 // handler would hold it by for ever; the name can then be used again.
 func TestOrphanedVMI(t *testing.T) {
+	t.Parallel()
 	const cluster = "e2e-orphan"
 	name := cluster + "-pool1-o0000"
 	old := newRM(t, cluster)

@@ -105,6 +105,9 @@ func deleteVMAndWait(t *testing.T, name string) {
 // lost (it failed before its VM existed) and a machine whose VM was
 // replaced by a user's own VM of the same name both refuse to touch what is
 // there now, saying why.
+//
+// Sequential: fault reject-create refuses every test's VM creates (and
+// clear ends every fault).
 func TestOwnershipRmLeavesOthersVM(t *testing.T) {
 	const cluster = "e2e-own"
 	name := "e2e-own-pool1-o0000"
@@ -228,6 +231,7 @@ func TestOwnershipOtherClusterCredential(t *testing.T) {
 // exists, rm removes the disk (found by its label), and a new machine of
 // the name gets a new disk.
 func TestOwnershipHandDeletedVMLeavesNoDisk(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-gone")
 	name := "e2e-gone-pool1-a1b2c"
 	r.mustCreate(name, append(imageAndNet, "--harvester-disk-size=12")...)
@@ -267,6 +271,9 @@ func TestOwnershipHandDeletedVMLeavesNoDisk(t *testing.T) {
 // is deleted while it waits stops at once with a clear error (not after the
 // 600 s wait timeout: the command would be killed after 4 minutes) and
 // leaves nothing.
+//
+// Sequential: fault stuck-scheduling rewrites the admission policy every
+// launcher Pod's binding passes.
 func TestOwnershipCreateStopsWhenVMDeleted(t *testing.T) {
 	name := "e2e-vanish-pool1-v0000"
 	simFault(t, fault.StuckScheduling, namespace+"/e2e-vanish-*")
@@ -304,6 +311,9 @@ func deleteWhenScheduling(ctx context.Context, name string) error {
 
 // TestOwnershipFailedRestartRestoresRunStrategy (issue 7 case 6): a restart
 // that times out puts the run strategy back.
+//
+// Sequential: fault stuck-scheduling rewrites the admission policy every
+// launcher Pod's binding passes.
 func TestOwnershipFailedRestartRestoresRunStrategy(t *testing.T) {
 	name := "e2e-restart-pool1-s0000"
 	r := newRM(t, "e2e-restart")

@@ -67,6 +67,9 @@ func waitQuota(ctx context.Context, t *testing.T, name string, cond func(*corev1
 // mutator derives, the volume), and nothing is
 // created; with room it is created, and the API server charges its volume
 // to the quota.
+//
+// Sequential: a ResourceQuota in namespace default counts and limits every
+// test's machines.
 func TestQuotaRefusesBeforeAnythingExists(t *testing.T) {
 	r := newRM(t, "e2e-quota")
 	base := []string{"--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1", "--harvester-memory-size=2", "--harvester-disk-size=5"}
@@ -122,6 +125,9 @@ func TestQuotaRefusesBeforeAnythingExists(t *testing.T) {
 
 // TestQuotaFiguresAsWritten: a storage quota of 9.9Gi, which the API
 // server stores as 10630044057600m, reads 9.9Gi in the refusal.
+//
+// Sequential: a ResourceQuota in namespace default counts and limits every
+// test's machines.
 func TestQuotaFiguresAsWritten(t *testing.T) {
 	r := newRM(t, "e2e-qunits")
 	addQuota(t, "e2e-storage", corev1.ResourceList{corev1.ResourceRequestsStorage: resource.MustParse("9.9Gi")})
@@ -146,6 +152,9 @@ func TestQuotaFiguresAsWritten(t *testing.T) {
 // the launcher pod KubeVirt would render for the stored VM (a dry-run
 // create). A NotBestEffort `pods: 0` is the launcher's: the pre-check
 // refuses it, and so does admission.
+//
+// Sequential: a ResourceQuota in namespace default counts and limits every
+// test's machines.
 func TestQuotaScopes(t *testing.T) {
 	r := newRM(t, "e2e-qscope")
 	noPods := corev1.ResourceList{corev1.ResourcePods: resource.MustParse("0")}
@@ -197,6 +206,9 @@ func createDryRun(pod *corev1.Pod) error {
 // TestQuotaCountsStaticClaim: a machine with a static address makes one
 // ConfigMap (its claim); `configmaps: 0` or `count/configmaps: 0` refuses
 // it at pre-create, naming the quota, before anything exists.
+//
+// Sequential: a ResourceQuota in namespace default counts and limits every
+// test's machines.
 func TestQuotaCountsStaticClaim(t *testing.T) {
 	r := newRM(t, "e2e-qclaim")
 	addQuota(t, "e2e-noconfigmaps", corev1.ResourceList{corev1.ResourceConfigMaps: resource.MustParse("0"), "count/configmaps": resource.MustParse("0")})
@@ -213,7 +225,7 @@ func TestQuotaCountsStaticClaim(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	if held, ok := heldAddresses(t)[name]; ok {
+	if held, ok := heldAddresses(t, "")[name]; ok {
 		t.Errorf("the refused machine holds a claim on %s", held)
 	}
 }
@@ -222,6 +234,9 @@ func TestQuotaCountsStaticClaim(t *testing.T) {
 // with --harvester-cloud-provider makes the cluster's ServiceAccount, token
 // Secret and RoleBinding; `count/serviceaccounts: 0` refuses it at
 // pre-create, naming the ServiceAccount, and nothing is made.
+//
+// Sequential: a ResourceQuota in namespace default counts and limits every
+// test's machines.
 func TestQuotaCountsCloudProviderCredential(t *testing.T) {
 	const cluster = "e2e-qcred"
 	r := newRM(t, cluster)
@@ -240,6 +255,8 @@ func TestQuotaCountsCloudProviderCredential(t *testing.T) {
 // while free (and kube-scheduler places its launcher pod on that host), and
 // refused once the running machine holds it; the machine is not made
 // to live-migrate.
+//
+// Sequential: it changes a host's allocatable.
 func TestVGPUCapacity(t *testing.T) {
 	const profile = "nvidia.com/GRID_A100-1B"
 	setAllocatable(t, "harvester-node-1", profile, "1")

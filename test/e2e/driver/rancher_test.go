@@ -88,6 +88,7 @@ func rancherInstanceName(machine string) string {
 }
 
 func TestRancherInstanceName(t *testing.T) {
+	t.Parallel()
 	if got := rancherInstanceName("c1-pool.a-x7k2p"); got != "c1-pool-a-x7k2p" {
 		t.Errorf("dots: got %s", got)
 	}
@@ -133,6 +134,7 @@ func (j *rancherJob) createPool(t *testing.T, names []string) {
 // exactly as Rancher does, then deletes it as Rancher's delete job does
 // after the kubeconfig token was rotated.
 func TestRancherProvisioningFlow(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-rancher")
 	j := newRancherJob(r,
 		machineField{"harvester-image-name", "default/ubuntu-22.04"},

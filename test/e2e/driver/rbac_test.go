@@ -18,6 +18,7 @@ import (
 // make the guest credential (and to bind Harvester's two ClusterRoles) are
 // checked with the others.
 func TestPreCreateChecksPermissions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const sa = "e2e-limited"
 	if _, err := kube.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {

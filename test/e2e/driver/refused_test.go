@@ -10,6 +10,7 @@ import (
 // its image are refused, each with its message, before anything exists
 // (newRM's cleanup checks nothing is left).
 func TestInputsThatBreakAClusterLaterRefused(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-refuse")
 	base := []string{"--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1"}
 	cases := []struct {

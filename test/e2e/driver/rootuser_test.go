@@ -16,6 +16,7 @@ import (
 // runs commands as root, and stop, start and restart, which wait for SSH,
 // complete.
 func TestDefaultSSHUser(t *testing.T) {
+	t.Parallel()
 	harness.NeedGuests(t)
 	r := newRM(t, "e2e-root")
 	name := "e2e-root-pool1-r0000"

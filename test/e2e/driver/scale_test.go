@@ -48,6 +48,7 @@ func soakSizeFromEnv(t *testing.T) soakSize {
 // Rancher's delete jobs do), and nothing left; size.rounds times.
 // TestUnderCPUHog runs it again with every core busy.
 func TestConcurrentMachines(t *testing.T) {
+	t.Parallel()
 	soak(t, "e2e-scale")
 }
 

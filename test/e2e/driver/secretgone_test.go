@@ -22,6 +22,9 @@ import (
 // saying so, and roll back (no VM, volume, Secret or address claim left).
 // For a plain machine (Secret before VM) and one with a static address
 // (VM, claim, then Secret).
+//
+// Sequential: fault stuck-scheduling rewrites the admission policy every
+// launcher Pod's binding passes.
 func TestCreateFailsWhenSecretDeleted(t *testing.T) {
 	const waitTimeout = 90 * time.Second
 	simFault(t, fault.StuckScheduling, namespace+"/e2e-secgone-*")

@@ -99,6 +99,11 @@ func (l *leakCheck) readableFiles(stage, dir string) {
 // looks for each value in every VM and VMI, every event, every output line
 // of rancher-machine and the driver (errors included) and every
 // group/world-readable file of the machine store.
+//
+// Sequential: it revokes a credential in namespace default, and revoke
+// deletes the namespace's guest grant once no credential is left there
+// (credentials.DropGrantIfUnused), racing another test's credential on its
+// way.
 func TestNoCredentialLeaks(t *testing.T) {
 	harness.NeedGuests(t) // start connects to the guest
 	const cluster = "e2e-leak"

@@ -33,6 +33,7 @@ func withDocker(t *testing.T, name string) {
 // answers libmachine's commands and refuses others; without a Docker
 // engine start says so; a stopped machine's address is gone.
 func TestSSHIntoMachine(t *testing.T) {
+	t.Parallel()
 	harness.NeedGuests(t)
 	r := newRM(t, "e2e-ssh")
 	name := "e2e-ssh-pool1-k3y00"

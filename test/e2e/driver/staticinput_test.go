@@ -21,7 +21,7 @@ func assertNothingOf(t *testing.T, name string) {
 	if _, err := virt.KubevirtV1().VirtualMachines(namespace).Get(context.Background(), name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the refused machine %s has a VM (err %v)", name, err)
 	}
-	if addr, ok := heldAddresses(t)[name]; ok {
+	if addr, ok := heldAddresses(t, "")[name]; ok {
 		t.Errorf("the refused machine %s holds %s", name, addr)
 	}
 }
@@ -32,6 +32,7 @@ func assertNothingOf(t *testing.T, name string) {
 // EOF"); ranges and gateways no machine can use are refused naming each
 // flag, its value and why, all at once; nothing is created.
 func TestStaticFlagsRefusedThroughRancherMachine(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-staticbad")
 	for i, tc := range []struct {
 		flags []string
@@ -131,6 +132,9 @@ func refuseStart(t *testing.T, prefix, message string) {
 // rollback used to delete the Secret, then watch it from the VM's later
 // resource version for the deletion it had already seen, until the
 // timeout.
+//
+// Sequential: it adds an admission policy, which every test's VM start
+// passes.
 func TestStaticRollbackEndsAtOnce(t *testing.T) {
 	const prefix, timeout = "e2e-srb-", 60 * time.Second
 	const refusal = "e2e: starting this VM is refused"

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/staticip"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
@@ -31,11 +32,17 @@ func staticFlags(rng string) []string {
 		"--harvester-static-gateway=10.60.0.1", "--harvester-static-dns=10.60.0.2")
 }
 
-// heldAddresses maps machine name -> address of the claims on staticNetwork.
-func heldAddresses(t *testing.T) map[string]string {
+// heldAddresses maps machine name -> address of the claims on staticNetwork
+// of guest cluster cluster ("": of every cluster). Tests run in parallel
+// hold addresses of other ranges on the same network: a test that counts
+// what is held counts its own cluster's.
+func heldAddresses(t *testing.T, cluster string) map[string]string {
 	t.Helper()
-	list, err := kube.CoreV1().ConfigMaps(namespace).List(context.Background(), metav1.ListOptions{
-		LabelSelector: staticip.LabelClaim + "=" + staticip.NetworkValue(staticNetwork)})
+	sel := staticip.LabelClaim + "=" + staticip.NetworkValue(staticNetwork)
+	if cluster != "" {
+		sel += "," + labelCluster + "=" + harvester.LabelValue(cluster)
+	}
+	list, err := kube.CoreV1().ConfigMaps(namespace).List(context.Background(), metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +75,7 @@ func nic0Address(t *testing.T, name string) string {
 // its network data and rancher-machine's ip all say addr.
 func assertStaticMachine(t *testing.T, r *rm, name, addr string) {
 	t.Helper()
-	if got := heldAddresses(t)[name]; got != addr {
+	if got := heldAddresses(t, r.cluster)[name]; got != addr {
 		t.Errorf("%s holds %q, want %s", name, got, addr)
 	}
 	if got := nic0Address(t, name); got != addr {
@@ -94,6 +101,7 @@ func assertStaticMachine(t *testing.T, r *rm, name, addr string) {
 // a VM deleted by hand frees its address for the next machine; rm frees
 // the address.
 func TestStaticAddressLifecycle(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	r := newRM(t, "e2e-static")
@@ -150,7 +158,7 @@ func TestStaticAddressLifecycle(t *testing.T) {
 	// rm frees the addresses by the time it returns.
 	r.mustRun("rm", "-y", "--update-config", "e2e-static-pool1-a")
 	r.mustRun("rm", "-y", "--update-config", "e2e-static-pool1-d")
-	if held := heldAddresses(t); len(held) != 0 {
+	if held := heldAddresses(t, r.cluster); len(held) != 0 {
 		t.Errorf("addresses still held after rm: %v", held)
 	}
 }
@@ -162,6 +170,7 @@ func TestStaticAddressLifecycle(t *testing.T) {
 // pool gets the lowest ones again. The pool is the soak's size: 10
 // machines in `make test`, 50 in `make soak` (HARVESTER_E2E_SOAK=long).
 func TestStaticAddressPool(t *testing.T) {
+	t.Parallel()
 	n := soakSizeFromEnv(t).machines
 	rng := fmt.Sprintf("10.60.1.10-10.60.1.%d/24", 10+n-1)
 	// 50 creates at once take 15 s on 2 idle cores; the wait timeout leaves
@@ -176,7 +185,7 @@ func TestStaticAddressPool(t *testing.T) {
 	parallel(t, names, func(name string) (string, error) { return r.create(name, flags...) })
 	t.Logf("%d machines created in %s", n, time.Since(start).Round(time.Second))
 
-	held := heldAddresses(t)
+	held := heldAddresses(t, r.cluster)
 	seen := map[string]string{}
 	rg, _ := staticip.ParseRange(rng)
 	for _, name := range names {
@@ -203,13 +212,13 @@ func TestStaticAddressPool(t *testing.T) {
 	r.mustRun("rm", "-y", extra)
 
 	parallel(t, names, func(name string) (string, error) { return r.run("rm", "-y", "--update-config", name) })
-	if left := heldAddresses(t); len(left) != 0 {
+	if left := heldAddresses(t, r.cluster); len(left) != 0 {
 		t.Fatalf("addresses still held after rm: %v", left)
 	}
 	next := []string{"e2e-staticpool-pool2-a", "e2e-staticpool-pool2-b"}
 	for i, name := range next {
 		r.mustCreate(name, flags...)
-		if got, want := heldAddresses(t)[name], fmt.Sprintf("10.60.1.%d", 10+i); got != want {
+		if got, want := heldAddresses(t, r.cluster)[name], fmt.Sprintf("10.60.1.%d", 10+i); got != want {
 			t.Errorf("%s of the next pool holds %s, want the freed %s", name, got, want)
 		}
 	}

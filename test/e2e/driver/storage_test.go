@@ -74,6 +74,11 @@ func k3sNode(t *testing.T, cluster string) (string, []byte) {
 // for Bound, hot-plug it into the node's VM (addvolume before Harvester 1.8,
 // a JSON patch of the VM from 1.8), see it attached in VM and VMI, detach,
 // delete the PVC; nothing is left. Another cluster's credential is refused.
+//
+// Sequential: it revokes a credential in namespace default, and revoke
+// deletes the namespace's guest grant once no credential is left there
+// (credentials.DropGrantIfUnused), racing another test's credential on its
+// way.
 func TestCSIHotplugWithGuestCredential(t *testing.T) {
 	node, kc := k3sNode(t, "csi-k3s")
 	g := newGuestClients(t, kc)
@@ -310,6 +315,7 @@ func hasVolume(vols []kubevirtv1.Volume, claim string) bool {
 // body (400), a name that is no DNS-1123 label (422); and
 // start/stop/restart as KubeVirt's subresources.
 func TestHotplugErrorsAndLifecycleSubresources(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "hp-errors")
 	node := createPoolAtOnce(t, r, 1, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1")[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -71,6 +71,7 @@ func refused(t *testing.T, what string, err error) {
 // the driver makes as --harvester-cloud-provider does still works, and
 // revoke deletes its token and names the token it did not make.
 func TestDriverCredentialCannotTakeTokens(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	mustNamespace(t, ctx, attackNS)

@@ -35,6 +35,7 @@ import (
 // and the guest credential the driver makes carries its account's UID and
 // works, also made again at once after its account was deleted.
 func TestDriverTokenSecretNeedsTheGuestsUID(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const ns, drvNS, drvSA, guestCluster = "e2e-race", "e2e-race-drv", "e2e-race-drv", "e2e-race-guest"

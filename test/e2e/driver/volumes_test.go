@@ -36,6 +36,7 @@ func pvcExists(t *testing.T, name string) bool {
 // VM's own disks but neither its hot-plug disk nor the guest cluster's
 // volumes.
 func TestRemoveKeepsHotplugAndGuestVolumes(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-keep")
 	name := "e2e-keep-pool1-h0000"
 	disks := `{"disks":[{"imageName":"default/ubuntu-22.04","size":20,"bootOrder":1},{"storageClassName":"harvester-longhorn","size":2,"hotPlugAble":true}]}`
@@ -58,6 +59,7 @@ func TestRemoveKeepsHotplugAndGuestVolumes(t *testing.T) {
 // TestRemoveAllGuestVolumes: with harvesterhci.io/removeAllPersistentVolumeClaims
 // on the VM (Rancher deleting the cluster) every guest cluster volume goes.
 func TestRemoveAllGuestVolumes(t *testing.T) {
+	t.Parallel()
 	r := newRM(t, "e2e-all")
 	name := "e2e-all-pool1-a0000"
 	r.mustCreate(name, "--harvester-image-name=default/ubuntu-22.04", "--harvester-network-name=default/vlan1")

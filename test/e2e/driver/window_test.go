@@ -97,6 +97,7 @@ func condition(obj *unstructured.Unstructured, typ string) string {
 // deleted or no longer imported, the network deleted, the key pair no
 // longer validated. Create fails naming the cause, and leaves nothing.
 func TestChangedBetweenPreCreateAndCreate(t *testing.T) {
+	t.Parallel()
 	dyn := dynAdmin
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
