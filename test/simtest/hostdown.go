@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
@@ -177,30 +176,4 @@ func HostFailures(ctx context.Context, t testing.TB, kube kubernetes.Interface, 
 	if err := SetForceResetPolicy(ctx, dyn, policy); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// StartHostDown starts a simulator of the test's own (a host failure must
-// not touch other tests' machines) with kube-controller-manager's
-// --node-monitor-grace-period set to grace, Harvester's
-// vm-force-reset-policy set to policy, and args (e.g. the harness's);
-// it stops with the test.
-func StartHostDown(ctx context.Context, t *testing.T, grace time.Duration, policy string, args ...string) (*Sim, *rest.Config) {
-	t.Helper()
-	s, err := Start(ctx, Options{Args: append(slices.Clone(args), "--node-monitor-grace-period="+grace.String())})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Stop() })
-	cfg, err := s.RESTConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := SetForceResetPolicy(ctx, dyn, policy); err != nil {
-		t.Fatal(err)
-	}
-	return s, cfg
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/harvester-kit/harvester-machine/internal/harvester"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
-	"github.com/harvester-kit/harvester-machine/test/harness"
+	"github.com/harvester-kit/harvester-machine/sim/tunables"
 	"github.com/harvester-kit/harvester-machine/test/simtest"
 )
 
@@ -45,13 +45,16 @@ var targetGoneMessages = []string{
 // migrates the VM again to the third host, and the maintenance finishes.
 // (The simulator once waited for the dead host forever.) Then the failed
 // evacuation it leaves behind is what the next upgrade judges
-// (upgradeAfterFailedEvacuation).
+// (upgradeAfterFailedEvacuation). It runs on the package's simulator, the
+// grace period and the migration's transfer tuned for it; the package's
+// tests run one at a time, and it leaves no VM, fault or maintenance.
 func TestMigrationTargetHostDown(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
-	args := append(harness.Current().SimArgs(), "--guest-clusters", "--migration-duration="+mtMigration.String())
-	s, cfg := simtest.StartHostDown(ctx, t, hdGrace, hdPolicy, args...)
-	kc, vc := kubernetes.NewForConfigOrDie(cfg), kubevirt.NewForConfigOrDie(cfg)
+	simtest.HostFailures(ctx, t, kube, dyn, hdGrace, hdPolicy)
+	simtest.Tune(ctx, t, kube, map[string]string{tunables.MigrationDuration: mtMigration.String()})
+	s, kc, vc := simulator, kube, virt
+	t.Cleanup(func() { leaveAsFound(ctx, t, "mt-vm", "hu-pin") })
 
 	vm := hostDownVM("mt-vm")
 	live := kubevirtv1.EvictionStrategyLiveMigrate
@@ -116,6 +119,29 @@ func TestMigrationTargetHostDown(t *testing.T) {
 		t.Errorf("host %s maintain-status %q (%v), want completed", source, n.Annotations[harvester.AnnMaintainStatus], err)
 	}
 	t.Run("the upgrade after it", func(t *testing.T) { upgradeAfterFailedEvacuation(ctx, t, s, kc, vc, source, target) })
+}
+
+// leaveAsFound deletes the test's VMs and, when it failed midway, ends
+// every host failure and maintenance: the package's later tests share the
+// simulator.
+func leaveAsFound(ctx context.Context, t *testing.T, vms ...string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 4*time.Minute)
+	defer cancel()
+	if t.Failed() {
+		if err := simulator.Fault(ctx, "clear"); err != nil {
+			t.Logf("clear the faults: %v", err)
+		}
+		for _, host := range otherHosts(ctx, t, kube, "") {
+			if out, err := simCLI(t, "maintenance", "disable", "--state-dir", simulator.Dir, host); err != nil {
+				t.Logf("maintenance disable %s: %v\n%s", host, err, out)
+			}
+		}
+	}
+	for _, name := range vms {
+		if err := simtest.DeleteVM(ctx, virt, "default", name); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
 // waitMigration waits for the migration of uid (in default) to reach phase.

@@ -207,6 +207,10 @@ func TestQuotaRefusesLauncherPod(t *testing.T) {
 	if err := env.kube.CoreV1().ResourceQuotas(ns).Delete(ctx, "no-pods", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// kube-apiserver's quota admission reads quotas from its informer,
+	// which on a loaded machine sees the deletion late: started before, the
+	// pod is refused again and Harvester halts the VM again.
+	waitPodAdmitted(t, ns)
 	patchVM(t, ns, "refused", map[string]any{"spec": map[string]any{"runStrategy": string(kubevirtv1.RunStrategyAlways)}})
 	waitVMI(t, ns, "refused", "Running once the quota is gone and it is started", running)
 	// 1Gi of guest memory and KubeVirt's overhead (over 200Mi).
@@ -221,4 +225,25 @@ func waitQuota(t *testing.T, ns, name string, cond func(*corev1.ResourceQuota) b
 	t.Helper()
 	gvr := corev1.SchemeGroupVersion.WithResource("resourcequotas")
 	return waitFor(t, gvr, ns, name, "its condition", func(q *corev1.ResourceQuota) bool { return q != nil && cond(q) })
+}
+
+// waitPodAdmitted waits until kube-apiserver admits a pod in namespace ns
+// (a dry-run create, which passes quota admission and stores nothing).
+func waitPodAdmitted(t *testing.T, ns string) {
+	t.Helper()
+	// A memory request: the namespace's other quota constrains requests.memory.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "quota-probe"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "probe",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Mi")}}}}}}
+	var last error
+	err := wait.PollUntilContextTimeout(testContext(t), 500*time.Millisecond, 40*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := env.kube.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && ctx.Err() == nil {
+			last = err
+		}
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("a pod in %s is still refused after its quota was deleted: %v", ns, last)
+	}
 }
