@@ -29,6 +29,16 @@ func Set(ctx context.Context, kube kubernetes.Interface, changes map[string]stri
 	return waitApplied(ctx, kube, want)
 }
 
+// Reset gives each tunable named in changes its start value back (what
+// Set changed, undone), and returns once the simulator runs with them.
+func Reset(ctx context.Context, kube kubernetes.Interface, changes map[string]string) error {
+	reset := make(map[string]string, len(changes))
+	for name := range changes {
+		reset[name] = ""
+	}
+	return Set(ctx, kube, reset)
+}
+
 // CheckChanges returns every problem with changes (as Set takes them).
 func CheckChanges(changes map[string]string) error {
 	_, err := Over(Values{NodeMonitorGracePeriod: MinNodeMonitorGracePeriod}, nonEmpty(changes))

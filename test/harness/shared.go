@@ -139,11 +139,7 @@ func leftBehind(env *Env, before state, tuned map[string]string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), leftWait+time.Minute)
 	defer cancel()
 	if len(tuned) > 0 {
-		reset := map[string]string{}
-		for k := range tuned {
-			reset[k] = ""
-		}
-		if err := tunables.Set(ctx, env.Kube, reset); err != nil {
+		if err := tunables.Reset(ctx, env.Kube, tuned); err != nil {
 			return fmt.Errorf("give the tunables their start values: %w", err)
 		}
 	}

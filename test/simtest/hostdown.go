@@ -142,13 +142,9 @@ func Tune(ctx context.Context, t testing.TB, kube kubernetes.Interface, changes 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		reset := map[string]string{}
-		for k := range changes {
-			reset[k] = ""
-		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
-		if err := tunables.Set(ctx, kube, reset); err != nil {
+		if err := tunables.Reset(ctx, kube, changes); err != nil {
 			t.Errorf("give the tunables their start values: %v", err)
 		}
 	})
