@@ -22,6 +22,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/driver/config"
 	"github.com/harvester-kit/harvester-machine/driver/drivertest/plans"
 	"github.com/harvester-kit/harvester-machine/driver/harvesterapi"
+	"github.com/harvester-kit/harvester-machine/driver/machine"
 	"github.com/harvester-kit/harvester-machine/driver/vmspec"
 	"github.com/harvester-kit/harvester-machine/guest/cloudinit"
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
@@ -98,6 +99,13 @@ func TestCreateRollsBack(t *testing.T) {
 		{"the Secret create is applied but its answer lost", func(f fakeHarvester) {
 			f.Kube.PrependReactor("create", "secrets", appliedButLost(f.Kube.Tracker()))
 		}, "create Secret " + testNS + "/" + vmspec.UserDataSecretName(testMachine) + ": " + context.DeadlineExceeded.Error()},
+		// The image, read once and followed, is deleted once the VM is
+		// made: the wait ends at once, naming it, instead of timing out.
+		{"the image is deleted once the VM is made", func(f fakeHarvester) {
+			f.Virt.PrependReactor("create", "virtualmachines", func(k8stesting.Action) (bool, runtime.Object, error) {
+				return false, nil, f.Dyn.Resource(harvesterapi.GVRImage).Namespace(testNS).Delete(context.Background(), "ubuntu-22.04", metav1.DeleteOptions{})
+			})
+		}, "image " + testNS + "/ubuntu-22.04 does not exist: " + machine.ErrInputChanged.Error()},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -24,12 +24,15 @@ type built struct {
 	vm     *kubevirtv1.VirtualMachine
 }
 
-// build resolves the images and builds the labelled Secret and VM.
+// build resolves the images and builds the labelled Secret and VM. The
+// images, networks and key pair were read by the pre-create check and are
+// followed since (harvesterapi.readFollowed): reading them here costs no
+// request and sees what changed meanwhile.
 func build(ctx context.Context, api *harvesterapi.API, m *machine.Machine, r Request) (built, error) {
 	in := r.Inputs
 	images, err := readImages(ctx, api, m, in)
 	if err != nil {
-		return built{}, err
+		return built{}, nothingCreated(err)
 	}
 	plan, err := vmspec.PlanFromConfig(m.Config, in, m.Name, images)
 	if err != nil {
@@ -37,7 +40,7 @@ func build(ctx context.Context, api *harvesterapi.API, m *machine.Machine, r Req
 	}
 	plan = plan.OwnedBy(m.Ownership.MachineID)
 	if err := readNetworks(ctx, api, plan.NICs); err != nil {
-		return built{}, err
+		return built{}, nothingCreated(err)
 	}
 	keys, err := prepareSSHKeys(ctx, api, m, r.KeyPath, plan.KeyPair)
 	if err != nil {
@@ -71,10 +74,10 @@ func readImages(ctx context.Context, api *harvesterapi.API, m *machine.Machine, 
 	for _, ref := range refs {
 		img, err := api.GetImage(ctx, ref.Namespace, ref.Name)
 		if err != nil {
-			return nil, harvesterapi.NotFoundOr(err, fmt.Errorf("image %s does not exist; nothing was created", ref))
+			return nil, harvesterapi.NotFoundOr(err, fmt.Errorf("image %s does not exist", ref))
 		}
 		if ok, msg := harvesterapi.ConditionTrue(img.Status.Conditions, "Imported"); !ok {
-			return nil, fmt.Errorf("image %s is not imported (condition Imported is not True%s); nothing was created", ref, harvesterapi.MessageSuffix(msg))
+			return nil, fmt.Errorf("image %s is not imported (condition Imported is not True%s)", ref, harvesterapi.MessageSuffix(msg))
 		}
 		images[ref.String()] = vmspec.ImageFacts{StorageClassName: img.Status.StorageClassName, VirtualSizeBytes: img.Status.VirtualSize}
 	}
@@ -82,13 +85,13 @@ func readImages(ctx context.Context, api *harvesterapi.API, m *machine.Machine, 
 }
 
 // readNetworks reads the NICs' networks and records the managed-DHCP pool
-// of each. The networks may have gone since the pre-create check; KubeVirt
-// would only fail to start the VM.
+// of each. A network gone since the pre-create check would only make
+// KubeVirt fail to start the VM.
 func readNetworks(ctx context.Context, api *harvesterapi.API, nics []vmspec.NICPlan) error {
 	for i, nic := range nics {
 		labels, err := api.GetNetwork(ctx, nic.Network.Namespace, nic.Network.Name)
 		if err != nil {
-			return harvesterapi.NotFoundOr(err, fmt.Errorf("network %s does not exist; nothing was created", nic.Network))
+			return harvesterapi.NotFoundOr(err, fmt.Errorf("network %s does not exist", nic.Network))
 		}
 		if ns, name := dhcpapi.PoolOf(labels); name != "" {
 			nics[i].DHCPPool = &config.ObjectRef{Namespace: ns, Name: name}
@@ -96,6 +99,10 @@ func readNetworks(ctx context.Context, api *harvesterapi.API, nics []vmspec.NICP
 	}
 	return nil
 }
+
+// nothingCreated says of a create's error that it came before anything
+// was made.
+func nothingCreated(err error) error { return fmt.Errorf("%w; nothing was created", err) }
 
 // renderUserData is the machine's user data with its SSH keys and
 // cloud-provider files: the document validation merged, or, for a machine

@@ -51,7 +51,7 @@ func Run(ctx context.Context, api *harvesterapi.API, m *machine.Machine, r Reque
 	var undo rollback
 	defer func() { err = undo.run(ctx, m.Name, err) }()
 
-	api.Seen().ForgetReads()
+	defer api.Seen().StopFollowing()
 	b, err := build(ctx, api, m, r)
 	if err != nil {
 		return "", err
@@ -67,12 +67,12 @@ func Run(ctx context.Context, api *harvesterapi.API, m *machine.Machine, r Reque
 	if err != nil {
 		return "", err
 	}
-	return f.waitAddress(ctx, b, got, static)
+	return f.waitAddress(ctx, b, r, got, static)
 }
 
 // waitAddress waits until the VM runs and reports its address (the held
 // one on the static NIC, or one on the managed-DHCP NIC) and returns it.
-func (f flow) waitAddress(ctx context.Context, b built, got made, static *staticaddr.Plan) (string, error) {
+func (f flow) waitAddress(ctx context.Context, b built, r Request, got made, static *staticaddr.Plan) (string, error) {
 	m := f.m
 	var goal machine.Goal = machine.RunningWithAddress
 	what := "to run and report an address"
@@ -89,7 +89,9 @@ func (f flow) waitAddress(ctx context.Context, b built, got made, static *static
 	// the pod runs.
 	ctx, secretGuard, stopSecretWatch := m.WhileSecretNeeded(ctx, f.api, got.secret.Name, got.secret.UID, got.secret.ResourceVersion, machine.SecretWatchDelay)
 	defer stopSecretWatch()
-	vmi, err := m.WaitRunning(ctx, f.api, got.vm.ResourceVersion, got.runsFrom, what, secretGuard(goal))
+	ctx, inputsGuard, stopInputsGuard := whileInputsHold(ctx, f.api, func(c context.Context) error { return f.recheckInputs(c, b, r) })
+	defer stopInputsGuard()
+	vmi, err := m.WaitRunning(ctx, f.api, got.vm.ResourceVersion, got.runsFrom, what, inputsGuard(secretGuard(goal)))
 	if err != nil {
 		return "", err
 	}

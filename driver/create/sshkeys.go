@@ -25,12 +25,9 @@ func prepareSSHKeys(ctx context.Context, api *harvesterapi.API, m *machine.Machi
 	private := m.Config.SSHPrivateKeyPath
 	switch {
 	case keyPair != nil:
-		kp, err := api.GetKeyPair(ctx, keyPair.Namespace, keyPair.Name)
+		kp, err := readKeyPair(ctx, api, *keyPair)
 		if err != nil {
-			return nil, harvesterapi.NotFoundOr(err, config.FlagProblem(config.FlagKeyPairName, "key pair %s does not exist; nothing was created", keyPair))
-		}
-		if ok, msg := harvesterapi.ConditionTrue(kp.Status.Conditions, "validated"); !ok {
-			return nil, config.FlagProblem(config.FlagKeyPairName, "key pair %s is not validated%s; nothing was created", keyPair, harvesterapi.MessageSuffix(msg))
+			return nil, nothingCreated(err)
 		}
 		if err := checkKeyPairMatches(private, keyPair.String(), kp.Spec.PublicKey); err != nil {
 			return nil, err
@@ -59,6 +56,18 @@ func prepareSSHKeys(ctx context.Context, api *harvesterapi.API, m *machine.Machi
 		}
 		return []string{strings.TrimSpace(string(pub))}, nil
 	}
+}
+
+// readKeyPair reads the key pair, which must be validated.
+func readKeyPair(ctx context.Context, api *harvesterapi.API, keyPair config.ObjectRef) (*harvesterapi.KeyPair, error) {
+	kp, err := api.GetKeyPair(ctx, keyPair.Namespace, keyPair.Name)
+	if err != nil {
+		return nil, harvesterapi.NotFoundOr(err, config.FlagProblem(config.FlagKeyPairName, "key pair %s does not exist", keyPair))
+	}
+	if ok, msg := harvesterapi.ConditionTrue(kp.Status.Conditions, "validated"); !ok {
+		return nil, config.FlagProblem(config.FlagKeyPairName, "key pair %s is not validated%s", keyPair, harvesterapi.MessageSuffix(msg))
+	}
+	return kp, nil
 }
 
 func copyPrivateKey(src, dst string) error {

@@ -29,13 +29,14 @@ func NewHarvester(kubeObjs, virtObjs, dynObjs []runtime.Object) Harvester {
 		Kube: kubefake.NewSimpleClientset(kubeObjs...),
 		Virt: virtfake.NewSimpleClientset(virtObjs...),
 		Dyn: dynfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-			map[schema.GroupVersionResource]string{harvesterapi.GVRSetting: "SettingList"}, dynObjs...),
+			map[schema.GroupVersionResource]string{harvesterapi.GVRSetting: "SettingList", harvesterapi.GVRImage: "VirtualMachineImageList",
+				harvesterapi.GVRKeyPair: "KeyPairList", harvesterapi.GVRNetwork: "NetworkAttachmentDefinitionList"}, dynObjs...),
 	}
 }
 
 // API is the driver's API over the fakes, with a 5 s call deadline and
 // rejected as the credential's message.
 func (h Harvester) API(rejected *kubeapi.CredentialsRejectedError) *harvesterapi.API {
-	return harvesterapi.FromClients(restapifake.Clients{Kube: h.Kube, Virt: h.Virt}, h.Dyn, nil,
+	return harvesterapi.FromClients(restapifake.Clients{Kube: h.Kube, Virt: h.Virt}, restapifake.Dynamic(h.Dyn), nil,
 		harvesterapi.Options{CallTimeout: 5 * time.Second, Rejected: rejected})
 }

@@ -28,13 +28,6 @@ func (a *API) ListConfigMaps(ctx context.Context, ns, selector string) ([]corev1
 	return list.Items, nil
 }
 
-// GetConfigMap reads one ConfigMap.
-func (a *API) GetConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
-	return do(ctx, a, "get ConfigMap "+ref(ns, name), func(c context.Context) (*corev1.ConfigMap, error) {
-		return a.kube.ConfigMaps(ns).Get(c, name, metav1.GetOptions{})
-	})
-}
-
 // CreateConfigMap creates one ConfigMap (AlreadyExists: the name is taken).
 func (a *API) CreateConfigMap(ctx context.Context, cm *corev1.ConfigMap) (*corev1.ConfigMap, error) {
 	a.seen.created(KindClaim, cm.Namespace, cm.Name)

@@ -2,11 +2,8 @@ package harvesterapi
 
 import (
 	"context"
-	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -21,11 +18,7 @@ func getDynamic[T any](ctx context.Context, a *API, op string, gvr schema.GroupV
 		if err != nil {
 			return nil, err
 		}
-		var out T
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), &out); err != nil {
-			return nil, fmt.Errorf("decode %s: %w", gvr.Resource, err)
-		}
-		return &out, nil
+		return decodeInto[T](u, gvr.Resource)
 	})
 }
 
@@ -40,24 +33,31 @@ func (a *API) GetSetting(ctx context.Context, name string) (*Setting, error) {
 	return getDynamic[Setting](ctx, a, "read Harvester setting "+name, GVRSetting, "", name)
 }
 
-// GetImage reads an image once per process (see Seen).
+// GetImage reads an image once per process and follows its changes (see
+// readFollowed).
 func (a *API) GetImage(ctx context.Context, ns, name string) (*Image, error) {
-	op := "get image " + ref(ns, name)
-	return readOnce(&a.seen, op, func() (*Image, error) { return getDynamic[Image](ctx, a, op, GVRImage, ns, name) })
+	u, err := a.readFollowed(ctx, "get image "+ref(ns, name), GVRImage, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return decodeInto[Image](u, GVRImage.Resource)
 }
 
-// GetKeyPair reads a key pair once per process (see Seen).
+// GetKeyPair reads a key pair once per process and follows its changes
+// (see readFollowed).
 func (a *API) GetKeyPair(ctx context.Context, ns, name string) (*KeyPair, error) {
-	op := "get key pair " + ref(ns, name)
-	return readOnce(&a.seen, op, func() (*KeyPair, error) { return getDynamic[KeyPair](ctx, a, op, GVRKeyPair, ns, name) })
+	u, err := a.readFollowed(ctx, "get key pair "+ref(ns, name), GVRKeyPair, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	return decodeInto[KeyPair](u, GVRKeyPair.Resource)
 }
 
 // GetNetwork checks that the network attachment definition exists and
-// returns its labels (managed DHCP labels the networks it serves).
+// returns its labels (managed DHCP labels the networks it serves); it reads
+// the network once per process and follows its changes (see readFollowed).
 func (a *API) GetNetwork(ctx context.Context, ns, name string) (map[string]string, error) {
-	u, err := do(ctx, a, "get network "+ref(ns, name), func(c context.Context) (*unstructured.Unstructured, error) {
-		return a.dyn.Resource(GVRNetwork).Namespace(ns).Get(c, name, metav1.GetOptions{})
-	})
+	u, err := a.readFollowed(ctx, "get network "+ref(ns, name), GVRNetwork, ns, name)
 	if err != nil {
 		return nil, err
 	}

@@ -33,6 +33,7 @@ func (a *API) RulesReview(ctx context.Context, ns string) (*authv1.SubjectRulesR
 	if err != nil {
 		return nil, err
 	}
+	a.seen.RememberRules(ns, &res.Status)
 	return &res.Status, nil
 }
 

@@ -4,8 +4,10 @@ import (
 	"sync"
 	"time"
 
+	authv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
 
@@ -15,16 +17,19 @@ import (
 const seenFresh = 30 * time.Second
 
 // Seen is what one process (one rancher-machine command) has read, so that
-// nothing is read twice: images and key pairs until Create (which reads
-// them again: they may have changed since the pre-create check), the machine's VM and
-// VMI while fresh. Every change the driver makes to the VM or VMI forgets
-// them.
+// nothing is read twice: images, networks and key pairs, followed by a
+// watch from the first read on (follow.go: a change since the pre-create
+// check is seen at Create), the machine's VM and VMI while fresh. Every
+// change the driver makes to the VM or VMI forgets them.
 type Seen struct {
-	mu      sync.Mutex     // the VM watch of a wait updates vm
-	objects map[string]any // read once per process: "get image ns/name", "get key pair ns/name"
-	vm, vmi sighting
-	asked   map[string]bool // objects the process asked to delete (see Gone)
-	gone    map[string]bool // ... and then saw gone
+	mu          sync.Mutex // the VM watch of a wait updates vm; follows update themselves
+	follows     map[string]*followed
+	changed     chan struct{} // tells of a change of a followed object
+	rules       map[string]*authv1.SubjectRulesReviewStatus
+	watchDenied map[schema.GroupResource]bool
+	vm, vmi     sighting
+	asked       map[string]bool // objects the process asked to delete (see Gone)
+	gone        map[string]bool // ... and then saw gone
 }
 
 // sighting is an object the process saw, and when.
@@ -43,43 +48,6 @@ func (g sighting) fresh(ns, name string) runtime.Object {
 		return nil
 	}
 	return g.obj.DeepCopyObject()
-}
-
-// ForgetReads drops the images and key pairs read so far: Create reads
-// them again, because they may have changed since the pre-create check
-// (an image deleted or no longer imported, a key pair no longer validated).
-func (s *Seen) ForgetReads() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.objects = nil
-}
-
-func (s *Seen) object(key string) any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.objects[key]
-}
-
-func (s *Seen) rememberObject(key string, v any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.objects == nil {
-		s.objects = map[string]any{}
-	}
-	s.objects[key] = v
-}
-
-// readOnce returns what read returns, reading only the first time key is
-// asked for in this process.
-func readOnce[T any](s *Seen, key string, read func() (*T, error)) (*T, error) {
-	if v, ok := s.object(key).(*T); ok {
-		return v, nil
-	}
-	v, err := read()
-	if err == nil {
-		s.rememberObject(key, v)
-	}
-	return v, err
 }
 
 func (s *Seen) RememberVM(vm *kubevirtv1.VirtualMachine) {

@@ -83,7 +83,7 @@ func (m *Machine) waitVMI(parent context.Context, api *harvesterapi.API, fromRV,
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, ErrVMHalted):
 		return nil, fmt.Errorf("VM %s/%s %w, while waiting for it %s; last seen: %s", ns, name, cause, what, DescribeVMI(p.last))
-	case errors.Is(cause, ErrVMDeleted) || errors.Is(cause, ErrSecretDeleted):
+	case errors.Is(cause, ErrVMDeleted) || errors.Is(cause, ErrSecretDeleted) || errors.Is(cause, ErrInputChanged):
 		return nil, fmt.Errorf("VM %s/%s: %w while waiting for it %s; last seen: %s", ns, name, cause, what, DescribeVMI(p.last))
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, watchtools.ErrWatchClosed) || ctx.Err() != nil {
@@ -155,6 +155,12 @@ func (m *Machine) whileVMMayRun(parent context.Context, api *harvesterapi.API, f
 // cannot start without it, so the VM instance would stay in Scheduling.
 var ErrSecretDeleted = errors.New("KubeVirt cannot start the VM without it")
 
+// ErrInputChanged is the cause of a create's wait that ended because an
+// image, a network or the key pair the machine is built from changed so
+// that the VM could not start (deleted, no longer imported or validated):
+// the create's guard (driver/create) names the change.
+var ErrInputChanged = errors.New("it changed after the create had begun; what the create made is removed")
+
 // SecretWatchDelay is how long a create lets its VM instance take to get
 // past Scheduling before it watches the cloud-init Secret (the delay
 // Create passes to WhileSecretNeeded). Once the instance is Scheduled its
@@ -177,7 +183,7 @@ func (m *Machine) WhileSecretNeeded(parent context.Context, api *harvesterapi.AP
 	var once sync.Once
 	guard = func(goal Goal) Goal {
 		return func(vmi *kubevirtv1.VirtualMachineInstance) bool {
-			if pastScheduling(vmi) {
+			if PastScheduling(vmi) {
 				once.Do(func() { close(mounted) })
 			}
 			return goal(vmi)
@@ -216,9 +222,9 @@ func (m *Machine) WhileSecretNeeded(parent context.Context, api *harvesterapi.AP
 	return ctx, guard, func() { cancel(context.Canceled) }
 }
 
-// pastScheduling: the VM instance's launcher pod runs (phase Scheduled or
+// PastScheduling: the VM instance's launcher pod runs (phase Scheduled or
 // Running), so it has mounted its volumes.
-func pastScheduling(vmi *kubevirtv1.VirtualMachineInstance) bool {
+func PastScheduling(vmi *kubevirtv1.VirtualMachineInstance) bool {
 	return vmi != nil && vmi.DeletionTimestamp == nil && (vmi.Status.Phase == kubevirtv1.Scheduled || vmi.Status.Phase == kubevirtv1.Running)
 }
 

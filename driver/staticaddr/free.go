@@ -15,48 +15,40 @@ import (
 )
 
 // FreeAddresses lists the free addresses of the range, lowest first,
-// from the claims and the VMIs of the namespace; the lowest one is read
-// too (one get), so that an object of its claim's name made outside the
-// driver is found, and skipped, before anything is created. With no free
-// address the error names the range and what holds it.
+// from the claims, the other objects of a claim's name (made outside the
+// driver: skipped before anything is created) and the VMIs of the
+// namespace. With no free address the error names the range and what
+// holds it.
 func FreeAddresses(ctx context.Context, api *harvesterapi.API, m *machine.Machine, s *Plan) ([]netip.Addr, error) {
 	taken, err := takenOn(ctx, api, m, s)
 	if err != nil {
 		return nil, err
 	}
-	for {
-		free, err := taken.free(s)
-		if err != nil {
-			return nil, fmt.Errorf("%w; nothing was created", err)
-		}
-		holder, err := api.GetConfigMap(ctx, m.Config.VMNamespace, staticip.ClaimName(s.Network.String(), free[0]))
-		if apierrors.IsNotFound(err) {
-			return free, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		taken.holdBy(free[0], holder)
+	free, err := taken.free(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w; nothing was created", err)
 	}
+	return free, nil
 }
 
 // takenOn reads what holds addresses of the static NIC's network in the VM
-// namespace: every claim of the network (one list), what managed DHCP
-// gave away in the range (one get of its IPPool, when it serves the
-// network), and every address in the range that a VMI reports on an
-// interface of that network and no claim accounts for. The VMIs read are
-// those that can report such an address (two lists, by label, so that the
-// cost does not grow with the driver's other machines): the machines of
-// the same range (a claim deleted by hand) and every VMI the driver did
-// not make.
+// namespace: every claim of the network and every other ConfigMap of a
+// claim's name (one list of the namespace's ConfigMaps: a label selector
+// would miss the foreign ones), what managed DHCP gave away in the range
+// (one get of its IPPool, when it serves the network), and every address
+// in the range that a VMI reports on an interface of that network and no
+// claim accounts for. The VMIs read are those that can report such an
+// address (two lists, by label, so that the cost does not grow with the
+// driver's other machines): the machines of the same range (a claim
+// deleted by hand) and every VMI the driver did not make.
 func takenOn(ctx context.Context, api *harvesterapi.API, m *machine.Machine, s *Plan) (takenAddresses, error) {
 	ns := m.Config.VMNamespace
 	taken := takenAddresses{}
-	claims, err := api.ListConfigMaps(ctx, ns, staticip.LabelClaim+"="+staticip.NetworkValue(s.Network.String()))
+	configMaps, err := api.ListConfigMaps(ctx, ns, "")
 	if err != nil {
 		return nil, err
 	}
-	taken.claimedBy(claims)
+	taken.claimedBy(configMaps, s)
 	if err := dhcpAllocations(ctx, api, m, s, taken); err != nil {
 		return nil, err
 	}

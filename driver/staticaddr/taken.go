@@ -50,11 +50,20 @@ func (t takenAddresses) describe(r staticip.Range) string {
 	return strings.Join(parts, ", ")
 }
 
-// claimedBy records the addresses the claims hold.
-func (t takenAddresses) claimedBy(claims []corev1.ConfigMap) {
-	for _, cm := range claims {
-		if c, err := staticip.ClaimFromData(cm.Data); err == nil {
-			t[c.Address.Addr()] = "held by machine " + c.Machine
+// claimedBy records the addresses of the range that ConfigMaps of a
+// claim's name on the static NIC's network hold: the claims (by machine),
+// or foreign objects of such a name.
+func (t takenAddresses) claimedBy(configMaps []corev1.ConfigMap, s *Plan) {
+	network := s.Network.String()
+	for _, cm := range configMaps {
+		a, ok := staticip.ClaimedAddress(network, cm.Name)
+		if !ok || !s.Range.Contains(a) {
+			continue
+		}
+		if c, err := staticip.ClaimFromData(cm.Data); err == nil && cm.Labels[staticip.LabelClaim] != "" {
+			t[a] = "held by machine " + c.Machine
+		} else {
+			t[a] = "held by ConfigMap " + cm.Name + " (not a claim of this driver)"
 		}
 	}
 }
@@ -87,16 +96,6 @@ func (t takenAddresses) allocatedBy(allocated map[string]string, s *Plan) {
 			t[a] = "allocated by managed DHCP (IPPool " + s.Pool.String() + ") to MAC " + holder
 		}
 	}
-}
-
-// holdBy records who holds address a: a claim, or a foreign object of
-// the claim's name.
-func (t takenAddresses) holdBy(a netip.Addr, cm *corev1.ConfigMap) {
-	if c, err := staticip.ClaimFromData(cm.Data); err == nil && cm.Labels[staticip.LabelClaim] != "" {
-		t[a] = "held by machine " + c.Machine
-		return
-	}
-	t[a] = "held by ConfigMap " + cm.Name + " (not a claim of this driver)"
 }
 
 // addressesOnNetwork lists the IPv4 addresses a VMI reports on its

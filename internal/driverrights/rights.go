@@ -23,7 +23,8 @@ const (
 	// the garbage collector removes them).
 	StaticAddresses
 	// Checks: reads of checks and diagnostics; when forbidden the driver
-	// skips the check with a warning, so they are granted, never required.
+	// skips the check with a warning (or, for a watch, reads instead), so
+	// they are granted, never required.
 	Checks
 	// Repairs: rm's repair of what Harvester leaves stuck (the finalizer
 	// of the machine's orphaned VM instance). Granted, never required by
@@ -131,6 +132,13 @@ func All() []Permission {
 	add(Checks, Permission{Group: groupStorage, Resource: "storageclasses", ClusterScoped: true}, "get")
 	add(Checks, Permission{Group: groupAuthz, Resource: "selfsubjectrulesreviews", ClusterScoped: true}, "create")
 	add(Checks, Permission{Group: groupAuthz, Resource: "selfsubjectaccessreviews", ClusterScoped: true}, "create")
+	// watch on the images, networks and key pair a machine is built from:
+	// the pre-create check reads each with a watch that goes on, so Create
+	// sees a change since without reading it again. Without the right the
+	// driver gets them at the check and again at Create.
+	add(Checks, Permission{Group: groupHarvester, Resource: "virtualmachineimages"}, "watch")
+	add(Checks, Permission{Group: groupHarvester, Resource: "keypairs"}, "watch")
+	add(Checks, Permission{Group: groupCNI, Resource: "network-attachment-definitions"}, "watch")
 	return out
 }
 

@@ -7,14 +7,15 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
 // Stream is a list and a watch in one request: a watch of the objects a
-// label selector selects that streamed their current state first
-// (sendInitialEvents, as WaitGone uses it). Items is that state; the
-// watch goes on with the changes after it, for WaitGone.
+// label selector (or one name) selects that streamed their current state
+// first (sendInitialEvents, as WaitGone uses it). Items is that state; the
+// watch goes on with the changes after it (WaitGone, Changes).
 type Stream struct {
 	Items []runtime.Object
 	w     watch.Interface
@@ -26,14 +27,21 @@ type Stream struct {
 // cannot be reached, or the state does not arrive in time, the error
 // wraps ErrWatchEnded: the caller lists (and later watches) instead.
 func OpenStream(ctx context.Context, k Kind, labelSelector string, initialTimeout time.Duration) (*Stream, error) {
+	return openStream(ctx, k, metav1.ListOptions{LabelSelector: labelSelector}, k.Name+"s "+labelSelector, initialTimeout)
+}
+
+// OpenNamedStream is OpenStream of the one object called name (a
+// metadata.name field selector): Items holds it, or nothing when it does
+// not exist.
+func OpenNamedStream(ctx context.Context, k Kind, name string, initialTimeout time.Duration) (*Stream, error) {
+	o := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()}
+	return openStream(ctx, k, o, k.Name+" "+name, initialTimeout)
+}
+
+func openStream(ctx context.Context, k Kind, o metav1.ListOptions, what string, initialTimeout time.Duration) (*Stream, error) {
 	yes := true
-	what := k.Name + "s " + labelSelector
-	w, err := k.Watch(ctx, metav1.ListOptions{
-		LabelSelector:        labelSelector,
-		SendInitialEvents:    &yes,
-		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
-		AllowWatchBookmarks:  true,
-	})
+	o.SendInitialEvents, o.ResourceVersionMatch, o.AllowWatchBookmarks = &yes, metav1.ResourceVersionMatchNotOlderThan, true
+	w, err := k.Watch(ctx, o)
 	if err != nil {
 		return nil, fmt.Errorf("watch %s: %w: %w", what, ErrWatchEnded, err)
 	}
@@ -114,6 +122,10 @@ func (s *Stream) WaitGone(ctx context.Context, names []string) error {
 	}
 	return nil
 }
+
+// Changes are the watch's events after the initial state; the channel
+// closes when the watch ends.
+func (s *Stream) Changes() <-chan watch.Event { return s.w.ResultChan() }
 
 // Stop ends the watch.
 func (s *Stream) Stop() {

@@ -43,6 +43,20 @@ func ClaimName(network string, addr netip.Addr) string {
 	return "static-ip." + NetworkValue(network) + "." + a
 }
 
+// ClaimedAddress is the address whose claim on network is called name
+// (the inverse of ClaimName), and false for any other name.
+func ClaimedAddress(network, name string) (netip.Addr, bool) {
+	i := strings.LastIndexByte(name, '.')
+	if i < 0 {
+		return netip.Addr{}, false
+	}
+	addr, err := netip.ParseAddr(strings.ReplaceAll(name[i+1:], "-", "."))
+	if err != nil || ClaimName(network, addr) != name {
+		return netip.Addr{}, false
+	}
+	return addr, true
+}
+
 // NetworkValue is the network as a label value: a short hash of its
 // <namespace>/<name> (both parts may be longer than a label value).
 func NetworkValue(network string) string {

@@ -42,6 +42,30 @@ func TestClaimName(t *testing.T) {
 	}
 }
 
+// TestClaimedAddress: the address is read back from every claim name of
+// the network, the long (hashed) form too; a claim of another network, an
+// address of another form, or any other name is none.
+func TestClaimedAddress(t *testing.T) {
+	long := "ns/" + strings.Repeat("n", 250)
+	for _, tc := range []struct {
+		network, name string
+		want          string // "" for none
+	}{
+		{"default/vlan1", "static-ip.default.vlan1.10-0-0-12", "10.0.0.12"},
+		{long, "static-ip." + NetworkValue(long) + ".192-168-7-1", "192.168.7.1"},
+		{"default/vlan1", "static-ip.default.vlan2.10-0-0-12", ""},
+		{"default/vlan1", "static-ip.default.vlan1.10-0-0-012", ""},
+		{"default/vlan1", "static-ip.default.vlan1.10.0.0.12", ""},
+		{"default/vlan1", "kube-root-ca.crt", ""},
+		{"default/vlan1", "nodots", ""},
+	} {
+		got, ok := ClaimedAddress(tc.network, tc.name)
+		if tc.want == "" && ok || tc.want != "" && (!ok || got != netip.MustParseAddr(tc.want)) {
+			t.Errorf("ClaimedAddress(%q, %q) = %v, %v; want %q", tc.network, tc.name, got, ok, tc.want)
+		}
+	}
+}
+
 func TestClaimData(t *testing.T) {
 	c := Claim{Address: netip.MustParsePrefix("10.0.0.12/24"), Range: "10.0.0.10-10.0.0.59/24", Network: "default/vlan1", NIC: "nic-0", MAC: "02:00:00:00:00:01", Machine: "m1"}
 	back, err := ClaimFromData(ClaimData(c))

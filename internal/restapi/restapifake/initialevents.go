@@ -27,8 +27,16 @@ func withInitialEvents[T runtime.Object, L runtime.Object](r restapi.Resource[T,
 }
 
 func (r initialEvents[T, L]) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	list := func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return r.List(ctx, o) }
+	return streamInitial(ctx, o, list, r.Resource.Watch, func() runtime.Object { return r.empty() })
+}
+
+// streamInitial answers a watch with sendInitialEvents from list and
+// watch, which ignore the option; a watch without it is watch's.
+func streamInitial(ctx context.Context, o metav1.ListOptions, list func(context.Context, metav1.ListOptions) (runtime.Object, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), empty func() runtime.Object) (watch.Interface, error) {
 	if o.SendInitialEvents == nil || !*o.SendInitialEvents {
-		return r.Resource.Watch(ctx, o)
+		return watchFn(ctx, o)
 	}
 	fsel, err := fields.ParseSelector(o.FieldSelector)
 	if err != nil {
@@ -43,15 +51,15 @@ func (r initialEvents[T, L]) Watch(ctx context.Context, o metav1.ListOptions) (w
 		return ok && lsel.Matches(labels.Set(m.GetLabels())) &&
 			fsel.Matches(fields.Set{"metadata.name": m.GetName(), "metadata.namespace": m.GetNamespace()})
 	}
-	list, err := r.List(ctx, metav1.ListOptions{LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector})
+	items0, err := list(ctx, metav1.ListOptions{LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector})
 	if err != nil {
 		return nil, err
 	}
-	items, err := meta.ExtractList(list)
+	items, err := meta.ExtractList(items0)
 	if err != nil {
 		return nil, err
 	}
-	inner, err := r.Resource.Watch(ctx, metav1.ListOptions{LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector})
+	inner, err := watchFn(ctx, metav1.ListOptions{LabelSelector: o.LabelSelector, FieldSelector: o.FieldSelector})
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +81,7 @@ func (r initialEvents[T, L]) Watch(ctx context.Context, o metav1.ListOptions) (w
 				return
 			}
 		}
-		bm := r.empty()
+		bm := empty()
 		if m, ok := any(bm).(metav1.Object); ok {
 			m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
 		}
