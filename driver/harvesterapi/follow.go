@@ -203,8 +203,8 @@ func (s *Seen) changedChan() chan struct{} {
 // reading it again costs no request unless the watch ended.
 func (s *Seen) FollowedChanged() <-chan struct{} { return s.changedChan() }
 
-// StopFollowing ends the watches of the objects read once; later reads
-// read them again.
+// StopFollowing ends the watches of the objects read once, and a VMI
+// stream no wait took; later reads read them again.
 func (s *Seen) StopFollowing() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -212,6 +212,35 @@ func (s *Seen) StopFollowing() {
 		f.stream.Stop()
 	}
 	s.follows = nil
+	s.heldVMI.stream.Stop()
+	s.heldVMI = heldStream{}
+}
+
+// heldStream is a streamed watch of one object (ns/name) kept for the
+// process's next wait for it.
+type heldStream struct {
+	ns, name string
+	stream   *kubeapi.Stream
+}
+
+func (s *Seen) holdVMIStream(ns, name string, stream *kubeapi.Stream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.heldVMI.stream.Stop()
+	s.heldVMI = heldStream{ns: ns, name: name, stream: stream}
+}
+
+// TakeVMIStream hands the held watch of the VMI ns/name (ReadVMIForWait)
+// to a wait, once; nil when none is held.
+func (s *Seen) TakeVMIStream(ns, name string) *kubeapi.Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.heldVMI
+	if h.stream == nil || h.ns != ns || h.name != name {
+		return nil
+	}
+	s.heldVMI = heldStream{}
+	return h.stream
 }
 
 // RememberRules keeps the rules a SelfSubjectRulesReview of ns returned,

@@ -27,6 +27,7 @@ type Seen struct {
 	changed     chan struct{} // tells of a change of a followed object
 	rules       map[string]*authv1.SubjectRulesReviewStatus
 	watchDenied map[schema.GroupResource]bool
+	heldVMI     heldStream // a VMI read for the next wait (ReadVMIForWait)
 	vm, vmi     sighting
 	asked       map[string]bool // objects the process asked to delete (see Gone)
 	gone        map[string]bool // ... and then saw gone

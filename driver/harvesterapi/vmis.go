@@ -2,10 +2,14 @@ package harvesterapi
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
+
+	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 )
 
 func (a *API) GetVMI(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachineInstance, error) {
@@ -13,6 +17,37 @@ func (a *API) GetVMI(ctx context.Context, ns, name string) (*kubevirtv1.VirtualM
 		return a.kube.VirtualMachineInstances(ns).Get(c, name, metav1.GetOptions{})
 	})
 	return obj, a.seen.noteAbsent(KindVMI, ns, name, err)
+}
+
+// ReadVMIForWait reads the VMI ns/name, nil when there is none, with a
+// watch that streams its state and stays open: the process's next wait
+// for that VMI (TakeVMIStream) goes on from it, so the read and the wait
+// are one request. Where the server does not stream it gets the VMI, and
+// the wait watches on its own.
+func (a *API) ReadVMIForWait(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachineInstance, error) {
+	if a.unreachable == nil {
+		initial := a.opts.CallTimeout
+		if initial <= 0 {
+			initial = 30 * time.Second
+		}
+		s, err := kubeapi.OpenNamedStream(context.WithoutCancel(ctx), a.VMIs(ns), name, initial)
+		if err == nil {
+			a.seen.holdVMIStream(ns, name, s)
+			for _, it := range s.Items {
+				if vmi, ok := it.(*kubevirtv1.VirtualMachineInstance); ok {
+					return vmi, nil
+				}
+			}
+			a.seen.sawAbsent(KindVMI, ns, name)
+			return nil, nil
+		}
+		if err := a.Explain("watch VMI "+ref(ns, name), err); !errors.Is(err, kubeapi.ErrWatchEnded) {
+			a.noteUnreachable(err)
+			return nil, err
+		}
+	}
+	vmi, err := a.GetVMI(ctx, ns, name)
+	return Absent(name, vmi, err)
 }
 
 // DeleteVMI deletes the VMI of that UID (grace nil: the default period).

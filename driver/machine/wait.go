@@ -71,7 +71,11 @@ func (m *Machine) waitVMI(parent context.Context, api *harvesterapi.API, fromRV,
 	var met *kubevirtv1.VirtualMachineInstance
 	err := kubeapi.ErrWatchEnded
 	if fromRV != "" {
-		met, err = kubeapi.WaitFrom(ctx, vmis, name, fromRV, check)
+		k := vmis
+		if held := api.Seen().TakeVMIStream(ns, name); held != nil {
+			k = held.Resume(vmis) // the pre-create check's read of the VMI
+		}
+		met, err = kubeapi.WaitFrom(ctx, k, name, fromRV, check)
 	}
 	if errors.Is(err, kubeapi.ErrWatchEnded) && ctx.Err() == nil {
 		met, err = m.listAndWatchVMI(ctx, api, vmis, p, goal)

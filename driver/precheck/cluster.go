@@ -122,7 +122,9 @@ func KeyPair(ctx context.Context, api *harvesterapi.API, m *machine.Machine) []e
 // already exists: left from an earlier machine of this name, it would be
 // booted again; and a VM instance of the machine's name (left running by a
 // VM deleted with --cascade=orphan): no new VM of the name could run, and
-// the create would wait out its timeout. The VM and the cloud-init Secret
+// the create would wait out its timeout. The VMI is read with a watch that
+// Create's wait for the address goes on from (one request for both). The
+// VM and the cloud-init Secret
 // need no read here: Create
 // makes the Secret first and the VM next, and a name taken by another
 // object fails that create with nothing of this machine left (createSecret,
@@ -130,12 +132,12 @@ func KeyPair(ctx context.Context, api *harvesterapi.API, m *machine.Machine) []e
 func NamesFree(ctx context.Context, api *harvesterapi.API, m *machine.Machine, claims []string) []error {
 	ns := m.Config.VMNamespace
 	var problems []error
-	vmi, err := api.GetVMI(ctx, ns, m.Name)
+	vmi, err := api.ReadVMIForWait(ctx, ns, m.Name)
 	switch {
-	case err == nil:
-		problems = append(problems, vmiHoldsName(vmi))
-	case !harvesterapi.ObjectNotFound(err, m.Name):
+	case err != nil:
 		problems = append(problems, fmt.Errorf("check that no VM instance holds the name %s: %w", m.Name, err))
+	case vmi != nil:
+		problems = append(problems, vmiHoldsName(vmi))
 	}
 	for _, c := range claims {
 		_, err := api.GetPVC(ctx, ns, c)

@@ -3,6 +3,7 @@ package kubeapi
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -126,6 +127,23 @@ func (s *Stream) WaitGone(ctx context.Context, names []string) error {
 // Changes are the watch's events after the initial state; the channel
 // closes when the watch ends.
 func (s *Stream) Changes() <-chan watch.Event { return s.w.ResultChan() }
+
+// Resume is k whose first watch is the stream itself (its options are
+// ignored: the stream already selects what the caller asks for) and whose
+// later watches are k's: a wait (WaitFrom) goes on from the stream's
+// events, the ones queued since it was opened first, without another
+// request, and reconnects through k if it drops.
+func (s *Stream) Resume(k Kind) Kind {
+	var used atomic.Bool
+	watchFn := k.Watch
+	k.Watch = func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		if used.CompareAndSwap(false, true) {
+			return s.w, nil
+		}
+		return watchFn(ctx, o)
+	}
+	return k
+}
 
 // Stop ends the watch.
 func (s *Stream) Stop() {
