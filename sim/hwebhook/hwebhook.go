@@ -27,7 +27,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/sim/podenv"
 )
 
-// Harvester v1.8.0's names (deploy/charts/harvester/templates,
+// Harvester v1.8.1's names (deploy/charts/harvester/templates,
 // pkg/webhook/server/server.go, pkg/webhook/types.go).
 const (
 	// Binary is the webhook's executable in the bin dir.

@@ -194,7 +194,7 @@ func TestLoadBalancerGlobalPool(t *testing.T) {
 	ann, spec := clusterLB("cluster-without-pool")
 	createLB(t, ns, "lonely", ann, spec)
 	// Harvester's selectIPPool formats its *ipam.Requirement with %+v
-	// (load-balancer-harvester v1.8.0, pkg/controller/loadbalancer/controller.go).
+	// (load-balancer-harvester v1.8.1, pkg/controller/loadbalancer/controller.go).
 	waitLB(t, ns, "lonely", "Ready False", lbNotReadyWith(
 		"no matched IPPool with requirement &{Network: Project: Namespace:"+ns+" Cluster:cluster-without-pool}"))
 	createPool(t, "t-global", lbapi.Selector{Scope: []lbapi.Scope{{Project: lbapi.All, Namespace: lbapi.All, GuestCluster: lbapi.All}}}, lbapi.Range{Subnet: "10.203.0.0/24"})
