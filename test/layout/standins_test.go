@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/harvester-kit/harvester-machine/sim/guests"
 )
 
 // upstream is a component a hand-written stand-in under sim/ follows: its
@@ -32,8 +34,8 @@ type upstream struct {
 var (
 	kubelet = upstream{"Kubernetes", "kubernetes/kubernetes", "v1.34.4", "k8s.io/kubernetes", ""}
 	// KubeVirt's tools are the release of kubevirt.io/api (test/tools).
-	virtHandler = upstream{"KubeVirt", "kubevirt/kubevirt", "v1.7.0", "kubevirt.io/api", ""}
-	harvester   = upstream{"Harvester", "harvester/harvester", "v1.8.1", "github.com/harvester/harvester", ""}
+	kubeVirt  = upstream{"KubeVirt", "kubevirt/kubevirt", "v1.7.0", "kubevirt.io/api", ""}
+	harvester = upstream{"Harvester", "harvester/harvester", "v1.8.1", "github.com/harvester/harvester", ""}
 	// The longhorn-manager Harvester v1.8.1's go.mod requires.
 	longhorn = upstream{"Longhorn", "longhorn/longhorn-manager", "v1.10.0", "github.com/longhorn/longhorn-manager", ""}
 	// The harvester-load-balancer chart Harvester's chart ships, whose
@@ -44,12 +46,14 @@ var (
 	vmDHCP = upstream{"vm-dhcp-controller", "harvester/vm-dhcp-controller", "c3042d6cff7d939b6d939d2f6ef2b019ba3a0870", "", ""}
 	// The cloud-init sim/userdata follows.
 	cloudInit = upstream{"cloud-init", "canonical/cloud-init", "26.2", "", ""}
+	// The K3s release whose kubelet the simulated guests report.
+	k3s = upstream{"K3s", "k3s-io/k3s", guests.KubeletVersion, "", ""}
 )
 
 // standInPackages are the packages of sim/ that hold hand-written
 // stand-ins; every file of theirs (but tests) is in standIns or in
 // simOwn.
-var standInPackages = []string{"sim/controllers", "sim/lb"}
+var standInPackages = []string{"sim/controllers", "sim/lb", "sim/userdata", "sim/guests"}
 
 // standIns lists every hand-written file that stands in for an upstream
 // component, with the upstream it follows. Its first comment says
@@ -61,17 +65,17 @@ var standIns = map[string]upstream{
 	"sim/controllers/heartbeat.go":             kubelet,
 	"sim/controllers/hostdown.go":              kubelet,
 	"sim/controllers/imageid.go":               kubelet,
-	"sim/controllers/handler.go":               virtHandler,
-	"sim/controllers/handler_client.go":        virtHandler,
-	"sim/controllers/handler_guest.go":         virtHandler,
-	"sim/controllers/handler_migration.go":     virtHandler,
-	"sim/controllers/handler_node.go":          virtHandler,
-	"sim/controllers/handler_rest.go":          virtHandler,
-	"sim/controllers/handler_status.go":        virtHandler,
-	"sim/controllers/handler_volumes.go":       virtHandler,
-	"sim/controllers/migratable.go":            virtHandler,
-	"sim/controllers/network.go":               virtHandler,
-	"sim/controllers/guestosinfo.go":           virtHandler,
+	"sim/controllers/handler.go":               kubeVirt,
+	"sim/controllers/handler_client.go":        kubeVirt,
+	"sim/controllers/handler_guest.go":         kubeVirt,
+	"sim/controllers/handler_migration.go":     kubeVirt,
+	"sim/controllers/handler_node.go":          kubeVirt,
+	"sim/controllers/handler_rest.go":          kubeVirt,
+	"sim/controllers/handler_status.go":        kubeVirt,
+	"sim/controllers/handler_volumes.go":       kubeVirt,
+	"sim/controllers/migratable.go":            kubeVirt,
+	"sim/controllers/network.go":               kubeVirt,
+	"sim/controllers/guestosinfo.go":           kubeVirt,
 	"sim/controllers/guestagent.go":            cloudInit,
 	"sim/controllers/staticnet.go":             cloudInit,
 	"sim/controllers/pvc_controller.go":        longhorn,
@@ -83,6 +87,14 @@ var standIns = map[string]upstream{
 	"sim/lb/ippool.go":                         loadBalancer,
 	"sim/lb/pool.go":                           loadBalancer,
 	"sim/lb/select.go":                         loadBalancer,
+	"sim/userdata/walk.go":                     cloudInit,
+	"sim/userdata/logins.go":                   cloudInit,
+	"sim/userdata/root.go":                     cloudInit,
+	"sim/userdata/writefiles.go":               cloudInit,
+	"sim/guests/cloudinit.go":                  kubeVirt,
+	"sim/guests/deploy.go":                     k3s,
+	"sim/guests/manifests.go":                  k3s,
+	"sim/guests/node.go":                       kubelet,
 }
 
 // simOwn are the files of standInPackages that follow no upstream: the
@@ -92,6 +104,7 @@ var simOwn = []string{
 	"sim/controllers/faultack.go", "sim/controllers/guestnet.go", "sim/controllers/queue.go",
 	"sim/controllers/register.go", "sim/controllers/start.go", "sim/controllers/tunables.go", "sim/controllers/unknownfields.go",
 	"sim/controllers/vmi_state.go", "sim/controllers/volumes.go",
+	"sim/guests/controller.go", "sim/guests/hostdown.go",
 }
 
 // standInProblems says what the first comment of a stand-in's source
