@@ -95,6 +95,7 @@ var standIns = map[string]upstream{
 	"sim/guests/deploy.go":                     k3s,
 	"sim/guests/manifests.go":                  k3s,
 	"sim/guests/node.go":                       kubelet,
+	"sim/lbpolicy.go":                          loadBalancer,
 }
 
 // simOwn are the files of standInPackages that follow no upstream: the
