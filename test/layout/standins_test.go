@@ -96,6 +96,11 @@ var standIns = map[string]upstream{
 	"sim/guests/manifests.go":                  k3s,
 	"sim/guests/node.go":                       kubelet,
 	"sim/lbpolicy.go":                          loadBalancer,
+	"sim/podcontainer.go":                      kubelet,
+	"sim/upgrade.go":                           harvester,
+	"sim/upgrade_evacuation.go":                harvester,
+	"sim/upgrade_object.go":                    harvester,
+	"sim/upgrade_restore.go":                   harvester,
 }
 
 // simOwn are the files of standInPackages that follow no upstream: the
