@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/harvester-kit/harvester-machine/sim/statefile"
@@ -78,7 +77,7 @@ func newControlPlane(binDir, dir, auditLog string) (*controlPlane, error) {
 	if err := c.writeKubeconfig(c.path("kubeconfig")); err != nil {
 		return nil, err
 	}
-	if err := writeKubeconfigFile(c.path("pki", schedulerKubeconfig), c.schedulerKubeconfig()); err != nil {
+	if err := statefile.WriteKubeconfig(c.path("pki", schedulerKubeconfig), *c.schedulerKubeconfig()); err != nil {
 		return nil, err
 	}
 	if c.auditArgs, err = c.writeAuditPolicy(auditLog); err != nil {
@@ -103,17 +102,7 @@ func (c *controlPlane) kubeconfigFor(name, url string) *clientcmdapi.Config {
 }
 
 func (c *controlPlane) writeKubeconfig(path string) error {
-	return writeKubeconfigFile(path, c.adminKubeconfig())
-}
-
-func writeKubeconfigFile(path string, cfg *clientcmdapi.Config) error {
-	data, err := clientcmd.Write(*cfg)
-	if err != nil {
-		return fmt.Errorf("encode kubeconfig: %w", err)
-	}
-	// Whoever waits for the file (a test, a user waiting for a guest
-	// cluster) sees all of it.
-	return statefile.Write(path, data)
+	return statefile.WriteKubeconfig(path, *c.adminKubeconfig())
 }
 
 func (c *controlPlane) startEtcd(ctx context.Context) error {

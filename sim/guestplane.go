@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/harvester-kit/harvester-machine/sim/kubevip"
+	"github.com/harvester-kit/harvester-machine/sim/statefile"
 )
 
 // GuestsDir holds one directory per running guest cluster, with its
@@ -81,7 +82,7 @@ func (g *guestPlanes) Start(ctx context.Context, cluster string) (*rest.Config, 
 		return nil, fmt.Errorf("guest cluster %s: %w", cluster, err)
 	}
 	kc := g.cp.kubeconfigFor(cluster, url)
-	if err := writeKubeconfigFile(filepath.Join(dir, KubeconfigFile), kc); err != nil {
+	if err := statefile.WriteKubeconfig(filepath.Join(dir, KubeconfigFile), *kc); err != nil {
 		proc.stop(5 * time.Second)
 		return nil, fmt.Errorf("guest cluster %s: %w", cluster, err)
 	}

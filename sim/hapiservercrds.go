@@ -1,7 +1,7 @@
 package sim
 
 // apiServerCRDs are the kinds Harvester's API server's caches watch
-// (pkg/config, pkg/controller/master, Harvester v1.8.0) that neither the
+// (pkg/config, pkg/controller/master, Harvester v1.8.1) that neither the
 // simulator nor pkg/data/crd.go (which the API server installs itself)
 // serves: Harvester's chart's VirtualMachineImageDownloader, the CSI
 // snapshotter's VolumeSnapshot and VolumeSnapshotContent and Whereabouts'

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestHarvesterLogControllerError: the lines are as Harvester v1.8.0
+// TestHarvesterLogControllerError: the lines are as Harvester v1.8.1
 // writes them (logrus' text format; lasso's "error syncing '%s': %s,
 // requeuing" around sharedhandler's "handler %s: %v"), the refusal's text
 // from nodedrain_controller.go. Only what came after the mark counts, and

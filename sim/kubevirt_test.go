@@ -16,7 +16,7 @@ import (
 )
 
 // TestKubeVirtCRIsHarvesters: the KubeVirt CR the simulator creates is
-// what Harvester v1.8.0 runs with: its chart's kubevirt.spec, and what its
+// what Harvester v1.8.1 runs with: its chart's kubevirt.spec, and what its
 // setting controllers write into it at the settings' defaults (the
 // kubevirt-migration configuration, additional-guest-memory-overhead-ratio,
 // max-hotplug-ratio). virt-controller renders the chart's launcher image.

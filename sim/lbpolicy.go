@@ -1,3 +1,8 @@
+// Stand-in for the IP pool validator of Harvester's load balancer webhook,
+// load-balancer-harvester v1.8.1: an IPPool with allocated addresses
+// cannot be deleted. It follows
+// https://github.com/harvester/load-balancer-harvester/blob/v1.8.1/pkg/webhook/ippool/validator.go.
+
 package sim
 
 import (
@@ -10,13 +15,21 @@ import (
 	"github.com/harvester-kit/harvester-machine/internal/lbapi"
 )
 
-// poolInUsePolicy names the admission policy that plays Harvester's
-// webhook refusing to delete an IPPool with allocations.
+// poolInUsePolicy names the admission policy that plays the validator's
+// refusal to delete an IPPool with allocations.
 const poolInUsePolicy = "harvester-sim-ippool-in-use"
+
+// poolInUseRefusal is the validator's Delete error, word for word. The
+// webhook answers it as an InternalError (500) that kube-apiserver
+// prefixes with `admission webhook
+// "validator.harvester-system.harvester-load-balancer-webhook" denied the
+// request: `; the policy's refusal is kube-apiserver's Invalid (422) with
+// the policy's own prefix.
+const poolInUseRefusal = "can't delete pool before releasing all the allocated IP"
 
 // buildPoolInUsePolicy is a ValidatingAdmissionPolicy (and binding) that
 // makes kube-apiserver refuse deletes of IPPools that have allocated
-// addresses, as Harvester's webhook does.
+// addresses (len(status.allocated) != 0), as the validator does.
 func buildPoolInUsePolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	fail := admissionv1.Fail
 	labels := map[string]string{simLabel: "true"}
@@ -32,8 +45,7 @@ func buildPoolInUsePolicy() (*admissionv1.ValidatingAdmissionPolicy, *admissionv
 			}}},
 			Validations: []admissionv1.Validation{{
 				Expression: "!has(oldObject.status) || !has(oldObject.status.allocated) || size(oldObject.status.allocated) == 0",
-				MessageExpression: "'IPPool ' + oldObject.metadata.name + ' cannot be deleted: it has ' + string(size(oldObject.status.allocated)) + " +
-					"' allocated address(es): delete the load balancers using it first'",
+				Message:    poolInUseRefusal,
 			}},
 		},
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/sim/hv"
 )
 
-// Harvester v1.8.0's node actions and the handler that drains
+// Harvester v1.8.1's node actions and the handler that drains
 // (pkg/api/node/formatter.go, pkg/controller/master/nodedrain).
 const (
 	actionEnableMaintenance  = "enableMaintenanceMode"

@@ -1,3 +1,7 @@
+// Stand-in for the kubelet, Kubernetes v1.34.4: a Pod's container
+// started again after it exits, with the crash-loop back-off. It follows
+// https://github.com/kubernetes/kubernetes/blob/v1.34.4/pkg/kubelet/kubelet.go.
+
 package sim
 
 import (

@@ -24,7 +24,7 @@ func rule(group string, resources, verbs []string, names ...string) rbacv1.Polic
 
 // harvesterClusterRoles are the ClusterRoles every Harvester cluster has for
 // guest clusters' cloud provider and CSI driver, with the rules of Harvester
-// v1.8.0's chart (deploy/charts/harvester/templates/rbac.yaml), and the role
+// v1.8.1's chart (deploy/charts/harvester/templates/rbac.yaml), and the role
 // Harvester binds to every authenticated user (internal/harvester).
 // TestGuestRolesMatchHarvesterChart and TestAuthenticatedRBACMatchesHarvester
 // compare them with the harvester module's files.

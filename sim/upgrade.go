@@ -1,3 +1,7 @@
+// Stand-in for Harvester's upgrade of its hosts, Harvester v1.8.1: each
+// host's pre-drain job, one host after the other, under an Upgrade. It follows
+// https://github.com/harvester/harvester/blob/v1.8.1/package/upgrade/upgrade_node.sh.
+
 package sim
 
 import (

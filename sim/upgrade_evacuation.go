@@ -1,3 +1,7 @@
+// Stand-in for Harvester's upgrade of its hosts, Harvester v1.8.1: what
+// the pre-drain does with a failed evacuation. It follows
+// https://github.com/harvester/harvester/blob/v1.8.1/package/upgrade/upgrade_node.sh.
+
 package sim
 
 import (
@@ -15,7 +19,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/sim/controllers"
 )
 
-// checkFailedMigrations is Harvester v1.8's upgrade_node.sh
+// checkFailedMigrations is upgrade_node.sh's
 // check_migrations_phase "Failed" (upgrade_node.sh:226-258) for one VMI ns/name in phase Running on
 // the host: `kubectl get vmim -n NS -lkubevirt.io/vmi-name=NAME` in phase
 // Failed; a name not starting "kubevirt-evacuation" is skipped ("skipping

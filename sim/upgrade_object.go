@@ -1,3 +1,7 @@
+// Stand-in for Harvester's upgrade controller, Harvester v1.8.1: the
+// Upgrade's labels and the states its job controller records. It follows
+// https://github.com/harvester/harvester/blob/v1.8.1/pkg/controller/master/upgrade/job_controller.go.
+
 package sim
 
 import (
@@ -19,7 +23,7 @@ import (
 
 // The Upgrade object a real upgrade has while its nodes upgrade
 // (harvesterhci.io/v1beta1 Upgrade in harvester-system), as Harvester
-// v1.8's upgrade controller (pkg/controller/master/upgrade) labels it.
+// v1.8.1's upgrade controller (pkg/controller/master/upgrade) labels it.
 const (
 	// upgradeGenerateName is the name prefix Harvester's API gives an
 	// Upgrade (pkg/api/upgrade: hvst-upgrade-xxxxx).

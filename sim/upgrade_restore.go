@@ -1,3 +1,7 @@
+// Stand-in for Harvester's upgrade controller, Harvester v1.8.1: the
+// restore-vm job after a host's post-drain. It follows
+// https://github.com/harvester/harvester/blob/v1.8.1/pkg/controller/master/upgrade/job_controller.go.
+
 package sim
 
 import (

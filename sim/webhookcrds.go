@@ -1,7 +1,7 @@
 package sim
 
 // webhookCRDs are the kinds harvester-webhook's caches watch
-// (pkg/webhook/clients, Harvester v1.8.0) that the simulator serves for no
+// (pkg/webhook/clients, Harvester v1.8.1) that the simulator serves for no
 // other reason: its caches all start together and the configurations are
 // registered only once every one of them has synced, so each must be
 // served. They accept any field (Harvester's chart, harvester-network-

@@ -1,6 +1,6 @@
 // Stand-in for Harvester's load balancer controller, load-balancer-harvester
-// v1.8.0: addresses for LoadBalancers from IP pools. It follows
-// https://github.com/harvester/load-balancer-harvester/blob/v1.8.0/pkg/controller/loadbalancer/controller.go.
+// v1.8.1: addresses for LoadBalancers from IP pools. It follows
+// https://github.com/harvester/load-balancer-harvester/blob/v1.8.1/pkg/controller/loadbalancer/controller.go.
 
 package controllers
 

@@ -1,3 +1,8 @@
+// Stand-in for KubeVirt's cloud-init data source, KubeVirt v1.7.0: the
+// user data a VM's cloudInitNoCloud or cloudInitConfigDrive volume gives
+// the guest. It follows
+// https://github.com/kubevirt/kubevirt/blob/v1.7.0/pkg/cloud-init/cloud-init.go.
+
 package guests
 
 import (

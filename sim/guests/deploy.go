@@ -1,3 +1,7 @@
+// Stand-in for K3s's deploy controller, K3s v1.34.4+k3s1 (RKE2 embeds
+// it): a guest cluster's auto-deploy manifests applied under an Addon. It follows
+// https://github.com/k3s-io/k3s/blob/v1.34.4+k3s1/pkg/deploy/controller.go.
+
 package guests
 
 import (

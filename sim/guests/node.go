@@ -1,3 +1,7 @@
+// Stand-in for a guest's kubelet, Kubernetes v1.34.4: the Node it
+// registers with --cloud-provider=external. It follows
+// https://github.com/kubernetes/kubernetes/blob/v1.34.4/pkg/kubelet/kubelet_node_status.go.
+
 package guests
 
 import (

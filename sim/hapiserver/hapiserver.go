@@ -29,7 +29,7 @@ import (
 	"github.com/harvester-kit/harvester-machine/sim/hwebhook"
 )
 
-// Harvester v1.8.0's names.
+// Harvester v1.8.1's names.
 const (
 	// Binary is the API server's executable in the bin dir.
 	Binary = "harvester"
@@ -85,7 +85,7 @@ func (o Options) Args(httpPort, httpsPort int) []string {
 }
 
 // steve's refresh timing (github.com/rancher/steve v0.7.17, which Harvester
-// v1.8.0 pins: pkg/schema/definitions/schema.go reads both with
+// v1.8.1 pins: pkg/schema/definitions/schema.go reads both with
 // strconv.Atoi, the delay in seconds, the period in minutes). Its
 // schemaDefinitions handler, which only Harvester's UI reads, fetches
 // kube-apiserver's whole /openapi/v2 CRDRefreshDelaySeconds after the last

@@ -1,8 +1,8 @@
-// Package hv holds the Harvester v1.8.0 names and rules the simulator's
+// Package hv holds the Harvester v1.8.1 names and rules the simulator's
 // own code needs beside Harvester's running processes (its hosts,
 // fixtures, stand-ins and day-2 commands), each written from Harvester's
 // source in the module cache
-// (github.com/harvester/harvester@v1.8.0; Rancher's planner for the
+// (github.com/harvester/harvester@v1.8.1; Rancher's planner for the
 // upgrade order) and naming the file it reads. Harvester's packages that
 // hold them (pkg/util, pkg/settings, pkg/controller/...) are not imported:
 // they pin their own k8s.io versions (REFERENCE.md, dependency facts).
@@ -55,7 +55,7 @@ const (
 // LabelGuestCluster is the node driver's label on a guest cluster's VMs
 // and volumes, by which the simulator plays the guest clusters
 // (REFERENCE.md, "Harvester objects the driver touches"); Harvester
-// v1.8.0's source does not hold it.
+// v1.8.1's source does not hold it.
 const LabelGuestCluster = "guestcluster.harvesterhci.io/name"
 
 // Role labels of a host (RKE2's; Rancher's planner orders the upgrade by

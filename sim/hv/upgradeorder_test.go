@@ -11,7 +11,7 @@ import (
 // TestUpgradeOrder: expected orders worked out from Rancher's planner
 // (pkg/capr/planner/planner.go fullReconcile: bootstrap, etcd, control
 // plane, worker tiers; planentry.go collect: by Machine name), to which
-// Harvester v1.8.0's upgradeKubernetes hands the hosts with concurrency 1.
+// Harvester v1.8.1's upgradeKubernetes hands the hosts with concurrency 1.
 func TestUpgradeOrder(t *testing.T) {
 	n := func(name, machine string, labels ...string) corev1.Node {
 		l := map[string]string{}

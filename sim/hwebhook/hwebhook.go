@@ -20,14 +20,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/harvester-kit/harvester-machine/internal/kubeapi"
 	"github.com/harvester-kit/harvester-machine/sim/podenv"
+	"github.com/harvester-kit/harvester-machine/sim/statefile"
 )
 
-// Harvester v1.8.0's names (deploy/charts/harvester/templates,
+// Harvester v1.8.1's names (deploy/charts/harvester/templates,
 // pkg/webhook/server/server.go, pkg/webhook/types.go).
 const (
 	// Binary is the webhook's executable in the bin dir.
@@ -143,10 +143,7 @@ func PodFiles(ctx context.Context, kube kubernetes.Interface, namespace, saDir, 
 	if err := podenv.Write(saDir, namespace, []byte(tr.Status.Token), ca); err != nil {
 		return err
 	}
-	if err := clientcmd.WriteToFile(kubeconfig(apiServer), kubeconfigPath); err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
-	}
-	return nil
+	return statefile.WriteKubeconfig(kubeconfigPath, kubeconfig(apiServer))
 }
 
 // kubeconfig reaches server with the Pod's token and CA files.

@@ -7,10 +7,10 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/harvester-kit/harvester-machine/sim/podenv"
+	"github.com/harvester-kit/harvester-machine/sim/statefile"
 )
 
 // tokenLifetime is how long a component's token is valid. On Harvester
@@ -42,7 +42,7 @@ func (c *ControlPlane) writeServiceAccount(ctx context.Context, sa string) error
 	cfg.AuthInfos[sa] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
 	cfg.Contexts["harvester"] = &clientcmdapi.Context{Cluster: "harvester", AuthInfo: sa, Namespace: c.o.Namespace}
 	cfg.CurrentContext = "harvester"
-	if err := clientcmd.WriteToFile(*cfg, c.kubeconfigPath(sa)); err != nil {
+	if err := statefile.WriteKubeconfig(c.kubeconfigPath(sa), *cfg); err != nil {
 		return fmt.Errorf("kubevirt: kubeconfig of %s: %w", sa, err)
 	}
 	return nil

@@ -1,6 +1,6 @@
 // Stand-in for Harvester's load balancer controller, load-balancer-harvester
-// v1.8.0: the IP pool a LoadBalancer gets. It follows
-// https://github.com/harvester/load-balancer-harvester/blob/v1.8.0/pkg/ipam/selector.go.
+// v1.8.1: the IP pool a LoadBalancer gets. It follows
+// https://github.com/harvester/load-balancer-harvester/blob/v1.8.1/pkg/ipam/selector.go.
 
 package lb
 

@@ -9,7 +9,7 @@ import (
 )
 
 // TestSelectPool: the expected pools and messages are worked out from
-// load-balancer-harvester v1.8.0's pkg/ipam/selector.go (Select, isMatch)
+// load-balancer-harvester v1.8.1's pkg/ipam/selector.go (Select, isMatch)
 // and pkg/controller/loadbalancer/controller.go (selectIPPool).
 func TestSelectPool(t *testing.T) {
 	scope := func(project, namespace, cluster string) []lbapi.Scope {

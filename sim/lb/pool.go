@@ -1,6 +1,6 @@
 // Stand-in for Harvester's load balancer controller, load-balancer-harvester
-// v1.8.0: an IP pool's address allocation. It follows
-// https://github.com/harvester/load-balancer-harvester/blob/v1.8.0/pkg/ipam/allocator.go.
+// v1.8.1: an IP pool's address allocation. It follows
+// https://github.com/harvester/load-balancer-harvester/blob/v1.8.1/pkg/ipam/allocator.go.
 
 // Package lb is the pure part of the simulated Harvester load balancer
 // controller: the pool choice (ippool.go), IP pool address allocation and

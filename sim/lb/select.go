@@ -1,6 +1,6 @@
 // Stand-in for Harvester's load balancer controller, load-balancer-harvester
-// v1.8.0: the backend servers a LoadBalancer selects. It follows
-// https://github.com/harvester/load-balancer-harvester/blob/v1.8.0/pkg/utils/selector.go.
+// v1.8.1: the backend servers a LoadBalancer selects. It follows
+// https://github.com/harvester/load-balancer-harvester/blob/v1.8.1/pkg/utils/selector.go.
 
 package lb
 

@@ -1,3 +1,7 @@
+// Stand-in for the guest's cloud-init, cloud-init 26.2: the users,
+// keys, passwords and hostname a guest's #cloud-config sets up. It follows
+// https://github.com/canonical/cloud-init/blob/26.2/cloudinit/distros/ug_util.py.
+
 package userdata
 
 import (

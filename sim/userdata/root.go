@@ -1,3 +1,7 @@
+// Stand-in for the guest's cloud-init, cloud-init 26.2: root's SSH keys
+// and the forced command disable_root gives them. It follows
+// https://github.com/canonical/cloud-init/blob/26.2/cloudinit/config/cc_ssh.py.
+
 package userdata
 
 import (

@@ -1,3 +1,8 @@
+// Stand-in for the guest's cloud-init, cloud-init 26.2: how it unpacks
+// user data into parts (gzip, MIME multipart, jinja templates) and tells
+// their kinds. It follows
+// https://github.com/canonical/cloud-init/blob/26.2/cloudinit/user_data.py.
+
 // Package userdata walks cloud-init user data the way cloud-init reads it:
 // gzip layers, jinja templates, MIME multipart documents, #cloud-config
 // documents and shell scripts.

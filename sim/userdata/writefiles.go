@@ -1,3 +1,7 @@
+// Stand-in for the guest's cloud-init, cloud-init 26.2: the files its
+// write_files entries write. It follows
+// https://github.com/canonical/cloud-init/blob/26.2/cloudinit/config/cc_write_files.py.
+
 package userdata
 
 import (

@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"encoding/json"
 	"fmt"
 	"go/parser"
 	"go/token"
@@ -10,6 +11,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/harvester-kit/harvester-machine/sim/guests"
 )
 
 // upstream is a component a hand-written stand-in under sim/ follows: its
@@ -20,28 +25,35 @@ type upstream struct {
 	// whose version ref must be: the release the real processes are
 	// built from.
 	pinned string
+	// chart, when set, is the dependency of the Harvester chart (in the
+	// pinned Harvester module) whose version, with a "v", ref must be:
+	// the component the Harvester release that runs here ships.
+	chart string
 }
 
 var (
-	kubelet = upstream{"Kubernetes", "kubernetes/kubernetes", "v1.34.4", "k8s.io/kubernetes"}
+	kubelet = upstream{"Kubernetes", "kubernetes/kubernetes", "v1.34.4", "k8s.io/kubernetes", ""}
 	// KubeVirt's tools are the release of kubevirt.io/api (test/tools).
-	virtHandler = upstream{"KubeVirt", "kubevirt/kubevirt", "v1.7.0", "kubevirt.io/api"}
-	harvester   = upstream{"Harvester", "harvester/harvester", "v1.8.1", "github.com/harvester/harvester"}
-	// The longhorn-manager Harvester v1.8.0's go.mod requires.
-	longhorn = upstream{"Longhorn", "longhorn/longhorn-manager", "v1.10.0", "github.com/longhorn/longhorn-manager"}
-	// Harvester v1.8.0's chart ships harvester-load-balancer v1.8.0.
-	loadBalancer = upstream{"load-balancer-harvester", "harvester/load-balancer-harvester", "v1.8.0", ""}
+	kubeVirt  = upstream{"KubeVirt", "kubevirt/kubevirt", "v1.7.0", "kubevirt.io/api", ""}
+	harvester = upstream{"Harvester", "harvester/harvester", "v1.8.1", "github.com/harvester/harvester", ""}
+	// The longhorn-manager Harvester v1.8.1's go.mod requires.
+	longhorn = upstream{"Longhorn", "longhorn/longhorn-manager", "v1.10.0", "github.com/longhorn/longhorn-manager", ""}
+	// The harvester-load-balancer chart Harvester's chart ships, whose
+	// appVersion (the image's tag) is its version.
+	loadBalancer = upstream{"load-balancer-harvester", "harvester/load-balancer-harvester", "v1.8.1", "", "harvester-load-balancer"}
 	// The add-on's main branch: the static-ip VM annotation (after
 	// v1.9.0-rc1; REFERENCE.md, managed DHCP).
-	vmDHCP = upstream{"vm-dhcp-controller", "harvester/vm-dhcp-controller", "c3042d6cff7d939b6d939d2f6ef2b019ba3a0870", ""}
+	vmDHCP = upstream{"vm-dhcp-controller", "harvester/vm-dhcp-controller", "c3042d6cff7d939b6d939d2f6ef2b019ba3a0870", "", ""}
 	// The cloud-init sim/userdata follows.
-	cloudInit = upstream{"cloud-init", "canonical/cloud-init", "26.2", ""}
+	cloudInit = upstream{"cloud-init", "canonical/cloud-init", "26.2", "", ""}
+	// The K3s release whose kubelet the simulated guests report.
+	k3s = upstream{"K3s", "k3s-io/k3s", guests.KubeletVersion, "", ""}
 )
 
 // standInPackages are the packages of sim/ that hold hand-written
 // stand-ins; every file of theirs (but tests) is in standIns or in
 // simOwn.
-var standInPackages = []string{"sim/controllers", "sim/lb"}
+var standInPackages = []string{"sim/controllers", "sim/lb", "sim/userdata", "sim/guests"}
 
 // standIns lists every hand-written file that stands in for an upstream
 // component, with the upstream it follows. Its first comment says
@@ -53,17 +65,17 @@ var standIns = map[string]upstream{
 	"sim/controllers/heartbeat.go":             kubelet,
 	"sim/controllers/hostdown.go":              kubelet,
 	"sim/controllers/imageid.go":               kubelet,
-	"sim/controllers/handler.go":               virtHandler,
-	"sim/controllers/handler_client.go":        virtHandler,
-	"sim/controllers/handler_guest.go":         virtHandler,
-	"sim/controllers/handler_migration.go":     virtHandler,
-	"sim/controllers/handler_node.go":          virtHandler,
-	"sim/controllers/handler_rest.go":          virtHandler,
-	"sim/controllers/handler_status.go":        virtHandler,
-	"sim/controllers/handler_volumes.go":       virtHandler,
-	"sim/controllers/migratable.go":            virtHandler,
-	"sim/controllers/network.go":               virtHandler,
-	"sim/controllers/guestosinfo.go":           virtHandler,
+	"sim/controllers/handler.go":               kubeVirt,
+	"sim/controllers/handler_client.go":        kubeVirt,
+	"sim/controllers/handler_guest.go":         kubeVirt,
+	"sim/controllers/handler_migration.go":     kubeVirt,
+	"sim/controllers/handler_node.go":          kubeVirt,
+	"sim/controllers/handler_rest.go":          kubeVirt,
+	"sim/controllers/handler_status.go":        kubeVirt,
+	"sim/controllers/handler_volumes.go":       kubeVirt,
+	"sim/controllers/migratable.go":            kubeVirt,
+	"sim/controllers/network.go":               kubeVirt,
+	"sim/controllers/guestosinfo.go":           kubeVirt,
 	"sim/controllers/guestagent.go":            cloudInit,
 	"sim/controllers/staticnet.go":             cloudInit,
 	"sim/controllers/pvc_controller.go":        longhorn,
@@ -75,6 +87,20 @@ var standIns = map[string]upstream{
 	"sim/lb/ippool.go":                         loadBalancer,
 	"sim/lb/pool.go":                           loadBalancer,
 	"sim/lb/select.go":                         loadBalancer,
+	"sim/userdata/walk.go":                     cloudInit,
+	"sim/userdata/logins.go":                   cloudInit,
+	"sim/userdata/root.go":                     cloudInit,
+	"sim/userdata/writefiles.go":               cloudInit,
+	"sim/guests/cloudinit.go":                  kubeVirt,
+	"sim/guests/deploy.go":                     k3s,
+	"sim/guests/manifests.go":                  k3s,
+	"sim/guests/node.go":                       kubelet,
+	"sim/lbpolicy.go":                          loadBalancer,
+	"sim/podcontainer.go":                      kubelet,
+	"sim/upgrade.go":                           harvester,
+	"sim/upgrade_evacuation.go":                harvester,
+	"sim/upgrade_object.go":                    harvester,
+	"sim/upgrade_restore.go":                   harvester,
 }
 
 // simOwn are the files of standInPackages that follow no upstream: the
@@ -84,6 +110,7 @@ var simOwn = []string{
 	"sim/controllers/faultack.go", "sim/controllers/guestnet.go", "sim/controllers/queue.go",
 	"sim/controllers/register.go", "sim/controllers/start.go", "sim/controllers/tunables.go", "sim/controllers/unknownfields.go",
 	"sim/controllers/vmi_state.go", "sim/controllers/volumes.go",
+	"sim/guests/controller.go", "sim/guests/hostdown.go",
 }
 
 // standInProblems says what the first comment of a stand-in's source
@@ -118,7 +145,8 @@ func standInProblems(file string, src []byte, u upstream) []string {
 // TestStandInsNameTheirUpstream: every hand-written stand-in names in its
 // first comment the upstream component, version and source file it
 // follows, and the versions of the pinned ones are those the project
-// builds the real processes from.
+// builds the real processes from, or that the Harvester release it runs
+// ships in its chart.
 func TestStandInsNameTheirUpstream(t *testing.T) {
 	for file, u := range standIns {
 		src, err := os.ReadFile(filepath.Join("../..", file))
@@ -132,6 +160,11 @@ func TestStandInsNameTheirUpstream(t *testing.T) {
 		if u.pinned != "" {
 			if got := moduleVersion(t, u.pinned); got != u.ref {
 				t.Errorf("%s follows %s %s; the module graph has %s %s", file, u.name, u.ref, u.pinned, got)
+			}
+		}
+		if u.chart != "" {
+			if got := "v" + harvesterChartDependency(t, u.chart); got != u.ref {
+				t.Errorf("%s follows %s %s; Harvester's chart ships %s %s", file, u.name, u.ref, u.chart, got)
 			}
 		}
 	}
@@ -185,4 +218,37 @@ func moduleVersion(t *testing.T, module string) string {
 		t.Fatalf("go list -m %s: %v", module, err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// harvesterChartDependency returns the version at which the chart of the
+// Harvester module in the project's module graph
+// (deploy/charts/harvester/Chart.yaml) depends on chart.
+func harvesterChartDependency(t *testing.T, chart string) string {
+	t.Helper()
+	const module = "github.com/harvester/harvester"
+	out, err := exec.Command("go", "mod", "download", "-json", module+"@"+moduleVersion(t, module)).Output()
+	if err != nil {
+		t.Fatalf("go mod download %s: %v", module, err)
+	}
+	var m struct{ Dir string }
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatalf("go mod download %s: %v", module, err)
+	}
+	data, err := os.ReadFile(filepath.Join(m.Dir, "deploy/charts/harvester/Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Dependencies []struct{ Name, Version string }
+	}
+	if err := yaml.Unmarshal(data, &c); err != nil {
+		t.Fatalf("Harvester's Chart.yaml: %v", err)
+	}
+	for _, d := range c.Dependencies {
+		if d.Name == chart {
+			return d.Version
+		}
+	}
+	t.Fatalf("Harvester's Chart.yaml has no dependency %s", chart)
+	return ""
 }

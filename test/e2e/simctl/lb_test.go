@@ -194,7 +194,7 @@ func TestLoadBalancerGlobalPool(t *testing.T) {
 	ann, spec := clusterLB("cluster-without-pool")
 	createLB(t, ns, "lonely", ann, spec)
 	// Harvester's selectIPPool formats its *ipam.Requirement with %+v
-	// (load-balancer-harvester v1.8.0, pkg/controller/loadbalancer/controller.go).
+	// (load-balancer-harvester v1.8.1, pkg/controller/loadbalancer/controller.go).
 	waitLB(t, ns, "lonely", "Ready False", lbNotReadyWith(
 		"no matched IPPool with requirement &{Network: Project: Namespace:"+ns+" Cluster:cluster-without-pool}"))
 	createPool(t, "t-global", lbapi.Selector{Scope: []lbapi.Scope{{Project: lbapi.All, Namespace: lbapi.All, GuestCluster: lbapi.All}}}, lbapi.Range{Subnet: "10.203.0.0/24"})
@@ -320,8 +320,10 @@ func TestIPPoolInUseCannotBeDeleted(t *testing.T) {
 	createLB(t, ns, "holder", ann, spec)
 	waitLB(t, ns, "holder", "Ready", lbReady)
 	waitPool(t, "t-in-use", "allocation recorded", func(p *lbapi.IPPool) bool { return p != nil && len(p.Status.Allocated) == 1 })
+	// The refusal of load-balancer-harvester v1.8.1's IP pool validator
+	// (pkg/webhook/ippool/validator.go, Delete).
 	err := env.dyn.Resource(gvrPool).Delete(testContext(t), "t-in-use", metav1.DeleteOptions{})
-	if err == nil || !strings.Contains(err.Error(), "IPPool t-in-use cannot be deleted: it has 1 allocated address(es)") {
+	if err == nil || !strings.Contains(err.Error(), "can't delete pool before releasing all the allocated IP") {
 		t.Fatalf("delete of a pool in use: err = %v, want it refused", err)
 	}
 	deleteObject(t, gvrLB, ns, "holder")

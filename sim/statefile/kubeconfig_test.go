@@ -1,4 +1,4 @@
-package sim
+package statefile
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 
 // A kubeconfig replaces what was at its path in one rename: the file is
 // complete, 0600, and nothing is left beside it.
-func TestWriteKubeconfigFileReplacesWhole(t *testing.T) {
+func TestWriteKubeconfigReplacesWhole(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(path, nil, 0o644); err != nil { // an empty file, as a half-done write would leave
 		t.Fatal(err)
@@ -21,7 +21,7 @@ func TestWriteKubeconfigFileReplacesWhole(t *testing.T) {
 	cfg.AuthInfos["g"] = &clientcmdapi.AuthInfo{Token: "t"}
 	cfg.Contexts["g"] = &clientcmdapi.Context{Cluster: "g", AuthInfo: "g"}
 	cfg.CurrentContext = "g"
-	if err := writeKubeconfigFile(path, cfg); err != nil {
+	if err := WriteKubeconfig(path, *cfg); err != nil {
 		t.Fatal(err)
 	}
 	got, err := clientcmd.LoadFromFile(path)
