@@ -1,9 +1,10 @@
 // Package staticaddr gives machines static addresses
 // (--harvester-static-address-range), the whole flow: the plan of the
-// static NIC (plan.go), the range's free addresses (free.go: the reads;
-// taken.go: who holds what, pure), claiming one
-// with a labelled ConfigMap (claim.go), the network data that sets it
-// (staticnet.go), and the checks against managed DHCP (managed.go).
+// static NIC (plan.go), holding an address (hold.go: the reads of what
+// holds the range's addresses, and the claim of a free one with a
+// labelled ConfigMap; taken.go: who holds what, pure), the network data
+// that sets it (staticnet.go), and the checks against managed DHCP
+// (managed.go).
 package staticaddr
 
 import (

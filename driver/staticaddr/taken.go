@@ -17,7 +17,7 @@ import (
 
 // takenAddresses is who holds each address of a network: claims (by
 // machine) and addresses guests report outside any claim. Its methods are
-// pure: free.go reads what fills it.
+// pure: hold.go reads what fills it.
 type takenAddresses map[netip.Addr]string
 
 // free lists the range's addresses nobody holds, lowest first. With none
