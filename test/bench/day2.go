@@ -147,6 +147,18 @@ func timeMigration(ctx context.Context, virt kubevirt.Interface, vmi string) (ti
 	if err != nil {
 		return 0, fmt.Errorf("wait for migration %s of %s: %w", m.Name, vmi, err)
 	}
+	// KubeVirt's migration-create-validator refuses the next migration of
+	// the VMI while this one is not final (v1.7.0
+	// pkg/virt-api/webhooks/validating-webhook/admitters/migration-create-admitter.go),
+	// and virt-controller marks it Succeeded a moment after the VMI's
+	// migrationState completed.
+	err = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := virt.KubevirtV1().VirtualMachineInstanceMigrations("default").Get(ctx, m.Name, metav1.GetOptions{})
+		return err == nil && got.IsFinal(), err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("wait for migration %s of %s to be final: %w", m.Name, vmi, err)
+	}
 	return took, virt.KubevirtV1().VirtualMachineInstanceMigrations("default").Delete(ctx, m.Name, metav1.DeleteOptions{})
 }
 
