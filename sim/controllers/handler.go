@@ -62,7 +62,7 @@ func (s *sim) reconcileVMI(ctx context.Context, key string) (time.Duration, erro
 	if node == "" {
 		return 0, nil
 	}
-	if s.kubelets.HostDown(node) {
+	if s.hosts.Host(node).Down() {
 		s.guestOffNetwork(key) // the guest died with its host
 		return 0, nil
 	}
@@ -163,7 +163,7 @@ func (s *sim) finishLaunchers(ctx context.Context, c *vmiContext) error {
 		phase = corev1.PodFailed
 	}
 	for _, pod := range s.launcherPods(c.u.GetNamespace(), c.u.GetUID()) {
-		if s.kubelets.HostDown(pod.Spec.NodeName) {
+		if s.hosts.Host(pod.Spec.NodeName).Down() {
 			continue
 		}
 		if err := s.endPod(ctx, pod, phase); err != nil {

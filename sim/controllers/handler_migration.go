@@ -73,14 +73,14 @@ func (s *sim) migrate(ctx context.Context, c *vmiContext) (time.Duration, bool, 
 		if target == nil || podEnded(target) {
 			return s.migrationFailed(ctx, c, ms)
 		}
-		if since, down := s.kubelets.DownSince(ms.TargetNode); down {
+		if since, down := s.hosts.Host(ms.TargetNode).DownSince(); down {
 			if wait := time.Until(since.Add(libvirtKeepalive)); wait > 0 {
 				return wait, false, nil
 			}
 			return s.migrationFailed(ctx, c, ms)
 		}
 	}
-	if s.kubelets.HostDown(ms.TargetNode) || target == nil {
+	if s.hosts.Host(ms.TargetNode).Down() || target == nil {
 		return 0, false, nil
 	}
 	switch {

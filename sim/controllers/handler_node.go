@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,32 +24,13 @@ import (
 // over 5 minutes old unschedulable and fails its VMIs).
 const handlerHeartbeatInterval = time.Minute
 
-// handlerBeats remembers when each host's virt-handler last beat.
-type handlerBeats struct {
-	mu   sync.Mutex
-	last map[string]time.Time
-}
-
-func (h *handlerBeats) due(node string, now time.Time) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.last == nil {
-		h.last = map[string]time.Time{}
-	}
-	if now.Sub(h.last[node]) < handlerHeartbeatInterval {
-		return false
-	}
-	h.last[node] = now
-	return true
-}
-
 // virtHandlerBeat is one heartbeat of host n's virt-handler.
 func (s *sim) virtHandlerBeat(ctx context.Context, n *corev1.Node) error {
 	if err := s.ensureVirtHandler(ctx, n.Name); err != nil {
 		return err
 	}
 	now := metav1.Now()
-	if n.Labels[kubevirtv1.NodeSchedulable] == "true" && !s.beats.due(n.Name, now.Time) {
+	if n.Labels[kubevirtv1.NodeSchedulable] == "true" && !s.hosts.Host(n.Name).handlerBeatDue(now.Time) {
 		return nil
 	}
 	stamp, err := json.Marshal(now)

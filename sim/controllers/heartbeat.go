@@ -7,7 +7,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -28,57 +27,6 @@ const (
 	nodeStatusReport     = 5 * time.Minute
 )
 
-// Kubelets are the simulated hosts' kubelets: they renew their node's
-// Lease and Ready condition, and remove pods being deleted from their
-// host. A host set down stops all of that, as a dead host would; the
-// Node's status is left as it was, for kube-controller-manager's node
-// lifecycle controller to judge.
-type Kubelets struct {
-	mu   sync.Mutex
-	down map[string]time.Time // host -> when it went down
-	// wake asks the heartbeat loop to run at once (a host came back).
-	wake chan struct{}
-}
-
-// NewKubelets makes the kubelets of every host, all up.
-func NewKubelets() *Kubelets {
-	return &Kubelets{down: map[string]time.Time{}, wake: make(chan struct{}, 1)}
-}
-
-// SetHostDown stops (down) or resumes the kubelet of host name.
-func (k *Kubelets) SetHostDown(name string, down bool) {
-	k.mu.Lock()
-	if _, was := k.down[name]; down && !was {
-		k.down[name] = time.Now()
-	} else if !down {
-		delete(k.down, name)
-	}
-	k.mu.Unlock()
-	k.wakeUp()
-}
-
-// wakeUp has the heartbeat loop run at once.
-func (k *Kubelets) wakeUp() {
-	select {
-	case k.wake <- struct{}{}:
-	default:
-	}
-}
-
-// HostDown reports whether the kubelet of host name is stopped.
-func (k *Kubelets) HostDown(name string) bool {
-	_, down := k.DownSince(name)
-	return down
-}
-
-// DownSince reports since when host name is down.
-func (k *Kubelets) DownSince(name string) (time.Time, bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	at, down := k.down[name]
-	return at, down
-}
-
 // runHeartbeats renews the up hosts' Leases and Ready conditions until
 // ctx ends.
 func (s *sim) runHeartbeats(ctx context.Context) {
@@ -87,7 +35,7 @@ func (s *sim) runHeartbeats(ctx context.Context) {
 	for {
 		nodes, _ := s.nodes.List(labels.Everything())
 		for _, n := range nodes {
-			if s.kubelets.HostDown(n.Name) {
+			if s.hosts.Host(n.Name).Down() {
 				continue
 			}
 			if err := s.heartbeat(ctx, n); err != nil && ctx.Err() == nil {
@@ -98,7 +46,7 @@ func (s *sim) runHeartbeats(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-		case <-s.kubelets.wake:
+		case <-s.hosts.wake:
 		}
 		tick.Reset(s.leaseRenew()) // the grace period may have changed
 	}

@@ -5,6 +5,8 @@
 package controllers
 
 import (
+	"time"
+
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/harvester-kit/harvester-machine/sim/fault"
@@ -17,16 +19,16 @@ import (
 // stop answering and their VMIs keep the status last reported. KubeVirt's
 // virt-controller, which runs elsewhere, decides what becomes of them.
 
-// syncHostFaults stops the kubelets of the hosts the fault ConfigMap
-// lists as down and resumes the others.
+// syncHostFaults takes down the hosts the fault ConfigMap lists as down
+// and brings up the others.
 func (s *sim) syncHostFaults() {
 	nodes, _ := s.nodes.List(labels.Everything())
 	f := s.faults()
 	for _, n := range nodes {
 		down := f.MatchName(fault.HostDown, n.Name) != ""
-		if down != s.kubelets.HostDown(n.Name) {
+		if s.hosts.Host(n.Name).setDown(down, time.Now()) {
 			s.log.Info("fault host-down", "node", n.Name, "down", down)
-			s.kubelets.SetHostDown(n.Name, down)
+			s.hosts.wakeUp()
 		}
 	}
 	s.enqueueNamespace(s.vmiQ, "", s.vmiKeys)

@@ -37,7 +37,7 @@ func (s *sim) reconcilePod(ctx context.Context, key string) (time.Duration, erro
 	if err != nil {
 		return 0, nil //nolint:nilerr // gone: nothing to run or confirm
 	}
-	if pod.Spec.NodeName == "" || s.kubelets.HostDown(pod.Spec.NodeName) {
+	if pod.Spec.NodeName == "" || s.hosts.Host(pod.Spec.NodeName).Down() {
 		return 0, nil
 	}
 	if pod.DeletionTimestamp != nil {

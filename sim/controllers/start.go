@@ -46,10 +46,6 @@ type Options struct {
 	// GuestNetwork, when set, gets each running guest with an address and
 	// loses it when its VMI stops (nil: no guest network).
 	GuestNetwork *guestnet.Network
-	// Kubelets are the hosts' kubelets (nil: all up, none can be stopped
-	// from outside); SetHostDown stops one. The fault ConfigMap's
-	// host-down list stops them too.
-	Kubelets *Kubelets
 	// KubeletCert, when set, gives each host a kubelet server
 	// (serveKubelet) with a certificate it issues.
 	KubeletCert KubeletCert
@@ -116,9 +112,8 @@ type sim struct {
 	state    *vmiState
 	timing   atomic.Pointer[tunables.Values] // what the controllers run with now
 	tuneWake chan struct{}                   // the tunables ConfigMap changed
-	kubelets *Kubelets
+	hosts    *Hosts                          // the hosts' own state (host.go)
 	handler  handlerClients
-	beats    handlerBeats
 
 	handlerREST handlerServers
 }
@@ -157,11 +152,8 @@ func newSim(ctx context.Context, cfg *rest.Config, opts Options) (*sim, error) {
 			informers.WithNamespace(fault.Namespace)),
 		dynInformers: dynamicinformer.NewDynamicSharedInformerFactory(dyn, 0),
 		state:        newVMIState(),
-		kubelets:     opts.Kubelets,
+		hosts:        NewHosts(),
 		handler:      handlerClients{cfg: cfg},
-	}
-	if s.kubelets == nil {
-		s.kubelets = NewKubelets()
 	}
 	timing := opts.Timing
 	s.timing.Store(&timing)

@@ -71,7 +71,7 @@ func (s *sim) applyTunables(ctx context.Context, data map[string]string) error {
 		}
 	}
 	s.timing.Store(&next)
-	s.kubelets.wakeUp() // the Lease's renewal interval follows the grace period
+	s.hosts.wakeUp() // the Lease's renewal interval follows the grace period
 	s.log.Info("tunables applied", "timing", next)
 	return nil
 }

@@ -107,7 +107,7 @@ var standIns = map[string]upstream{
 // simulator's own plumbing (API calls, queues, decoding, events, faults).
 var simOwn = []string{
 	"sim/controllers/apiutil.go", "sim/controllers/decode.go", "sim/controllers/events.go",
-	"sim/controllers/faultack.go", "sim/controllers/guestnet.go", "sim/controllers/queue.go",
+	"sim/controllers/faultack.go", "sim/controllers/guestnet.go", "sim/controllers/host.go", "sim/controllers/queue.go",
 	"sim/controllers/register.go", "sim/controllers/start.go", "sim/controllers/tunables.go", "sim/controllers/unknownfields.go",
 	"sim/controllers/vmi_state.go", "sim/controllers/volumes.go",
 	"sim/guests/controller.go", "sim/guests/hostdown.go",
