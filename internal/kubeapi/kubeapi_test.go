@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 var rejected = &CredentialsRejectedError{Source: "--kubeconfig", After: "then run it again"}
@@ -72,7 +75,18 @@ func TestWaitSeesCreationAndDeletion(t *testing.T) {
 	kube := fake.NewClientset()
 	secrets := kube.CoreV1().Secrets("ns")
 	k := KindOf[*corev1.SecretList]("Secret", &corev1.Secret{}, secrets)
+	// The fake's watch starts from now, not from the list's resource
+	// version: objects made between Wait's list and its watch would be
+	// missed. They are made once the watch is registered.
+	watching := make(chan struct{})
+	var once sync.Once
+	kube.PrependWatchReactor("secrets", func(a k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := kube.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		once.Do(func() { close(watching) })
+		return true, w, err
+	})
 	go func() {
+		<-watching
 		_, _ = secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "ns"}}, metav1.CreateOptions{})
 		_, _ = secrets.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns"}, Data: map[string][]byte{"token": []byte("t")}}, metav1.CreateOptions{})
 	}()
