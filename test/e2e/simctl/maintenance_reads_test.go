@@ -1,17 +1,13 @@
 package simctl
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	kubevirtv1 "kubevirt.io/api/core/v1"
 )
@@ -23,8 +19,12 @@ import (
 //     VMI, but the launcher pod keeps Shutdown. The nodedrain controller
 //     (VMI's label) does not stop it, and the drain filter (pod's label)
 //     never evicts it: it stays, maintenance never completes.
-//   - ml-vmi, labelled Migrate, its VMI labelled Shutdown by hand: the
-//     nodedrain controller lists it by the VMI's label and stops it.
+//   - ml-vmi, made with Migrate on the VM and its template, then its VM
+//     (not the template) relabelled Shutdown: Harvester's VM controller
+//     copies the VM's own label to the VMI (vm_controller.go syncLabels,
+//     syncLabelsToVmi) and keeps it so at every sync, while the template
+//     and the launcher pod keep Migrate. The nodedrain controller lists it
+//     by the VMI's label and stops it.
 //   - ml-mig, no label: migrates.
 //
 // The expectations are what Harvester's and KubeVirt's own code do in the
@@ -48,13 +48,17 @@ func TestMaintainModeStrategyWhereRead(t *testing.T) {
 	if l := launcherLabels(t, ns, "ml-pod"); l[keyStrategy] != "Shutdown" {
 		t.Fatalf("ml-pod's launcher pod labels %v, want the Shutdown it was made with", l)
 	}
-	// Harvester's VM controller copies the template's labels to the VMI
-	// at every change of the VM (vm_controller.go SyncLabelsToVmi), which
-	// a loaded machine makes at any moment (a status virt-controller
-	// copies from the VMI, the MAC annotation Harvester's network
-	// controller writes): the hand-set label is held until the drain has
-	// listed the VMIs.
-	release := holdVMILabel(t, ns, "ml-vmi", "Shutdown")
+	// A label set on the VMI by hand would not stay: Harvester's VM
+	// controller sets the VMI's labels again from the VM at every change of
+	// the VM, which a loaded machine makes at any moment. The VM's own
+	// label is what it keeps on the VMI.
+	patchVM(t, ns, "ml-vmi", map[string]any{"metadata": map[string]any{"labels": map[string]any{keyStrategy: "Shutdown"}}})
+	waitVMI(t, ns, "ml-vmi", "relabelled Shutdown by Harvester", func(v *kubevirtv1.VirtualMachineInstance) bool {
+		return v != nil && v.Labels[keyStrategy] == "Shutdown"
+	})
+	if l := launcherLabels(t, ns, "ml-vmi"); l[keyStrategy] != "Migrate" {
+		t.Fatalf("ml-vmi's launcher pod labels %v, want the Migrate it was made with", l)
+	}
 
 	r, code := maintenanceCheck(t, "--namespace", ns, "--cluster-name", "mm", host)
 	got := r.verdicts()
@@ -68,7 +72,6 @@ func TestMaintainModeStrategyWhereRead(t *testing.T) {
 		t.Errorf("check: exit %d, failed %v; want 1", code, r.Failed)
 	}
 	out, err := simCLI(t, "maintenance enable", "--timeout", "45s", host)
-	release()
 	if err == nil {
 		t.Fatalf("enable completed, want ml-pod left on the host:\n%s", out)
 	}
@@ -161,48 +164,6 @@ func launcherLabels(t *testing.T, ns, vmi string) map[string]string {
 		t.Fatalf("launcher pod of %s/%s: %v (%d pods)", ns, vmi, err, len(pods.Items))
 	}
 	return pods.Items[0].Labels
-}
-
-// labelVMI sets the maintain-mode strategy label on the VMI alone.
-func labelVMI(t *testing.T, ns, name, strategy string) {
-	t.Helper()
-	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{keyStrategy: strategy}}})
-	if _, err := env.dyn.Resource(gvrVMI).Namespace(ns).Patch(testContext(t), name, types.MergePatchType, data, metav1.PatchOptions{}); err != nil {
-		t.Fatalf("label vmi %s/%s: %v", ns, name, err)
-	}
-}
-
-// holdVMILabel labels VMI ns/name with strategy and sets the label again
-// each time it goes, until the returned release is called.
-func holdVMILabel(t *testing.T, ns, name, strategy string) (release func()) {
-	t.Helper()
-	labelVMI(t, ns, name, strategy)
-	data, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{keyStrategy: strategy}}})
-	vmis := env.dyn.Resource(gvrVMI).Namespace(ns)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			w, err := vmis.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
-			if err != nil { // kube-apiserver busy: watch again shortly
-				select {
-				case <-ctx.Done():
-				case <-time.After(200 * time.Millisecond):
-				}
-				continue
-			}
-			for ev := range w.ResultChan() {
-				if u, ok := ev.Object.(*unstructured.Unstructured); ok && u.GetLabels()[keyStrategy] != strategy {
-					_, _ = vmis.Patch(ctx, name, types.MergePatchType, data, metav1.PatchOptions{})
-				}
-			}
-			w.Stop()
-		}
-	}()
-	release = func() { cancel(); <-done }
-	t.Cleanup(release)
-	return release
 }
 
 // namespaceOf creates namespace name for the test, deleted after.
