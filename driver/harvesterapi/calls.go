@@ -109,14 +109,19 @@ func remove(ctx context.Context, a *API, kind, ns, name string, uid types.UID, g
 	a.seen.deleting(kind, ns, name)
 	op := "delete " + kind + " " + ref(ns, name)
 	pace := refusalRetry
+	var refusal error // the last refusal, reported if the time runs out in a later try
 	for {
 		_, err := do(ctx, a, op, func(c context.Context) (struct{}, error) { return struct{}{}, del(c, opts) })
 		if apierrors.IsNotFound(a.seen.noteAbsent(kind, ns, name, err)) || err == nil {
 			return nil
 		}
 		if !apierrors.IsConflict(err) {
+			if refusal != nil && ctx.Err() != nil {
+				return fmt.Errorf("%w (the time ran out while trying again: %w)", refusal, ctx.Err())
+			}
 			return err
 		}
+		refusal = err
 		if uid != "" {
 			refused, lerr := kubeapi.DeleteRefused(ctx, uid, a.currentUID(kind, ns, name))
 			if lerr != nil {

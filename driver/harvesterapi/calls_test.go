@@ -49,6 +49,7 @@ func TestRemoveTellsRefusalFromReplacement(t *testing.T) {
 		name       string
 		refusals   int // deletes answered with the webhook's refusal before the store's answer
 		replaced   bool
+		hang       bool // a try after the refusals waits until the time runs out
 		wantErr    string
 		wantDelete int
 		wantGone   bool
@@ -56,6 +57,10 @@ func TestRemoveTellsRefusalFromReplacement(t *testing.T) {
 		{name: "refused twice, then deleted", refusals: 2, wantDelete: 3, wantGone: true},
 		{name: "replaced by another object of the name", replaced: true, wantDelete: 1},
 		{name: "refused for good", refusals: 100, wantDelete: 5, wantErr: "delete volume ns/d0: admission webhook \"validator.harvesterhci.io\" denied the request: can not delete the volume d0"},
+		// The time runs out during a try after a refusal: the refusal is
+		// what is reported, not the bare deadline.
+		{name: "refused, then the time runs out", refusals: 1, hang: true, wantDelete: 2,
+			wantErr: "can not delete the volume d0 which is currently attached to VM: ns/m1 (the time ran out while trying again: context deadline exceeded)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,6 +70,7 @@ func TestRemoveTellsRefusalFromReplacement(t *testing.T) {
 			}
 			kube := kubefake.NewSimpleClientset(&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "d0", Namespace: "ns", UID: types.UID(uid)}})
 			deletes := 0
+			var hung context.Context // the try that hangs ends with it
 			kube.PrependReactor("delete", "persistentvolumeclaims", func(action k8stesting.Action) (bool, runtime.Object, error) {
 				deletes++
 				switch {
@@ -72,12 +78,22 @@ func TestRemoveTellsRefusalFromReplacement(t *testing.T) {
 					return true, nil, uidConflict("d0")
 				case deletes <= tt.refusals:
 					return true, nil, webhookRefusal("d0")
+				case tt.hang:
+					<-hung.Done()
+					return true, nil, hung.Err()
 				}
 				return false, nil, nil
 			})
 			a := FromClients(restapifake.Clients{Kube: kube, Virt: virtfake.NewSimpleClientset()}, nil, nil, Options{CallTimeout: 5 * time.Second})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
+			hung = ctx
+			if tt.hang {
+				var cancelHung context.CancelFunc
+				ctx, cancelHung = context.WithTimeout(ctx, 300*time.Millisecond)
+				defer cancelHung()
+				hung = ctx
+			}
 
 			err := a.DeletePVC(ctx, "ns", "d0", "u1")
 			if tt.wantErr == "" && err != nil {
