@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	authv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -131,10 +130,7 @@ func (a *API) readFollowed(ctx context.Context, op string, gvr schema.GroupVersi
 // past ctx and the call's deadline (which bounds only the initial state).
 func (a *API) openFollow(ctx context.Context, op string, gvr schema.GroupVersionResource, ns, name string) (*followed, error) {
 	k := kubeapi.KindOf(gvr.Resource, &unstructured.Unstructured{}, a.dyn.Resource(gvr).Namespace(ns))
-	initial := a.opts.CallTimeout
-	if initial <= 0 {
-		initial = 30 * time.Second
-	}
+	initial := a.streamTimeout()
 	s, err := kubeapi.OpenNamedStream(context.WithoutCancel(ctx), k, name, initial)
 	if err != nil {
 		err = a.Explain(op, err)

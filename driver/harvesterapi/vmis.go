@@ -3,7 +3,6 @@ package harvesterapi
 import (
 	"context"
 	"errors"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -26,10 +25,7 @@ func (a *API) GetVMI(ctx context.Context, ns, name string) (*kubevirtv1.VirtualM
 // the wait watches on its own.
 func (a *API) ReadVMIForWait(ctx context.Context, ns, name string) (*kubevirtv1.VirtualMachineInstance, error) {
 	if a.unreachable == nil {
-		initial := a.opts.CallTimeout
-		if initial <= 0 {
-			initial = 30 * time.Second
-		}
+		initial := a.streamTimeout()
 		s, err := kubeapi.OpenNamedStream(context.WithoutCancel(ctx), a.VMIs(ns), name, initial)
 		if err == nil {
 			a.seen.holdVMIStream(ns, name, s)

@@ -30,10 +30,7 @@ func (a *API) ListPVCs(ctx context.Context, ns, selector string) (*corev1.Persis
 // Stream.WaitGone): a list and a watch in one request. The error wraps
 // kubeapi.ErrWatchEnded when the server does not stream: use ListPVCs.
 func (a *API) StreamPVCs(ctx context.Context, ns, selector string) (*kubeapi.Stream, []corev1.PersistentVolumeClaim, error) {
-	initial := a.opts.CallTimeout
-	if initial <= 0 {
-		initial = 30 * time.Second
-	}
+	initial := a.streamTimeout()
 	s, err := kubeapi.OpenStream(ctx, a.PVCs(ns), selector, initial)
 	if err != nil {
 		return nil, nil, err
@@ -57,4 +54,13 @@ func (a *API) GetStorageClass(ctx context.Context, name string) (*storagev1.Stor
 	return do(ctx, a, "get storage class "+name, func(c context.Context) (*storagev1.StorageClass, error) {
 		return a.kube.StorageClasses().Get(c, name, metav1.GetOptions{})
 	})
+}
+
+// streamTimeout bounds the arrival of a streamed watch's initial state:
+// the call deadline, or 30 s without one.
+func (a *API) streamTimeout() time.Duration {
+	if a.opts.CallTimeout <= 0 {
+		return 30 * time.Second
+	}
+	return a.opts.CallTimeout
 }
